@@ -1,0 +1,14 @@
+//! What a benchmark run produces, defined once for every source of round-trip times: the host
+//! sw-loop (`backline bench`), the cycle-accurate FPGA simulation (`backline sim`) and the
+//! board's trace RAM read-out (`backline-apu trace`). Statistics with the cold first round kept
+//! apart, the self-describing CSV trace, the printed table, the JSON object and the PNG plots.
+#![deny(missing_docs)]
+
+pub mod plot;
+pub mod report;
+pub mod stats;
+pub mod trace;
+
+pub use report::{JsonReport, Table};
+pub use stats::Summary;
+pub use trace::{Clock, Trace, TraceError, TraceRow};

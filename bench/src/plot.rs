@@ -1,0 +1,1 @@
+//! PNG plots (filled in below).

@@ -1,0 +1,244 @@
+//! Printed outputs: the statistics table of SPEC §9 (µs, round 0 apart, optional ratio rows)
+//! and the one-object JSON report.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::Summary;
+
+/// One line of the table: a label, the cold round-0 time, and the warm statistics.
+#[derive(Debug, Clone)]
+pub struct TableRow {
+    /// What ran (responder, baseline, ratio).
+    pub label: String,
+    /// Round 0 in ns, if reported on this line.
+    pub round0_ns: Option<f64>,
+    /// Statistics in ns, or ratios when `ratio` is set.
+    pub stats: Summary,
+    /// Print the statistics as ratios (`1.07x`) rather than µs.
+    pub ratio: bool,
+}
+
+/// The statistics table.
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    /// A line printed above the table.
+    pub title: String,
+    /// Rows in print order.
+    pub rows: Vec<TableRow>,
+}
+
+impl Table {
+    /// A table with a title line.
+    pub fn new(title: impl Into<String>) -> Table {
+        Table {
+            title: title.into(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds a row of times.
+    pub fn push(&mut self, label: impl Into<String>, round0_ns: Option<f64>, stats: Summary) {
+        self.rows.push(TableRow {
+            label: label.into(),
+            round0_ns,
+            stats,
+            ratio: false,
+        });
+    }
+
+    /// Adds a row of ratios `a / b` (round 0 included when both have it).
+    pub fn push_ratio(
+        &mut self,
+        label: impl Into<String>,
+        a: (&Summary, Option<f64>),
+        b: (&Summary, Option<f64>),
+    ) {
+        let round0 = match (a.1, b.1) {
+            (Some(x), Some(y)) if y > 0.0 => Some(x / y),
+            _ => None,
+        };
+        self.rows.push(TableRow {
+            label: label.into(),
+            round0_ns: round0,
+            stats: a.0.ratio_to(b.0),
+            ratio: true,
+        });
+    }
+
+    /// Renders the table as text.
+    pub fn render(&self) -> String {
+        let label_w = self
+            .rows
+            .iter()
+            .map(|r| r.label.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(8);
+        let mut s = String::new();
+        if !self.title.is_empty() {
+            let _ = writeln!(s, "{}", self.title);
+        }
+        let names = [
+            "round0", "mean", "median", "std", "min", "max", "P99", "P99.9", "P99.99", "P99.999",
+        ];
+        let _ = write!(s, "{:label_w$}", "µs");
+        for n in names {
+            let _ = write!(s, " {n:>8}");
+        }
+        s.push('\n');
+        for r in &self.rows {
+            let _ = write!(s, "{:label_w$}", r.label);
+            let cell = |v: f64| {
+                if !v.is_finite() {
+                    format!(" {:>8}", "-")
+                } else if r.ratio {
+                    format!(" {:>8}", format!("{v:.2}x"))
+                } else {
+                    format!(" {:>8.3}", v / 1000.0)
+                }
+            };
+            s.push_str(&r.round0_ns.map_or_else(|| format!(" {:>8}", "-"), cell));
+            for (_, v) in r.stats.fields() {
+                s.push_str(&cell(v));
+            }
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// Statistics as they appear in the JSON report (ns).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct JsonStats {
+    /// Round 0 (cold), ns.
+    pub round0_ns: Option<f64>,
+    /// Mean of warm rounds.
+    pub mean_ns: f64,
+    /// Median.
+    pub median_ns: f64,
+    /// Standard deviation.
+    pub std_ns: f64,
+    /// Minimum.
+    pub min_ns: f64,
+    /// Maximum.
+    pub max_ns: f64,
+    /// P99.
+    pub p99_ns: f64,
+    /// P99.9.
+    pub p999_ns: f64,
+    /// P99.99.
+    pub p9999_ns: f64,
+    /// P99.999.
+    pub p99999_ns: f64,
+}
+
+impl JsonStats {
+    /// From a summary and round 0.
+    pub fn new(s: &Summary, round0_ns: Option<f64>) -> JsonStats {
+        JsonStats {
+            round0_ns,
+            mean_ns: s.mean_ns,
+            median_ns: s.median_ns,
+            std_ns: s.std_ns,
+            min_ns: s.min_ns,
+            max_ns: s.max_ns,
+            p99_ns: s.p99_ns,
+            p999_ns: s.p999_ns,
+            p9999_ns: s.p9999_ns,
+            p99999_ns: s.p99999_ns,
+        }
+    }
+}
+
+/// The one JSON object that `--json` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct JsonReport {
+    /// Transport name.
+    pub transport: String,
+    /// Responder name.
+    pub responder: String,
+    /// Rounds run, round 0 included.
+    pub rounds: u64,
+    /// Rounds that completed with an ok reply.
+    pub completed: u64,
+    /// The statistics.
+    #[serde(flatten)]
+    pub stats: JsonStats,
+    /// The same-run baseline, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<JsonStats>,
+    /// median / baseline median, when the baseline ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_median: Option<f64>,
+    /// Fields particular to a source (e.g. the simulator's `fsm_overhead_cycles`).
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl JsonReport {
+    /// Serialises on one line.
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).expect("report serialises")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_prints_microseconds_and_ratios() {
+        let a = Summary::of(&[1500.0, 2500.0]).unwrap();
+        let b = Summary::of(&[1000.0, 2000.0]).unwrap();
+        let mut t = Table::new("demo");
+        t.push("steane", Some(4640.0), a);
+        t.push("floor", None, b);
+        t.push_ratio("steane/floor", (&a, Some(4640.0)), (&b, None));
+        let s = t.render();
+        assert!(s.contains("4.640"), "{s}");
+        assert!(s.contains("1.500"), "{s}");
+        assert!(s.contains("1.50x"), "{s}");
+        assert_eq!(s.lines().count(), 5);
+    }
+
+    #[test]
+    fn json_has_the_documented_fields() {
+        let a = Summary::of(&[1500.0, 2500.0]).unwrap();
+        let mut extra = serde_json::Map::new();
+        extra.insert("mismatches".into(), 0.into());
+        let r = JsonReport {
+            transport: "memcpy".into(),
+            responder: "echo".into(),
+            rounds: 3,
+            completed: 3,
+            stats: JsonStats::new(&a, Some(9.0)),
+            baseline: Some(JsonStats::new(&a, None)),
+            ratio_median: Some(1.0),
+            extra,
+        };
+        let v: serde_json::Value = serde_json::from_str(&r.to_line()).unwrap();
+        for k in [
+            "transport",
+            "responder",
+            "rounds",
+            "round0_ns",
+            "mean_ns",
+            "median_ns",
+            "std_ns",
+            "min_ns",
+            "max_ns",
+            "p99_ns",
+            "p999_ns",
+            "p9999_ns",
+            "p99999_ns",
+            "baseline",
+            "ratio_median",
+            "mismatches",
+        ] {
+            assert!(v.get(k).is_some(), "missing {k}");
+        }
+        assert!(v["baseline"].get("median_ns").is_some());
+    }
+}

@@ -1,0 +1,431 @@
+//! The CSV trace: a self-describing header of `# key: value` lines, then one row per round,
+//! round 0 included and marked `cold`.
+//!
+//! ```text
+//! # backline trace v1
+//! # clock: host-ns
+//! # source: bench
+//! # transport: memcpy
+//! # responder: steane
+//! round,rtt_ns,rtt_cycles,quiet_ns,status,cold
+//! 0,4640.0,,0,ok,1
+//! 1,512.3,,0,ok,0
+//! ```
+//!
+//! `rtt_cycles` is filled when the times come from an engine clock (`clock: cycles @ 200 MHz`),
+//! and `rtt_ns` is then `rtt_cycles × 1000 / MHz`. `quiet_ns` is the pacer's quiet period
+//! before the round, never part of the RTT. `status` is a [`RoundStatus`] name.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+
+use crate::Summary;
+
+/// First line of every trace.
+pub const TRACE_MAGIC: &str = "# backline trace v1";
+
+/// Column names, in order.
+pub const COLUMNS: [&str; 6] = [
+    "round",
+    "rtt_ns",
+    "rtt_cycles",
+    "quiet_ns",
+    "status",
+    "cold",
+];
+
+/// Where a trace's times come from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Clock {
+    /// Host monotonic clock, nanoseconds.
+    HostNs,
+    /// An engine clock counted in cycles at this frequency.
+    Cycles {
+        /// Clock frequency.
+        mhz: f64,
+    },
+}
+
+impl Clock {
+    fn header(&self) -> String {
+        match self {
+            Clock::HostNs => "host-ns".to_string(),
+            Clock::Cycles { mhz } => format!("cycles @ {mhz} MHz"),
+        }
+    }
+
+    fn parse(s: &str) -> Option<Clock> {
+        if s == "host-ns" {
+            return Some(Clock::HostNs);
+        }
+        let mhz = s.strip_prefix("cycles @ ")?.strip_suffix(" MHz")?;
+        Some(Clock::Cycles {
+            mhz: mhz.trim().parse().ok()?,
+        })
+    }
+
+    /// Nanoseconds of `cycles` at this clock (`HostNs` treats them as ns).
+    pub fn cycles_to_ns(&self, cycles: u64) -> f64 {
+        match self {
+            Clock::HostNs => cycles as f64,
+            Clock::Cycles { mhz } => cycles as f64 * 1000.0 / mhz,
+        }
+    }
+}
+
+/// How one round ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RoundStatus {
+    /// Reply arrived with status ok (and, where checked, the expected content).
+    Ok,
+    /// No reply within the timeout.
+    Timeout,
+    /// The coprocessor did not know the `decoder_id`.
+    UnknownDecoder,
+    /// The coprocessor rejected the payload length.
+    BadLength,
+    /// The coprocessor function failed.
+    DecoderFailed,
+    /// A reply arrived but differed from the expected one.
+    Mismatch,
+    /// The engine's 16-bit RTT counter saturated (RTT ≥ 0xFFFF cycles).
+    Saturated,
+}
+
+impl RoundStatus {
+    /// All statuses, for parsing.
+    pub const ALL: [RoundStatus; 7] = [
+        RoundStatus::Ok,
+        RoundStatus::Timeout,
+        RoundStatus::UnknownDecoder,
+        RoundStatus::BadLength,
+        RoundStatus::DecoderFailed,
+        RoundStatus::Mismatch,
+        RoundStatus::Saturated,
+    ];
+
+    /// Name used in the CSV.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RoundStatus::Ok => "ok",
+            RoundStatus::Timeout => "timeout",
+            RoundStatus::UnknownDecoder => "unknown_decoder",
+            RoundStatus::BadLength => "bad_length",
+            RoundStatus::DecoderFailed => "decoder_failed",
+            RoundStatus::Mismatch => "mismatch",
+            RoundStatus::Saturated => "saturated",
+        }
+    }
+
+    /// Parses a CSV name.
+    pub fn parse(s: &str) -> Option<RoundStatus> {
+        RoundStatus::ALL.into_iter().find(|r| r.name() == s)
+    }
+}
+
+/// One round of a trace.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TraceRow {
+    /// Round number, from 0.
+    pub round: u64,
+    /// Round-trip time in ns.
+    pub rtt_ns: f64,
+    /// Round-trip time in engine cycles, when the clock counts cycles.
+    pub rtt_cycles: Option<u64>,
+    /// Quiet period before the round, ns (0 for b2b).
+    pub quiet_ns: f64,
+    /// How the round ended.
+    pub status: RoundStatus,
+    /// True for the cold first round (connection warm-up), kept out of the statistics.
+    pub cold: bool,
+}
+
+/// Why a trace could not be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// File system error, with the path.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is not a backline trace or a line is malformed.
+    #[error("{path}:{line}: {msg}")]
+    Format {
+        /// The file.
+        path: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        msg: String,
+    },
+}
+
+/// A whole trace: header metadata and rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trace {
+    /// Time base.
+    pub clock: Clock,
+    /// `key: value` header lines other than the clock, in order (e.g. source, transport,
+    /// responder, cadence).
+    pub meta: Vec<(String, String)>,
+    /// One row per round.
+    pub rows: Vec<TraceRow>,
+}
+
+impl Trace {
+    /// An empty trace with room for `rounds` rows.
+    pub fn with_capacity(clock: Clock, rounds: usize) -> Trace {
+        Trace {
+            clock,
+            meta: Vec::new(),
+            rows: Vec::with_capacity(rounds),
+        }
+    }
+
+    /// Adds a header line.
+    pub fn set_meta(&mut self, key: &str, value: impl ToString) {
+        let value = value.to_string();
+        match self.meta.iter_mut().find(|(k, _)| k == key) {
+            Some(kv) => kv.1 = value,
+            None => self.meta.push((key.to_string(), value)),
+        }
+    }
+
+    /// A header value.
+    pub fn meta(&self, key: &str) -> Option<&str> {
+        self.meta
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The cold round(s), usually just round 0.
+    pub fn cold_rows(&self) -> impl Iterator<Item = &TraceRow> {
+        self.rows.iter().filter(|r| r.cold)
+    }
+
+    /// RTTs of the warm rounds that completed (status ok), in round order.
+    pub fn warm_ok_rtts_ns(&self) -> Vec<f64> {
+        self.rows
+            .iter()
+            .filter(|r| !r.cold && r.status == RoundStatus::Ok)
+            .map(|r| r.rtt_ns)
+            .collect()
+    }
+
+    /// Statistics of the warm, completed rounds.
+    pub fn summary(&self) -> Option<Summary> {
+        Summary::of(&self.warm_ok_rtts_ns())
+    }
+
+    /// Rounds per status other than ok, for reporting.
+    pub fn failures(&self) -> Vec<(RoundStatus, u64)> {
+        RoundStatus::ALL
+            .into_iter()
+            .filter(|s| *s != RoundStatus::Ok)
+            .map(|s| (s, self.rows.iter().filter(|r| r.status == s).count() as u64))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
+    /// Writes the trace as CSV.
+    pub fn write_csv(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+        writeln!(out, "{TRACE_MAGIC}")?;
+        writeln!(out, "# clock: {}", self.clock.header())?;
+        for (k, v) in &self.meta {
+            writeln!(out, "# {k}: {}", v.replace('\n', " "))?;
+        }
+        writeln!(out, "{}", COLUMNS.join(","))?;
+        for r in &self.rows {
+            match r.rtt_cycles {
+                Some(c) => write!(out, "{},{:.1},{c},", r.round, r.rtt_ns)?,
+                None => write!(out, "{},{:.1},,", r.round, r.rtt_ns)?,
+            }
+            writeln!(
+                out,
+                "{:.0},{},{}",
+                r.quiet_ns,
+                r.status.name(),
+                u8::from(r.cold)
+            )?;
+        }
+        out.flush()
+    }
+
+    /// Writes the trace to a file.
+    pub fn save(&self, path: &Path) -> Result<(), TraceError> {
+        let io = |source| TraceError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let mut f = std::fs::File::create(path).map_err(io)?;
+        self.write_csv(&mut f).map_err(io)
+    }
+
+    /// Reads a trace file.
+    pub fn load(path: &Path) -> Result<Trace, TraceError> {
+        let f = std::fs::File::open(path).map_err(|source| TraceError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Trace::read_csv(f, &path.display().to_string())
+    }
+
+    /// Reads a trace; `name` labels errors.
+    pub fn read_csv(input: impl Read, name: &str) -> Result<Trace, TraceError> {
+        let err = |line: usize, msg: String| TraceError::Format {
+            path: name.to_string(),
+            line,
+            msg,
+        };
+        let mut lines = BufReader::new(input).lines().enumerate();
+        let next = |lines: &mut dyn Iterator<Item = (usize, std::io::Result<String>)>| {
+            lines.next().map(|(i, l)| {
+                l.map(|l| (i + 1, l)).map_err(|source| TraceError::Io {
+                    path: name.to_string(),
+                    source,
+                })
+            })
+        };
+        match next(&mut lines).transpose()? {
+            Some((_, l)) if l.trim_end() == TRACE_MAGIC => {}
+            _ => {
+                return Err(err(
+                    1,
+                    format!("not a backline trace (expected `{TRACE_MAGIC}`)"),
+                ));
+            }
+        }
+        let mut clock = None;
+        let mut meta = Vec::new();
+        let mut rows = Vec::new();
+        let mut header_seen = false;
+        while let Some((n, line)) = next(&mut lines).transpose()? {
+            let line = line.trim_end();
+            if let Some(kv) = line.strip_prefix("# ") {
+                let (k, v) = kv
+                    .split_once(": ")
+                    .ok_or_else(|| err(n, format!("header line without `key: value`: {line}")))?;
+                if k == "clock" {
+                    clock =
+                        Some(Clock::parse(v).ok_or_else(|| err(n, format!("bad clock `{v}`")))?);
+                } else {
+                    meta.push((k.to_string(), v.to_string()));
+                }
+                continue;
+            }
+            if !header_seen {
+                if line != COLUMNS.join(",") {
+                    return Err(err(
+                        n,
+                        format!("expected column header `{}`", COLUMNS.join(",")),
+                    ));
+                }
+                header_seen = true;
+                continue;
+            }
+            if line.is_empty() {
+                continue;
+            }
+            rows.push(parse_row(line).map_err(|m| err(n, m))?);
+        }
+        Ok(Trace {
+            clock: clock.ok_or_else(|| err(2, "missing `# clock:` line".into()))?,
+            meta,
+            rows,
+        })
+    }
+}
+
+fn parse_row(line: &str) -> Result<TraceRow, String> {
+    let f: Vec<&str> = line.split(',').collect();
+    if f.len() != COLUMNS.len() {
+        return Err(format!("{} fields, expected {}", f.len(), COLUMNS.len()));
+    }
+    let num = |i: usize| -> Result<f64, String> {
+        f[i].parse::<f64>()
+            .map_err(|_| format!("{} `{}` is not a number", COLUMNS[i], f[i]))
+    };
+    Ok(TraceRow {
+        round: f[0]
+            .parse()
+            .map_err(|_| format!("round `{}` is not an integer", f[0]))?,
+        rtt_ns: num(1)?,
+        rtt_cycles: if f[2].is_empty() {
+            None
+        } else {
+            Some(
+                f[2].parse()
+                    .map_err(|_| format!("rtt_cycles `{}` is not an integer", f[2]))?,
+            )
+        },
+        quiet_ns: num(3)?,
+        status: RoundStatus::parse(f[4]).ok_or_else(|| format!("unknown status `{}`", f[4]))?,
+        cold: match f[5] {
+            "1" => true,
+            "0" => false,
+            o => return Err(format!("cold `{o}` is not 0 or 1")),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Trace {
+        let mut t = Trace::with_capacity(Clock::Cycles { mhz: 200.0 }, 3);
+        t.set_meta("source", "sim");
+        t.set_meta("transport", "ernic-model");
+        for (i, c) in [900u64, 400, 401].into_iter().enumerate() {
+            t.rows.push(TraceRow {
+                round: i as u64,
+                rtt_ns: Clock::Cycles { mhz: 200.0 }.cycles_to_ns(c),
+                rtt_cycles: Some(c),
+                quiet_ns: 0.0,
+                status: RoundStatus::Ok,
+                cold: i == 0,
+            });
+        }
+        t.rows[2].status = RoundStatus::Timeout;
+        t
+    }
+
+    #[test]
+    fn csv_round_trips() {
+        let t = sample();
+        let mut buf = Vec::new();
+        t.write_csv(&mut buf).unwrap();
+        let text = String::from_utf8(buf.clone()).unwrap();
+        assert!(text.starts_with("# backline trace v1\n# clock: cycles @ 200 MHz\n"));
+        assert_eq!(text.lines().filter(|l| !l.starts_with('#')).count(), 1 + 3);
+        let back = Trace::read_csv(&buf[..], "mem").unwrap();
+        assert_eq!(back, t);
+    }
+
+    #[test]
+    fn summary_excludes_cold_and_failed_rounds() {
+        let t = sample();
+        let s = t.summary().unwrap();
+        assert_eq!(s.count, 1);
+        assert_eq!(s.median_ns, 2000.0);
+        assert_eq!(t.cold_rows().count(), 1);
+        assert_eq!(t.failures(), vec![(RoundStatus::Timeout, 1)]);
+    }
+
+    #[test]
+    fn malformed_files_name_the_line() {
+        let e = Trace::read_csv(&b"hello\n"[..], "x.csv").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "x.csv:1: not a backline trace (expected `# backline trace v1`)"
+        );
+        let bad = "# backline trace v1\n# clock: host-ns\nround,rtt_ns,rtt_cycles,quiet_ns,status,cold\n0,1.0,,0,ok,1\n1,abc,,0,ok,0\n";
+        let e = Trace::read_csv(bad.as_bytes(), "y.csv").unwrap_err();
+        assert_eq!(e.to_string(), "y.csv:5: rtt_ns `abc` is not a number");
+    }
+}

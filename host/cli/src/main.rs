@@ -1,0 +1,54 @@
+//! `backline`: the user's front door. Thin: clap parses, each subcommand turns its flags into a
+//! library configuration, calls the library, and prints. Errors are rendered once, here, as one
+//! line on stderr with a non-zero exit.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+/// Quantum error-correction syndromes from a controller to decoders and back, in microseconds.
+#[derive(Debug, Parser)]
+#[command(name = "backline", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run sw-loop rounds over a placement and report round-trip latency.
+    Bench(cmd::bench::Args),
+    /// Serve coprocessor functions to controllers (shm, udp).
+    Serve(cmd::serve::Args),
+    /// Decode syndromes from a file with BP(+OSD) for a parity-check matrix.
+    Decode(cmd::decode::Args),
+    /// Run the HWHS engine's generated RTL under Verilator against an ERNIC model.
+    Sim(cmd::sim::Args),
+    /// Draw PNG plots from one or more CSV traces (CCDFs overlaid).
+    Plot(cmd::plot::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Bench(a) => cmd::bench::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
+        Command::Decode(a) => cmd::decode::run(a),
+        Command::Sim(a) => cmd::sim::run(a),
+        Command::Plot(a) => cmd::plot::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            // One line: the whole chain, outermost first.
+            let mut msg = format!("backline: error: {e}");
+            for cause in e.chain().skip(1) {
+                msg.push_str(&format!(": {cause}"));
+            }
+            eprintln!("{msg}");
+            ExitCode::from(2)
+        }
+    }
+}

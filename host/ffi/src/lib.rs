@@ -1,0 +1,1 @@
+//! The C ABI of the session life cycle

@@ -1,0 +1,1 @@
+//! Transports (memcpy, shm, udp, rdma) and the session life cycle

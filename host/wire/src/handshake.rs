@@ -7,7 +7,7 @@
 //! |-------:|-----:|-------|
 //! | 0  | 4  | magic `"BKLH"` |
 //! | 4  | 1  | version ([`WIRE_VERSION`]) |
-//! | 5  | 1  | kind: 1 hello, 2 accept, 3 reject |
+//! | 5  | 1  | kind: 1 hello, 2 accept, 3 reject, 4 bye |
 //! | 6  | 2  | reject reason (0 otherwise) |
 //! | 8  | 4  | ring depth |
 //! | 12 | 4  | slot bytes |
@@ -41,6 +41,8 @@ pub enum HandshakeKind {
     Accept = 2,
     /// Coprocessor → controller: "refused", with a [`RejectReason`].
     Reject = 3,
+    /// Controller → coprocessor: "this session is over" (sent by `stop`).
+    Bye = 4,
 }
 
 /// Why a coprocessor refused a hello.
@@ -198,6 +200,7 @@ impl Handshake {
             1 => HandshakeKind::Hello,
             2 => HandshakeKind::Accept,
             3 => HandshakeKind::Reject,
+            4 => HandshakeKind::Bye,
             k => return Err(HandshakeError::Kind(k)),
         };
         let reason_raw = u16::from_le_bytes([b[6], b[7]]);

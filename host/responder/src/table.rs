@@ -1,0 +1,202 @@
+//! The per-coprocessor table of functions, keyed by `decoder_id`, and the panic boundary.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+use std::sync::Arc;
+
+use backline_wire::{DecoderId, Status};
+
+use crate::{CSymbol, Echo, Responder, Steane, csym::LoadError};
+
+/// Ids below this are looked up by index; others by binary search.
+const DIRECT: usize = 64;
+
+/// `decoder_id` → responder. Built before a server starts and read-only afterwards, so
+/// several rings may dispatch through one table without locks.
+#[derive(Clone, Default)]
+pub struct ResponderTable {
+    direct: Vec<Option<Arc<dyn Responder>>>,
+    sparse: Vec<(DecoderId, Arc<dyn Responder>)>,
+}
+
+impl std::fmt::Debug for ResponderTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.entries().map(|(id, r)| (id, r.name().to_string())))
+            .finish()
+    }
+}
+
+impl ResponderTable {
+    /// An empty table.
+    pub fn new() -> ResponderTable {
+        ResponderTable::default()
+    }
+
+    /// A table with one responder under `decoder_id` 0.
+    pub fn single(r: Arc<dyn Responder>) -> ResponderTable {
+        let mut t = ResponderTable::new();
+        t.insert(0, r);
+        t
+    }
+
+    /// Registers `r` under `id`, replacing what was there; returns the old one.
+    pub fn insert(&mut self, id: DecoderId, r: Arc<dyn Responder>) -> Option<Arc<dyn Responder>> {
+        if (id as usize) < DIRECT {
+            let i = id as usize;
+            if self.direct.len() <= i {
+                self.direct.resize(i + 1, None);
+            }
+            self.direct[i].replace(r)
+        } else {
+            match self.sparse.binary_search_by_key(&id, |e| e.0) {
+                Ok(i) => Some(std::mem::replace(&mut self.sparse[i].1, r)),
+                Err(i) => {
+                    self.sparse.insert(i, (id, r));
+                    None
+                }
+            }
+        }
+    }
+
+    /// The responder of `id`.
+    #[inline]
+    pub fn get(&self, id: DecoderId) -> Option<&Arc<dyn Responder>> {
+        if (id as usize) < DIRECT {
+            self.direct.get(id as usize)?.as_ref()
+        } else {
+            self.sparse
+                .binary_search_by_key(&id, |e| e.0)
+                .ok()
+                .map(|i| &self.sparse[i].1)
+        }
+    }
+
+    /// All entries in id order.
+    pub fn entries(&self) -> impl Iterator<Item = (DecoderId, &Arc<dyn Responder>)> {
+        self.direct
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.as_ref().map(|r| (i as DecoderId, r)))
+            .chain(self.sparse.iter().map(|(i, r)| (*i, r)))
+    }
+
+    /// Number of registered functions.
+    pub fn len(&self) -> usize {
+        self.entries().count()
+    }
+
+    /// True when nothing is registered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Runs the responder of `id` on `input`, writing into `out`. Never panics: an unknown
+    /// id, a rejected length, a failure or a panic in the function each become a status with
+    /// an empty reply.
+    #[inline]
+    pub fn dispatch(&self, id: DecoderId, input: &[u8], out: &mut [u8]) -> (Status, usize) {
+        let Some(r) = self.get(id) else {
+            return (Status::UnknownDecoder, 0);
+        };
+        let cap = out.len();
+        match catch_unwind(AssertUnwindSafe(|| r.respond(input, out))) {
+            Ok(Ok(n)) if n <= cap => (Status::Ok, n),
+            Ok(Ok(_)) => (Status::DecoderFailed, 0),
+            Ok(Err(e)) => (e.status(), 0),
+            Err(_) => (Status::DecoderFailed, 0),
+        }
+    }
+}
+
+/// Why a responder spec could not be turned into a responder.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// Not one of the known forms.
+    #[error("unknown responder `{0}` (expected echo, steane or LIB:SYMBOL)")]
+    Unknown(String),
+    /// The C library or symbol could not be loaded.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+}
+
+/// Parses a responder spec: `echo`, `steane`, or `LIB:SYMBOL` (a C function in a shared
+/// library; the last `:` separates the symbol).
+pub fn parse_spec(spec: &str) -> Result<Arc<dyn Responder>, SpecError> {
+    match spec {
+        "echo" => Ok(Arc::new(Echo)),
+        "steane" => Ok(Arc::new(Steane)),
+        _ => match spec.rsplit_once(':') {
+            Some((lib, sym)) if !lib.is_empty() && !sym.is_empty() => {
+                Ok(Arc::new(CSymbol::load(Path::new(lib), sym)?))
+            }
+            _ => Err(SpecError::Unknown(spec.to_string())),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ResponderError;
+
+    struct Panics;
+    impl Responder for Panics {
+        fn name(&self) -> &str {
+            "panics"
+        }
+        fn respond(&self, _: &[u8], _: &mut [u8]) -> Result<usize, ResponderError> {
+            panic!("decoder bug")
+        }
+    }
+
+    struct Lies;
+    impl Responder for Lies {
+        fn name(&self) -> &str {
+            "lies"
+        }
+        fn respond(&self, _: &[u8], out: &mut [u8]) -> Result<usize, ResponderError> {
+            Ok(out.len() + 1)
+        }
+    }
+
+    #[test]
+    fn dispatch_by_id_and_statuses() {
+        let mut t = ResponderTable::new();
+        t.insert(0, Arc::new(Echo));
+        t.insert(1, Arc::new(Steane));
+        t.insert(1000, Arc::new(Panics));
+        t.insert(7, Arc::new(Lies));
+        let mut out = [0u8; 48];
+        assert_eq!(t.dispatch(0, b"hi", &mut out), (Status::Ok, 2));
+        assert_eq!(t.dispatch(1, &[3], &mut out), (Status::Ok, 1));
+        assert_eq!(out[0], 2);
+        assert_eq!(t.dispatch(2, b"x", &mut out), (Status::UnknownDecoder, 0));
+        assert_eq!(t.dispatch(1, &[], &mut out), (Status::BadLength, 0));
+        assert_eq!(t.dispatch(1000, b"x", &mut out), (Status::DecoderFailed, 0));
+        assert_eq!(t.dispatch(7, b"x", &mut out), (Status::DecoderFailed, 0));
+        // The table still serves after a panic.
+        assert_eq!(t.dispatch(0, b"ok", &mut out), (Status::Ok, 2));
+        assert_eq!(t.len(), 4);
+        assert_eq!(
+            t.entries().map(|e| e.0).collect::<Vec<_>>(),
+            [0, 1, 7, 1000]
+        );
+    }
+
+    #[test]
+    fn specs() {
+        assert_eq!(parse_spec("echo").unwrap().name(), "echo");
+        assert_eq!(parse_spec("steane").unwrap().name(), "steane");
+        let e = parse_spec("bogus").err().unwrap().to_string();
+        assert!(e.contains("unknown responder `bogus`"), "{e}");
+        let e = parse_spec("/nonexistent/libx.so:fn")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.starts_with("cannot load library /nonexistent/libx.so"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,233 @@
+//! A ring on the heap, for the in-process `memcpy` transport and for local staging copies.
+
+use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::ptr::NonNull;
+
+use backline_wire::{Geometry, GeometryError};
+
+use crate::{CachePadded, Doorbell, RingView};
+
+/// Heap memory for one ring (zeroed and pre-faulted) plus its doorbell. Hand out
+/// [`RingView`]s with [`HeapRing::view`]; keep the `HeapRing` alive (e.g. in an `Arc`) while
+/// they are used.
+#[derive(Debug)]
+pub struct HeapRing {
+    ptr: NonNull<u8>,
+    layout: Layout,
+    geometry: Geometry,
+    doorbell: Box<CachePadded<Doorbell>>,
+}
+
+// SAFETY: the allocation is owned uniquely by this value; access to it goes through
+// RingView, whose protocol makes concurrent use data-race free.
+unsafe impl Send for HeapRing {}
+// SAFETY: `&HeapRing` only gives out RingViews (see above).
+unsafe impl Sync for HeapRing {}
+
+impl HeapRing {
+    /// Allocates a zeroed ring of `geometry`, touching every page so that round 0 does not
+    /// page-fault.
+    pub fn new(geometry: Geometry) -> Result<HeapRing, GeometryError> {
+        let geometry = geometry.validate()?;
+        let layout = Layout::from_size_align(geometry.ring_bytes(), 4096)
+            .expect("ring size is bounded by the wire format");
+        // SAFETY: layout has non-zero size (depth ≥ 1, slot ≥ 64).
+        let raw = unsafe { alloc_zeroed(layout) };
+        let Some(ptr) = NonNull::new(raw) else {
+            std::alloc::handle_alloc_error(layout)
+        };
+        // Pre-fault: zeroed pages from mmap are mapped copy-on-write to the zero page; a
+        // write per page gives each its own frame now rather than at round 0.
+        for off in (0..layout.size()).step_by(4096) {
+            // SAFETY: within the fresh allocation; a volatile write of the value already
+            // there so the compiler cannot drop it.
+            unsafe { ptr.as_ptr().add(off).write_volatile(0) };
+        }
+        Ok(HeapRing {
+            ptr,
+            layout,
+            geometry,
+            doorbell: Box::default(),
+        })
+    }
+
+    /// The ring's shape.
+    pub fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    /// A view of the ring, valid while `self` lives.
+    pub fn view(&self) -> RingView {
+        let doorbell = NonNull::from(&self.doorbell.0);
+        // SAFETY: the allocation is 4096-aligned, `ring_bytes` long and lives as long as
+        // `self`; so does the boxed doorbell. Callers keep `self` alive while using the view
+        // (documented on the type).
+        unsafe { RingView::new(self.ptr, self.geometry, Some(doorbell)) }
+            .expect("geometry validated in new")
+    }
+}
+
+impl Drop for HeapRing {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { dealloc(self.ptr.as_ptr(), self.layout) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{WaitError, WaitPolicy};
+    use backline_wire::{Kind, Seq, Status};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    fn g(depth: u32, slot_bytes: u32) -> Geometry {
+        Geometry { depth, slot_bytes }
+    }
+
+    #[test]
+    fn publish_then_poll_same_message() {
+        let r = HeapRing::new(g(4, 64)).unwrap();
+        let v = r.view();
+        assert!(
+            v.poll(Seq::of_round(0)).is_none(),
+            "zeroed ring holds nothing"
+        );
+        v.publish(Seq::of_round(0), Kind::Request, 7, 0, b"abc")
+            .unwrap();
+        let m = v.poll(Seq::of_round(0)).unwrap();
+        assert_eq!(m.payload, b"abc");
+        assert_eq!(m.header.decoder_id, 7);
+        assert_eq!(m.header.kind, Kind::Request as u8);
+        assert!(v.poll(Seq::of_round(1)).is_none());
+        // The message ends at the slot's end: last four bytes are seq.
+        // SAFETY: no writer is active while we look.
+        let bytes = unsafe { v.bytes() };
+        assert_eq!(&bytes[60..64], &1u32.to_le_bytes());
+        assert_eq!(&bytes[64 - 16 - 3..64 - 16], b"abc");
+    }
+
+    #[test]
+    fn capacity_one_and_wrap_around() {
+        let r = HeapRing::new(g(1, 64)).unwrap();
+        let v = r.view();
+        for round in 0..10u64 {
+            let s = Seq::of_round(round);
+            v.publish(s, Kind::Reply, 0, Status::Ok as u16, &round.to_le_bytes())
+                .unwrap();
+            let m = v.poll(s).unwrap();
+            assert_eq!(m.payload, round.to_le_bytes());
+            // The previous round's seq is gone from the only slot.
+            if round > 0 {
+                assert!(v.poll(Seq::of_round(round - 1)).is_none());
+            }
+        }
+    }
+
+    #[test]
+    fn full_capacity_payload_fits_and_one_more_byte_does_not() {
+        let r = HeapRing::new(g(2, 128)).unwrap();
+        let v = r.view();
+        let big = vec![0xAB; 112];
+        v.publish(Seq::of_round(1), Kind::Request, 0, 0, &big)
+            .unwrap();
+        assert_eq!(v.poll(Seq::of_round(1)).unwrap().payload, &big[..]);
+        assert!(
+            v.publish(Seq::of_round(0), Kind::Request, 0, 0, &[0; 113])
+                .is_err()
+        );
+        // The failed publish did not touch slot 0.
+        assert!(v.poll(Seq::of_round(0)).is_none());
+    }
+
+    #[test]
+    fn seq_wraps_at_u32() {
+        let r = HeapRing::new(g(4, 64)).unwrap();
+        let v = r.view();
+        let round = u32::MAX as u64; // seq 0
+        let s = Seq::of_round(round);
+        assert_eq!(s.0, 0);
+        // A zeroed slot 3 reads as seq 0: round 2^32-1 is never confused with an empty
+        // slot in practice because the slot held seq 2^32-4 before; emulate that history.
+        v.publish(Seq::of_round(round - 4), Kind::Request, 0, 0, b"old")
+            .unwrap();
+        assert!(v.poll(s).is_none());
+        v.publish(s, Kind::Request, 0, 0, b"new").unwrap();
+        assert_eq!(v.poll(s).unwrap().payload, b"new");
+        let s2 = Seq::of_round(round + 1);
+        assert_eq!(s2, Seq(1));
+        v.publish(s2, Kind::Request, 0, 0, b"next").unwrap();
+        assert_eq!(v.poll(s2).unwrap().payload, b"next");
+    }
+
+    #[test]
+    fn corrupt_length_is_clamped_to_the_slot() {
+        let r = HeapRing::new(g(1, 64)).unwrap();
+        let v = r.view();
+        v.publish(Seq(1), Kind::Request, 0, 0, b"x").unwrap();
+        // Overwrite payload_len with garbage, as a broken peer might.
+        // SAFETY: offset 48 is the payload_len field of slot 0, inside the ring; no reader
+        // is active.
+        unsafe { v.base().as_ptr().add(48).cast::<u32>().write(0xFFFF_FFFF) };
+        assert_eq!(v.poll(Seq(1)).unwrap().payload.len(), 48);
+    }
+
+    #[test]
+    fn wait_times_out_and_stops() {
+        let r = HeapRing::new(g(2, 64)).unwrap();
+        let v = r.view();
+        for us in [0, -1, 100] {
+            let p = WaitPolicy::from_micros(us).unwrap();
+            let t0 = Instant::now();
+            let e = v
+                .wait(Seq(1), &p, t0 + Duration::from_millis(30), None)
+                .unwrap_err();
+            assert!(matches!(e, WaitError::Timeout { seq: 1, .. }));
+            assert!(t0.elapsed() >= Duration::from_millis(30));
+        }
+        let e = v
+            .wait(
+                Seq(1),
+                &WaitPolicy::default(),
+                Instant::now() + Duration::from_secs(5),
+                Some(&|| true),
+            )
+            .unwrap_err();
+        assert_eq!(e, WaitError::Stopped { seq: 1 });
+    }
+
+    #[test]
+    fn blocked_reader_is_woken_by_the_writer() {
+        // Always-block policy on both sides of a ping-pong: each side sleeps on the futex at
+        // once, so every round needs a wake-up; a lost one would hit the 10 s deadline.
+        let req = Arc::new(HeapRing::new(g(8, 64)).unwrap());
+        let rep = Arc::new(HeapRing::new(g(8, 64)).unwrap());
+        let p = WaitPolicy::from_micros(0).unwrap();
+        let (req2, rep2) = (req.clone(), rep.clone());
+        let deadline = || Instant::now() + Duration::from_secs(10);
+        let server = std::thread::spawn(move || {
+            let (rq, rp) = (req2.view(), rep2.view());
+            for round in 0..300u64 {
+                let s = Seq::of_round(round);
+                let m = rq.wait(s, &p, deadline(), None).unwrap();
+                let v = u64::from_le_bytes(m.payload.try_into().unwrap());
+                rp.publish(s, Kind::Reply, 0, 0, &(v * 2).to_le_bytes())
+                    .unwrap();
+            }
+        });
+        let (rq, rp) = (req.view(), rep.view());
+        for round in 0..300u64 {
+            let s = Seq::of_round(round);
+            if round % 100 == 0 {
+                // Let the server fall asleep first.
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            rq.publish(s, Kind::Request, 0, 0, &round.to_le_bytes())
+                .unwrap();
+            let m = rp.wait(s, &p, deadline(), None).unwrap();
+            assert_eq!(m.payload, (round * 2).to_le_bytes());
+        }
+        server.join().unwrap();
+    }
+}

@@ -1,0 +1,232 @@
+//! A view of one ring in memory owned elsewhere.
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Instant;
+
+use backline_wire::{
+    DecoderId, Geometry, GeometryError, HEADER_BYTES, Kind, SLOT_ALIGN, Seq, SlotHeader,
+    WIRE_VERSION,
+};
+
+use crate::wait::{self, Doorbell, WaitError, WaitPolicy};
+
+/// A message found in a slot: its header and a borrow of its payload in place.
+#[derive(Debug, Clone, Copy)]
+pub struct Message<'a> {
+    /// The header, read after the `seq` that announced it.
+    pub header: SlotHeader,
+    /// The payload, in the ring.
+    pub payload: &'a [u8],
+}
+
+/// A ring of `geometry.depth` slots at `base`, with an optional doorbell for blocking waits.
+///
+/// `RingView` is a plain pointer pair: copies of it may live on both sides of a ring (in one
+/// process for `memcpy`, in two for `shm`). Whoever creates it promises, through
+/// [`RingView::new`], that the memory outlives every copy and that the writer/reader protocol
+/// of the crate docs is followed.
+#[derive(Debug, Clone, Copy)]
+pub struct RingView {
+    base: NonNull<u8>,
+    geometry: Geometry,
+    doorbell: Option<NonNull<Doorbell>>,
+}
+
+// SAFETY: a RingView only hands out access that the protocol makes data-race free: atomics
+// for `seq`, and plain slot bytes that exactly one side writes between two publications.
+unsafe impl Send for RingView {}
+// SAFETY: as above; `&RingView` allows the same operations as a copy.
+unsafe impl Sync for RingView {}
+
+impl RingView {
+    /// A view of the ring at `base`.
+    ///
+    /// # Safety
+    /// - `base` is aligned to 64 bytes and valid for reads and writes of
+    ///   `geometry.ring_bytes()` bytes for as long as any copy of the view is used;
+    /// - `doorbell`, if given, points to a live [`Doorbell`] for as long;
+    /// - writers and readers follow the crate's protocol: a slot is written only by its one
+    ///   writer, and only after the reader is done with the slot's previous message.
+    pub unsafe fn new(
+        base: NonNull<u8>,
+        geometry: Geometry,
+        doorbell: Option<NonNull<Doorbell>>,
+    ) -> Result<RingView, GeometryError> {
+        let geometry = geometry.validate()?;
+        assert_eq!(
+            base.as_ptr() as usize % SLOT_ALIGN,
+            0,
+            "ring base must be 64-byte aligned"
+        );
+        Ok(RingView {
+            base,
+            geometry,
+            doorbell,
+        })
+    }
+
+    /// The ring's shape.
+    #[inline]
+    pub fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    /// Base address (for RDMA registration and remote addressing).
+    pub fn base(&self) -> NonNull<u8> {
+        self.base
+    }
+
+    #[inline]
+    fn slot_end(&self, seq: Seq) -> *mut u8 {
+        let off = self.geometry.slot_offset(seq) + self.geometry.slot_bytes as usize;
+        // SAFETY: `slot_offset < ring_bytes`, so the slot's end is within or one past the
+        // ring, which `new`'s contract makes a valid allocation.
+        unsafe { self.base.as_ptr().add(off) }
+    }
+
+    #[inline]
+    fn seq_word(&self, seq: Seq) -> &AtomicU32 {
+        // SAFETY: the last four bytes of the slot are 4-aligned (slots are 64-aligned and
+        // ≥ 64 bytes) and live as long as `self` (contract of `new`); they are only ever
+        // accessed atomically.
+        unsafe { AtomicU32::from_ptr(self.slot_end(seq).sub(4).cast()) }
+    }
+
+    fn doorbell(&self) -> Option<&Doorbell> {
+        // SAFETY: `new`'s contract keeps the doorbell alive as long as the view.
+        self.doorbell.map(|d| unsafe { d.as_ref() })
+    }
+
+    /// Writes a message into the slot of `seq` and publishes it: payload and header fields
+    /// first, then `seq` with `Release`, then wakes a sleeping reader if there is one.
+    #[inline]
+    pub fn publish(
+        &self,
+        seq: Seq,
+        kind: Kind,
+        decoder_id: DecoderId,
+        status: u16,
+        payload: &[u8],
+    ) -> Result<(), GeometryError> {
+        self.write(seq, kind, decoder_id, status, payload)?;
+        self.publish_written(seq);
+        Ok(())
+    }
+
+    /// Writes payload and header fields of the slot of `seq` without publishing it (the RDMA
+    /// path sends this image with one WRITE; `seq` is part of the written bytes).
+    #[inline]
+    pub fn write(
+        &self,
+        seq: Seq,
+        kind: Kind,
+        decoder_id: DecoderId,
+        status: u16,
+        payload: &[u8],
+    ) -> Result<(), GeometryError> {
+        self.geometry.check_payload(payload.len())?;
+        let end = self.slot_end(seq);
+        let head = SlotHeader {
+            payload_len: payload.len() as u32,
+            decoder_id,
+            status,
+            kind: kind as u8,
+            version: WIRE_VERSION,
+            seq: 0,
+        }
+        .to_bytes();
+        // SAFETY: payload + header fit the slot (checked above) and end at its end; the slot
+        // is ours to write (protocol). The seq word (last 4 bytes) is not touched here.
+        unsafe {
+            let hdr = end.sub(HEADER_BYTES);
+            std::ptr::copy_nonoverlapping(payload.as_ptr(), hdr.sub(payload.len()), payload.len());
+            std::ptr::copy_nonoverlapping(head.as_ptr(), hdr, HEADER_BYTES - 4);
+        }
+        Ok(())
+    }
+
+    /// Stores `seq` into its slot with `Release` and wakes a sleeping reader. The slot must
+    /// have been filled by [`RingView::write`].
+    #[inline]
+    pub fn publish_written(&self, seq: Seq) {
+        let word = self.seq_word(seq);
+        // Release: every byte written into the slot before this store is visible to a reader
+        // whose Acquire load returns this value.
+        word.store(seq.0, Ordering::Release);
+        wait::wake_if_sleeping(word, self.doorbell());
+    }
+
+    /// The contiguous bytes of the slot of `seq` that a message of `payload_len` occupies
+    /// (payload, header, seq last): what an RDMA WRITE sends. Returns (offset from base, len).
+    pub fn message_range(&self, seq: Seq, payload_len: usize) -> (usize, usize) {
+        self.geometry.message_range(seq, payload_len)
+    }
+
+    /// Stores `seq` into the slot image without publishing semantics (used to prepare a local
+    /// staging image that is then sent by RDMA).
+    pub fn stamp(&self, seq: Seq) {
+        self.seq_word(seq).store(seq.0, Ordering::Relaxed);
+    }
+
+    /// The message of `seq` if it has arrived (`Acquire`), else `None`.
+    ///
+    /// A header whose length exceeds the slot is clamped to the slot's capacity: a corrupt
+    /// peer cannot make us read outside the ring.
+    #[inline]
+    pub fn poll(&self, seq: Seq) -> Option<Message<'_>> {
+        if self.seq_word(seq).load(Ordering::Acquire) != seq.0 {
+            return None;
+        }
+        Some(self.read(seq))
+    }
+
+    /// Reads the message in the slot of `seq` (after its arrival was observed).
+    fn read(&self, seq: Seq) -> Message<'_> {
+        let end = self.slot_end(seq);
+        let mut hb = [0u8; HEADER_BYTES];
+        // SAFETY: the header lies within the slot; the Acquire load in `poll` ordered these
+        // reads after the writer's stores, and the writer does not touch the slot again until
+        // we release it (protocol).
+        unsafe {
+            std::ptr::copy_nonoverlapping(end.sub(HEADER_BYTES), hb.as_mut_ptr(), HEADER_BYTES);
+        }
+        let header = SlotHeader::from_bytes(&hb);
+        let len = (header.payload_len as usize).min(self.geometry.payload_capacity());
+        // SAFETY: `len` ≤ capacity, so the payload lies within the slot; same ordering
+        // argument as above; the borrow is tied to `self`.
+        let payload =
+            unsafe { std::slice::from_raw_parts(end.sub(HEADER_BYTES + len).cast_const(), len) };
+        Message { header, payload }
+    }
+
+    /// Waits for the message of `seq`: spins for the policy's budget, then blocks, until
+    /// `deadline`. `stop` is asked now and then (every 64 polls, and after each nap of at
+    /// most 20 ms); when it says `true` the wait ends with [`WaitError::Stopped`].
+    #[inline]
+    pub fn wait(
+        &self,
+        seq: Seq,
+        policy: &WaitPolicy,
+        deadline: Instant,
+        stop: Option<&dyn Fn() -> bool>,
+    ) -> Result<Message<'_>, WaitError> {
+        let word = self.seq_word(seq);
+        if word.load(Ordering::Acquire) == seq.0 {
+            return Ok(self.read(seq));
+        }
+        wait::wait_on(word, self.doorbell(), policy, deadline, stop, seq.0, || {
+            (word.load(Ordering::Acquire) == seq.0).then_some(())
+        })?;
+        Ok(self.read(seq))
+    }
+
+    /// The raw bytes of the whole ring (for staging copies and tests).
+    ///
+    /// # Safety
+    /// No slot of the ring may be written while the returned slice is alive.
+    pub unsafe fn bytes(&self) -> &[u8] {
+        // SAFETY: the caller upholds the no-writer condition; the range is the ring.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr(), self.geometry.ring_bytes()) }
+    }
+}

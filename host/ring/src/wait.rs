@@ -1,0 +1,266 @@
+//! Spin-then-block waiting (SPEC §10): spin on an atomic for a budget, then block on a futex
+//! until woken or a deadline passes.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a waiter spins before it blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpinBudget {
+    /// Block at once (`0`).
+    AlwaysBlock,
+    /// Spin until the deadline, never block (`-1`).
+    NeverBlock,
+    /// Spin for this long, then block.
+    For(Duration),
+}
+
+/// The wait policy of one side of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitPolicy {
+    /// Spin budget before blocking.
+    pub spin: SpinBudget,
+}
+
+/// The default spin budget: 200 µs.
+pub const DEFAULT_SPIN_US: i64 = 200;
+
+/// Environment variable that overrides the spin budget (µs; 0 = always block, −1 = never).
+pub const SPIN_ENV: &str = "BACKLINE_SPIN_US";
+
+impl Default for WaitPolicy {
+    fn default() -> Self {
+        WaitPolicy::from_micros(DEFAULT_SPIN_US).expect("default is valid")
+    }
+}
+
+impl WaitPolicy {
+    /// From the flag/env convention: `0` = always block, `-1` = never block, `n > 0` = spin
+    /// `n` µs. Other negative values are rejected.
+    pub fn from_micros(us: i64) -> Result<WaitPolicy, String> {
+        let spin = match us {
+            0 => SpinBudget::AlwaysBlock,
+            -1 => SpinBudget::NeverBlock,
+            n if n > 0 => SpinBudget::For(Duration::from_micros(n as u64)),
+            n => {
+                return Err(format!(
+                    "spin budget {n} µs: use a positive number of µs, 0 (always block) or -1 (never block)"
+                ));
+            }
+        };
+        Ok(WaitPolicy { spin })
+    }
+
+    /// The policy from `BACKLINE_SPIN_US`, or the default when unset.
+    pub fn from_env() -> Result<WaitPolicy, String> {
+        match std::env::var(SPIN_ENV) {
+            Ok(v) => {
+                let us: i64 = v
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("{SPIN_ENV}={v:?} is not an integer"))?;
+                WaitPolicy::from_micros(us)
+            }
+            Err(_) => Ok(WaitPolicy::default()),
+        }
+    }
+
+    /// The budget in the flag convention.
+    pub fn as_micros(&self) -> i64 {
+        match self.spin {
+            SpinBudget::AlwaysBlock => 0,
+            SpinBudget::NeverBlock => -1,
+            SpinBudget::For(d) => d.as_micros() as i64,
+        }
+    }
+
+    /// When spinning should stop, for a wait that started at `start` and must end by
+    /// `deadline`.
+    pub fn spin_until(&self, start: Instant, deadline: Instant) -> Instant {
+        match self.spin {
+            SpinBudget::AlwaysBlock => start,
+            SpinBudget::NeverBlock => deadline,
+            SpinBudget::For(d) => (start + d).min(deadline),
+        }
+    }
+}
+
+/// Why a wait ended without a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum WaitError {
+    /// The deadline passed.
+    #[error("timed out after {waited:?} waiting for seq {seq}")]
+    Timeout {
+        /// The sequence number waited for.
+        seq: u32,
+        /// How long the wait lasted.
+        waited: Duration,
+    },
+    /// The caller's stop flag was raised.
+    #[error("stopped while waiting for seq {seq}")]
+    Stopped {
+        /// The sequence number waited for.
+        seq: u32,
+    },
+}
+
+/// The sleepers' counter of one ring. Waiters increment it before they block; writers wake
+/// the slot's futex only when it is non-zero. Lives next to the ring (heap) or in the shared
+/// mapping's control block (shm), on its own cache line.
+#[derive(Debug, Default)]
+#[repr(C)]
+pub struct Doorbell {
+    /// Number of threads blocked (or about to block) on this ring.
+    pub sleepers: AtomicU32,
+}
+
+/// Longest single futex sleep: a waiter re-checks its deadline and stop flag this often.
+pub const MAX_NAP: Duration = Duration::from_millis(20);
+
+/// Blocks until `*word != expected`, a wake-up, or `timeout`. Spurious returns are fine.
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: FUTEX_WAIT reads the aligned u32 behind `word`, which lives as long as the
+    // borrow; the timespec outlives the call. The non-private op works on shared mappings.
+    // Errors (EAGAIN when the value already changed, EINTR, ETIMEDOUT) all mean "re-check".
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+/// Wakes every thread blocked on `word`.
+pub fn futex_wake(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE only uses the address as a key; `word` is a live aligned u32.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            i32::MAX,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+/// Waits until `ready()` returns `Some`, spinning then blocking on `word` (which a writer
+/// changes and then wakes through `doorbell`). `stop` is asked every 64 polls while spinning
+/// and after every nap while blocked; `true` ends the wait early.
+pub(crate) fn wait_on<T>(
+    word: &AtomicU32,
+    doorbell: Option<&Doorbell>,
+    policy: &WaitPolicy,
+    deadline: Instant,
+    stop: Option<&dyn Fn() -> bool>,
+    want: u32,
+    mut ready: impl FnMut() -> Option<T>,
+) -> Result<T, WaitError> {
+    if let Some(v) = ready() {
+        return Ok(v);
+    }
+    let start = Instant::now();
+    let spin_until = policy.spin_until(start, deadline);
+    let stopped = || stop.is_some_and(|s| s());
+    // Spin phase: read the clock only every 64 polls; a poll is a few ns.
+    let mut polls = 0u32;
+    loop {
+        if let Some(v) = ready() {
+            return Ok(v);
+        }
+        core::hint::spin_loop();
+        polls = polls.wrapping_add(1);
+        if polls.is_multiple_of(64) {
+            let now = Instant::now();
+            if now >= spin_until {
+                break;
+            }
+            if stopped() {
+                return Err(WaitError::Stopped { seq: want });
+            }
+        }
+    }
+    // Block phase.
+    loop {
+        if let Some(v) = ready() {
+            return Ok(v);
+        }
+        if stopped() {
+            return Err(WaitError::Stopped { seq: want });
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(WaitError::Timeout {
+                seq: want,
+                waited: now - start,
+            });
+        }
+        let nap = (deadline - now).min(MAX_NAP);
+        match doorbell {
+            Some(db) => {
+                // Announce the sleeper before the last check. Pairs with the writer's
+                // `store(seq, Release); fence(SeqCst); load(sleepers)`: with both fences
+                // SeqCst, either this load sees the new seq, or the writer sees
+                // `sleepers > 0` and wakes us; FUTEX_WAIT re-checks the value atomically, so
+                // a store between our load and our sleep returns at once.
+                db.sleepers.fetch_add(1, Ordering::SeqCst);
+                std::sync::atomic::fence(Ordering::SeqCst);
+                let cur = word.load(Ordering::SeqCst);
+                if cur != want {
+                    futex_wait(word, cur, nap);
+                }
+                db.sleepers.fetch_sub(1, Ordering::SeqCst);
+            }
+            // No doorbell (e.g. a ring written by a NIC): nap briefly and re-poll.
+            None => std::thread::sleep(nap.min(Duration::from_micros(50))),
+        }
+    }
+}
+
+/// Wakes sleepers on `word` if the doorbell says there are any. Call after the release store.
+#[inline]
+pub(crate) fn wake_if_sleeping(word: &AtomicU32, doorbell: Option<&Doorbell>) {
+    if let Some(db) = doorbell {
+        // StoreLoad barrier between the caller's release store of `word` and this load; see
+        // `wait_on`. In a ping-pong it costs little: the writer would wait for the peer next
+        // anyway, and the peer cannot answer before the store is visible.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if db.sleepers.load(Ordering::Relaxed) != 0 {
+            futex_wake(word);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_flag_convention() {
+        assert_eq!(
+            WaitPolicy::from_micros(0).unwrap().spin,
+            SpinBudget::AlwaysBlock
+        );
+        assert_eq!(
+            WaitPolicy::from_micros(-1).unwrap().spin,
+            SpinBudget::NeverBlock
+        );
+        assert_eq!(
+            WaitPolicy::from_micros(200).unwrap().spin,
+            SpinBudget::For(Duration::from_micros(200))
+        );
+        assert!(WaitPolicy::from_micros(-2).is_err());
+        assert_eq!(WaitPolicy::default().as_micros(), 200);
+    }
+}

@@ -1,0 +1,118 @@
+//! Session settings.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use backline_ring::WaitPolicy;
+use backline_wire::Geometry;
+
+use crate::Error;
+
+/// The fabric between controller and coprocessor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TransportKind {
+    /// Controller and coprocessor threads in one process, rings on the heap.
+    Memcpy,
+    /// The coprocessor in another process on this machine, rings in shared memory.
+    Shm,
+    /// Request/reply datagrams over a UDP socket.
+    Udp,
+    /// One-sided RDMA writes (RoCE v2) over libibverbs.
+    Rdma,
+}
+
+impl TransportKind {
+    /// All transports.
+    pub const ALL: [TransportKind; 4] = [
+        TransportKind::Memcpy,
+        TransportKind::Shm,
+        TransportKind::Udp,
+        TransportKind::Rdma,
+    ];
+
+    /// The name used on the command line and in traces.
+    pub const fn name(self) -> &'static str {
+        match self {
+            TransportKind::Memcpy => "memcpy",
+            TransportKind::Shm => "shm",
+            TransportKind::Udp => "udp",
+            TransportKind::Rdma => "rdma",
+        }
+    }
+}
+
+impl fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for TransportKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        TransportKind::ALL
+            .into_iter()
+            .find(|t| t.name() == s)
+            .ok_or_else(|| Error::UnknownTransport(s.to_string()))
+    }
+}
+
+/// Settings of one session, fixed at `create`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionConfig {
+    /// The fabric.
+    pub transport: TransportKind,
+    /// Ring depth and slot size; both sides must agree.
+    pub geometry: Geometry,
+    /// Rounds a controller may have outstanding (1 ..= depth).
+    pub in_flight: u32,
+    /// How waits spin and block.
+    pub wait: WaitPolicy,
+    /// Longest wait for one reply (controller) before the round is declared lost.
+    pub reply_timeout: Duration,
+    /// Longest wait for connection set-up (handshake).
+    pub setup_timeout: Duration,
+    /// Pin the coprocessor's serving thread to this CPU.
+    pub pin_cpu: Option<usize>,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            transport: TransportKind::Memcpy,
+            geometry: Geometry::default(),
+            in_flight: 1,
+            wait: WaitPolicy::default(),
+            reply_timeout: Duration::from_secs(1),
+            setup_timeout: Duration::from_secs(5),
+            pin_cpu: None,
+        }
+    }
+}
+
+impl SessionConfig {
+    /// A default configuration for `transport`.
+    pub fn new(transport: TransportKind) -> SessionConfig {
+        SessionConfig {
+            transport,
+            ..SessionConfig::default()
+        }
+    }
+
+    /// Checks geometry and rounds in flight.
+    pub fn validate(&self) -> Result<(), Error> {
+        self.geometry.validate()?;
+        if self.in_flight == 0 || self.in_flight > self.geometry.depth {
+            return Err(backline_wire::GeometryError::BadInFlight {
+                in_flight: self.in_flight,
+                depth: self.geometry.depth,
+            }
+            .into());
+        }
+        if self.reply_timeout.is_zero() || self.setup_timeout.is_zero() {
+            return Err(Error::Invalid("timeouts must be greater than zero".into()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,196 @@
+//! The transport trait: what a session needs from a fabric, per side, once connected.
+//!
+//! Every transport implements [`ControllerLink`] (controller side of an established channel),
+//! and [`Listener`] + [`CoprocessorLink`] (coprocessor side, which serves one controller after
+//! another). The memory transports (memcpy, shm) share one implementation, [`RingPair`]; the
+//! others reuse [`backline_ring::RingView`] for their local reply and request rings, so no
+//! ring logic is written twice.
+
+use std::any::Any;
+use std::time::Instant;
+
+use backline_ring::{Message, RingView, WaitError, WaitPolicy};
+use backline_wire::{DecoderId, Geometry, Kind, Seq, Status};
+
+use crate::{Error, Result};
+
+/// The controller side of an established channel.
+pub trait ControllerLink: Send {
+    /// The agreed ring shape.
+    fn geometry(&self) -> Geometry;
+    /// Writes the request of `seq` where the peer will read it, without publishing it.
+    fn stage(&mut self, seq: Seq, decoder_id: DecoderId, payload: &[u8]) -> Result<()>;
+    /// Publishes the staged request of `seq`.
+    fn post(&mut self, seq: Seq) -> Result<()>;
+    /// The reply of `seq` if it has arrived.
+    fn poll_reply(&mut self, seq: Seq) -> Result<Option<Message<'_>>>;
+    /// Waits for the reply of `seq` until `deadline`.
+    fn wait_reply(&mut self, seq: Seq, wait: &WaitPolicy, deadline: Instant)
+    -> Result<Message<'_>>;
+    /// Ends the session with the peer (sends "bye"); idempotent.
+    fn close(&mut self);
+    /// A description of the peer for errors, e.g. `shm:backline`.
+    fn peer(&self) -> String;
+    /// After a timeout: is the peer still there?
+    fn peer_alive(&self) -> bool {
+        true
+    }
+}
+
+/// The coprocessor side of one controller's session.
+pub trait CoprocessorLink {
+    /// The agreed ring shape.
+    fn geometry(&self) -> Geometry;
+    /// Waits for the request of `seq`. `Ok(None)` means the controller ended the session (or
+    /// the server is stopping).
+    fn wait_request(&mut self, seq: Seq, wait: &WaitPolicy) -> Result<Option<Message<'_>>>;
+    /// Sends the reply of `seq`.
+    fn reply(
+        &mut self,
+        seq: Seq,
+        decoder_id: DecoderId,
+        status: Status,
+        payload: &[u8],
+    ) -> Result<()>;
+}
+
+/// The coprocessor's endpoint: accepts one controller at a time.
+pub trait Listener: Send {
+    /// Waits for the next controller. `Ok(None)` when `stop()` says so.
+    fn accept<'a>(
+        &'a mut self,
+        wait: &WaitPolicy,
+        stop: &'a (dyn Fn() -> bool + Sync),
+    ) -> Result<Option<Box<dyn CoprocessorLink + 'a>>>;
+    /// Where it listens, for messages.
+    fn address(&self) -> String;
+}
+
+/// Two rings in memory both sides can reach: requests (controller writes) and replies
+/// (coprocessor writes). `keep` holds whatever owns the memory.
+pub(crate) struct RingPair {
+    pub req: RingView,
+    pub rep: RingView,
+    pub _keep: Box<dyn Any + Send>,
+}
+
+/// The controller side of a [`RingPair`].
+pub(crate) struct RingController {
+    pub rings: RingPair,
+    pub peer: String,
+    /// Called once by `close` to say bye.
+    pub on_close: Option<Box<dyn FnOnce() + Send>>,
+    /// Asked after a timeout.
+    pub alive: Box<dyn Fn() -> bool + Send>,
+}
+
+impl ControllerLink for RingController {
+    fn geometry(&self) -> Geometry {
+        self.rings.req.geometry()
+    }
+
+    #[inline]
+    fn stage(&mut self, seq: Seq, decoder_id: DecoderId, payload: &[u8]) -> Result<()> {
+        self.rings
+            .req
+            .write(seq, Kind::Request, decoder_id, 0, payload)?;
+        Ok(())
+    }
+
+    #[inline]
+    fn post(&mut self, seq: Seq) -> Result<()> {
+        self.rings.req.publish_written(seq);
+        Ok(())
+    }
+
+    #[inline]
+    fn poll_reply(&mut self, seq: Seq) -> Result<Option<Message<'_>>> {
+        Ok(self.rings.rep.poll(seq))
+    }
+
+    #[inline]
+    fn wait_reply(
+        &mut self,
+        seq: Seq,
+        wait: &WaitPolicy,
+        deadline: Instant,
+    ) -> Result<Message<'_>> {
+        let start = Instant::now();
+        self.rings
+            .rep
+            .wait(seq, wait, deadline, None)
+            .map_err(|e| wait_error(e, &self.peer, start))
+    }
+
+    fn close(&mut self) {
+        if let Some(f) = self.on_close.take() {
+            f();
+        }
+    }
+
+    fn peer(&self) -> String {
+        self.peer.clone()
+    }
+
+    fn peer_alive(&self) -> bool {
+        (self.alive)()
+    }
+}
+
+impl Drop for RingController {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// The coprocessor side of a [`RingPair`]. `ended` says the controller left or the server
+/// stops.
+pub(crate) struct RingCoprocessor<'a> {
+    pub rings: RingPair,
+    pub ended: Box<dyn Fn() -> bool + 'a>,
+}
+
+impl CoprocessorLink for RingCoprocessor<'_> {
+    fn geometry(&self) -> Geometry {
+        self.rings.req.geometry()
+    }
+
+    #[inline]
+    fn wait_request(&mut self, seq: Seq, wait: &WaitPolicy) -> Result<Option<Message<'_>>> {
+        let ended = &self.ended;
+        loop {
+            // Idle servers wait in long stretches; `ended` is asked every few ms meanwhile.
+            let deadline = Instant::now() + std::time::Duration::from_secs(3600);
+            match self.rings.req.wait(seq, wait, deadline, Some(&|| ended())) {
+                Ok(_) => break,
+                Err(WaitError::Stopped { .. }) => return Ok(None),
+                Err(WaitError::Timeout { .. }) => continue,
+            }
+        }
+        Ok(self.rings.req.poll(seq))
+    }
+
+    #[inline]
+    fn reply(
+        &mut self,
+        seq: Seq,
+        decoder_id: DecoderId,
+        status: Status,
+        payload: &[u8],
+    ) -> Result<()> {
+        self.rings
+            .rep
+            .publish(seq, Kind::Reply, decoder_id, status as u16, payload)?;
+        Ok(())
+    }
+}
+
+pub(crate) fn wait_error(e: WaitError, peer: &str, start: Instant) -> Error {
+    match e {
+        WaitError::Timeout { seq, .. } => Error::Timeout {
+            what: format!("the reply with seq {seq} from {peer}"),
+            waited: start.elapsed(),
+        },
+        WaitError::Stopped { seq } => Error::Failed(format!("wait for seq {seq} was stopped")),
+    }
+}

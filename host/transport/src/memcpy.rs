@@ -1,0 +1,180 @@
+//! `memcpy`: controller and coprocessor threads in one process. The coprocessor opens a port
+//! under its session key; a controller finds it by that key, allocates the two rings on the
+//! heap, and hands them over. No fabric: a round is two cache-line transfers.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::Duration;
+
+use backline_ring::{HeapRing, WaitPolicy};
+use backline_wire::{Geometry, RejectReason};
+
+use crate::link::{CoprocessorLink, Listener, RingController, RingCoprocessor, RingPair};
+use crate::{Error, Result};
+
+struct Attach {
+    req: Arc<HeapRing>,
+    rep: Arc<HeapRing>,
+    bye: Arc<AtomicBool>,
+}
+
+#[derive(Default)]
+struct PortState {
+    pending: Option<Attach>,
+    active: Option<Arc<AtomicBool>>,
+}
+
+/// One in-process coprocessor endpoint.
+pub(crate) struct Port {
+    key: String,
+    geometry: Geometry,
+    state: Mutex<PortState>,
+    cv: Condvar,
+}
+
+fn ports() -> &'static Mutex<HashMap<String, Arc<Port>>> {
+    static PORTS: OnceLock<Mutex<HashMap<String, Arc<Port>>>> = OnceLock::new();
+    PORTS.get_or_init(Default::default)
+}
+
+/// The coprocessor side: owns the port's registration.
+pub(crate) struct MemcpyListener {
+    port: Arc<Port>,
+}
+
+impl MemcpyListener {
+    /// Opens the port `key`; fails if another coprocessor in this process holds it.
+    pub(crate) fn open(key: &str, geometry: Geometry) -> Result<MemcpyListener> {
+        let mut map = ports().lock().unwrap_or_else(|p| p.into_inner());
+        if map.contains_key(key) {
+            return Err(Error::InUse(format!("memcpy port `{key}`")));
+        }
+        let port = Arc::new(Port {
+            key: key.to_string(),
+            geometry,
+            state: Mutex::default(),
+            cv: Condvar::new(),
+        });
+        map.insert(key.to_string(), port.clone());
+        Ok(MemcpyListener { port })
+    }
+}
+
+impl Drop for MemcpyListener {
+    fn drop(&mut self) {
+        let mut map = ports().lock().unwrap_or_else(|p| p.into_inner());
+        if map
+            .get(&self.port.key)
+            .is_some_and(|p| Arc::ptr_eq(p, &self.port))
+        {
+            map.remove(&self.port.key);
+        }
+    }
+}
+
+impl Listener for MemcpyListener {
+    fn accept<'a>(
+        &'a mut self,
+        _wait: &WaitPolicy,
+        stop: &'a (dyn Fn() -> bool + Sync),
+    ) -> Result<Option<Box<dyn CoprocessorLink + 'a>>> {
+        let mut st = self.port.state.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if stop() {
+                return Ok(None);
+            }
+            if let Some(a) = st.pending.take() {
+                st.active = Some(a.bye.clone());
+                let bye = a.bye;
+                let rings = RingPair {
+                    req: a.req.view(),
+                    rep: a.rep.view(),
+                    _keep: Box::new((a.req, a.rep)),
+                };
+                return Ok(Some(Box::new(RingCoprocessor {
+                    rings,
+                    ended: Box::new(move || bye.load(Ordering::Relaxed) || stop()),
+                })));
+            }
+            st = self
+                .port
+                .cv
+                .wait_timeout(st, Duration::from_millis(20))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    fn address(&self) -> String {
+        format!("memcpy:{}", self.port.key)
+    }
+}
+
+/// Finds the coprocessor port `key` in this process.
+pub(crate) fn find(key: &str) -> Result<Arc<Port>> {
+    ports()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(key)
+        .cloned()
+        .ok_or_else(|| {
+            Error::NoPeer(format!(
+                "memcpy:{key} (no coprocessor session with this key in this process)"
+            ))
+        })
+}
+
+/// Checks the geometry against the port's.
+pub(crate) fn exchange(port: &Port, geometry: Geometry) -> Result<()> {
+    if port.geometry != geometry {
+        return Err(Error::GeometryMismatch {
+            local: geometry,
+            peer: port.geometry,
+        });
+    }
+    Ok(())
+}
+
+/// Allocates the rings and hands them to the port's server.
+pub(crate) fn attach(port: Arc<Port>, geometry: Geometry) -> Result<RingController> {
+    exchange(&port, geometry)?;
+    let mut st = port.state.lock().unwrap_or_else(|p| p.into_inner());
+    let busy = st.pending.is_some()
+        || st
+            .active
+            .as_ref()
+            .is_some_and(|b| !b.load(Ordering::Relaxed));
+    if busy {
+        return Err(Error::Rejected(RejectReason::Busy));
+    }
+    let req = Arc::new(HeapRing::new(geometry)?);
+    let rep = Arc::new(HeapRing::new(geometry)?);
+    let bye = Arc::new(AtomicBool::new(false));
+    st.pending = Some(Attach {
+        req: req.clone(),
+        rep: rep.clone(),
+        bye: bye.clone(),
+    });
+    drop(st);
+    port.cv.notify_all();
+    let weak = Arc::downgrade(&port);
+    Ok(RingController {
+        rings: RingPair {
+            req: req.view(),
+            rep: rep.view(),
+            _keep: Box::new((req, rep)),
+        },
+        peer: format!("memcpy:{}", port.key),
+        on_close: Some(Box::new(move || bye.store(true, Ordering::Relaxed))),
+        alive: Box::new(move || {
+            weak.upgrade().is_some_and(|p| {
+                ports()
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(&p.key)
+                    .is_some_and(|q| Arc::ptr_eq(q, &p))
+            })
+        }),
+    })
+}

@@ -1,0 +1,79 @@
+//! The coprocessor's serving loop: direct dispatch on the transport's own thread (SPEC §10).
+//! No queue, no hand-off: the thread that sees a request runs the function and writes the
+//! reply. The responder table is read-only while serving.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use backline_responder::ResponderTable;
+use backline_ring::WaitPolicy;
+use backline_wire::Seq;
+
+use crate::Result;
+use crate::link::Listener;
+
+/// How long a server serves.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// End after this many controller sessions (None = until stopped).
+    pub max_sessions: Option<u64>,
+}
+
+/// Counters a server keeps while it runs (relaxed atomics: for reporting only).
+#[derive(Debug, Default)]
+pub struct ServerStats {
+    /// Controller sessions accepted.
+    pub sessions: AtomicU64,
+    /// Requests answered.
+    pub rounds: AtomicU64,
+    /// Replies with a status other than ok.
+    pub failed_rounds: AtomicU64,
+}
+
+impl ServerStats {
+    /// (sessions, rounds, failed rounds).
+    pub fn snapshot(&self) -> (u64, u64, u64) {
+        (
+            self.sessions.load(Ordering::Relaxed),
+            self.rounds.load(Ordering::Relaxed),
+            self.failed_rounds.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Serves controllers from `listener` until `stop()` or the session budget is spent.
+pub fn serve(
+    listener: &mut dyn Listener,
+    table: &ResponderTable,
+    wait: &WaitPolicy,
+    options: &ServeOptions,
+    stats: &ServerStats,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<()> {
+    let mut scratch = Vec::new();
+    let mut sessions = 0u64;
+    while !stop() && options.max_sessions.is_none_or(|m| sessions < m) {
+        let Some(mut link) = listener.accept(wait, stop)? else {
+            break;
+        };
+        sessions += 1;
+        stats.sessions.fetch_add(1, Ordering::Relaxed);
+        scratch.resize(link.geometry().payload_capacity(), 0u8);
+        let mut round = 0u64;
+        loop {
+            let seq = Seq::of_round(round);
+            let Some(m) = link.wait_request(seq, wait)? else {
+                break; // the controller said bye, or we stop
+            };
+            let id = m.header.decoder_id;
+            let (status, n) = table.dispatch(id, m.payload, &mut scratch);
+            // Counted before the reply leaves, so a controller that saw the reply sees it.
+            stats.rounds.fetch_add(1, Ordering::Relaxed);
+            if status != backline_wire::Status::Ok {
+                stats.failed_rounds.fetch_add(1, Ordering::Relaxed);
+            }
+            link.reply(seq, id, status, &scratch[..n])?;
+            round += 1;
+        }
+    }
+    Ok(())
+}

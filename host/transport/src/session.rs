@@ -1,0 +1,759 @@
+//! The session life cycle of SPEC §4, one state machine per role.
+//!
+//! ```text
+//! create → connect(peer, oob_port) → exchange_keys → establish_channel
+//!        → set_message_sizes (controller) | set_coprocessor_fn (coprocessor)
+//!        → start → rounds … → stop → (drop = destroy)
+//! ```
+//!
+//! Every call checks the state and returns [`Error::OutOfOrder`] when it comes at the wrong
+//! time. A round is `stage_payload` → `post` → `collect` (or `reply_slot` to peek without
+//! waiting). Up to `in_flight` rounds may be posted before the oldest is collected; one more is
+//! refused with [`Error::Backpressure`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use backline_responder::{Responder, ResponderTable};
+use backline_wire::{DecoderId, Kind, Seq, Status};
+
+use crate::link::{ControllerLink, Listener};
+use crate::server::{ServeOptions, ServerStats, serve};
+use crate::shm::{ShmClient, ShmListener};
+use crate::udp::{UdpClient, UdpListener};
+use crate::{Error, Result, SessionConfig, TransportKind, memcpy};
+
+/// Where a session is in its life cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// After `create`.
+    Created,
+    /// After `connect`.
+    Connected,
+    /// After `exchange_keys`.
+    KeysExchanged,
+    /// After `establish_channel`.
+    Established,
+    /// After the role's setup call.
+    Configured,
+    /// After `start`: rounds may flow.
+    Started,
+    /// After `stop`.
+    Stopped,
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            State::Created => "created",
+            State::Connected => "connected",
+            State::KeysExchanged => "keys-exchanged",
+            State::Established => "established",
+            State::Configured => "configured",
+            State::Started => "started",
+            State::Stopped => "stopped",
+        })
+    }
+}
+
+/// The two roles of a placement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Initiates every round.
+    Controller,
+    /// Serves each message with a coprocessor function.
+    Coprocessor,
+}
+
+impl Role {
+    /// Lower-case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Role::Controller => "controller",
+            Role::Coprocessor => "coprocessor",
+        }
+    }
+}
+
+fn expect(state: State, want: State, call: &'static str, expected: &'static str) -> Result<()> {
+    if state == want {
+        Ok(())
+    } else {
+        Err(Error::OutOfOrder {
+            call,
+            state,
+            expected,
+        })
+    }
+}
+
+/// Life-cycle calls shared by both roles.
+pub trait Session: Send {
+    /// The role.
+    fn role(&self) -> Role;
+    /// The session key (unique per role in a registry).
+    fn key(&self) -> &str;
+    /// The current state.
+    fn state(&self) -> State;
+    /// The settings given at creation.
+    fn config(&self) -> &SessionConfig;
+    /// Names the peer: the coprocessor to reach (controller) or the address to serve on
+    /// (coprocessor). memcpy: a session key; shm: a segment name; udp: `host[:port]`, with
+    /// `oob_port` used when no port is given.
+    fn connect(&mut self, peer: &str, oob_port: u16) -> Result<()>;
+    /// Agrees ring geometry (and, for RDMA, keys) with the peer.
+    fn exchange_keys(&mut self) -> Result<()>;
+    /// Sets up the rings or sockets that rounds travel through.
+    fn establish_channel(&mut self) -> Result<()>;
+    /// Lets rounds flow.
+    fn start(&mut self) -> Result<()>;
+    /// Ends the session with the peer, promptly. Allowed in any state; idempotent.
+    fn stop(&mut self) -> Result<()>;
+}
+
+/// A reply, borrowed from the ring until the next call on the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reply<'a> {
+    /// The round (0-based) this answers.
+    pub round: u64,
+    /// Its sequence number.
+    pub seq: Seq,
+    /// The request's decoder id, echoed.
+    pub decoder_id: DecoderId,
+    /// How the coprocessor fared.
+    pub status: Status,
+    /// The reply payload (empty unless `status` is ok).
+    pub payload: &'a [u8],
+}
+
+/// Calls of the controller role.
+pub trait Controller: Session {
+    /// Role setup: the largest request and reply payloads this session will use; each must
+    /// fit a slot.
+    fn set_message_sizes(&mut self, request_bytes: usize, reply_bytes: usize) -> Result<()>;
+    /// Copies the next round's request into its slot (not yet visible to the peer).
+    fn stage_payload(&mut self, payload: &[u8], decoder_id: DecoderId) -> Result<()>;
+    /// Publishes the staged request; returns its round number.
+    fn post(&mut self) -> Result<u64>;
+    /// The oldest outstanding reply if it has arrived, without consuming it.
+    fn reply_slot(&mut self) -> Result<Option<Reply<'_>>>;
+    /// Waits for the oldest outstanding reply (up to the reply timeout) and consumes it.
+    fn collect(&mut self) -> Result<Reply<'_>>;
+    /// Rounds posted and not yet collected.
+    fn outstanding(&self) -> u32;
+}
+
+/// Calls of the coprocessor role.
+pub trait Coprocessor: Session {
+    /// Role setup: registers `responder` under `decoder_id` (may be called several times).
+    fn set_coprocessor_fn(
+        &mut self,
+        decoder_id: DecoderId,
+        responder: Arc<dyn Responder>,
+    ) -> Result<()>;
+}
+
+enum Pending {
+    None,
+    Memcpy(Arc<memcpy::Port>),
+    Shm(ShmClient),
+    Udp(UdpClient),
+}
+
+/// The controller role.
+pub struct ControllerSession {
+    key: String,
+    config: SessionConfig,
+    state: State,
+    peer: String,
+    pending: Pending,
+    link: Option<Box<dyn ControllerLink>>,
+    max_request: usize,
+    max_reply: usize,
+    posted: u64,
+    collected: u64,
+    staged: bool,
+    /// decoder_id of each outstanding round, by slot, to check the echo.
+    ids: Vec<DecoderId>,
+    failed: Option<String>,
+}
+
+impl fmt::Debug for ControllerSession {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ControllerSession")
+            .field("key", &self.key)
+            .field("state", &self.state)
+            .field("peer", &self.peer)
+            .field("posted", &self.posted)
+            .field("collected", &self.collected)
+            .finish()
+    }
+}
+
+impl ControllerSession {
+    /// `create` for the controller role.
+    pub fn create(key: &str, config: SessionConfig) -> Result<ControllerSession> {
+        config.validate()?;
+        Ok(ControllerSession {
+            key: key.to_string(),
+            ids: vec![0; config.geometry.depth as usize],
+            config,
+            state: State::Created,
+            peer: String::new(),
+            pending: Pending::None,
+            link: None,
+            max_request: 0,
+            max_reply: 0,
+            posted: 0,
+            collected: 0,
+            staged: false,
+            failed: None,
+        })
+    }
+
+    /// All set-up calls in order: create, connect, exchange keys, establish, message sizes
+    /// (the slot's capacity both ways), start.
+    pub fn open(key: &str, config: SessionConfig, peer: &str, oob_port: u16) -> Result<Self> {
+        let cap = config.geometry.payload_capacity();
+        let mut s = ControllerSession::create(key, config)?;
+        s.connect(peer, oob_port)?;
+        s.exchange_keys()?;
+        s.establish_channel()?;
+        s.set_message_sizes(cap, cap)?;
+        s.start()?;
+        Ok(s)
+    }
+
+    /// Rounds posted so far.
+    pub fn posted(&self) -> u64 {
+        self.posted
+    }
+
+    /// Rounds collected so far.
+    pub fn collected(&self) -> u64 {
+        self.collected
+    }
+
+    /// The peer's description.
+    pub fn peer(&self) -> &str {
+        &self.peer
+    }
+
+    fn check_running(&self, call: &'static str) -> Result<()> {
+        expect(self.state, State::Started, call, "started")?;
+        match &self.failed {
+            Some(why) => Err(Error::Failed(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn link(&mut self) -> &mut dyn ControllerLink {
+        self.link
+            .as_deref_mut()
+            .expect("started sessions have a link")
+    }
+
+    fn make_reply<'a>(
+        round: u64,
+        seq: Seq,
+        want_id: DecoderId,
+        m: backline_ring::Message<'a>,
+    ) -> Result<Reply<'a>> {
+        if m.header.kind != Kind::Reply as u8 {
+            return Err(Error::Protocol(format!(
+                "round {round}: slot holds kind {} instead of a reply",
+                m.header.kind
+            )));
+        }
+        if m.header.decoder_id != want_id {
+            return Err(Error::Protocol(format!(
+                "round {round}: reply echoes decoder_id {} but the request had {want_id}",
+                m.header.decoder_id
+            )));
+        }
+        let status = Status::from_u16(m.header.status).ok_or_else(|| {
+            Error::Protocol(format!("round {round}: unknown status {}", m.header.status))
+        })?;
+        Ok(Reply {
+            round,
+            seq,
+            decoder_id: m.header.decoder_id,
+            status,
+            payload: m.payload,
+        })
+    }
+}
+
+impl Session for ControllerSession {
+    fn role(&self) -> Role {
+        Role::Controller
+    }
+    fn key(&self) -> &str {
+        &self.key
+    }
+    fn state(&self) -> State {
+        self.state
+    }
+    fn config(&self) -> &SessionConfig {
+        &self.config
+    }
+
+    fn connect(&mut self, peer: &str, oob_port: u16) -> Result<()> {
+        expect(self.state, State::Created, "connect", "created")?;
+        let g = self.config.geometry;
+        self.pending = match self.config.transport {
+            TransportKind::Memcpy => {
+                let key = if peer.is_empty() { &self.key } else { peer };
+                self.peer = format!("memcpy:{key}");
+                Pending::Memcpy(memcpy::find(key)?)
+            }
+            TransportKind::Shm => {
+                self.peer = format!("shm:{peer}");
+                Pending::Shm(ShmClient::open(peer, g)?)
+            }
+            TransportKind::Udp => {
+                let addr = with_port(peer, oob_port);
+                self.peer = format!("udp:{addr}");
+                Pending::Udp(UdpClient::connect(&addr)?)
+            }
+            TransportKind::Rdma => return Err(crate::rdma_unavailable()),
+        };
+        self.state = State::Connected;
+        Ok(())
+    }
+
+    fn exchange_keys(&mut self) -> Result<()> {
+        expect(self.state, State::Connected, "exchange_keys", "connected")?;
+        let (g, n, t) = (
+            self.config.geometry,
+            self.config.in_flight,
+            self.config.setup_timeout,
+        );
+        match &self.pending {
+            Pending::Memcpy(port) => memcpy::exchange(port, g)?,
+            Pending::Shm(c) => c.hello(n, t)?,
+            Pending::Udp(c) => c.hello(g, n, t)?,
+            Pending::None => unreachable!("connected sessions have a pending connection"),
+        }
+        self.state = State::KeysExchanged;
+        Ok(())
+    }
+
+    fn establish_channel(&mut self) -> Result<()> {
+        expect(
+            self.state,
+            State::KeysExchanged,
+            "establish_channel",
+            "keys-exchanged",
+        )?;
+        let g = self.config.geometry;
+        let link: Box<dyn ControllerLink> =
+            match std::mem::replace(&mut self.pending, Pending::None) {
+                Pending::Memcpy(port) => Box::new(memcpy::attach(port, g)?),
+                Pending::Shm(c) => Box::new(c.into_link()),
+                Pending::Udp(c) => Box::new(c.into_link(g)?),
+                Pending::None => unreachable!("keys were exchanged over a pending connection"),
+            };
+        self.link = Some(link);
+        self.state = State::Established;
+        Ok(())
+    }
+
+    fn start(&mut self) -> Result<()> {
+        expect(self.state, State::Configured, "start", "configured")?;
+        self.state = State::Started;
+        Ok(())
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        if let Some(mut l) = self.link.take() {
+            l.close();
+        }
+        self.pending = Pending::None;
+        self.state = State::Stopped;
+        Ok(())
+    }
+}
+
+impl Controller for ControllerSession {
+    fn set_message_sizes(&mut self, request_bytes: usize, reply_bytes: usize) -> Result<()> {
+        expect(
+            self.state,
+            State::Established,
+            "set_message_sizes",
+            "established",
+        )?;
+        let capacity = self.config.geometry.payload_capacity();
+        for size in [request_bytes, reply_bytes] {
+            if size > capacity {
+                return Err(Error::MessageTooLarge { size, capacity });
+            }
+        }
+        self.max_request = request_bytes;
+        self.max_reply = reply_bytes;
+        self.state = State::Configured;
+        Ok(())
+    }
+
+    #[inline]
+    fn stage_payload(&mut self, payload: &[u8], decoder_id: DecoderId) -> Result<()> {
+        self.check_running("stage_payload")?;
+        let outstanding = self.outstanding();
+        if outstanding >= self.config.in_flight {
+            return Err(Error::Backpressure(outstanding));
+        }
+        if payload.len() > self.max_request {
+            return Err(Error::MessageTooLarge {
+                size: payload.len(),
+                capacity: self.max_request,
+            });
+        }
+        let seq = Seq::of_round(self.posted);
+        self.link().stage(seq, decoder_id, payload)?;
+        let slot = seq.slot(self.config.geometry.depth) as usize;
+        self.ids[slot] = decoder_id;
+        self.staged = true;
+        Ok(())
+    }
+
+    #[inline]
+    fn post(&mut self) -> Result<u64> {
+        self.check_running("post")?;
+        if !self.staged {
+            return Err(Error::NothingStaged);
+        }
+        let round = self.posted;
+        self.link().post(Seq::of_round(round))?;
+        self.staged = false;
+        self.posted += 1;
+        Ok(round)
+    }
+
+    fn reply_slot(&mut self) -> Result<Option<Reply<'_>>> {
+        self.check_running("reply_slot")?;
+        if self.collected == self.posted {
+            return Err(Error::NothingInFlight);
+        }
+        let round = self.collected;
+        let seq = Seq::of_round(round);
+        let want = self.ids[seq.slot(self.config.geometry.depth) as usize];
+        match self.link.as_deref_mut().expect("started").poll_reply(seq)? {
+            Some(m) => Ok(Some(Self::make_reply(round, seq, want, m)?)),
+            None => Ok(None),
+        }
+    }
+
+    #[inline]
+    fn collect(&mut self) -> Result<Reply<'_>> {
+        self.check_running("collect")?;
+        if self.collected == self.posted {
+            return Err(Error::NothingInFlight);
+        }
+        let round = self.collected;
+        let seq = Seq::of_round(round);
+        let want = self.ids[seq.slot(self.config.geometry.depth) as usize];
+        let deadline = Instant::now() + self.config.reply_timeout;
+        let wait = self.config.wait;
+        let link = self.link.as_deref_mut().expect("started");
+        let alive = |l: &dyn ControllerLink| l.peer_alive();
+        match link.wait_reply(seq, &wait, deadline) {
+            Ok(_) => {}
+            Err(e) => {
+                // A lost round poisons the session: its slot may still receive a late reply.
+                let gone = !alive(&*link);
+                let why = if gone {
+                    format!(
+                        "the coprocessor {} exited before round {round}",
+                        link.peer()
+                    )
+                } else {
+                    format!("round {round}: {e}")
+                };
+                self.failed = Some(why.clone());
+                return Err(if gone {
+                    Error::PeerGone(link.peer())
+                } else {
+                    e
+                });
+            }
+        }
+        let m = link.poll_reply(seq)?.expect("arrived");
+        let reply = Self::make_reply(round, seq, want, m)?;
+        self.collected += 1;
+        Ok(reply)
+    }
+
+    fn outstanding(&self) -> u32 {
+        (self.posted - self.collected) as u32
+    }
+}
+
+impl Drop for ControllerSession {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+fn with_port(peer: &str, port: u16) -> String {
+    if peer.parse::<std::net::SocketAddr>().is_ok()
+        || peer
+            .rsplit_once(':')
+            .is_some_and(|(h, p)| !h.is_empty() && !h.ends_with(':') && p.parse::<u16>().is_ok())
+    {
+        peer.to_string()
+    } else if peer.is_empty() {
+        format!("127.0.0.1:{port}")
+    } else {
+        format!("{peer}:{port}")
+    }
+}
+
+struct Server {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<Result<()>>,
+}
+
+/// The coprocessor role: a server thread that accepts one controller at a time and answers
+/// each message by direct dispatch on its own thread.
+pub struct CoprocessorSession {
+    key: String,
+    config: SessionConfig,
+    state: State,
+    address: String,
+    listener: Option<Box<dyn Listener>>,
+    bound: Option<String>,
+    table: ResponderTable,
+    options: ServeOptions,
+    stats: Arc<ServerStats>,
+    server: Option<Server>,
+    outcome: Option<Result<()>>,
+}
+
+impl fmt::Debug for CoprocessorSession {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CoprocessorSession")
+            .field("key", &self.key)
+            .field("state", &self.state)
+            .field("address", &self.bound)
+            .field("functions", &self.table)
+            .finish()
+    }
+}
+
+impl CoprocessorSession {
+    /// `create` for the coprocessor role.
+    pub fn create(key: &str, config: SessionConfig) -> Result<CoprocessorSession> {
+        config.validate()?;
+        Ok(CoprocessorSession {
+            key: key.to_string(),
+            config,
+            state: State::Created,
+            address: String::new(),
+            listener: None,
+            bound: None,
+            table: ResponderTable::new(),
+            options: ServeOptions::default(),
+            stats: Arc::default(),
+            server: None,
+            outcome: None,
+        })
+    }
+
+    /// All set-up calls in order, registering `table`, then start.
+    pub fn open(
+        key: &str,
+        config: SessionConfig,
+        address: &str,
+        oob_port: u16,
+        table: &ResponderTable,
+        options: ServeOptions,
+    ) -> Result<Self> {
+        let mut s = CoprocessorSession::create(key, config)?;
+        s.options = options;
+        s.connect(address, oob_port)?;
+        s.exchange_keys()?;
+        s.establish_channel()?;
+        for (id, r) in table.entries() {
+            s.set_coprocessor_fn(id, r.clone())?;
+        }
+        s.start()?;
+        Ok(s)
+    }
+
+    /// Sets serving options (before `start`).
+    pub fn set_options(&mut self, options: ServeOptions) {
+        self.options = options;
+    }
+
+    /// Where the server listens (after `exchange_keys`), e.g. `udp:127.0.0.1:7878`.
+    pub fn address(&self) -> Option<&str> {
+        self.bound.as_deref()
+    }
+
+    /// Live counters of the server.
+    pub fn stats(&self) -> &ServerStats {
+        &self.stats
+    }
+
+    /// True once the server thread has ended (its session budget is spent, or it failed).
+    pub fn is_finished(&self) -> bool {
+        self.server.as_ref().is_none_or(|s| s.thread.is_finished())
+    }
+
+    /// Waits up to `timeout` for the server thread to end by itself.
+    pub fn wait_finished(&self, timeout: Duration) -> bool {
+        let t0 = Instant::now();
+        while !self.is_finished() {
+            if t0.elapsed() >= timeout {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        true
+    }
+}
+
+impl Session for CoprocessorSession {
+    fn role(&self) -> Role {
+        Role::Coprocessor
+    }
+    fn key(&self) -> &str {
+        &self.key
+    }
+    fn state(&self) -> State {
+        self.state
+    }
+    fn config(&self) -> &SessionConfig {
+        &self.config
+    }
+
+    fn connect(&mut self, peer: &str, oob_port: u16) -> Result<()> {
+        expect(self.state, State::Created, "connect", "created")?;
+        self.address = match self.config.transport {
+            TransportKind::Memcpy if peer.is_empty() => self.key.clone(),
+            TransportKind::Udp => with_port(peer, oob_port),
+            TransportKind::Rdma => return Err(crate::rdma_unavailable()),
+            _ => peer.to_string(),
+        };
+        self.state = State::Connected;
+        Ok(())
+    }
+
+    fn exchange_keys(&mut self) -> Result<()> {
+        expect(self.state, State::Connected, "exchange_keys", "connected")?;
+        let g = self.config.geometry;
+        let listener: Box<dyn Listener> = match self.config.transport {
+            TransportKind::Memcpy => Box::new(memcpy::MemcpyListener::open(&self.address, g)?),
+            TransportKind::Shm => Box::new(ShmListener::create(&self.address, g)?),
+            TransportKind::Udp => {
+                let l = UdpListener::bind(&self.address, g)?;
+                self.address = l.local_addr().to_string();
+                Box::new(l)
+            }
+            TransportKind::Rdma => return Err(crate::rdma_unavailable()),
+        };
+        self.bound = Some(listener.address());
+        self.listener = Some(listener);
+        self.state = State::KeysExchanged;
+        Ok(())
+    }
+
+    fn establish_channel(&mut self) -> Result<()> {
+        expect(
+            self.state,
+            State::KeysExchanged,
+            "establish_channel",
+            "keys-exchanged",
+        )?;
+        self.state = State::Established;
+        Ok(())
+    }
+
+    fn start(&mut self) -> Result<()> {
+        expect(self.state, State::Configured, "start", "configured")?;
+        let mut listener = self.listener.take().expect("established sessions listen");
+        let stop = Arc::new(AtomicBool::new(false));
+        let (stop2, stats) = (stop.clone(), self.stats.clone());
+        let table = self.table.clone();
+        let (config, options) = (self.config.clone(), self.options.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("backline-serve-{}", self.key))
+            .spawn(move || -> Result<()> {
+                if let Some(cpu) = config.pin_cpu {
+                    crate::os::pin_current_thread(cpu)?;
+                }
+                let stop_fn = move || stop2.load(Ordering::Relaxed);
+                serve(
+                    &mut *listener,
+                    &table,
+                    &config.wait,
+                    &options,
+                    &stats,
+                    &stop_fn,
+                )
+            })
+            .map_err(Error::io("spawning the server thread"))?;
+        self.server = Some(Server { stop, thread });
+        self.state = State::Started;
+        Ok(())
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        self.state = State::Stopped;
+        self.listener = None;
+        if let Some(s) = self.server.take() {
+            s.stop.store(true, Ordering::Relaxed);
+            let r = s
+                .thread
+                .join()
+                .unwrap_or_else(|_| Err(Error::Failed("the server thread panicked".into())));
+            self.outcome = Some(r);
+        }
+        match self.outcome.take() {
+            Some(Err(e)) => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Coprocessor for CoprocessorSession {
+    fn set_coprocessor_fn(
+        &mut self,
+        decoder_id: DecoderId,
+        responder: Arc<dyn Responder>,
+    ) -> Result<()> {
+        if self.state != State::Established && self.state != State::Configured {
+            return Err(Error::OutOfOrder {
+                call: "set_coprocessor_fn",
+                state: self.state,
+                expected: "established",
+            });
+        }
+        self.table.insert(decoder_id, responder);
+        self.state = State::Configured;
+        Ok(())
+    }
+}
+
+impl Drop for CoprocessorSession {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_are_added_only_when_missing() {
+        assert_eq!(with_port("127.0.0.1:9", 7), "127.0.0.1:9");
+        assert_eq!(with_port("localhost", 7), "localhost:7");
+        assert_eq!(with_port("", 7), "127.0.0.1:7");
+        assert_eq!(with_port("[::1]:5", 7), "[::1]:5");
+        assert_eq!(with_port("10.0.0.2", 7878), "10.0.0.2:7878");
+    }
+}

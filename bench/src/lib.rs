@@ -7,6 +7,7 @@
 pub mod plot;
 pub mod report;
 pub mod stats;
+pub mod swloop;
 pub mod trace;
 
 pub use report::{JsonReport, Table};

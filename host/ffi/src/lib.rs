@@ -1,1 +1,679 @@
-//! The C ABI of the session life cycle
+//! The C ABI of backline's session life cycle (SPEC §4): `create → connect → exchange_keys →
+//! establish_channel → set_message_sizes | set_coprocessor_fn → start → rounds → stop →
+//! destroy`, each a function returning a [`backline_status`].
+//!
+//! Nothing crosses the boundary but status codes and plain data: every function runs behind a
+//! panic boundary, and a session handle is an opaque token (slot index and generation), never
+//! a pointer the library dereferences, so a NULL, stale or made-up handle is an error code, not
+//! a crash. The message of the last failure on the calling thread is available through
+//! [`backline_last_error`].
+//!
+//! The header `include/backline.h` is generated from this file by cbindgen and checked in; a
+//! test fails when it is out of date.
+#![allow(non_camel_case_types)]
+
+mod handles;
+
+use std::cell::RefCell;
+use std::ffi::{CStr, c_char, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use backline_responder::{CSymbol, CoprocessorFn, Responder};
+use backline_transport::{
+    Controller as _, Coprocessor as _, Error, Registry, Role, Session as _, SessionConfig,
+    SessionRef, TransportKind, WaitPolicy,
+};
+use backline_wire::Geometry;
+
+use handles::HANDLES;
+
+/// Result of every call.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum backline_status {
+    /// Success.
+    BACKLINE_STATUS_OK = 0,
+    /// A failure not covered below; see `backline_last_error`.
+    BACKLINE_STATUS_ERROR = 1,
+    /// An allocation failed.
+    BACKLINE_STATUS_OUT_OF_MEMORY = 2,
+    /// A wait ran past its timeout (reply, handshake).
+    BACKLINE_STATUS_TIMEOUT = 3,
+    /// The session cannot go on: an earlier round was lost or the peer went away. Stop and
+    /// destroy it.
+    BACKLINE_STATUS_STUCK = 4,
+    /// The handle argument is NULL.
+    BACKLINE_STATUS_NULL_HANDLE = 5,
+    /// The handle was destroyed, or never issued.
+    BACKLINE_STATUS_STALE_HANDLE = 6,
+    /// The call came at the wrong point of the life cycle.
+    BACKLINE_STATUS_OUT_OF_ORDER = 7,
+    /// A pointer, string or value argument is unusable.
+    BACKLINE_STATUS_INVALID_ARGUMENT = 8,
+    /// `reply_slot`: the reply has not arrived yet.
+    BACKLINE_STATUS_NOT_READY = 9,
+    /// `in_flight` rounds are outstanding: collect one first.
+    BACKLINE_STATUS_BACKPRESSURE = 10,
+    /// A panic inside the library was caught; the session may be unusable.
+    BACKLINE_STATUS_PANIC = 11,
+}
+
+use backline_status::*;
+
+/// Opaque session handle. Never dereferenced: it encodes a slot and a generation.
+pub struct backline_session {
+    _private: [u8; 0],
+}
+
+/// Settings of a session. Initialise with `backline_config_default`, then change fields.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct backline_config {
+    /// "memcpy", "shm", "udp" or "rdma" (NUL-terminated; NULL = "memcpy").
+    pub transport: *const c_char,
+    /// Slots per ring, a power of two.
+    pub ring_depth: u32,
+    /// Bytes per slot, a power of two ≥ 64.
+    pub slot_bytes: u32,
+    /// Rounds a controller may have outstanding (1 ..= ring_depth).
+    pub in_flight: u32,
+    /// Spin budget in µs before blocking: 0 = always block, -1 = never block.
+    pub spin_us: i64,
+    /// Longest wait for one reply, ms.
+    pub reply_timeout_ms: u32,
+    /// Longest wait for connection set-up, ms.
+    pub setup_timeout_ms: u32,
+}
+
+/// A reply. `payload` points into the session's ring and stays valid until the next
+/// `stage_payload`, `post`, `stop` or `destroy` on the session.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct backline_reply {
+    /// The round (0-based) this answers.
+    pub round: u64,
+    /// Its wire sequence number.
+    pub seq: u32,
+    /// The request's decoder id, echoed.
+    pub decoder_id: u32,
+    /// 0 ok, 1 unknown decoder, 2 bad length, 3 decoder failed.
+    pub status: u16,
+    /// Reply bytes.
+    pub payload: *const u8,
+    /// Number of reply bytes.
+    pub payload_len: usize,
+}
+
+/// A coprocessor function, as in SPEC §3: returns the bytes written to `out` (at most
+/// `out_cap`), or `SIZE_MAX` on failure.
+pub type backline_coprocessor_fn = Option<
+    unsafe extern "C" fn(
+        input: *const c_void,
+        in_len: usize,
+        out: *mut c_void,
+        out_cap: usize,
+        ctx: *mut c_void,
+    ) -> usize,
+>;
+
+thread_local! {
+    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+fn set_error(msg: String) {
+    LAST_ERROR.with(|e| *e.borrow_mut() = msg);
+}
+
+/// Failures inside the ABI layer, before they become a status.
+enum Fail {
+    Status(backline_status, String),
+    Session(Error),
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Fail {
+        Fail::Session(e)
+    }
+}
+
+fn invalid(msg: impl Into<String>) -> Fail {
+    Fail::Status(BACKLINE_STATUS_INVALID_ARGUMENT, msg.into())
+}
+
+fn status_of(e: &Error) -> backline_status {
+    match e {
+        Error::OutOfOrder { .. } | Error::NothingStaged | Error::NothingInFlight => {
+            BACKLINE_STATUS_OUT_OF_ORDER
+        }
+        Error::Timeout { .. } => BACKLINE_STATUS_TIMEOUT,
+        Error::Failed(_) | Error::PeerGone(_) => BACKLINE_STATUS_STUCK,
+        Error::Backpressure(_) => BACKLINE_STATUS_BACKPRESSURE,
+        Error::Invalid(_)
+        | Error::UnknownTransport(_)
+        | Error::MessageTooLarge { .. }
+        | Error::Geometry(_) => BACKLINE_STATUS_INVALID_ARGUMENT,
+        _ => BACKLINE_STATUS_ERROR,
+    }
+}
+
+/// Runs `f` behind the panic boundary and maps its outcome to a status, recording a message
+/// for `backline_last_error`.
+fn boundary(f: impl FnOnce() -> Result<(), Fail>) -> backline_status {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => BACKLINE_STATUS_OK,
+        Ok(Err(Fail::Status(s, msg))) => {
+            set_error(msg);
+            s
+        }
+        Ok(Err(Fail::Session(e))) => {
+            let s = status_of(&e);
+            set_error(e.to_string());
+            s
+        }
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            set_error(format!("internal panic: {msg}"));
+            BACKLINE_STATUS_PANIC
+        }
+    }
+}
+
+/// A NUL-terminated string argument, or an error naming the parameter.
+///
+/// # Safety
+/// `p` is NULL or points to a NUL-terminated string that lives for the call.
+unsafe fn cstr<'a>(p: *const c_char, what: &str) -> Result<&'a str, Fail> {
+    if p.is_null() {
+        return Err(invalid(format!("{what} is NULL")));
+    }
+    // SAFETY: non-null, NUL-terminated by the caller's contract.
+    unsafe { CStr::from_ptr(p) }
+        .to_str()
+        .map_err(|_| invalid(format!("{what} is not UTF-8")))
+}
+
+/// Writes the defaults (memcpy, 256 × 64-byte slots, 1 in flight, 200 µs spin, 1 s reply
+/// timeout, 5 s set-up timeout) into `*out`.
+///
+/// # Safety
+/// `out` is NULL or valid for writing one `backline_config`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn backline_config_default(out: *mut backline_config) -> backline_status {
+    boundary(|| {
+        if out.is_null() {
+            return Err(invalid("out is NULL"));
+        }
+        let d = SessionConfig::default();
+        // SAFETY: non-null and writable by contract.
+        unsafe {
+            out.write(backline_config {
+                transport: c"memcpy".as_ptr(),
+                ring_depth: d.geometry.depth,
+                slot_bytes: d.geometry.slot_bytes,
+                in_flight: d.in_flight,
+                spin_us: d.wait.as_micros(),
+                reply_timeout_ms: d.reply_timeout.as_millis() as u32,
+                setup_timeout_ms: d.setup_timeout.as_millis() as u32,
+            })
+        };
+        Ok(())
+    })
+}
+
+fn session_config(c: &backline_config) -> Result<SessionConfig, Fail> {
+    let transport = if c.transport.is_null() {
+        TransportKind::Memcpy
+    } else {
+        // SAFETY: non-null, NUL-terminated by the caller's contract for config strings.
+        unsafe { cstr(c.transport, "config.transport") }?.parse()?
+    };
+    let wait = WaitPolicy::from_micros(c.spin_us).map_err(invalid)?;
+    let config = SessionConfig {
+        transport,
+        geometry: Geometry {
+            depth: c.ring_depth,
+            slot_bytes: c.slot_bytes,
+        },
+        in_flight: c.in_flight,
+        wait,
+        reply_timeout: std::time::Duration::from_millis(c.reply_timeout_ms as u64),
+        setup_timeout: std::time::Duration::from_millis(c.setup_timeout_ms as u64),
+        pin_cpu: None,
+    };
+    config.validate()?;
+    Ok(config)
+}
+
+fn parse_role(s: &str) -> Result<Role, Fail> {
+    match s {
+        "controller" => Ok(Role::Controller),
+        "coprocessor" => Ok(Role::Coprocessor),
+        _ => Err(invalid(format!(
+            "role `{s}`: expected \"controller\" or \"coprocessor\""
+        ))),
+    }
+}
+
+/// `create(target, role, key, config)`: a new session in state created, registered under
+/// (role, key). `target` is the node's hardware ("cpu"; "gpu" and "fpga" are placements this
+/// host library drives through other crates). `config` NULL means the defaults.
+///
+/// # Safety
+/// String arguments are NUL-terminated; `config` is NULL or valid; `out` is valid for writing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn backline_session_create(
+    target: *const c_char,
+    role: *const c_char,
+    key: *const c_char,
+    config: *const backline_config,
+    out: *mut *mut backline_session,
+) -> backline_status {
+    boundary(|| {
+        if out.is_null() {
+            return Err(invalid("out is NULL"));
+        }
+        // SAFETY: contract of this function.
+        let (target, role, key) = unsafe {
+            (
+                cstr(target, "target")?,
+                cstr(role, "role")?,
+                cstr(key, "key")?,
+            )
+        };
+        if target != "cpu" {
+            return Err(invalid(format!(
+                "target `{target}`: this library runs cpu nodes"
+            )));
+        }
+        let role = parse_role(role)?;
+        let config = if config.is_null() {
+            SessionConfig::default()
+        } else {
+            // SAFETY: non-null and valid by contract.
+            session_config(unsafe { &*config })?
+        };
+        let s = Registry::global().create(role, key, config)?;
+        let h = HANDLES.insert(role, key, s);
+        // SAFETY: `out` is non-null and writable by contract.
+        unsafe { out.write(h) };
+        Ok(())
+    })
+}
+
+/// `get_session(role, key)`: the handle of a registered session.
+///
+/// # Safety
+/// String arguments are NUL-terminated; `out` is valid for writing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn backline_get_session(
+    role: *const c_char,
+    key: *const c_char,
+    out: *mut *mut backline_session,
+) -> backline_status {
+    boundary(|| {
+        if out.is_null() {
+            return Err(invalid("out is NULL"));
+        }
+        // SAFETY: contract of this function.
+        let (role, key) = unsafe { (cstr(role, "role")?, cstr(key, "key")?) };
+        let role = parse_role(role)?;
+        let h = HANDLES
+            .find(role, key)
+            .ok_or_else(|| invalid(format!("no {} session with key `{key}`", role.name())))?;
+        // SAFETY: non-null and writable by contract.
+        unsafe { out.write(h) };
+        Ok(())
+    })
+}
+
+fn with_session(
+    h: *mut backline_session,
+    f: impl FnOnce(&SessionRef) -> Result<(), Fail>,
+) -> backline_status {
+    boundary(|| {
+        let s = HANDLES.get(h)?;
+        f(&s)
+    })
+}
+
+macro_rules! lock {
+    ($m:expr) => {
+        $m.lock().unwrap_or_else(|p| p.into_inner())
+    };
+}
+
+fn common(
+    h: *mut backline_session,
+    f: impl FnOnce(&mut dyn backline_transport::Session) -> Result<(), Error>,
+) -> backline_status {
+    with_session(h, |s| {
+        match s {
+            SessionRef::Controller(c) => f(&mut *lock!(c))?,
+            SessionRef::Coprocessor(c) => f(&mut *lock!(c))?,
+        }
+        Ok(())
+    })
+}
+
+fn controller(
+    h: *mut backline_session,
+    call: &'static str,
+    f: impl FnOnce(&mut backline_transport::ControllerSession) -> Result<(), Fail>,
+) -> backline_status {
+    with_session(h, |s| match s {
+        SessionRef::Controller(c) => f(&mut lock!(c)),
+        SessionRef::Coprocessor(_) => Err(Fail::Status(
+            BACKLINE_STATUS_OUT_OF_ORDER,
+            format!("{call} is a controller call; this is a coprocessor session"),
+        )),
+    })
+}
+
+fn coprocessor(
+    h: *mut backline_session,
+    call: &'static str,
+    f: impl FnOnce(&mut backline_transport::CoprocessorSession) -> Result<(), Fail>,
+) -> backline_status {
+    with_session(h, |s| match s {
+        SessionRef::Coprocessor(c) => f(&mut lock!(c)),
+        SessionRef::Controller(_) => Err(Fail::Status(
+            BACKLINE_STATUS_OUT_OF_ORDER,
+            format!("{call} is a coprocessor call; this is a controller session"),
+        )),
+    })
+}
+
+/// `connect(peer, oob_port)`: names the coprocessor to reach (controller) or the address to
+/// serve on (coprocessor). memcpy: a session key (empty = this session's key); shm: a segment
+/// name; udp: `host[:port]`, `oob_port` used when no port is given.
+///
+/// # Safety
+/// `peer` is NULL (= empty) or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn backline_session_connect(
+    session: *mut backline_session,
+    peer: *const c_char,
+    oob_port: u16,
+) -> backline_status {
+    let peer = if peer.is_null() {
+        Ok("")
+    } else {
+        // SAFETY: NUL-terminated by contract.
+        unsafe { cstr(peer, "peer") }
+    };
+    match peer {
+        Ok(p) => common(session, |s| s.connect(p, oob_port)),
+        Err(e) => boundary(|| Err(e)),
+    }
+}
+
+/// `exchange_keys`: agrees the ring geometry with the peer.
+#[unsafe(no_mangle)]
+pub extern "C" fn backline_session_exchange_keys(
+    session: *mut backline_session,
+) -> backline_status {
+    common(session, |s| s.exchange_keys())
+}
+
+/// `establish_channel(transport)`: sets up the rings. `transport` must name the session's
+/// transport (or be NULL).
+///
+/// # Safety
+/// `transport` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn backline_session_establish_channel(
+    session: *mut backline_session,
+    transport: *const c_char,
+) -> backline_status {
+    let named = if transport.is_null() {
+        Ok(None)
+    } else {
+        // SAFETY: NUL-terminated by contract.
+        unsafe { cstr(transport, "transport") }
+            .and_then(|t| t.parse::<TransportKind>().map(Some).map_err(Fail::Session))
+    };
+    match named {
+        Ok(t) => common(session, |s| {
+            if let Some(t) = t
+                && t != s.config().transport
+            {
+                return Err(Error::Invalid(format!(
+                    "establish_channel({t}) on a session created for {}",
+                    s.config().transport
+                )));
+            }
+            s.establish_channel()
+        }),
+        Err(e) => boundary(|| Err(e)),
+    }
+}
+
+/// Controller role setup: the largest request and reply payloads.
+#[unsafe(no_mangle)]
+pub extern "C" fn backline_session_set_message_sizes(
+    session: *mut backline_session,
+    request_bytes: usize,
+    reply_bytes: usize,
+) -> backline_status {
+    controller(session, "set_message_sizes", |c| {
+        Ok(c.set_message_sizes(request_bytes, reply_bytes)?)
+    })
+}
+
+/// Coprocessor role setup: registers a C function under `decoder_id`. `ctx` is passed to
+/// every call.
+///
+/// # Safety
+/// `func` follows the coprocessor-function contract and is safe to call from the session's
+/// serving thread; `ctx` stays valid until the session is destroyed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn backline_session_set_coprocessor_fn(
+    session: *mut backline_session,
+    decoder_id: u32,
+    func: backline_coprocessor_fn,
+    ctx: *mut c_void,
+) -> backline_status {
+    coprocessor(session, "set_coprocessor_fn", |c| {
+        let Some(func) = func else {
+            return Err(invalid("func is NULL"));
+        };
+        let f: CoprocessorFn = func;
+        // SAFETY: the caller registers a function that follows the documented contract and
+        // keeps `ctx` valid while the session lives.
+        let r = unsafe { CSymbol::from_raw(&format!("c-fn-{decoder_id}"), f, ctx) };
+        Ok(c.set_coprocessor_fn(decoder_id, Arc::new(r))?)
+    })
+}
+
+/// Coprocessor role setup: registers a built-in function (`"echo"`, `"steane"`) or a C
+/// symbol by name (`"path/to/lib.so:symbol"`) under `decoder_id`.
+///
+/// # Safety
+/// `spec` is NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn backline_session_set_coprocessor_builtin(
+    session: *mut backline_session,
+    decoder_id: u32,
+    spec: *const c_char,
+) -> backline_status {
+    // SAFETY: NUL-terminated by contract.
+    let spec = unsafe { cstr(spec, "spec") };
+    coprocessor(session, "set_coprocessor_builtin", |c| {
+        let r: Arc<dyn Responder> =
+            backline_responder::parse_spec(spec?).map_err(|e| invalid(e.to_string()))?;
+        Ok(c.set_coprocessor_fn(decoder_id, r)?)
+    })
+}
+
+/// `start`: rounds may flow (a coprocessor starts serving).
+#[unsafe(no_mangle)]
+pub extern "C" fn backline_session_start(session: *mut backline_session) -> backline_status {
+    common(session, |s| s.start())
+}
+
+/// Copies `len` bytes at `payload` into the next round's request slot, for `decoder_id`.
+///
+/// # Safety
+/// `payload` is valid for reading `len` bytes (may be NULL when `len` is 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn backline_session_stage_payload(
+    session: *mut backline_session,
+    payload: *const c_void,
+    len: usize,
+    decoder_id: u32,
+) -> backline_status {
+    controller(session, "stage_payload", |c| {
+        let bytes: &[u8] = if len == 0 {
+            &[]
+        } else if payload.is_null() {
+            return Err(invalid("payload is NULL"));
+        } else {
+            // SAFETY: valid for `len` bytes by contract.
+            unsafe { std::slice::from_raw_parts(payload.cast(), len) }
+        };
+        Ok(c.stage_payload(bytes, decoder_id)?)
+    })
+}
+
+/// Publishes the staged request; writes its round number to `*round` when not NULL.
+///
+/// # Safety
+/// `round` is NULL or valid for writing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn backline_session_post(
+    session: *mut backline_session,
+    round: *mut u64,
+) -> backline_status {
+    controller(session, "post", |c| {
+        let r = c.post()?;
+        if !round.is_null() {
+            // SAFETY: non-null and writable by contract.
+            unsafe { round.write(r) };
+        }
+        Ok(())
+    })
+}
+
+fn write_reply(out: *mut backline_reply, r: &backline_transport::Reply<'_>) -> Result<(), Fail> {
+    if out.is_null() {
+        return Err(invalid("out is NULL"));
+    }
+    // SAFETY: non-null and writable by the caller's contract.
+    unsafe {
+        out.write(backline_reply {
+            round: r.round,
+            seq: r.seq.0,
+            decoder_id: r.decoder_id,
+            status: r.status as u16,
+            payload: r.payload.as_ptr(),
+            payload_len: r.payload.len(),
+        })
+    };
+    Ok(())
+}
+
+/// The oldest outstanding reply if it has arrived (`BACKLINE_STATUS_NOT_READY` otherwise),
+/// without consuming it.
+///
+/// # Safety
+/// `out` is valid for writing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn backline_session_reply_slot(
+    session: *mut backline_session,
+    out: *mut backline_reply,
+) -> backline_status {
+    controller(session, "reply_slot", |c| match c.reply_slot()? {
+        Some(r) => write_reply(out, &r),
+        None => Err(Fail::Status(
+            BACKLINE_STATUS_NOT_READY,
+            "the reply has not arrived yet".into(),
+        )),
+    })
+}
+
+/// Waits (up to the reply timeout) for the oldest outstanding reply and consumes it.
+///
+/// # Safety
+/// `out` is valid for writing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn backline_session_collect(
+    session: *mut backline_session,
+    out: *mut backline_reply,
+) -> backline_status {
+    controller(session, "collect", |c| {
+        if out.is_null() {
+            return Err(invalid("out is NULL"));
+        }
+        let r = c.collect()?;
+        write_reply(out, &r)
+    })
+}
+
+/// `stop`: ends the session with its peer. Allowed in any state.
+#[unsafe(no_mangle)]
+pub extern "C" fn backline_session_stop(session: *mut backline_session) -> backline_status {
+    common(session, |s| s.stop())
+}
+
+/// `destroy`: stops the session if needed, unregisters it and invalidates the handle.
+#[unsafe(no_mangle)]
+pub extern "C" fn backline_session_destroy(session: *mut backline_session) -> backline_status {
+    boundary(|| {
+        let (role, key, s) = HANDLES.remove(session)?;
+        Registry::global().remove(role, &key);
+        let r = match &s {
+            SessionRef::Controller(c) => lock!(c).stop(),
+            SessionRef::Coprocessor(c) => lock!(c).stop(),
+        };
+        Ok(r?)
+    })
+}
+
+/// Copies the message of the last failed call on this thread into `buf` (NUL-terminated,
+/// truncated to `cap`), and returns its full length. `buf` may be NULL to ask the length.
+///
+/// # Safety
+/// `buf` is NULL or valid for writing `cap` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn backline_last_error(buf: *mut c_char, cap: usize) -> usize {
+    catch_unwind(|| {
+        LAST_ERROR.with(|e| {
+            let e = e.borrow();
+            if !buf.is_null() && cap > 0 {
+                let n = e.len().min(cap - 1);
+                // SAFETY: `buf` is writable for `cap` bytes and `n + 1 ≤ cap`.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(e.as_ptr(), buf.cast(), n);
+                    buf.add(n).write(0);
+                }
+            }
+            e.len()
+        })
+    })
+    .unwrap_or(0)
+}
+
+/// A static, NUL-terminated name of a status ("ok", "timeout", …).
+#[unsafe(no_mangle)]
+pub extern "C" fn backline_status_name(status: backline_status) -> *const c_char {
+    let s: &'static CStr = match status {
+        BACKLINE_STATUS_OK => c"ok",
+        BACKLINE_STATUS_ERROR => c"error",
+        BACKLINE_STATUS_OUT_OF_MEMORY => c"out of memory",
+        BACKLINE_STATUS_TIMEOUT => c"timeout",
+        BACKLINE_STATUS_STUCK => c"stuck",
+        BACKLINE_STATUS_NULL_HANDLE => c"null handle",
+        BACKLINE_STATUS_STALE_HANDLE => c"stale handle",
+        BACKLINE_STATUS_OUT_OF_ORDER => c"out of order",
+        BACKLINE_STATUS_INVALID_ARGUMENT => c"invalid argument",
+        BACKLINE_STATUS_NOT_READY => c"not ready",
+        BACKLINE_STATUS_BACKPRESSURE => c"backpressure",
+        BACKLINE_STATUS_PANIC => c"panic",
+    };
+    s.as_ptr()
+}

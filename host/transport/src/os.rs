@@ -82,3 +82,46 @@ pub unsafe fn populate_write(ptr: *mut u8, len: usize) {
         unsafe { AtomicU32::from_ptr(ptr.add(off).cast()) }.fetch_add(0, Ordering::Relaxed);
     }
 }
+
+/// Asks the kernel to send SIGTERM to this process when its parent exits (Linux), so a
+/// server started by a benchmark never outlives it.
+pub fn exit_with_parent() -> Result<()> {
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number and no pointers.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGTERM as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    if rc != 0 {
+        return Err(Error::io("prctl(PR_SET_PDEATHSIG)")(
+            std::io::Error::last_os_error(),
+        ));
+    }
+    // The parent may already be gone (we were re-parented before the call).
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } == 1 {
+        return Err(Error::Failed(
+            "the parent process has already exited".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Sends SIGTERM to `pid` (used to stop a server this process started).
+pub fn terminate(pid: u32) -> Result<()> {
+    if pid == 0 || pid > i32::MAX as u32 {
+        return Err(Error::Invalid(format!("pid {pid}")));
+    }
+    // SAFETY: kill takes plain integers.
+    let rc = unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    if rc != 0 {
+        return Err(Error::io(format!("signalling process {pid}"))(
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}

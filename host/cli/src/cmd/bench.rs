@@ -1,12 +1,662 @@
-//! `backline bench`.
+//! `backline bench`: sw-loop rounds over a placement, with the transport's bare floor measured
+//! in the same run, reported as a table (or one JSON object), CSV traces and PNG plots.
 
-use std::process::ExitCode;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use backline_bench::report::JsonStats;
+use backline_bench::swloop::{self, SwLoop};
+use backline_bench::trace::{Clock, RoundStatus, Trace, TraceRow};
+use backline_bench::{JsonReport, Summary, Table, plot};
+use backline_pacer::{PacerConfig, REFERENCE_SEED};
+use backline_transport::{
+    ControllerSession, CoprocessorSession, ServeOptions, SessionConfig, TransportKind, os,
+};
+
+use super::common::{RingArgs, builtin_name, load_responder, parse_u32};
 
 /// Flags of `backline bench`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The fabric: memcpy (threads in this process), shm (a server process over shared
+    /// memory), udp (a server over UDP) or rdma.
+    #[arg(long, default_value = "memcpy")]
+    pub transport: String,
+    /// The coprocessor function: echo, steane or LIB:SYMBOL (a C function in a shared
+    /// library).
+    #[arg(long, default_value = "steane")]
+    pub responder: String,
+    /// Run several responders side by side, e.g. echo,steane (one session each; decoder ids
+    /// 0, 1, … in this order).
+    #[arg(long, value_delimiter = ',', conflicts_with = "responder")]
+    pub compare: Vec<String>,
+    /// Rounds per responder, round 0 included.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub rounds: u64,
+    /// b2b (next round as soon as the last reply lands) or random-delayed (the pacer).
+    #[arg(long, default_value = "b2b")]
+    pub cadence: String,
+    /// Pacer: fixed part of each quiet interval, in clock cycles (random-delayed).
+    #[arg(long, value_parser = parse_u32)]
+    pub freq: Option<u32>,
+    /// Pacer: mask of the random part, 2^N-1, decimal or 0x… (random-delayed).
+    #[arg(long, value_parser = parse_u32)]
+    pub span: Option<u32>,
+    /// Pacer: LFSR seed (non-zero).
+    #[arg(long, value_parser = parse_u32, default_value_t = REFERENCE_SEED)]
+    pub seed: u32,
+    /// Pacer clock in MHz (the FPGA engine's is 200).
+    #[arg(long, default_value_t = 200.0)]
+    pub clock_mhz: f64,
+    /// Request payload bytes.
+    #[arg(long, default_value_t = 8)]
+    pub payload_bytes: usize,
+    /// Rounds in flight (≤ ring depth).
+    #[arg(long, default_value_t = 1)]
+    pub in_flight: u32,
+    #[command(flatten)]
+    pub ring: RingArgs,
+    /// shm: the segment name of a running `backline serve`; udp: its host:port. Without it,
+    /// bench starts its own server process.
+    #[arg(long)]
+    pub peer: Option<String>,
+    /// Decoder id of the requests when --peer serves a single function.
+    #[arg(long, default_value_t = 0)]
+    pub decoder_id: u32,
+    /// Longest wait for one reply, in ms, before the run stops with a timeout.
+    #[arg(long, default_value_t = 1000)]
+    pub timeout_ms: u64,
+    /// Pin the controller and responder threads: CTRL,RESP (CPU numbers).
+    #[arg(long, value_delimiter = ',', num_args = 2)]
+    pub pin: Vec<usize>,
+    /// Skip the same-run floor measurement.
+    #[arg(long)]
+    pub no_baseline: bool,
+    /// Print exactly one JSON object on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Directory for CSV traces and plots.
+    #[arg(long, default_value = "backline-out")]
+    pub out_dir: PathBuf,
+    /// CSV trace path (single responder only); default OUT_DIR/bench-TRANSPORT-RESPONDER.csv.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Do not draw PNG plots.
+    #[arg(long)]
+    pub no_plots: bool,
+    /// No progress lines on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// One measured run.
+struct Run {
+    label: String,
+    trace: Trace,
+    summary: Option<Summary>,
+    round0: Option<f64>,
+}
+
+impl Run {
+    fn new(label: String, trace: Trace) -> Run {
+        let summary = trace.summary();
+        let round0 = trace.cold_rows().next().map(|r| r.rtt_ns);
+        Run {
+            label,
+            trace,
+            summary,
+            round0,
+        }
+    }
+}
+
+fn pacer_config(a: &Args) -> anyhow::Result<PacerConfig> {
+    let cfg = match a.cadence.as_str() {
+        "b2b" => {
+            if a.freq.is_some_and(|f| f != 0) || a.span.is_some_and(|s| s != 0) {
+                bail!(
+                    "--freq/--span set a quiet period, which --cadence b2b does not have: use --cadence random-delayed"
+                );
+            }
+            PacerConfig {
+                seed: a.seed,
+                ..PacerConfig::B2B
+            }
+        }
+        "random-delayed" => PacerConfig {
+            // Defaults for a host run: 10 µs + up to 82 µs at 200 MHz. The reference board
+            // used --freq 1000000 --span 0x0FFFFFFF (5 ms … 1.35 s).
+            freq: a.freq.unwrap_or(2_000),
+            span: a.span.unwrap_or(0x3FFF),
+            seed: a.seed,
+        },
+        other => bail!("unknown cadence `{other}` (expected b2b or random-delayed)"),
+    };
+    cfg.validate().map_err(|e| anyhow::anyhow!("pacer: {e}"))?;
+    if !(a.clock_mhz > 0.0 && a.clock_mhz.is_finite()) {
+        bail!("--clock-mhz must be a positive number");
+    }
+    Ok(cfg)
+}
+
+/// A `backline serve` child process, stopped when dropped.
+struct ServerProcess {
+    child: Child,
+    peer: String,
+    name: Option<String>,
+}
+
+impl ServerProcess {
+    fn spawn(
+        transport: TransportKind,
+        responders: &[String],
+        a: &Args,
+        geometry: backline_wire::Geometry,
+    ) -> anyhow::Result<ServerProcess> {
+        let exe = std::env::current_exe().context("locating the backline executable")?;
+        let name = format!("bench-{}", std::process::id());
+        let mut cmd = Command::new(exe);
+        cmd.arg("serve")
+            .arg("--transport")
+            .arg(transport.name())
+            .arg("--ring-depth")
+            .arg(geometry.depth.to_string())
+            .arg("--slot-bytes")
+            .arg(geometry.slot_bytes.to_string())
+            .arg("--payload-bytes")
+            .arg(geometry.payload_capacity().to_string())
+            .arg("--spin-us")
+            .arg(a.ring.spin_us.to_string())
+            .arg("--exit-with-parent");
+        match transport {
+            TransportKind::Shm => cmd.arg("--name").arg(&name),
+            _ => cmd.arg("--bind").arg("127.0.0.1:0"),
+        };
+        for (i, r) in responders.iter().enumerate() {
+            cmd.arg("--fn").arg(format!("{i}={r}"));
+        }
+        if let [_, resp] = a.pin[..] {
+            cmd.arg("--pin").arg(resp.to_string());
+        }
+        if a.ring.hold_dma_latency {
+            cmd.arg("--hold-dma-latency");
+        }
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().context("starting `backline serve`")?;
+        let stdout = child.stdout.take().expect("piped");
+        let mut line = String::new();
+        let read = BufReader::new(stdout).read_line(&mut line);
+        let peer = match (read, line.strip_prefix("ready ")) {
+            (Ok(_), Some(p)) => p.trim().to_string(),
+            _ => {
+                let _ = child.wait();
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                let last = err
+                    .lines()
+                    .last()
+                    .unwrap_or("it exited without a word")
+                    .to_string();
+                bail!("`backline serve` did not start: {last}");
+            }
+        };
+        // Keep draining its stderr so it never blocks on a full pipe.
+        if let Some(mut e) = child.stderr.take() {
+            std::thread::spawn(move || std::io::copy(&mut e, &mut std::io::sink()));
+        }
+        Ok(ServerProcess {
+            child,
+            peer,
+            name: (transport == TransportKind::Shm).then_some(name),
+        })
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = os::terminate(self.child.id());
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(1) {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        if let Some(n) = &self.name {
+            let _ = backline_transport::shm::remove_stale(n);
+        }
+    }
+}
+
+fn sanitize(s: &str) -> String {
+    let base =
+        Path::new(s.rsplit_once(':').map_or(
+            s,
+            |(lib, sym)| {
+                if Path::new(lib).exists() { sym } else { s }
+            },
+        ));
+    base.to_string_lossy()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
 
 /// Runs `backline bench`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`backline bench` is not implemented yet")
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let transport: TransportKind = a.transport.parse()?;
+    let pacer = pacer_config(&a)?;
+    if a.rounds < 2 {
+        bail!("--rounds must be at least 2 (round 0 is reported apart)");
+    }
+    let responders: Vec<String> = if a.compare.is_empty() {
+        vec![a.responder.clone()]
+    } else {
+        a.compare.clone()
+    };
+    if responders.len() > 1 && a.csv.is_some() {
+        bail!("--csv names one file, but --compare runs several responders: use --out-dir");
+    }
+    if a.peer.is_some() && transport == TransportKind::Memcpy {
+        bail!("--peer names a server process, but memcpy runs the coprocessor in this process");
+    }
+    if a.in_flight == 0 || a.in_flight > a.ring.ring_depth {
+        bail!(
+            "--in-flight {} must be between 1 and --ring-depth {}",
+            a.in_flight,
+            a.ring.ring_depth
+        );
+    }
+    let (pin_ctrl, pin_resp) = match a.pin[..] {
+        [c, r] => (Some(c), Some(r)),
+        _ => (None, None),
+    };
+    // Load responders here first: a bad spec is our error, not the server's.
+    for r in &responders {
+        load_responder(r)?;
+    }
+    let mut config: SessionConfig = a.ring.config(transport, a.payload_bytes)?;
+    config.in_flight = a.in_flight;
+    config.reply_timeout = Duration::from_millis(a.timeout_ms.max(1));
+    config.pin_cpu = pin_resp;
+    let _dma = if a.ring.hold_dma_latency {
+        Some(os::DmaLatencyGuard::hold()?)
+    } else {
+        None
+    };
+    if let Some(c) = pin_ctrl {
+        os::pin_current_thread(c)?;
+    }
+
+    // The coprocessor: a thread here (memcpy), a process we start, or the user's --peer.
+    let mut local: Option<CoprocessorSession> = None;
+    let mut child: Option<ServerProcess> = None;
+    let peer = match (transport, &a.peer) {
+        (TransportKind::Memcpy, _) => {
+            let mut table = backline_responder::ResponderTable::new();
+            for (i, r) in responders.iter().enumerate() {
+                table.insert(i as u32, load_responder(r)?);
+            }
+            let key = format!("bench-{}", std::process::id());
+            local = Some(CoprocessorSession::open(
+                &key,
+                config.clone(),
+                "",
+                0,
+                &table,
+                ServeOptions::default(),
+            )?);
+            key
+        }
+        (_, Some(p)) => p.clone(),
+        (TransportKind::Rdma, None) => bail!(
+            "--transport rdma needs --peer (the host running `backline serve --transport rdma`)"
+        ),
+        (_, None) => {
+            let s = ServerProcess::spawn(transport, &responders, &a, config.geometry)?;
+            let p = s.peer.clone();
+            child = Some(s);
+            p
+        }
+    };
+
+    let floor_label = match transport {
+        TransportKind::Udp => "floor (raw udp)",
+        TransportKind::Rdma => "floor (rdma write)",
+        _ => "floor (cache line)",
+    };
+    let floor_half = |rounds: u64| -> anyhow::Result<Vec<f64>> {
+        let t = config.reply_timeout.max(Duration::from_secs(1));
+        let r = match transport {
+            TransportKind::Memcpy => backline_transport::floor::memcpy_floor(rounds, pin_resp, t),
+            TransportKind::Shm => {
+                backline_transport::shm::shm_floor(&peer, config.geometry, rounds, t)
+            }
+            TransportKind::Udp => {
+                backline_transport::udp::udp_floor(&peer, rounds, &config.wait, t)
+            }
+            TransportKind::Rdma => bail!("rdma floor is not available in this build"),
+        };
+        r.with_context(|| format!("measuring the {floor_label}"))
+    };
+
+    // Floor: half before the runs, half after, so drift affects both alike.
+    let mut floor_rtts = Vec::new();
+    if !a.no_baseline {
+        floor_rtts = floor_half(a.rounds / 2)?;
+    }
+
+    let mut runs: Vec<Run> = Vec::new();
+    let mut failure: Option<anyhow::Error> = None;
+    for (i, spec) in responders.iter().enumerate() {
+        let decoder_id = if responders.len() == 1 && a.peer.is_some() {
+            a.decoder_id
+        } else {
+            i as u32
+        };
+        let mut session = ControllerSession::open("bench", config.clone(), &peer, 7878)
+            .with_context(|| format!("connecting to the coprocessor at {transport}:{peer}"))?;
+        let cfg = SwLoop {
+            rounds: a.rounds,
+            payload_bytes: a.payload_bytes,
+            decoder_id,
+            check_as: builtin_name(spec).map(str::to_string),
+            pacer,
+            clock_mhz: a.clock_mhz,
+            progress: !a.quiet,
+            label: format!("bench {transport} {spec}"),
+        };
+        let r = swloop::run(&mut session, &cfg);
+        drop(session);
+        let mut trace = r.trace;
+        set_meta(&mut trace, &a, transport, spec, &config, pacer);
+        if let Some(e) = r.error {
+            failure = Some(anyhow::anyhow!(
+                "{spec} over {transport}: {} of {} rounds completed, then: {e}",
+                r.completed,
+                a.rounds
+            ));
+        } else if r.mismatches > 0 {
+            let what: Vec<String> = trace
+                .failures()
+                .iter()
+                .map(|(s, n)| format!("{n} {}", s.name()))
+                .collect();
+            failure = Some(anyhow::anyhow!(
+                "{spec} over {transport}: {} of {} replies were not the expected ones ({})",
+                r.mismatches,
+                a.rounds,
+                what.join(", ")
+            ));
+        }
+        runs.push(Run::new(spec.clone(), trace));
+        if failure.is_some() {
+            break;
+        }
+    }
+    if !a.no_baseline && failure.is_none() {
+        let mut second = floor_half(a.rounds - a.rounds / 2)?;
+        // Round 0 of the second half is warm; only the very first floor round is cold.
+        floor_rtts.append(&mut second);
+    }
+    // Stop the coprocessor (thread or process) before writing outputs.
+    drop(local);
+    drop(child);
+
+    let baseline = (!a.no_baseline && failure.is_none()).then(|| {
+        let mut t = Trace::with_capacity(Clock::HostNs, floor_rtts.len());
+        for (i, &rtt) in floor_rtts.iter().enumerate() {
+            t.rows.push(TraceRow {
+                round: i as u64,
+                rtt_ns: rtt,
+                rtt_cycles: None,
+                quiet_ns: 0.0,
+                status: RoundStatus::Ok,
+                cold: i == 0,
+            });
+        }
+        set_meta(
+            &mut t,
+            &a,
+            transport,
+            floor_label,
+            &config,
+            PacerConfig::B2B,
+        );
+        Run::new(floor_label.to_string(), t)
+    });
+
+    write_outputs(&a, transport, &runs, baseline.as_ref())?;
+    if a.json {
+        println!("{}", json(&a, transport, &runs, baseline.as_ref()));
+    } else {
+        print!(
+            "{}",
+            table(&a, transport, &config, &runs, baseline.as_ref()).render()
+        );
+        for r in &runs {
+            let f = r.trace.failures();
+            if !f.is_empty() {
+                let list: Vec<String> =
+                    f.iter().map(|(s, n)| format!("{n} {}", s.name())).collect();
+                println!("{}: {}", r.label, list.join(", "));
+            }
+        }
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+fn set_meta(
+    t: &mut Trace,
+    a: &Args,
+    transport: TransportKind,
+    responder: &str,
+    config: &SessionConfig,
+    pacer: PacerConfig,
+) {
+    t.set_meta("source", "backline bench (sw-loop)");
+    t.set_meta("version", env!("CARGO_PKG_VERSION"));
+    t.set_meta(
+        "placement",
+        format!("controller=cpu coprocessor=cpu transport={transport}"),
+    );
+    t.set_meta("transport", transport);
+    t.set_meta("responder", responder);
+    t.set_meta("rounds", a.rounds);
+    t.set_meta("payload_bytes", a.payload_bytes);
+    t.set_meta("in_flight", config.in_flight);
+    t.set_meta(
+        "ring",
+        format!(
+            "{} slots x {} bytes",
+            config.geometry.depth, config.geometry.slot_bytes
+        ),
+    );
+    t.set_meta("spin_us", config.wait.as_micros());
+    t.set_meta(
+        "cadence",
+        if pacer.is_b2b() {
+            "b2b".to_string()
+        } else {
+            format!(
+                "random-delayed freq={} span={:#x} seed={:#x} clock={} MHz",
+                pacer.freq, pacer.span, pacer.seed, a.clock_mhz
+            )
+        },
+    );
+    if let [c, r] = a.pin[..] {
+        t.set_meta("pin", format!("controller={c} responder={r}"));
+    }
+}
+
+fn out_path(a: &Args, transport: TransportKind, what: &str, ext: &str) -> PathBuf {
+    a.out_dir
+        .join(format!("bench-{transport}-{}.{ext}", sanitize(what)))
+}
+
+fn write_outputs(
+    a: &Args,
+    transport: TransportKind,
+    runs: &[Run],
+    baseline: Option<&Run>,
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&a.out_dir)
+        .with_context(|| format!("creating {}", a.out_dir.display()))?;
+    let mut written = Vec::new();
+    for r in runs.iter().chain(baseline) {
+        let path = match (&a.csv, baseline.is_some_and(|b| std::ptr::eq(b, r))) {
+            (Some(p), false) => p.clone(),
+            _ => out_path(a, transport, &r.label, "csv"),
+        };
+        r.trace.save(&path)?;
+        written.push(path);
+        if !a.no_plots {
+            let rows: Vec<(u64, f64)> = r
+                .trace
+                .rows
+                .iter()
+                .filter(|x| !x.cold && x.status == RoundStatus::Ok)
+                .map(|x| (x.round, x.rtt_ns))
+                .collect();
+            let title = format!("{} over {transport}: RTT by round", r.label);
+            let p = out_path(a, transport, &format!("{}-rtt", r.label), "png");
+            if plot::rtt_vs_round(&rows, r.round0, &p, &title).is_ok() {
+                written.push(p);
+            }
+            let p = out_path(a, transport, &format!("{}-hist", r.label), "png");
+            let v: Vec<f64> = rows.iter().map(|x| x.1).collect();
+            if plot::histogram(
+                &v,
+                &p,
+                &format!("{} over {transport}: distribution", r.label),
+            )
+            .is_ok()
+            {
+                written.push(p);
+            }
+        }
+    }
+    if !a.no_plots {
+        let series: Vec<(String, Vec<f64>)> = runs
+            .iter()
+            .chain(baseline)
+            .map(|r| (r.label.clone(), r.trace.warm_ok_rtts_ns()))
+            .collect();
+        let refs: Vec<(&str, &[f64])> = series.iter().map(|(n, v)| (n.as_str(), &v[..])).collect();
+        let p = out_path(a, transport, "ccdf", "png");
+        if plot::ccdf(&refs, &p, &format!("RTT CCDF over {transport}")).is_ok() {
+            written.push(p);
+        }
+    }
+    if !a.json {
+        eprintln!(
+            "wrote {}",
+            written
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn table(
+    a: &Args,
+    transport: TransportKind,
+    config: &SessionConfig,
+    runs: &[Run],
+    baseline: Option<&Run>,
+) -> Table {
+    let cadence = if a.cadence == "b2b" {
+        "b2b"
+    } else {
+        "random-delayed"
+    };
+    let mut t = Table::new(format!(
+        "backline bench: {transport}, {} rounds each ({cadence}), {} B payload, {} in flight, {} x {} B slots",
+        a.rounds,
+        a.payload_bytes,
+        config.in_flight,
+        config.geometry.depth,
+        config.geometry.slot_bytes
+    ));
+    for r in runs {
+        if let Some(s) = r.summary {
+            t.push(r.label.clone(), r.round0, s);
+        }
+    }
+    if let Some(b) = baseline
+        && let Some(bs) = b.summary
+    {
+        t.push(b.label.clone(), b.round0, bs);
+        for r in runs {
+            if let Some(s) = r.summary {
+                t.push_ratio(
+                    format!("{} / floor", r.label),
+                    (&s, r.round0),
+                    (&bs, b.round0),
+                );
+            }
+        }
+    }
+    t
+}
+
+fn stats_of(r: &Run) -> Option<JsonStats> {
+    r.summary.map(|s| JsonStats::new(&s, r.round0))
+}
+
+fn json(a: &Args, transport: TransportKind, runs: &[Run], baseline: Option<&Run>) -> String {
+    let base = baseline.and_then(stats_of);
+    let reports: Vec<JsonReport> = runs
+        .iter()
+        .filter_map(|r| {
+            let stats = stats_of(r)?;
+            Some(JsonReport {
+                transport: transport.name().into(),
+                responder: r.label.clone(),
+                rounds: a.rounds,
+                completed: r
+                    .trace
+                    .rows
+                    .iter()
+                    .filter(|x| x.status == RoundStatus::Ok)
+                    .count() as u64,
+                ratio_median: base.as_ref().map(|b| stats.median_ns / b.median_ns),
+                stats,
+                baseline: base.clone(),
+                extra: Default::default(),
+            })
+        })
+        .collect();
+    match reports.len() {
+        1 => reports[0].to_line(),
+        _ => serde_json::json!({
+            "transport": transport.name(),
+            "rounds": a.rounds,
+            "runs": reports,
+        })
+        .to_string(),
+    }
 }

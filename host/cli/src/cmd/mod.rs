@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+mod common;
 pub mod decode;
 pub mod plot;
 pub mod serve;

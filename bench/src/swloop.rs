@@ -1,0 +1,263 @@
+//! The sw-loop: the controller's thread runs every round through a session, timing each from
+//! just before `stage_payload` to just after `collect`, optionally paced by the software
+//! pacer (whose quiet period is never part of the RTT), and checks each reply.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use backline_pacer::{Pacer, PacerConfig};
+use backline_transport::{Controller, ControllerSession, Error};
+use backline_wire::{DecoderId, Status};
+
+use crate::trace::{Clock, RoundStatus, Trace, TraceRow};
+
+/// What one sw-loop run does.
+#[derive(Debug, Clone)]
+pub struct SwLoop {
+    /// Rounds, round 0 included.
+    pub rounds: u64,
+    /// Request payload length.
+    pub payload_bytes: usize,
+    /// The `decoder_id` of every request.
+    pub decoder_id: DecoderId,
+    /// Built-in responder name used to check replies (`echo`, `steane`), or `None` to accept
+    /// any ok reply.
+    pub check_as: Option<String>,
+    /// Quiet periods between rounds.
+    pub pacer: PacerConfig,
+    /// Clock of the pacer's cycles.
+    pub clock_mhz: f64,
+    /// Show progress on stderr for runs longer than a second.
+    pub progress: bool,
+    /// Label for the progress line.
+    pub label: String,
+}
+
+/// The outcome of a run: a trace with one row per round attempted, and the error that ended
+/// it early, if any.
+#[derive(Debug)]
+pub struct SwLoopResult {
+    /// One row per round attempted.
+    pub trace: Trace,
+    /// Rounds that completed with the expected reply.
+    pub completed: u64,
+    /// Replies that arrived but were wrong (content or status).
+    pub mismatches: u64,
+    /// What stopped the run before its last round.
+    pub error: Option<Error>,
+}
+
+/// Fills `buf` with the request of `round`: byte 0 cycles through the eight Steane syndromes;
+/// the bytes after it carry the round number (little-endian, repeated), so echo replies are
+/// unique per round.
+pub fn request_payload(round: u64, buf: &mut [u8]) {
+    let r = round.to_le_bytes();
+    if let Some((first, rest)) = buf.split_first_mut() {
+        *first = (round % 8) as u8;
+        for (i, b) in rest.iter_mut().enumerate() {
+            *b = r[i % 8] ^ (i / 8) as u8;
+        }
+    }
+}
+
+/// Progress on stderr: a rewritten line on a terminal, a line every 10 s otherwise.
+struct Progress {
+    enabled: bool,
+    tty: bool,
+    start: Instant,
+    last: Instant,
+    shown: bool,
+    label: String,
+}
+
+impl Progress {
+    fn new(enabled: bool, label: &str) -> Progress {
+        let now = Instant::now();
+        Progress {
+            enabled,
+            tty: std::io::stderr().is_terminal(),
+            start: now,
+            last: now,
+            shown: false,
+            label: label.to_string(),
+        }
+    }
+
+    fn tick(&mut self, done: u64, total: u64) {
+        if !self.enabled {
+            return;
+        }
+        let now = Instant::now();
+        let every = if self.tty {
+            Duration::from_millis(250)
+        } else {
+            Duration::from_secs(10)
+        };
+        if now - self.start < Duration::from_secs(1) || now - self.last < every {
+            return;
+        }
+        self.last = now;
+        self.shown = true;
+        let el = (now - self.start).as_secs_f64();
+        let eta = if done > 0 {
+            el * (total - done) as f64 / done as f64
+        } else {
+            0.0
+        };
+        let pct = 100.0 * done as f64 / total.max(1) as f64;
+        let line = format!(
+            "{}: round {done}/{total} ({pct:.0}%), {el:.0} s elapsed, ~{eta:.0} s left",
+            self.label
+        );
+        let mut e = std::io::stderr().lock();
+        if self.tty {
+            let _ = write!(e, "\r{line}\x1b[K");
+        } else {
+            let _ = writeln!(e, "{line}");
+        }
+    }
+
+    fn finish(&mut self) {
+        if self.enabled && self.shown && self.tty {
+            let _ = writeln!(std::io::stderr());
+        }
+    }
+}
+
+/// Waits until `until`: sleeps through most of a long gap, spins the last stretch.
+fn quiet_until(until: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= until {
+            return;
+        }
+        let left = until - now;
+        if left > Duration::from_micros(200) {
+            std::thread::sleep(left - Duration::from_micros(100));
+        } else {
+            core::hint::spin_loop();
+        }
+    }
+}
+
+/// Runs `cfg.rounds` rounds, `in_flight` at a time as the session allows.
+pub fn run(session: &mut ControllerSession, cfg: &SwLoop) -> SwLoopResult {
+    use backline_transport::Session as _;
+    let in_flight = session.config().in_flight.max(1) as u64;
+    let mut trace = Trace::with_capacity(Clock::HostNs, cfg.rounds as usize);
+    let mut pacer = Pacer::new(cfg.pacer).expect("pacer settings validated by the caller");
+    let ns_per_cycle = 1000.0 / cfg.clock_mhz;
+    let mut req = vec![0u8; cfg.payload_bytes];
+    let mut expect = Vec::with_capacity(cfg.payload_bytes.max(1));
+    let mut check_buf = vec![0u8; cfg.payload_bytes];
+    // Start times and quiet periods of the rounds in flight, by round % in_flight.
+    let mut started = vec![Instant::now(); in_flight as usize];
+    let mut quiet = vec![0f64; in_flight as usize];
+    let mut progress = Progress::new(cfg.progress, &cfg.label);
+    let (mut completed, mut mismatches) = (0u64, 0u64);
+    let mut posted = 0u64;
+    let mut error = None;
+    let b2b = cfg.pacer.is_b2b();
+
+    'run: for round in 0..cfg.rounds {
+        // Post until `in_flight` rounds are out (or all are posted).
+        while posted < cfg.rounds && posted < round + in_flight {
+            request_payload(posted, &mut req);
+            let q = if b2b {
+                0.0
+            } else {
+                let gap = pacer.next_interval_cycles() as f64 * ns_per_cycle;
+                quiet_until(Instant::now() + Duration::from_nanos(gap as u64));
+                gap
+            };
+            let i = (posted % in_flight) as usize;
+            quiet[i] = q;
+            started[i] = Instant::now();
+            if let Err(e) = session
+                .stage_payload(&req, cfg.decoder_id)
+                .and_then(|_| session.post())
+            {
+                error = Some(e);
+                break 'run;
+            }
+            posted += 1;
+        }
+        let i = (round % in_flight) as usize;
+        let reply = session.collect();
+        let done = Instant::now();
+        let rtt_ns = (done - started[i]).as_nanos() as f64;
+        let status = match reply {
+            Ok(r) => {
+                let ok = r.status == Status::Ok
+                    && match cfg.check_as.as_deref() {
+                        None => true,
+                        Some(name) => {
+                            request_payload(round, &mut check_buf);
+                            backline_responder::expected_reply(name, &check_buf, &mut expect)
+                                .is_none_or(|()| r.payload == expect.as_slice())
+                        }
+                    };
+                if ok {
+                    completed += 1;
+                    RoundStatus::Ok
+                } else {
+                    mismatches += 1;
+                    match r.status {
+                        Status::Ok => RoundStatus::Mismatch,
+                        Status::UnknownDecoder => RoundStatus::UnknownDecoder,
+                        Status::BadLength => RoundStatus::BadLength,
+                        Status::DecoderFailed => RoundStatus::DecoderFailed,
+                    }
+                }
+            }
+            Err(e) => {
+                trace.rows.push(TraceRow {
+                    round,
+                    rtt_ns,
+                    rtt_cycles: None,
+                    quiet_ns: quiet[i],
+                    status: RoundStatus::Timeout,
+                    cold: round == 0,
+                });
+                error = Some(e);
+                break 'run;
+            }
+        };
+        trace.rows.push(TraceRow {
+            round,
+            rtt_ns,
+            rtt_cycles: None,
+            quiet_ns: quiet[i],
+            status,
+            cold: round == 0,
+        });
+        if round % 1024 == 0 {
+            progress.tick(round, cfg.rounds);
+        }
+    }
+    progress.finish();
+    SwLoopResult {
+        trace,
+        completed,
+        mismatches,
+        error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_differ_per_round_and_cycle_syndromes() {
+        let mut a = [0u8; 8];
+        let mut b = [0u8; 8];
+        request_payload(9, &mut a);
+        request_payload(17, &mut b);
+        assert_eq!(a[0], 1);
+        assert_eq!(b[0], 1);
+        assert_ne!(a, b);
+        let mut empty = [];
+        request_payload(3, &mut empty);
+    }
+}

@@ -1,0 +1,118 @@
+//! Flags and helpers shared by `bench` and `serve`.
+
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use backline_responder::{Responder, ResponderTable};
+use backline_transport::{SessionConfig, TransportKind, WaitPolicy};
+use backline_wire::{DecoderId, Geometry};
+
+/// Ring, waiting and pinning flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RingArgs {
+    /// Slots per ring (a power of two); both sides must agree.
+    #[arg(long, default_value_t = backline_wire::DEFAULT_RING_DEPTH)]
+    pub ring_depth: u32,
+    /// Bytes per slot (a power of two ≥ 64; payload capacity is 16 less). Default: the
+    /// smallest slot that fits the payload.
+    #[arg(long)]
+    pub slot_bytes: Option<u32>,
+    /// Spin budget of every wait in µs before blocking: 0 = always block, -1 = never block.
+    #[arg(
+        long,
+        env = "BACKLINE_SPIN_US",
+        default_value_t = 200,
+        allow_negative_numbers = true
+    )]
+    pub spin_us: i64,
+    /// Hold /dev/cpu_dma_latency at 0 while running (needs root).
+    #[arg(long)]
+    pub hold_dma_latency: bool,
+}
+
+impl RingArgs {
+    pub fn geometry(&self, payload_bytes: usize) -> anyhow::Result<Geometry> {
+        let slot_bytes = match self.slot_bytes {
+            Some(s) => s,
+            None => {
+                if payload_bytes > backline_wire::MAX_SLOT_BYTES as usize - 16 {
+                    bail!(
+                        "--payload-bytes {payload_bytes} exceeds the largest slot's capacity of {} bytes",
+                        backline_wire::MAX_SLOT_BYTES - 16
+                    );
+                }
+                Geometry::slot_bytes_for(payload_bytes)
+            }
+        };
+        let g = Geometry {
+            depth: self.ring_depth,
+            slot_bytes,
+        }
+        .validate()
+        .context("ring geometry")?;
+        if payload_bytes > g.payload_capacity() {
+            bail!(
+                "--payload-bytes {payload_bytes} does not fit --slot-bytes {slot_bytes} (capacity {} bytes)",
+                g.payload_capacity()
+            );
+        }
+        Ok(g)
+    }
+
+    pub fn wait(&self) -> anyhow::Result<WaitPolicy> {
+        WaitPolicy::from_micros(self.spin_us).map_err(|e| anyhow::anyhow!("--spin-us: {e}"))
+    }
+
+    pub fn config(
+        &self,
+        transport: TransportKind,
+        payload_bytes: usize,
+    ) -> anyhow::Result<SessionConfig> {
+        let mut c = SessionConfig::new(transport);
+        c.geometry = self.geometry(payload_bytes)?;
+        c.wait = self.wait()?;
+        Ok(c)
+    }
+}
+
+/// A built-in responder name, or `None` for others (C symbols).
+pub fn builtin_name(spec: &str) -> Option<&str> {
+    matches!(spec, "echo" | "steane").then_some(spec)
+}
+
+/// Loads a responder spec with a message that says what was asked for.
+pub fn load_responder(spec: &str) -> anyhow::Result<Arc<dyn Responder>> {
+    backline_responder::parse_spec(spec).with_context(|| format!("responder `{spec}`"))
+}
+
+/// Parses `ID=SPEC`.
+pub fn parse_fn(s: &str) -> anyhow::Result<(DecoderId, String)> {
+    let (id, spec) = s
+        .split_once('=')
+        .with_context(|| format!("--fn `{s}`: expected ID=SPEC, e.g. 0=steane"))?;
+    let id: DecoderId = id
+        .trim()
+        .parse()
+        .with_context(|| format!("--fn `{s}`: `{id}` is not a decoder id"))?;
+    Ok((id, spec.to_string()))
+}
+
+/// A table from `(id, spec)` pairs.
+pub fn table_of(fns: &[(DecoderId, String)]) -> anyhow::Result<ResponderTable> {
+    let mut t = ResponderTable::new();
+    for (id, spec) in fns {
+        if t.insert(*id, load_responder(spec)?).is_some() {
+            bail!("decoder id {id} is given twice");
+        }
+    }
+    Ok(t)
+}
+
+/// Parses a number given in decimal or with a `0x` prefix.
+pub fn parse_u32(s: &str) -> Result<u32, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u32::from_str_radix(&h.replace('_', ""), 16),
+        None => s.replace('_', "").parse(),
+    };
+    r.map_err(|e| format!("`{s}`: {e}"))
+}

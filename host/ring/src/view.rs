@@ -2,7 +2,7 @@
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Instant;
+use std::time::Duration;
 
 use backline_wire::{
     DecoderId, Geometry, GeometryError, HEADER_BYTES, Kind, SLOT_ALIGN, Seq, SlotHeader,
@@ -200,22 +200,22 @@ impl RingView {
         Message { header, payload }
     }
 
-    /// Waits for the message of `seq`: spins for the policy's budget, then blocks, until
-    /// `deadline`. `stop` is asked now and then (every 64 polls, and after each nap of at
+    /// Waits for the message of `seq`: spins for the policy's budget, then blocks, for at most
+    /// `timeout`. `stop` is asked now and then (every 64 polls, and after each nap of at
     /// most 20 ms); when it says `true` the wait ends with [`WaitError::Stopped`].
     #[inline]
     pub fn wait(
         &self,
         seq: Seq,
         policy: &WaitPolicy,
-        deadline: Instant,
+        timeout: Duration,
         stop: Option<&dyn Fn() -> bool>,
     ) -> Result<Message<'_>, WaitError> {
         let word = self.seq_word(seq);
         if word.load(Ordering::Acquire) == seq.0 {
             return Ok(self.read(seq));
         }
-        wait::wait_on(word, self.doorbell(), policy, deadline, stop, seq.0, || {
+        wait::wait_on(word, self.doorbell(), policy, timeout, stop, seq.0, || {
             (word.load(Ordering::Acquire) == seq.0).then_some(())
         })?;
         Ok(self.read(seq))

@@ -162,7 +162,7 @@ pub(crate) fn wait_on<T>(
     word: &AtomicU32,
     doorbell: Option<&Doorbell>,
     policy: &WaitPolicy,
-    deadline: Instant,
+    timeout: Duration,
     stop: Option<&dyn Fn() -> bool>,
     want: u32,
     mut ready: impl FnMut() -> Option<T>,
@@ -170,7 +170,9 @@ pub(crate) fn wait_on<T>(
     if let Some(v) = ready() {
         return Ok(v);
     }
+    // The clock is read only once a wait is really needed.
     let start = Instant::now();
+    let deadline = start + timeout;
     let spin_until = policy.spin_until(start, deadline);
     let stopped = || stop.is_some_and(|s| s());
     // Spin phase: read the clock only every 64 polls; a poll is a few ns.

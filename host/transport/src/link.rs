@@ -7,7 +7,7 @@
 //! ring logic is written twice.
 
 use std::any::Any;
-use std::time::Instant;
+use std::time::Duration;
 
 use backline_ring::{Message, RingView, WaitError, WaitPolicy};
 use backline_wire::{DecoderId, Geometry, Kind, Seq, Status};
@@ -24,8 +24,9 @@ pub trait ControllerLink: Send {
     fn post(&mut self, seq: Seq) -> Result<()>;
     /// The reply of `seq` if it has arrived.
     fn poll_reply(&mut self, seq: Seq) -> Result<Option<Message<'_>>>;
-    /// Waits for the reply of `seq` until `deadline`.
-    fn wait_reply(&mut self, seq: Seq, wait: &WaitPolicy, deadline: Instant)
+    /// Waits for the reply of `seq` for at most `timeout` (the clock is read only if the reply
+    /// is not there at the first look).
+    fn wait_reply(&mut self, seq: Seq, wait: &WaitPolicy, timeout: Duration)
     -> Result<Message<'_>>;
     /// Ends the session with the peer (sends "bye"); idempotent.
     fn close(&mut self);
@@ -113,13 +114,12 @@ impl ControllerLink for RingController {
         &mut self,
         seq: Seq,
         wait: &WaitPolicy,
-        deadline: Instant,
+        timeout: Duration,
     ) -> Result<Message<'_>> {
-        let start = Instant::now();
         self.rings
             .rep
-            .wait(seq, wait, deadline, None)
-            .map_err(|e| wait_error(e, &self.peer, start))
+            .wait(seq, wait, timeout, None)
+            .map_err(|e| wait_error(e, &self.peer))
     }
 
     fn close(&mut self) {
@@ -160,8 +160,11 @@ impl CoprocessorLink for RingCoprocessor<'_> {
         let ended = &self.ended;
         loop {
             // Idle servers wait in long stretches; `ended` is asked every few ms meanwhile.
-            let deadline = Instant::now() + std::time::Duration::from_secs(3600);
-            match self.rings.req.wait(seq, wait, deadline, Some(&|| ended())) {
+            match self
+                .rings
+                .req
+                .wait(seq, wait, Duration::from_secs(3600), Some(&|| ended()))
+            {
                 Ok(_) => break,
                 Err(WaitError::Stopped { .. }) => return Ok(None),
                 Err(WaitError::Timeout { .. }) => continue,
@@ -185,11 +188,11 @@ impl CoprocessorLink for RingCoprocessor<'_> {
     }
 }
 
-pub(crate) fn wait_error(e: WaitError, peer: &str, start: Instant) -> Error {
+pub(crate) fn wait_error(e: WaitError, peer: &str) -> Error {
     match e {
-        WaitError::Timeout { seq, .. } => Error::Timeout {
+        WaitError::Timeout { seq, waited } => Error::Timeout {
             what: format!("the reply with seq {seq} from {peer}"),
-            waited: start.elapsed(),
+            waited,
         },
         WaitError::Stopped { seq } => Error::Failed(format!("wait for seq {seq} was stopped")),
     }

@@ -59,6 +59,12 @@ pub fn serve(
         stats.sessions.fetch_add(1, Ordering::Relaxed);
         scratch.resize(link.geometry().payload_capacity(), 0u8);
         let mut round = 0u64;
+        // Counted locally and published with plain stores: no atomic read-modify-write on the
+        // path of a reply.
+        let (mut rounds, mut failed) = (
+            stats.rounds.load(Ordering::Relaxed),
+            stats.failed_rounds.load(Ordering::Relaxed),
+        );
         loop {
             let seq = Seq::of_round(round);
             let Some(m) = link.wait_request(seq, wait)? else {
@@ -67,9 +73,11 @@ pub fn serve(
             let id = m.header.decoder_id;
             let (status, n) = table.dispatch(id, m.payload, &mut scratch);
             // Counted before the reply leaves, so a controller that saw the reply sees it.
-            stats.rounds.fetch_add(1, Ordering::Relaxed);
+            rounds += 1;
+            stats.rounds.store(rounds, Ordering::Relaxed);
             if status != backline_wire::Status::Ok {
-                stats.failed_rounds.fetch_add(1, Ordering::Relaxed);
+                failed += 1;
+                stats.failed_rounds.store(failed, Ordering::Relaxed);
             }
             link.reply(seq, id, status, &scratch[..n])?;
             round += 1;

@@ -455,11 +455,10 @@ impl Controller for ControllerSession {
         let round = self.collected;
         let seq = Seq::of_round(round);
         let want = self.ids[seq.slot(self.config.geometry.depth) as usize];
-        let deadline = Instant::now() + self.config.reply_timeout;
-        let wait = self.config.wait;
+        let (wait, timeout) = (self.config.wait, self.config.reply_timeout);
         let link = self.link.as_deref_mut().expect("started");
         let alive = |l: &dyn ControllerLink| l.peer_alive();
-        match link.wait_reply(seq, &wait, deadline) {
+        match link.wait_reply(seq, &wait, timeout) {
             Ok(_) => {}
             Err(e) => {
                 // A lost round poisons the session: its slot may still receive a late reply.

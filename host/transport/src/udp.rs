@@ -545,9 +545,10 @@ impl ControllerLink for UdpController {
         &mut self,
         seq: Seq,
         wait: &WaitPolicy,
-        deadline: Instant,
+        timeout: Duration,
     ) -> Result<Message<'_>> {
         let start = Instant::now();
+        let deadline = start + timeout;
         let spin_until = wait.spin_until(start, deadline);
         while self.view.poll(seq).is_none() {
             if Instant::now() >= deadline {
@@ -557,7 +558,6 @@ impl ControllerLink for UdpController {
                         waited: start.elapsed(),
                     },
                     &self.peer(),
-                    start,
                 ));
             }
             self.pump(spin_until, deadline, seq)?;

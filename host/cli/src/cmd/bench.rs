@@ -524,9 +524,11 @@ fn write_outputs(
         .with_context(|| format!("creating {}", a.out_dir.display()))?;
     let mut written = Vec::new();
     for r in runs.iter().chain(baseline) {
-        let path = match (&a.csv, baseline.is_some_and(|b| std::ptr::eq(b, r))) {
+        let is_floor = baseline.is_some_and(|b| std::ptr::eq(b, r));
+        let name = if is_floor { "floor" } else { r.label.as_str() };
+        let path = match (&a.csv, is_floor) {
             (Some(p), false) => p.clone(),
-            _ => out_path(a, transport, &r.label, "csv"),
+            _ => out_path(a, transport, name, "csv"),
         };
         r.trace.save(&path)?;
         written.push(path);
@@ -539,11 +541,11 @@ fn write_outputs(
                 .map(|x| (x.round, x.rtt_ns))
                 .collect();
             let title = format!("{} over {transport}: RTT by round", r.label);
-            let p = out_path(a, transport, &format!("{}-rtt", r.label), "png");
+            let p = out_path(a, transport, &format!("{name}-rtt"), "png");
             if plot::rtt_vs_round(&rows, r.round0, &p, &title).is_ok() {
                 written.push(p);
             }
-            let p = out_path(a, transport, &format!("{}-hist", r.label), "png");
+            let p = out_path(a, transport, &format!("{name}-hist"), "png");
             let v: Vec<f64> = rows.iter().map(|x| x.1).collect();
             if plot::histogram(
                 &v,

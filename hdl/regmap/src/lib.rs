@@ -179,8 +179,7 @@ regmap! {
     RPL_LEN = 0x10, ReadPureWrite, reset 0x4, "Expected reply payload bytes: 4, 8, 12 or 16; word 0 of the payload is what is checked and returned." {}
     DECODER_ID = 0x14, ReadPureWrite, reset 0x0, "decoder_id carried in every request header." {}
     ROUNDS = 0x18, ReadPureWrite, reset 0x0, "hw-loop: rounds per run (0: until CTRL.abort)." {}
-    SQ_BASE_LO = 0x1C, ReadPureWrite, reset 0x0, "SQ base address in ERNIC-side memory, low 32 bits (64-byte aligned)." {}
-    SQ_BASE_HI = 0x20, ReadPureWrite, reset 0x0, "SQ base address, high 32 bits." {}
+    SQ_BASE = 0x1C, ReadPureWrite, reset 0x0, "SQ base byte address on the engine's SQ write port (the PL-side 32-bit address of ERNIC's SQ memory, 64-byte aligned)." {}
     SQ_DEPTH = 0x24, ReadPureWrite, reset 0x10, "SQ depth in WQEs, a power of two (1 ..= 65536); round r uses SQ slot r mod depth." {}
     FLAGS = 0x28, ReadPureWrite, reset 0x8, "Mode flags." {
         hw_loop: 0, 1, "0: sw-loop (each CTRL.start runs one round). 1: hw-loop (the pacer starts each round).";

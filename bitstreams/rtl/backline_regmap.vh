@@ -51,12 +51,9 @@
 // ROUNDS (RW-pure): hw-loop: rounds per run (0: until CTRL.abort).
 `define BL_REG_ROUNDS 8'h18
 `define BL_RST_ROUNDS 32'h00000000
-// SQ_BASE_LO (RW-pure): SQ base address in ERNIC-side memory, low 32 bits (64-byte aligned).
-`define BL_REG_SQ_BASE_LO 8'h1C
-`define BL_RST_SQ_BASE_LO 32'h00000000
-// SQ_BASE_HI (RW-pure): SQ base address, high 32 bits.
-`define BL_REG_SQ_BASE_HI 8'h20
-`define BL_RST_SQ_BASE_HI 32'h00000000
+// SQ_BASE (RW-pure): SQ base byte address on the engine's SQ write port (the PL-side 32-bit address of ERNIC's SQ memory, 64-byte aligned).
+`define BL_REG_SQ_BASE 8'h1C
+`define BL_RST_SQ_BASE 32'h00000000
 // SQ_DEPTH (RW-pure): SQ depth in WQEs, a power of two (1 ..= 65536); round r uses SQ slot r mod depth.
 `define BL_REG_SQ_DEPTH 8'h24
 `define BL_RST_SQ_DEPTH 32'h00000010
@@ -152,9 +149,9 @@
 // PACER_REMAIN (RO-pure): Pacer: cycles left in the current quiet period (0 when none).
 `define BL_REG_PACER_REMAIN 8'hB4
 `define BL_RST_PACER_REMAIN 32'h00000000
-// PACER_STATE (RO-pure): Pacer: the LFSR state the next interval will be drawn from (valid when no refill is running).
+// PACER_STATE (RO-pure): Pacer: the LFSR state the next interval will be drawn from (valid when no refill runs); 0 after power-up, PACER_SEED after soft reset or a hw-loop start.
 `define BL_REG_PACER_STATE 8'hB8
-`define BL_RST_PACER_STATE 32'h00000001
+`define BL_RST_PACER_STATE 32'h00000000
 // PACER_SPAN (RW-pure): Pacer: mask of the random part, 2^N - 1. Tools reject other values; the RTL uses the bits as given.
 `define BL_REG_PACER_SPAN 8'hC4
 `define BL_RST_PACER_SPAN 32'h00000000

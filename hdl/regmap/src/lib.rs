@@ -214,7 +214,7 @@ regmap! {
     PACER_FREQ = 0xAC, ReadPureWrite, reset 0x0, "Pacer: fixed part of the quiet interval before each hw-loop round, in cycles." {}
     PACER_LAST = 0xB0, ReadPure, reset 0x0, "Pacer: the last interval drawn, freq + (lfsr & span), in cycles." {}
     PACER_REMAIN = 0xB4, ReadPure, reset 0x0, "Pacer: cycles left in the current quiet period (0 when none)." {}
-    PACER_STATE = 0xB8, ReadPure, reset 0x1, "Pacer: the LFSR state the next interval will be drawn from (valid when no refill is running)." {}
+    PACER_STATE = 0xB8, ReadPure, reset 0x0, "Pacer: the LFSR state the next interval will be drawn from (valid when no refill runs); 0 after power-up, PACER_SEED after soft reset or a hw-loop start." {}
     PACER_SPAN = 0xC4, ReadPureWrite, reset 0x0, "Pacer: mask of the random part, 2^N - 1. Tools reject other values; the RTL uses the bits as given." {}
     PACER_SEED = 0xC8, ReadPureWrite, reset 0x1, "Pacer: LFSR seed, non-zero; loaded at CTRL.start of a hw-loop run and at soft reset." {}
     TRACE_CTRL = 0xCC, ReadPureWrite, reset 0x1, "Trace RAM control." {

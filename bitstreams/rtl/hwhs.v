@@ -1634,6 +1634,15 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
     reg  [31:0] last_status_r$d;
     wire  [31:0] last_status_r$q;
     reg  last_status_r$clock;
+    reg  start_pending$d;
+    wire  start_pending$q;
+    reg  start_pending$clock;
+    reg  clr$d;
+    wire  clr$q;
+    reg  clr$clock;
+    reg  [9:0] clr_idx$d;
+    wire  [9:0] clr_idx$q;
+    reg  clr_idx$clock;
     reg  [9:0] rpl$read_address;
     reg  rpl$read_clock;
     wire  [31:0] rpl$read_data;
@@ -1786,6 +1795,21 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         .q(last_status_r$q),
         .clock(last_status_r$clock)
     );
+    top$fsm$start_pending start_pending(
+        .d(start_pending$d),
+        .q(start_pending$q),
+        .clock(start_pending$clock)
+    );
+    top$fsm$clr clr(
+        .d(clr$d),
+        .q(clr$q),
+        .clock(clr$clock)
+    );
+    top$fsm$clr_idx clr_idx(
+        .d(clr_idx$d),
+        .q(clr_idx$q),
+        .clock(clr_idx$clock)
+    );
     top$fsm$rpl rpl(
         .read_address(rpl$read_address),
         .read_clock(rpl$read_clock),
@@ -1825,6 +1849,9 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         timeouts$clock = clock;
         last_reply_r$clock = clock;
         last_status_r$clock = clock;
+        start_pending$clock = clock;
+        clr$clock = clock;
+        clr_idx$clock = clock;
         state$d = state$q;
         round$d = round$q;
         ref_idx$d = ref_idx$q;
@@ -1852,11 +1879,23 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         timeouts$d = timeouts$q;
         last_reply_r$d = last_reply_r$q;
         last_status_r$d = last_status_r$q;
+        start_pending$d = start_pending$q;
+        clr$d = clr$q;
+        clr_idx$d = clr_idx$q;
         rpl$read_clock = clock;
         rpl$write_clock = clock;
         rpl$write_enable = rx_wr_en;
         rpl$write_address = rx_wr_addr;
         rpl$write_data = rx_wr_data;
+        if (clr$q) begin
+            rpl$write_enable = 1'b1;
+            rpl$write_address = clr_idx$q;
+            rpl$write_data = 32'h0;
+            clr_idx$d = clr_idx$q + 32'h1;
+            if (&clr_idx$q) begin
+                clr$d = 1'b0;
+            end
+        end
         rpl$read_address = slot_base$q + 32'hf;
         pacer_arm = 1'b0;
         ref_compare = 1'b0;
@@ -1943,6 +1982,9 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         if (abort) begin
             abort_req$d = 1'b1;
         end
+        if (start & ((state$q != State$Idle) | clr$q)) begin
+            start_pending$d = 1'b1;
+        end
         ref_addr = ref_idx$q;
         ref_reply = last_reply_r$q;
         trace_rtt = 32'h0;
@@ -1955,7 +1997,8 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
             State$Idle:
                 begin
                     state_code = 32'h0;
-                    if (start) begin
+                    if ((start | start_pending$q) & ~clr$q) begin
+                        start_pending$d = 1'b0;
                         done_l$d = 1'b0;
                         if (hw_loop) begin
                             run$d = 1'b1;
@@ -2137,8 +2180,11 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
             timeouts$d = 32'h0;
             last_reply_r$d = 32'h0;
             last_status_r$d = 32'h0;
+            start_pending$d = 1'b0;
+            clr$d = 1'b1;
+            clr_idx$d = 32'h0;
         end
-        busy = state$q != State$Idle;
+        busy = (state$q != State$Idle) | clr$q;
         done = done_l$q;
         reply_seen = seen_l$q;
         timed_out = timed_out_l$q;
@@ -2171,6 +2217,44 @@ module top$fsm$abort_req(d,q,clock);
     end
           
 endmodule // top$fsm$abort_req
+
+
+module top$fsm$clr(d,q,clock);
+    
+    // Module arguments
+    input wire  d;
+    output reg  q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 1'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$fsm$clr
+
+
+module top$fsm$clr_idx(d,q,clock);
+    
+    // Module arguments
+    input wire  [9:0] d;
+    output reg  [9:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 10'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$fsm$clr_idx
 
 
 module top$fsm$done_l(d,q,clock);
@@ -2618,6 +2702,25 @@ module top$fsm$slot_base(d,q,clock);
     end
           
 endmodule // top$fsm$slot_base
+
+
+module top$fsm$start_pending(d,q,clock);
+    
+    // Module arguments
+    input wire  d;
+    output reg  q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 1'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$fsm$start_pending
 
 
 module top$fsm$state(d,q,clock);

@@ -23,6 +23,9 @@
 //! * JOIN waits for the pre-post and reads the reply's payload word 0 and status word.
 //! * DAT_TX (hw-loop) hands the correction to the stimulus side.
 //! * NEXT commits the round: counters, the trace entry, the mismatch check.
+//! * A soft reset sweeps the reply memory to zero (1,024 cycles, STATUS.busy); a start in
+//!   that time is kept and acted on after it.
+//! * A start while a round is in progress is kept (one deep) and starts the next round.
 //!
 //! RTT: the counter is 1 in the cycle after the doorbell, and the reply's `seq` written into
 //! the reply memory in cycle `w` is compared in `w + 2` (registered memory read), so the
@@ -213,6 +216,9 @@ pub struct HwhsFsm {
     timeouts: DFF<Bits<32>>,
     last_reply_r: DFF<Bits<32>>,
     last_status_r: DFF<Bits<32>>,
+    start_pending: DFF<Bit>,
+    clr: DFF<Bit>,
+    clr_idx: DFF<Bits<10>>,
     rpl: RAM<Bits<32>, 10>,
     msg_len: Signal<Local, Bits<32>>,
     pay_words: Signal<Local, Bits<4>>,
@@ -315,6 +321,9 @@ impl Default for HwhsFsm {
             timeouts: Default::default(),
             last_reply_r: Default::default(),
             last_status_r: Default::default(),
+            start_pending: Default::default(),
+            clr: Default::default(),
+            clr_idx: Default::default(),
             rpl: RAM::new(Default::default()),
             msg_len: Default::default(),
             pay_words: Default::default(),
@@ -333,7 +342,7 @@ impl Logic for HwhsFsm {
             self, clock, state, round, ref_idx, run, abort_req, done_l, seen_l, timed_out_l,
             mismatch_l, rtt, rtt_cap, seen, to, req_w0, req_seq, req_out, slot_base, post_busy,
             post_word, post_round, posted_valid, posted_round, join_step, last_rtt_r, timeouts,
-            last_reply_r, last_status_r
+            last_reply_r, last_status_r, start_pending, clr, clr_idx
         );
         self.rpl.read_clock.next = self.clock.val();
         self.rpl.write_clock.next = self.clock.val();
@@ -341,6 +350,18 @@ impl Logic for HwhsFsm {
         self.rpl.write_enable.next = self.rx_wr_en.val();
         self.rpl.write_address.next = self.rx_wr_addr.val();
         self.rpl.write_data.next = self.rx_wr_data.val();
+        // After a soft reset the reply memory is swept to zero (1024 cycles), so that replies
+        // of the previous run cannot match the restarted sequence numbers. A start that
+        // arrives meanwhile is kept and acted on when the sweep ends.
+        if self.clr.q.val() {
+            self.rpl.write_enable.next = true;
+            self.rpl.write_address.next = self.clr_idx.q.val();
+            self.rpl.write_data.next = 0.into();
+            self.clr_idx.d.next = self.clr_idx.q.val() + 1;
+            if self.clr_idx.q.val().all() {
+                self.clr.d.next = false;
+            }
+        }
         // By default the reply memory is read at this round's seq word (slot word 15).
         self.rpl.read_address.next = self.slot_base.q.val() + 15;
 
@@ -447,6 +468,11 @@ impl Logic for HwhsFsm {
         if self.abort.val() {
             self.abort_req.d.next = true;
         }
+        // A start that cannot be taken now (a round in progress, or the sweep) is kept, one
+        // deep, and taken in IDLE.
+        if self.start.val() & ((self.state.q.val() != State::Idle) | self.clr.q.val()) {
+            self.start_pending.d.next = true;
+        }
 
         self.ref_addr.next = self.ref_idx.q.val();
         self.ref_reply.next = self.last_reply_r.q.val();
@@ -460,7 +486,8 @@ impl Logic for HwhsFsm {
         match self.state.q.val() {
             State::Idle => {
                 self.state_code.next = 0.into();
-                if self.start.val() {
+                if (self.start.val() | self.start_pending.q.val()) & !self.clr.q.val() {
+                    self.start_pending.d.next = false;
                     self.done_l.d.next = false;
                     if self.hw_loop.val() {
                         self.run.d.next = true;
@@ -632,9 +659,12 @@ impl Logic for HwhsFsm {
             self.timeouts.d.next = 0.into();
             self.last_reply_r.d.next = 0.into();
             self.last_status_r.d.next = 0.into();
+            self.start_pending.d.next = false;
+            self.clr.d.next = true;
+            self.clr_idx.d.next = 0.into();
         }
 
-        self.busy.next = self.state.q.val() != State::Idle;
+        self.busy.next = (self.state.q.val() != State::Idle) | self.clr.q.val();
         self.done.next = self.done_l.q.val();
         self.reply_seen.next = self.seen_l.q.val();
         self.timed_out.next = self.timed_out_l.q.val();

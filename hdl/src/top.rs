@@ -909,7 +909,8 @@ mod tests {
             (x, _) = write(sim, x, rm::CTRL, rm::CTRL_SOFT_RESET.bits(1))?;
             let d;
             (x, d, _) = read(sim, x, rm::STATUS)?;
-            assert_eq!(d, 0);
+            assert_eq!(rm::STATUS_AXI_ERR.get(d), 0);
+            assert_eq!(rm::STATUS_BUSY.get(d), 1); // sweeping the reply memory
             let d;
             (x, d, _) = read(sim, x, rm::TIMEOUT)?;
             assert_eq!(d, rm::by_name("TIMEOUT").unwrap().reset);

@@ -160,13 +160,13 @@ regmap! {
     CTRL = 0x00, WriteOnly, reset 0x0, "Control pulses; each written 1 acts once and reads back as 0." {
         start: 0, 1, "sw-loop: run one round. hw-loop: start a run of ROUNDS rounds paced by the pacer.";
         abort: 1, 1, "hw-loop: stop after the round in progress.";
-        soft_reset: 2, 1, "Return the FSM to IDLE and clear counters, trace, pacer and status (configuration registers keep their values).";
+        soft_reset: 2, 1, "Return the FSM to IDLE, clear counters, trace, pacer and status, and sweep the reply memory to zero (1,024 cycles; a start meanwhile waits). Configuration registers keep their values.";
         trace_clear: 3, 1, "Empty the trace RAM: TRACE_COUNT, full and saturated back to 0.";
         pacer_skip: 4, 1, "End the current quiet period now (fast-forward for simulation and bring-up; the RTT is not affected).";
     }
     STATUS = 0x04, ReadPure, reset 0x0, "Engine state and the outcome of the last round." {
         state: 0, 4, "FSM state: 0 IDLE, 1 DAT_RX, 2 WQE_POST, 3 RING_SQ, 4 WAIT_RPL, 5 POLL_RPL, 6 JOIN, 7 DAT_TX, 8 NEXT.";
-        busy: 4, 1, "A round is in progress (state is not IDLE).";
+        busy: 4, 1, "A round is in progress (state is not IDLE), or the reply memory is being cleared after a soft reset (1,024 cycles).";
         done: 5, 1, "The last start has finished: its round (sw-loop) or its run (hw-loop) is committed. Cleared by the next start.";
         reply_seen: 6, 1, "The last round's reply arrived with the expected sequence number.";
         timeout: 7, 1, "The last round ended in the reply timeout.";

@@ -93,8 +93,9 @@ impl RunConfig {
 pub struct RunReport {
     /// Trace RAM entries read back over AXI4-Lite (RTT cycles; 0 timeout, 0xFFFF saturated).
     pub trace: Vec<u16>,
-    /// Quiet interval before each round, cycles, as the RTL pacer drew it (0 for b2b and
-    /// sw-loop; for a round whose period was not observed, the shared pacer rule's value).
+    /// Quiet interval before each round, cycles: in hw-loop as the RTL pacer drew it (for a
+    /// period too short to observe, the shared pacer rule's value); in sw-loop the host's
+    /// wait from the same rule (not simulated: the engine idles); 0 for b2b.
     pub quiet_cycles: Vec<u64>,
     /// The model's own round trip per round (reply `seq` write minus doorbell), when recorded.
     pub model_rtt_cycles: Vec<Option<u64>>,
@@ -258,7 +259,9 @@ pub fn run(
         .map(|k| {
             let sw_interval = u64::from(sw.next_interval_cycles());
             match cfg.mode {
-                Mode::SwLoop => 0,
+                // The host waits the interval before each start; the engine is idle then,
+                // so those cycles are not simulated.
+                Mode::SwLoop => sw_interval,
                 Mode::HwLoop if cfg.pacer.is_b2b() => 0,
                 Mode::HwLoop => rtl_quiet.get(k).copied().flatten().unwrap_or(sw_interval),
             }

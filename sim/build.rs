@@ -18,11 +18,17 @@ fn main() {
     println!("cargo::rerun-if-env-changed=VERILATOR");
     println!("cargo::rerun-if-env-changed=CXX");
     if env::var_os("BACKLINE_SIM_NO_VERILATOR").is_some_and(|v| v != "0") {
-        println!("cargo::warning=BACKLINE_SIM_NO_VERILATOR set: backline-sim built without Verilator");
+        println!(
+            "cargo::warning=BACKLINE_SIM_NO_VERILATOR set: backline-sim built without Verilator"
+        );
         return;
     }
     let verilator = env::var("VERILATOR").unwrap_or_else(|_| "verilator".into());
-    let root = match Command::new(&verilator).arg("--getenv").arg("VERILATOR_ROOT").output() {
+    let root = match Command::new(&verilator)
+        .arg("--getenv")
+        .arg("VERILATOR_ROOT")
+        .output()
+    {
         Ok(o) if o.status.success() => PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()),
         _ => {
             println!(
@@ -36,14 +42,26 @@ fn main() {
     let mdir = out.join("vl");
     let _ = std::fs::remove_dir_all(&mdir);
     run(Command::new(&verilator)
-        .args(["--cc", "--top-module", "top", "-Wno-WIDTH", "-O3", "--x-assign", "fast"])
+        .args([
+            "--cc",
+            "--top-module",
+            "top",
+            "-Wno-WIDTH",
+            "-O3",
+            "--x-assign",
+            "fast",
+        ])
         .args(["--x-initial", "fast", "--noassert", "--Mdir"])
         .arg(&mdir)
         .arg(&rtl));
-    run(Command::new("make")
-        .arg("-C")
-        .arg(&mdir)
-        .args(["-f", "Vtop.mk", "-j2", "OPT_FAST=-O2", "OPT_SLOW=-O1", "Vtop__ALL.a"]));
+    run(Command::new("make").arg("-C").arg(&mdir).args([
+        "-f",
+        "Vtop.mk",
+        "-j2",
+        "OPT_FAST=-O2",
+        "OPT_SLOW=-O1",
+        "Vtop__ALL.a",
+    ]));
     let cxx = env::var("CXX").unwrap_or_else(|_| "g++".into());
     let include = root.join("include");
     let mut objs = Vec::new();
@@ -68,7 +86,11 @@ fn main() {
     }
     let lib = out.join("libbacklinesim.a");
     let _ = std::fs::remove_file(&lib);
-    run(Command::new("ar").arg("crs").arg(&lib).args(&objs).arg(mdir.join("Vtop__ALL.o")));
+    run(Command::new("ar")
+        .arg("crs")
+        .arg(&lib)
+        .args(&objs)
+        .arg(mdir.join("Vtop__ALL.o")));
     println!("cargo::rustc-link-search=native={}", out.display());
     println!("cargo::rustc-link-lib=static=backlinesim");
     println!("cargo::rustc-link-lib=dylib=stdc++");

@@ -215,7 +215,11 @@ mod tests {
                     n += 1;
                     sim_assert!(sim, n < 5, x);
                 }
-                let (resp, data) = if addr == 0x10 { (RESP_OKAY, 0xABCD) } else { (RESP_SLVERR, 0xABCD) };
+                let (resp, data) = if addr == 0x10 {
+                    (RESP_OKAY, 0xABCD)
+                } else {
+                    (RESP_SLVERR, 0xABCD)
+                };
                 sim_assert_eq!(sim, x.rresp.val().to_u64(), resp, x);
                 sim_assert_eq!(sim, x.rdata.val().to_u64(), data, x);
                 wait_clock_cycle!(sim, clock, x);

@@ -339,10 +339,38 @@ impl Logic for HwhsFsm {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, round, ref_idx, run, abort_req, done_l, seen_l, timed_out_l,
-            mismatch_l, rtt, rtt_cap, seen, to, req_w0, req_seq, req_out, slot_base, post_busy,
-            post_word, post_round, posted_valid, posted_round, join_step, last_rtt_r, timeouts,
-            last_reply_r, last_status_r, start_pending, clr, clr_idx
+            self,
+            clock,
+            state,
+            round,
+            ref_idx,
+            run,
+            abort_req,
+            done_l,
+            seen_l,
+            timed_out_l,
+            mismatch_l,
+            rtt,
+            rtt_cap,
+            seen,
+            to,
+            req_w0,
+            req_seq,
+            req_out,
+            slot_base,
+            post_busy,
+            post_word,
+            post_round,
+            posted_valid,
+            posted_round,
+            join_step,
+            last_rtt_r,
+            timeouts,
+            last_reply_r,
+            last_status_r,
+            start_pending,
+            clr,
+            clr_idx
         );
         self.rpl.read_clock.next = self.clock.val();
         self.rpl.write_clock.next = self.clock.val();
@@ -568,8 +596,8 @@ impl Logic for HwhsFsm {
                 // Step 0: read payload word 0; step 1: read the status word and take word 0;
                 // step 2: take the status word; then wait for the pre-post.
                 if self.join_step.q.val() == 0 {
-                    self.rpl.read_address.next = self.slot_base.q.val() + 12
-                        - bit_cast::<10, 32>(self.rpl_len.val() >> 2);
+                    self.rpl.read_address.next =
+                        self.slot_base.q.val() + 12 - bit_cast::<10, 32>(self.rpl_len.val() >> 2);
                     self.join_step.d.next = 1.into();
                 }
                 if self.join_step.q.val() == 1 {

@@ -214,7 +214,11 @@ mod tests {
             sim_assert!(sim, !x.fire.val(), x);
             sim.done(x)
         });
-        sim.run_to_file(Box::new(uut), 2_000, &crate::testutil::vcd("pacer_skip.vcd"))
-            .unwrap();
+        sim.run_to_file(
+            Box::new(uut),
+            2_000,
+            &crate::testutil::vcd("pacer_skip.vcd"),
+        )
+        .unwrap();
     }
 }

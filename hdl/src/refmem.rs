@@ -99,7 +99,9 @@ mod tests {
     #[test]
     fn stores_entries_and_counts_mismatches() {
         let mut uut = RefMem::default();
-        connect_inputs!(uut, clear, wr_syn, wr_exp, wr_addr, wr_data, rd_addr, compare, reply);
+        connect_inputs!(
+            uut, clear, wr_syn, wr_exp, wr_addr, wr_data, rd_addr, compare, reply
+        );
         uut.connect_all();
         assert!(generate_verilog(&uut).contains("module top"));
         let mut sim = Simulation::new();

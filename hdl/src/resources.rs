@@ -50,8 +50,13 @@ impl Estimate {
                 "RAMB36E1" => e.bram18 += 2 * n,
                 "CARRY4" => e.carry4 += n,
                 "MUXF7" | "MUXF8" => e.muxf += n,
-                c if c.starts_with("RAM32") || c.starts_with("RAM64") || c.starts_with("RAM128")
-                    || c.starts_with("RAM256") => e.lutram_cells += n,
+                c if c.starts_with("RAM32")
+                    || c.starts_with("RAM64")
+                    || c.starts_with("RAM128")
+                    || c.starts_with("RAM256") =>
+                {
+                    e.lutram_cells += n
+                }
                 _ => {}
             }
         }
@@ -68,11 +73,26 @@ impl Estimate {
              {:<10} {:>8} {:>10} {:>7.1}%\n\
              {:<10} {:>8} {:>10} {:>8}\n\
              {:<10} {:>8} {:>10} {:>8}\n",
-            "resource", "ours", "reference", "ratio",
-            "LUTs", self.luts, REFERENCE_LUTS, pct(self.luts, REFERENCE_LUTS),
-            "FFs", self.ffs, REFERENCE_FFS, pct(self.ffs, REFERENCE_FFS),
-            "BRAM18", self.bram18, "7 BRAM", "-",
-            "LUTRAM", self.lutram_cells, "-", "-",
+            "resource",
+            "ours",
+            "reference",
+            "ratio",
+            "LUTs",
+            self.luts,
+            REFERENCE_LUTS,
+            pct(self.luts, REFERENCE_LUTS),
+            "FFs",
+            self.ffs,
+            REFERENCE_FFS,
+            pct(self.ffs, REFERENCE_FFS),
+            "BRAM18",
+            self.bram18,
+            "7 BRAM",
+            "-",
+            "LUTRAM",
+            self.lutram_cells,
+            "-",
+            "-",
         )
     }
 
@@ -109,7 +129,11 @@ pub fn estimate(verilog: &Path) -> Result<Estimate, YosysError> {
         .arg("-p")
         .arg(script(verilog))
         .output()
-        .map_err(|e| YosysError(format!("cannot run yosys ({e}); install it (apt install yosys)")))?;
+        .map_err(|e| {
+            YosysError(format!(
+                "cannot run yosys ({e}); install it (apt install yosys)"
+            ))
+        })?;
     let log = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         let tail: Vec<&str> = log.lines().rev().take(15).collect();

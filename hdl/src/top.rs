@@ -196,7 +196,11 @@ pub struct Hwhs {
 
 fn reg(offset: u32) -> DFFWithInit<Bits<32>> {
     let r = rm::lookup(offset).expect("offset from the register map");
-    assert!(r.access.writable() && r.access.readable(), "{} is not RW", r.name);
+    assert!(
+        r.access.writable() && r.access.readable(),
+        "{} is not RW",
+        r.name
+    );
     DFFWithInit::new((r.reset as u64).into())
 }
 
@@ -353,7 +357,38 @@ impl Default for Hwhs {
 impl Logic for Hwhs {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, r_qp_num, r_pay_len, r_rpl_len, r_decoder_id, r_rounds, r_sq_base, r_sq_depth, r_flags, r_ring_depth, r_timeout, r_wqe_opcode, r_wqe_rkey, r_wqe_rva_lo, r_wqe_rva_hi, r_wqe_laddr_lo, r_wqe_laddr_hi, r_payload0, r_payload1, r_payload2, r_payload3, r_ref_addr, r_ref_len, r_pacer_freq, r_pacer_span, r_pacer_seed, r_trace_ctrl, r_trace_rd_addr, axi_err);
+        dff_setup!(
+            self,
+            clock,
+            r_qp_num,
+            r_pay_len,
+            r_rpl_len,
+            r_decoder_id,
+            r_rounds,
+            r_sq_base,
+            r_sq_depth,
+            r_flags,
+            r_ring_depth,
+            r_timeout,
+            r_wqe_opcode,
+            r_wqe_rkey,
+            r_wqe_rva_lo,
+            r_wqe_rva_hi,
+            r_wqe_laddr_lo,
+            r_wqe_laddr_hi,
+            r_payload0,
+            r_payload1,
+            r_payload2,
+            r_payload3,
+            r_ref_addr,
+            r_ref_len,
+            r_pacer_freq,
+            r_pacer_span,
+            r_pacer_seed,
+            r_trace_ctrl,
+            r_trace_rd_addr,
+            axi_err
+        );
         clock!(self, clock, axi, fsm, pacer, trace, refmem);
 
         // ---- bus ----
@@ -506,8 +541,10 @@ impl Logic for Hwhs {
         }
 
         // ---- control pulses and flags ----
-        self.fsm.start.next = self.ctrl_write.val() & (self.axi.wr_data.val() & self.m_start.val()).any();
-        self.fsm.abort.next = self.ctrl_write.val() & (self.axi.wr_data.val() & self.m_abort.val()).any();
+        self.fsm.start.next =
+            self.ctrl_write.val() & (self.axi.wr_data.val() & self.m_start.val()).any();
+        self.fsm.abort.next =
+            self.ctrl_write.val() & (self.axi.wr_data.val() & self.m_abort.val()).any();
         self.fsm.soft_reset.next =
             self.ctrl_write.val() & (self.axi.wr_data.val() & self.m_soft_reset.val()).any();
         self.fsm.hw_loop.next = (self.r_flags.q.val() & self.m_hw_loop.val()).any();
@@ -536,7 +573,8 @@ impl Logic for Hwhs {
         self.fsm.ref_len.next = self.r_ref_len.q.val();
 
         // ---- pacer ----
-        self.pacer.load.next = self.fsm.soft_reset.val() | (self.fsm.start.val() & self.fsm.hw_loop.val());
+        self.pacer.load.next =
+            self.fsm.soft_reset.val() | (self.fsm.start.val() & self.fsm.hw_loop.val());
         self.pacer.freq.next = self.r_pacer_freq.q.val();
         self.pacer.span.next = self.r_pacer_span.q.val();
         self.pacer.seed.next = self.r_pacer_seed.q.val();
@@ -1023,7 +1061,14 @@ mod tests {
     #[test]
     fn generates_a_top_module_with_the_documented_ports() {
         let v = generate_verilog(&build());
-        for port in ["axi_awaddr", "axi_rresp", "sq_wr_addr", "db_sq_pi", "cq_wrid", "rx_wr_data"] {
+        for port in [
+            "axi_awaddr",
+            "axi_rresp",
+            "sq_wr_addr",
+            "db_sq_pi",
+            "cq_wrid",
+            "rx_wr_data",
+        ] {
             assert!(v.contains(port), "{port}");
         }
     }

@@ -123,7 +123,10 @@ mod tests {
             }
             sim_assert!(sim, x.full.val(), x);
             sim_assert_eq!(sim, x.count.val().to_u32(), 8, x);
-            for (i, want) in [7u32, 0xFFFF, 3, 0xFFFF, 9, 10, 11, 12].into_iter().enumerate() {
+            for (i, want) in [7u32, 0xFFFF, 3, 0xFFFF, 9, 10, 11, 12]
+                .into_iter()
+                .enumerate()
+            {
                 x.rd_addr.next = (i as u64).into();
                 wait_clock_cycle!(sim, clock, x);
                 sim_assert_eq!(sim, x.rd_data.val().to_u32(), want, x);

@@ -270,13 +270,19 @@ mod tests {
     #[test]
     fn errors_say_what_to_do() {
         let e = SimError::NoVerilator.to_string();
-        assert!(e.contains("install verilator") && e.contains("rebuild"), "{e}");
+        assert!(
+            e.contains("install verilator") && e.contains("rebuild"),
+            "{e}"
+        );
         let e = AxiError::SlvErr {
             op: AxiOp::Write,
             addr: rm::STATUS,
         }
         .to_string();
-        assert_eq!(e, "AXI4-Lite write at offset 0x0004: SLVERR (STATUS is RO-pure)");
+        assert_eq!(
+            e,
+            "AXI4-Lite write at offset 0x0004: SLVERR (STATUS is RO-pure)"
+        );
         let e = AxiError::SlvErr {
             op: AxiOp::Read,
             addr: 0xFC,

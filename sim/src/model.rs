@@ -264,7 +264,8 @@ impl ErnicModel {
             if let Some(r) = self.record(round) {
                 r.doorbell = Some(now);
             }
-            self.fetch.push_back((now + self.config.fetch_cycles.max(1), round));
+            self.fetch
+                .push_back((now + self.config.fetch_cycles.max(1), round));
         }
         if out.tx_valid != 0 {
             self.stats.corrections += 1;
@@ -295,8 +296,10 @@ impl ErnicModel {
                 self.depart(now, rd.wqe, &rd.words);
             }
         }
-        if let Some(&(t, wrid, round)) = self.cq.front() {
-            if t <= now {
+        if let Some(&(t, wrid, round)) = self.cq.front()
+            && t <= now
+        {
+            {
                 self.cq.pop_front();
                 inp.cq_valid = 1;
                 inp.cq_wrid = u32::from(wrid);
@@ -306,8 +309,10 @@ impl ErnicModel {
                 }
             }
         }
-        if let Some(&(t, addr, data, seq_of)) = self.rx.front() {
-            if t <= now {
+        if let Some(&(t, addr, data, seq_of)) = self.rx.front()
+            && t <= now
+        {
+            {
                 self.rx.pop_front();
                 inp.rx_wr_en = 1;
                 inp.rx_wr_addr = addr;
@@ -324,7 +329,7 @@ impl ErnicModel {
 
     fn sq_write(&mut self, now: u64, addr: u32, data: u32) {
         let off = addr.wrapping_sub(self.config.sq_base);
-        if off >= SQ_MEM_BYTES || addr % 4 != 0 {
+        if off >= SQ_MEM_BYTES || !addr.is_multiple_of(4) {
             self.error(format!("SQ write at {addr:#x} outside the SQ memory"));
             return;
         }
@@ -355,14 +360,19 @@ impl ErnicModel {
         let rkey = w(rm::wqe::RKEY);
         let ring_bytes = u64::from(c.ring_depth) * u64::from(rm::SLOT_BYTES);
         let problem = if opcode > 1 {
-            Some(format!("WQE #{round}: opcode {opcode} (the model does WRITE and WRITE_IMM)"))
-        } else if len < HEADER_BYTES as u32 + 4 || len > rm::SLOT_BYTES || len % 4 != 0 {
+            Some(format!(
+                "WQE #{round}: opcode {opcode} (the model does WRITE and WRITE_IMM)"
+            ))
+        } else if len < HEADER_BYTES as u32 + 4 || len > rm::SLOT_BYTES || !len.is_multiple_of(4) {
             Some(format!("WQE #{round}: length {len}"))
         } else if rkey != c.rkey {
-            Some(format!("WQE #{round}: rkey {rkey:#x}, region key {:#x}", c.rkey))
+            Some(format!(
+                "WQE #{round}: rkey {rkey:#x}, region key {:#x}",
+                c.rkey
+            ))
         } else if rva < c.remote_va
             || rva + u64::from(len) > c.remote_va + ring_bytes
-            || (rva + u64::from(len) - c.remote_va) % u64::from(rm::SLOT_BYTES) != 0
+            || !(rva + u64::from(len) - c.remote_va).is_multiple_of(u64::from(rm::SLOT_BYTES))
         {
             Some(format!(
                 "WQE #{round}: remote VA {rva:#x} + {len} is not the tail of a ring slot"
@@ -388,7 +398,8 @@ impl ErnicModel {
     fn depart(&mut self, now: u64, wqe: Wqe, words: &[u32]) {
         let c = self.config.clone();
         let l = c.wire_latency_cycles;
-        self.cq.push_back((now + (2 * l).max(1), wqe.wrid, wqe.round));
+        self.cq
+            .push_back((now + (2 * l).max(1), wqe.wrid, wqe.round));
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         let (header, payload) = match backline_wire::decode_message(&bytes) {
             Ok(m) => m,
@@ -438,7 +449,8 @@ impl ErnicModel {
             let b = &image[i as usize * 4..i as usize * 4 + 4];
             let word = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
             let last = (i + 1 == nwords).then_some(wqe.round);
-            self.rx.push_back((t0 + u64::from(i), first + i, word, last));
+            self.rx
+                .push_back((t0 + u64::from(i), first + i, word, last));
         }
     }
 }

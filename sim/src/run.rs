@@ -63,8 +63,7 @@ impl RunConfig {
             return Err(SimError::Config("--rounds must be at least 1".into()));
         }
         let m = &self.model;
-        if !m.reply_len.is_multiple_of(4) || !(4..=rm::MAX_PAYLOAD_BYTES).contains(&m.reply_len)
-        {
+        if !m.reply_len.is_multiple_of(4) || !(4..=rm::MAX_PAYLOAD_BYTES).contains(&m.reply_len) {
             return Err(SimError::Config(format!(
                 "reply length {} bytes: the engine takes 4, 8, 12 or 16",
                 m.reply_len
@@ -141,7 +140,14 @@ pub fn configure(sim: &mut HwhsSim, cfg: &RunConfig) -> Result<(), SimError> {
         (rm::PACER_FREQ, cfg.pacer.freq),
         (rm::PACER_SPAN, cfg.pacer.span),
         (rm::PACER_SEED, cfg.pacer.seed),
-        (rm::ROUNDS, if cfg.mode == Mode::HwLoop { cfg.rounds as u32 } else { 0 }),
+        (
+            rm::ROUNDS,
+            if cfg.mode == Mode::HwLoop {
+                cfg.rounds as u32
+            } else {
+                0
+            },
+        ),
         (rm::TRACE_CTRL, rm::TRACE_CTRL_ENABLE.bits(1)),
         (rm::REF_ADDR, 0),
     ];
@@ -254,7 +260,8 @@ pub fn run(
     rep.trace_full = rm::TRACE_STATUS_FULL.get(ts) == 1;
     rep.trace_saturated = rm::TRACE_STATUS_SATURATED.get(ts) == 1;
     rep.trace = read_trace(sim)?;
-    let mut sw = backline_pacer::Pacer::new(cfg.pacer).map_err(|e| SimError::Config(e.to_string()))?;
+    let mut sw =
+        backline_pacer::Pacer::new(cfg.pacer).map_err(|e| SimError::Config(e.to_string()))?;
     rep.quiet_cycles = (0..rep.trace.len())
         .map(|k| {
             let sw_interval = u64::from(sw.next_interval_cycles());

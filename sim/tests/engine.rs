@@ -53,14 +53,19 @@ fn check_rtts(rep: &RunReport, sim: &HwhsSim, rounds: u64) {
         );
         if k + 1 < rep.trace.len() {
             let next_wqe = recs[k + 1].wqe_write.unwrap();
-            assert!(next_wqe < recs[k].reply_seq.unwrap(), "round {k}: no pre-post");
+            assert!(
+                next_wqe < recs[k].reply_seq.unwrap(),
+                "round {k}: no pre-post"
+            );
         }
     }
 }
 
 #[test]
 fn registers_follow_the_map() {
-    let Some(mut s) = sim(ModelConfig::default()) else { return };
+    let Some(mut s) = sim(ModelConfig::default()) else {
+        return;
+    };
     for r in rm::REGISTERS {
         let got = s.axi_read(r.offset);
         if r.access.readable() {
@@ -70,21 +75,33 @@ fn registers_follow_the_map() {
         }
         if !r.access.writable() {
             assert!(
-                matches!(s.axi_write(r.offset, 0x5A5A_5A5A), Err(AxiError::SlvErr { .. })),
+                matches!(
+                    s.axi_write(r.offset, 0x5A5A_5A5A),
+                    Err(AxiError::SlvErr { .. })
+                ),
                 "{} is read-only",
                 r.name
             );
         }
     }
     for addr in [0x20, 0x5C, 0x98, 0xFC, 0x100, 0xFFFC] {
-        assert!(matches!(s.axi_read(addr), Err(AxiError::SlvErr { .. })), "{addr:#x}");
-        assert!(matches!(s.axi_write(addr, 1), Err(AxiError::SlvErr { .. })), "{addr:#x}");
+        assert!(
+            matches!(s.axi_read(addr), Err(AxiError::SlvErr { .. })),
+            "{addr:#x}"
+        );
+        assert!(
+            matches!(s.axi_write(addr, 1), Err(AxiError::SlvErr { .. })),
+            "{addr:#x}"
+        );
     }
     let st = s.axi_read(rm::STATUS).unwrap();
     assert_eq!(rm::STATUS_AXI_ERR.get(st), 1);
     s.axi_write(rm::CTRL, rm::CTRL_SOFT_RESET.bits(1)).unwrap();
     assert_eq!(rm::STATUS_AXI_ERR.get(s.axi_read(rm::STATUS).unwrap()), 0);
-    for r in rm::REGISTERS.iter().filter(|r| r.access == rm::Access::ReadPureWrite) {
+    for r in rm::REGISTERS
+        .iter()
+        .filter(|r| r.access == rm::Access::ReadPureWrite)
+    {
         s.axi_write(r.offset, 0x0000_0040 + r.offset).unwrap();
         assert_eq!(s.axi_read(r.offset).unwrap(), 0x40 + r.offset, "{}", r.name);
     }
@@ -92,7 +109,9 @@ fn registers_follow_the_map() {
 
 #[test]
 fn sw_loop_rtt_is_the_model_round_trip_plus_the_overhead() {
-    let Some(mut s) = sim(ModelConfig::default()) else { return };
+    let Some(mut s) = sim(ModelConfig::default()) else {
+        return;
+    };
     let mut model = quick_model();
     model.responder = Responder::Steane;
     let cfg = run_cfg(Mode::SwLoop, 2_000, model);
@@ -102,7 +121,9 @@ fn sw_loop_rtt_is_the_model_round_trip_plus_the_overhead() {
 
 #[test]
 fn hw_loop_b2b_100k_rounds_rtt_exact() {
-    let Some(mut s) = sim(ModelConfig::default()) else { return };
+    let Some(mut s) = sim(ModelConfig::default()) else {
+        return;
+    };
     let cfg = run_cfg(Mode::HwLoop, 100_000, quick_model());
     let rep = run(&mut s, &cfg, &mut |_, _| {}).unwrap();
     check_rtts(&rep, &s, 100_000);
@@ -116,7 +137,10 @@ fn hw_loop_b2b_100k_rounds_rtt_exact() {
 }
 
 /// The shared pacer vectors, parsed: (name, settings, [(state, interval)]).
-fn vectors() -> Vec<(String, PacerConfig, Vec<(u32, u32)>)> {
+/// A named vector set: settings and (state, interval) rows.
+type VectorSet = (String, PacerConfig, Vec<(u32, u32)>);
+
+fn vectors() -> Vec<VectorSet> {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../hdl/pacer/vectors/pacer.txt"
@@ -126,7 +150,7 @@ fn vectors() -> Vec<(String, PacerConfig, Vec<(u32, u32)>)> {
         Some(h) => u32::from_str_radix(h, 16).unwrap(),
         None => s.parse().unwrap(),
     };
-    let mut sets: Vec<(String, PacerConfig, Vec<(u32, u32)>)> = Vec::new();
+    let mut sets: Vec<VectorSet> = Vec::new();
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         let w: Vec<&str> = line.split_whitespace().collect();
         if w[0] == "set" {
@@ -148,7 +172,9 @@ fn vectors() -> Vec<(String, PacerConfig, Vec<(u32, u32)>)> {
 /// expectation and 20 equal bins pass a χ² test (19 degrees of freedom, 99.9 %: 43.82).
 #[test]
 fn rtl_pacer_draws_the_vectors_and_is_uniform() {
-    let Some(mut s) = sim(ModelConfig::default()) else { return };
+    let Some(mut s) = sim(ModelConfig::default()) else {
+        return;
+    };
     let (_, cfg, rows) = vectors()
         .into_iter()
         .find(|(n, _, _)| n == "reference_random_delayed")
@@ -177,7 +203,10 @@ fn rtl_pacer_draws_the_vectors_and_is_uniform() {
     }
     let e = n as f64 / 20.0;
     let chi2: f64 = bins.iter().map(|&o| (f64::from(o) - e).powi(2) / e).sum();
-    eprintln!("RTL pacer, 10,000 intervals: mean {mean:.0} cycles (expected {expect:.0}, off {:.3} %), chi2 {chi2:.2}", rel * 100.0);
+    eprintln!(
+        "RTL pacer, 10,000 intervals: mean {mean:.0} cycles (expected {expect:.0}, off {:.3} %), chi2 {chi2:.2}",
+        rel * 100.0
+    );
     assert!(rel < 0.005, "mean off by {rel}");
     assert!(chi2 < 43.82, "chi2 {chi2} bins {bins:?}");
     // The RTT never includes the quiet period.
@@ -187,29 +216,42 @@ fn rtl_pacer_draws_the_vectors_and_is_uniform() {
 /// The small-span vectors are short enough to simulate every idle cycle.
 #[test]
 fn rtl_pacer_small_span_without_fast_forward() {
-    let Some(mut s) = sim(ModelConfig::default()) else { return };
-    let (_, cfg, rows) = vectors().into_iter().find(|(n, _, _)| n == "small_span").unwrap();
+    let Some(mut s) = sim(ModelConfig::default()) else {
+        return;
+    };
+    let (_, cfg, rows) = vectors()
+        .into_iter()
+        .find(|(n, _, _)| n == "small_span")
+        .unwrap();
     let mut rc = run_cfg(Mode::HwLoop, 200, quick_model());
     rc.pacer = cfg;
     rc.fast_forward_above = None;
     let rep = run(&mut s, &rc, &mut |_, _| {}).unwrap();
     check_rtts(&rep, &s, 200);
-    // Round k starts interval_k + 3 cycles after round k-1's reply was committed; the model
-    // sees the gap between consecutive doorbells.
+    // The gap between consecutive doorbells is the engine's RTT of the earlier round, plus
+    // the interval the pacer drew for the later one, plus a fixed number of FSM cycles: the
+    // same for every round, so the quiet period is exactly the shared rule's interval.
     let recs = s.model().records();
-    for k in 1..200usize {
-        let gap = recs[k].doorbell.unwrap() - recs[k - 1].doorbell.unwrap();
-        let round = u64::from(rep.trace[k - 1]) + 0; // engine RTT of round k-1
-        assert!(gap > u64::from(rows[k].1) + round, "round {k}: gap {gap}");
-        assert!(gap < u64::from(rows[k].1) + round + 80, "round {k}: gap {gap}");
+    let gap = |k: usize| recs[k].doorbell.unwrap() - recs[k - 1].doorbell.unwrap();
+    let fixed = gap(1) - u64::from(rep.trace[0]) - u64::from(rows[1].1);
+    for (k, &(_, interval)) in rows.iter().enumerate().take(200).skip(1) {
+        assert_eq!(
+            gap(k),
+            u64::from(rep.trace[k - 1]) + u64::from(interval) + fixed,
+            "round {k}"
+        );
+        assert_eq!(rep.quiet_cycles[k], u64::from(interval));
     }
+    assert!(fixed < 40, "{fixed} FSM cycles between rounds");
 }
 
 /// A reply slower than 0xFFFF cycles is recorded as 0xFFFF and sets `saturated`; a reply that
 /// never comes ends in the timeout, is recorded as 0, and the engine takes the next round.
 #[test]
 fn saturation_and_timeout() {
-    let Some(mut s) = sim(ModelConfig::default()) else { return };
+    let Some(mut s) = sim(ModelConfig::default()) else {
+        return;
+    };
     let mut m = quick_model();
     m.service_cycles = 70_000;
     let rep = run(&mut s, &run_cfg(Mode::SwLoop, 2, m), &mut |_, _| {}).unwrap();
@@ -236,14 +278,19 @@ fn saturation_and_timeout() {
     s.axi_write(rm::CTRL, rm::CTRL_START.bits(1)).unwrap();
     s.run_cycles(400);
     let st = s.axi_read(rm::STATUS).unwrap();
-    assert_eq!((rm::STATUS_DONE.get(st), rm::STATUS_REPLY_SEEN.get(st)), (1, 1));
+    assert_eq!(
+        (rm::STATUS_DONE.get(st), rm::STATUS_REPLY_SEEN.get(st)),
+        (1, 1)
+    );
     assert_eq!(s.axi_read(rm::ROUND_COUNT).unwrap(), 4);
 }
 
 /// A wrong reply is counted as a mismatch by the engine.
 #[test]
 fn mismatches_are_counted() {
-    let Some(mut s) = sim(ModelConfig::default()) else { return };
+    let Some(mut s) = sim(ModelConfig::default()) else {
+        return;
+    };
     // Expected replies are Steane corrections, but the responder echoes.
     let mut m = quick_model();
     m.responder = Responder::Steane;
@@ -269,7 +316,9 @@ fn mismatches_are_counted() {
 /// still run (and counted) without being recorded.
 #[test]
 fn trace_ram_fills_and_stops() {
-    let Some(mut s) = sim(ModelConfig::default()) else { return };
+    let Some(mut s) = sim(ModelConfig::default()) else {
+        return;
+    };
     let mut m = quick_model();
     m.wire_latency_cycles = 0;
     m.service_cycles = 0;
@@ -281,7 +330,11 @@ fn trace_ram_fills_and_stops() {
     assert!(rep.trace_full);
     assert!(!rep.trace_saturated);
     assert_eq!(rep.trace.len() as u64, u64::from(rm::TRACE_DEPTH));
-    assert!(rep.trace.iter().all(|&r| r > 0 && r == rep.trace[1]), "{:?}", &rep.trace[..4]);
+    assert!(
+        rep.trace.iter().all(|&r| r > 0 && r == rep.trace[1]),
+        "{:?}",
+        &rep.trace[..4]
+    );
     eprintln!(
         "trace fill: {rounds} rounds, {} cycles in {:?}",
         rep.sim_cycles, rep.wall

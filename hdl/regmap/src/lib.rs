@@ -404,7 +404,10 @@ pub fn write_markdown(out: &mut dyn Write) -> fmt::Result {
         (wqe::WRID, "wrid (round number, low 16 bits)"),
         (wqe::LADDR_LO, "local address, low (WQE_LADDR_LO)"),
         (wqe::LADDR_HI, "local address, high"),
-        (wqe::LENGTH, "length: PAY_LEN + 16 (payload and wire header)"),
+        (
+            wqe::LENGTH,
+            "length: PAY_LEN + 16 (payload and wire header)",
+        ),
         (wqe::OPCODE, "opcode (WQE_OPCODE)"),
         (
             wqe::RVA_LO,
@@ -432,7 +435,11 @@ mod tests {
         }
         for r in REGISTERS {
             assert_eq!(r.offset % 4, 0, "{} misaligned", r.name);
-            assert!(r.offset < 1 << AXI_ADDR_BITS, "{} beyond the decoder", r.name);
+            assert!(
+                r.offset < 1 << AXI_ADDR_BITS,
+                "{} beyond the decoder",
+                r.name
+            );
             assert_eq!(lookup(r.offset), Some(r));
             assert_eq!(by_name(r.name), Some(r));
         }
@@ -445,12 +452,22 @@ mod tests {
         for r in REGISTERS {
             let mut used = 0u32;
             for f in r.fields {
-                assert!(f.width >= 1 && f.lsb + f.width <= 32, "{}.{}", r.name, f.name);
+                assert!(
+                    f.width >= 1 && f.lsb + f.width <= 32,
+                    "{}.{}",
+                    r.name,
+                    f.name
+                );
                 assert_eq!(used & f.mask(), 0, "{}.{} overlaps", r.name, f.name);
                 used |= f.mask();
             }
             if !r.fields.is_empty() {
-                assert_eq!(r.reset & !used, 0, "{} reset sets bits outside fields", r.name);
+                assert_eq!(
+                    r.reset & !used,
+                    0,
+                    "{} reset sets bits outside fields",
+                    r.name
+                );
             }
         }
         assert_eq!(STATUS_STATE.mask(), 0xF);
@@ -463,7 +480,10 @@ mod tests {
     fn constants_agree_with_the_table() {
         assert_eq!(by_name("VERSION").unwrap().reset, VERSION_VALUE);
         assert_eq!(by_name("FSM_OVERHEAD").unwrap().reset, FSM_OVERHEAD_CYCLES);
-        assert!(FSM_OVERHEAD_CYCLES <= 4, "SPEC/issue budget: at most 4 cycles");
+        assert!(
+            FSM_OVERHEAD_CYCLES <= 4,
+            "SPEC/issue budget: at most 4 cycles"
+        );
         assert_eq!(by_name("PACER_SEED").unwrap().reset, 1);
         assert_eq!(MAX_RING_DEPTH * SLOT_BYTES, 4 << REPLY_ADDR_BITS);
         assert!(!lookup(TRACE_DATA).unwrap().access.writable());

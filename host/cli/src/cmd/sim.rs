@@ -11,7 +11,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use backline_bench::{Clock, JsonReport, Table, Trace, TraceRow, report::JsonStats, trace::RoundStatus};
+use backline_bench::{
+    Clock, JsonReport, Table, Trace, TraceRow, report::JsonStats, trace::RoundStatus,
+};
 use backline_pacer::PacerConfig;
 use backline_regmap as rm;
 use backline_sim::{HwhsSim, Mode, ModelConfig, Responder, RunConfig};
@@ -109,9 +111,15 @@ fn config(a: &Args) -> anyhow::Result<RunConfig> {
     let pacer = match a.cadence {
         Cadence::B2b => {
             if a.freq.unwrap_or(0) != 0 || a.span.unwrap_or(0) != 0 {
-                bail!("--cadence b2b means freq = span = 0; use --cadence random-delayed to set them");
+                bail!(
+                    "--cadence b2b means freq = span = 0; use --cadence random-delayed to set them"
+                );
             }
-            PacerConfig { freq: 0, span: 0, seed: a.seed }
+            PacerConfig {
+                freq: 0,
+                span: 0,
+                seed: a.seed,
+            }
         }
         Cadence::RandomDelayed => PacerConfig {
             freq: a.freq.unwrap_or(backline_pacer::REFERENCE_FREQ),
@@ -119,10 +127,18 @@ fn config(a: &Args) -> anyhow::Result<RunConfig> {
             seed: a.seed,
         },
     };
-    let pacer = pacer.validate().map_err(|e| anyhow::anyhow!("invalid pacer setting: {e}"))?;
-    let timeout = a.timeout_us.checked_mul(200).filter(|&c| c <= u64::from(u32::MAX));
+    let pacer = pacer
+        .validate()
+        .map_err(|e| anyhow::anyhow!("invalid pacer setting: {e}"))?;
+    let timeout = a
+        .timeout_us
+        .checked_mul(200)
+        .filter(|&c| c <= u64::from(u32::MAX));
     let Some(timeout_cycles) = timeout else {
-        bail!("--timeout-us {} does not fit the engine's 32-bit cycle counter", a.timeout_us);
+        bail!(
+            "--timeout-us {} does not fit the engine's 32-bit cycle counter",
+            a.timeout_us
+        );
     };
     let rounds = a.rounds.unwrap_or(match a.cadence {
         Cadence::B2b => 1_000_000,
@@ -218,7 +234,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             )
         },
     );
-    trace.set_meta("wire_latency_ns", cfg.model.wire_latency_cycles * NS_PER_CYCLE);
+    trace.set_meta(
+        "wire_latency_ns",
+        cfg.model.wire_latency_cycles * NS_PER_CYCLE,
+    );
     trace.set_meta("service_ns", cfg.model.service_cycles * NS_PER_CYCLE);
     trace.set_meta("fsm_overhead_cycles", rep.fsm_overhead_cycles);
     trace.set_meta("version", env!("CARGO_PKG_VERSION"));
@@ -238,11 +257,21 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         });
     }
     if let Some(path) = &a.csv {
-        trace.save(path).with_context(|| format!("writing {}", path.display()))?;
+        trace
+            .save(path)
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     let summary = trace.summary();
-    let round0_ns = trace.cold_rows().next().filter(|r| r.status == RoundStatus::Ok).map(|r| r.rtt_ns);
-    let completed = trace.rows.iter().filter(|r| r.status == RoundStatus::Ok).count() as u64;
+    let round0_ns = trace
+        .cold_rows()
+        .next()
+        .filter(|r| r.status == RoundStatus::Ok)
+        .map(|r| r.rtt_ns);
+    let completed = trace
+        .rows
+        .iter()
+        .filter(|r| r.status == RoundStatus::Ok)
+        .count() as u64;
     let mcps = rep.sim_cycles as f64 / rep.wall.as_secs_f64().max(1e-9) / 1e6;
 
     if a.json {
@@ -257,7 +286,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         extra.insert("trace_full".into(), rep.trace_full.into());
         extra.insert("trace_saturated".into(), rep.trace_saturated.into());
         extra.insert("sim_cycles".into(), rep.sim_cycles.into());
-        extra.insert("sim_mcycles_per_s".into(), (mcps * 10.0).round().div_euclid(10.0).into());
+        extra.insert(
+            "sim_mcycles_per_s".into(),
+            (mcps * 10.0).round().div_euclid(10.0).into(),
+        );
         extra.insert("model_errors".into(), rep.model_errors.0.into());
         let r = JsonReport {
             transport: "ernic-model".into(),
@@ -275,7 +307,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "backline sim: {} {} over the ERNIC model (wire {} ns one way, service {} ns), \
              {} rounds, RTT = fabric + {} cycles FSM overhead",
             cfg.mode.name(),
-            if cfg.pacer.is_b2b() { "b2b" } else { "random-delayed" },
+            if cfg.pacer.is_b2b() {
+                "b2b"
+            } else {
+                "random-delayed"
+            },
             cfg.model.wire_latency_cycles * NS_PER_CYCLE,
             cfg.model.service_cycles * NS_PER_CYCLE,
             rep.rounds_committed,
@@ -306,7 +342,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         eprintln!("backline sim: the ERNIC model saw {n} protocol error(s); first: {first}");
     }
     let failed = rep.mismatches > 0 || rep.model_errors.0 > 0 || rep.timeouts > 0;
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 #[cfg(test)]
@@ -329,12 +369,23 @@ mod tests {
     #[test]
     fn defaults_follow_the_reference() {
         let c = cfg(&[]).unwrap();
-        assert_eq!((c.mode, c.rounds, c.pacer.is_b2b()), (Mode::SwLoop, 1_000_000, true));
+        assert_eq!(
+            (c.mode, c.rounds, c.pacer.is_b2b()),
+            (Mode::SwLoop, 1_000_000, true)
+        );
         assert_eq!(c.model.wire_latency_cycles, 200);
         let c = cfg(&["--cadence", "random-delayed", "--mode", "hw-loop"]).unwrap();
         assert_eq!(c.pacer, PacerConfig::REFERENCE_RANDOM_DELAYED);
         assert_eq!(c.rounds, 10_000);
-        let c = cfg(&["--cadence", "random-delayed", "--span", "0xff", "--freq", "10"]).unwrap();
+        let c = cfg(&[
+            "--cadence",
+            "random-delayed",
+            "--span",
+            "0xff",
+            "--freq",
+            "10",
+        ])
+        .unwrap();
         assert_eq!((c.pacer.freq, c.pacer.span), (10, 0xFF));
     }
 

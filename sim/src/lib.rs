@@ -293,9 +293,10 @@ mod tests {
 
     #[test]
     fn construction_matches_the_build() {
+        let available = AVAILABLE;
         match HwhsSim::new(ModelConfig::default()) {
-            Ok(_) => assert!(AVAILABLE),
-            Err(SimError::NoVerilator) => assert!(!AVAILABLE),
+            Ok(_) => assert!(available),
+            Err(SimError::NoVerilator) => assert!(!available),
             Err(e) => panic!("{e}"),
         }
     }

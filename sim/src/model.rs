@@ -9,8 +9,9 @@
 //!    length, rkey, remote address inside the responder's ring and tail-anchored in a slot),
 //!    and reads the message (`length` bytes) from the engine's request buffer, one word per
 //!    cycle through the request read port.
-//! 3. The RDMA WRITE travels `wire_latency_cycles` to the remote side; its acknowledgement
-//!    travels back as long, and then the completion (CQE with the WQE's wrid) is raised.
+//! 3. The RDMA WRITE travels `wire_latency_cycles` (plus an optional uniform jitter, drawn
+//!    per leg from a seeded generator) to the remote side; its acknowledgement travels back,
+//!    and then the completion (CQE with the WQE's wrid) is raised.
 //! 4. The responder decodes the message with `backline-wire`, takes `service_cycles`, and
 //!    writes its reply (wire format v1, `seq` last) back with an RDMA WRITE; after the wire
 //!    latency the model delivers it word by word into the engine's reply memory, in the
@@ -65,6 +66,10 @@ pub struct ModelConfig {
     pub wire_latency_cycles: u64,
     /// Responder service time, cycles.
     pub service_cycles: u64,
+    /// Extra delay on each wire leg, uniform in `0 ..= jitter_cycles` (0: a fixed latency).
+    pub jitter_cycles: u64,
+    /// Seed of the jitter draws.
+    pub jitter_seed: u64,
     /// ERNIC's doorbell-to-WQE-fetch latency, cycles (at least 1).
     pub fetch_cycles: u64,
     /// The responder.
@@ -91,6 +96,8 @@ impl Default for ModelConfig {
         ModelConfig {
             wire_latency_cycles: 100,
             service_cycles: 20,
+            jitter_cycles: 0,
+            jitter_seed: 1,
             fetch_cycles: 4,
             responder: Responder::Echo,
             reply_len: 4,
@@ -172,6 +179,7 @@ pub struct ErnicModel {
     wqe_writes: u64,
     records: Vec<RoundRecord>,
     stats: ModelStats,
+    rng: u64,
 }
 
 /// Bytes of SQ memory the model holds (1024 WQEs).
@@ -181,7 +189,6 @@ impl ErnicModel {
     /// A model with `config`.
     pub fn new(config: ModelConfig) -> ErnicModel {
         ErnicModel {
-            config,
             sq_mem: vec![0; SQ_MEM_BYTES as usize / 4],
             posted: 0,
             fetch: VecDeque::new(),
@@ -191,7 +198,22 @@ impl ErnicModel {
             wqe_writes: 0,
             records: Vec::new(),
             stats: ModelStats::default(),
+            rng: config.jitter_seed.max(1),
+            config,
         }
+    }
+
+    /// One wire leg: the latency plus a uniform jitter draw (xorshift64*).
+    fn leg(&mut self) -> u64 {
+        let j = self.config.jitter_cycles;
+        if j == 0 {
+            return self.config.wire_latency_cycles;
+        }
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        let r = self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        self.config.wire_latency_cycles + r % (j + 1)
     }
 
     /// Forgets all rounds (after an engine soft reset).
@@ -397,9 +419,9 @@ impl ErnicModel {
     /// The request has been read: it leaves now; schedule the completion and the reply.
     fn depart(&mut self, now: u64, wqe: Wqe, words: &[u32]) {
         let c = self.config.clone();
-        let l = c.wire_latency_cycles;
+        let (to_remote, ack, back) = (self.leg(), self.leg(), self.leg());
         self.cq
-            .push_back((now + (2 * l).max(1), wqe.wrid, wqe.round));
+            .push_back((now + (to_remote + ack).max(1), wqe.wrid, wqe.round));
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         let (header, payload) = match backline_wire::decode_message(&bytes) {
             Ok(m) => m,
@@ -444,7 +466,7 @@ impl ErnicModel {
         let nwords = image.len() as u32 / 4;
         let slot = (header.seq.wrapping_sub(1) % c.ring_depth.max(1)) * (rm::SLOT_BYTES / 4);
         let first = slot + rm::SLOT_BYTES / 4 - nwords;
-        let t0 = now + 2 * l + c.service_cycles + 1;
+        let t0 = now + to_remote + c.service_cycles + back + 1;
         for i in 0..nwords {
             let b = &image[i as usize * 4..i as usize * 4 + 4];
             let word = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);

@@ -35,8 +35,10 @@ fn run_cfg(mode: Mode, rounds: u64, model: ModelConfig) -> RunConfig {
 }
 
 /// Every trace entry equals the model's round trip plus the documented overhead; the
-/// pre-post of round k+1's WQE precedes round k's reply; nothing is lost.
-fn check_rtts(rep: &RunReport, sim: &HwhsSim, rounds: u64) {
+/// pre-post of round k+1's WQE follows round k's completion at once, and so precedes round
+/// k's reply whenever the completion does; nothing is lost. Returns how many rounds showed
+/// the pre-post before the reply.
+fn check_rtts(rep: &RunReport, sim: &HwhsSim, rounds: u64) -> usize {
     assert_eq!(rep.model_errors, (0, None));
     assert_eq!(rep.rounds_committed, rounds);
     assert_eq!(rep.trace.len() as u64, rounds);
@@ -44,6 +46,7 @@ fn check_rtts(rep: &RunReport, sim: &HwhsSim, rounds: u64) {
     assert_eq!(rep.mismatches, 0);
     assert_eq!(rep.fsm_overhead_cycles, rm::FSM_OVERHEAD_CYCLES);
     let recs = sim.model().records();
+    let mut prepost_before_reply = 0;
     for (k, &rtt) in rep.trace.iter().enumerate() {
         let model = recs[k].model_rtt_cycles().expect("reply recorded");
         assert_eq!(
@@ -52,13 +55,24 @@ fn check_rtts(rep: &RunReport, sim: &HwhsSim, rounds: u64) {
             "round {k}: engine {rtt} cycles, model {model}"
         );
         if k + 1 < rep.trace.len() {
+            // Round k+1's WQE goes out the cycle after round k's completion...
             let next_wqe = recs[k + 1].wqe_write.unwrap();
-            assert!(
-                next_wqe < recs[k].reply_seq.unwrap(),
-                "round {k}: no pre-post"
+            assert_eq!(
+                next_wqe,
+                recs[k].completion.unwrap() + 1,
+                "round {k}: pre-post"
             );
+            // ...which, when the completion comes early enough, is before round k's reply.
+            if recs[k].completion.unwrap() + 1 < recs[k].reply_seq.unwrap() {
+                assert!(
+                    next_wqe < recs[k].reply_seq.unwrap(),
+                    "round {k}: no pre-post"
+                );
+                prepost_before_reply += 1;
+            }
         }
     }
+    prepost_before_reply
 }
 
 #[test]
@@ -114,9 +128,14 @@ fn sw_loop_rtt_is_the_model_round_trip_plus_the_overhead() {
     };
     let mut model = quick_model();
     model.responder = Responder::Steane;
+    // With jitter the round trips differ from round to round (a completion may even come
+    // after the reply); the engine must still record each one exactly.
+    model.jitter_cycles = 40;
     let cfg = run_cfg(Mode::SwLoop, 2_000, model);
     let rep = run(&mut s, &cfg, &mut |_, _| {}).unwrap();
     check_rtts(&rep, &s, 2_000);
+    let distinct: std::collections::BTreeSet<u16> = rep.trace.iter().copied().collect();
+    assert!(distinct.len() > 20, "jitter shows in the RTTs");
 }
 
 #[test]
@@ -126,8 +145,12 @@ fn hw_loop_b2b_100k_rounds_rtt_exact() {
     };
     let cfg = run_cfg(Mode::HwLoop, 100_000, quick_model());
     let rep = run(&mut s, &cfg, &mut |_, _| {}).unwrap();
-    check_rtts(&rep, &s, 100_000);
+    // Fixed latency: the completion always precedes the reply, so every round shows the
+    // next WQE written before its own reply lands.
+    assert_eq!(check_rtts(&rep, &s, 100_000), 99_999);
     assert!(!rep.trace_full && !rep.trace_saturated);
+    // hw-loop: every correction went back to the stimulus side (DAT_TX).
+    assert_eq!(s.model().stats().corrections, 100_000);
     eprintln!(
         "100k b2b rounds: {} cycles in {:?} ({:.1} M cycles/s)",
         rep.sim_cycles,

@@ -480,10 +480,7 @@ mod tests {
     fn constants_agree_with_the_table() {
         assert_eq!(by_name("VERSION").unwrap().reset, VERSION_VALUE);
         assert_eq!(by_name("FSM_OVERHEAD").unwrap().reset, FSM_OVERHEAD_CYCLES);
-        assert!(
-            FSM_OVERHEAD_CYCLES <= 4,
-            "SPEC/issue budget: at most 4 cycles"
-        );
+        const { assert!(FSM_OVERHEAD_CYCLES <= 4, "issue budget: at most 4 cycles") };
         assert_eq!(by_name("PACER_SEED").unwrap().reset, 1);
         assert_eq!(MAX_RING_DEPTH * SLOT_BYTES, 4 << REPLY_ADDR_BITS);
         assert!(!lookup(TRACE_DATA).unwrap().access.writable());

@@ -75,6 +75,9 @@ pub struct Args {
     /// Responder service time, ns (rounded to 5 ns cycles).
     #[arg(long, default_value = "200")]
     service_ns: u64,
+    /// Extra delay per wire leg, uniform in 0..=N ns, drawn from --seed (0: fixed latency).
+    #[arg(long, default_value = "0")]
+    jitter_ns: u64,
     /// Reply timeout, µs.
     #[arg(long, default_value = "1000")]
     timeout_us: u64,
@@ -147,6 +150,8 @@ fn config(a: &Args) -> anyhow::Result<RunConfig> {
     let model = ModelConfig {
         wire_latency_cycles: ns_to_cycles(a.wire_latency_ns),
         service_cycles: ns_to_cycles(a.service_ns),
+        jitter_cycles: ns_to_cycles(a.jitter_ns),
+        jitter_seed: u64::from(a.seed),
         responder: match a.responder {
             ResponderArg::Echo => Responder::Echo,
             ResponderArg::Steane => Responder::Steane,
@@ -239,6 +244,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         cfg.model.wire_latency_cycles * NS_PER_CYCLE,
     );
     trace.set_meta("service_ns", cfg.model.service_cycles * NS_PER_CYCLE);
+    trace.set_meta("jitter_ns", cfg.model.jitter_cycles * NS_PER_CYCLE);
     trace.set_meta("fsm_overhead_cycles", rep.fsm_overhead_cycles);
     trace.set_meta("version", env!("CARGO_PKG_VERSION"));
     for (k, &c) in rep.trace.iter().enumerate() {

@@ -1,0 +1,1075 @@
+//! [`Hwhs`]: the engine's top level (Verilog module `top`): the AXI4-Lite register file
+//! decoded from `backline-regmap`, and the wiring of the FSM, pacer, trace RAM and reference
+//! memory to each other and to the ERNIC-side ports.
+//!
+//! Every register offset, reset value and field mask used here comes from `backline-regmap`;
+//! this file has no address literal. Configuration registers power up at their reset values
+//! and keep them across `CTRL.soft_reset`; counters and status are cleared by it.
+
+use backline_regmap as rm;
+use rust_hdl::prelude::*;
+
+use crate::axi::AxiLiteSlave;
+use crate::fsm::HwhsFsm;
+use crate::pacer::LfsrPacer;
+use crate::refmem::RefMem;
+use crate::trace::TraceRam;
+
+/// Address bits of the engine's trace RAM.
+pub const TRACE_BITS: usize = rm::TRACE_ADDR_BITS as usize;
+
+/// The HWHS engine.
+#[derive(LogicBlock)]
+pub struct Hwhs {
+    /// The 200 MHz engine clock.
+    pub clock: Signal<In, Clock>,
+    /// AXI4-Lite write address (byte offset).
+    pub axi_awaddr: Signal<In, Bits<16>>,
+    /// AXI4-Lite write address valid.
+    pub axi_awvalid: Signal<In, Bit>,
+    /// AXI4-Lite write address ready.
+    pub axi_awready: Signal<Out, Bit>,
+    /// AXI4-Lite write data.
+    pub axi_wdata: Signal<In, Bits<32>>,
+    /// AXI4-Lite write strobes (ignored: whole-word writes).
+    pub axi_wstrb: Signal<In, Bits<4>>,
+    /// AXI4-Lite write data valid.
+    pub axi_wvalid: Signal<In, Bit>,
+    /// AXI4-Lite write data ready.
+    pub axi_wready: Signal<Out, Bit>,
+    /// AXI4-Lite write response.
+    pub axi_bresp: Signal<Out, Bits<2>>,
+    /// AXI4-Lite write response valid.
+    pub axi_bvalid: Signal<Out, Bit>,
+    /// AXI4-Lite write response ready.
+    pub axi_bready: Signal<In, Bit>,
+    /// AXI4-Lite read address (byte offset).
+    pub axi_araddr: Signal<In, Bits<16>>,
+    /// AXI4-Lite read address valid.
+    pub axi_arvalid: Signal<In, Bit>,
+    /// AXI4-Lite read address ready.
+    pub axi_arready: Signal<Out, Bit>,
+    /// AXI4-Lite read data.
+    pub axi_rdata: Signal<Out, Bits<32>>,
+    /// AXI4-Lite read response.
+    pub axi_rresp: Signal<Out, Bits<2>>,
+    /// AXI4-Lite read data valid.
+    pub axi_rvalid: Signal<Out, Bit>,
+    /// AXI4-Lite read data ready.
+    pub axi_rready: Signal<In, Bit>,
+    /// ERNIC side: SQ memory write enable.
+    pub sq_wr_en: Signal<Out, Bit>,
+    /// ERNIC side: SQ memory byte address.
+    pub sq_wr_addr: Signal<Out, Bits<32>>,
+    /// ERNIC side: SQ memory write data.
+    pub sq_wr_data: Signal<Out, Bits<32>>,
+    /// ERNIC side: SQ producer-index doorbell write (one cycle).
+    pub db_valid: Signal<Out, Bit>,
+    /// ERNIC side: the producer index written (WQEs posted so far).
+    pub db_sq_pi: Signal<Out, Bits<32>>,
+    /// ERNIC side: completion indication (one cycle).
+    pub cq_valid: Signal<In, Bit>,
+    /// ERNIC side: work-request id of the completion.
+    pub cq_wrid: Signal<In, Bits<16>>,
+    /// ERNIC side: inbound RDMA write into the reply memory.
+    pub rx_wr_en: Signal<In, Bit>,
+    /// ERNIC side: inbound write word address (reply memory, 4 KiB).
+    pub rx_wr_addr: Signal<In, Bits<10>>,
+    /// ERNIC side: inbound write data.
+    pub rx_wr_data: Signal<In, Bits<32>>,
+    /// ERNIC side: request buffer read address (word of the message image).
+    pub req_rd_addr: Signal<In, Bits<3>>,
+    /// ERNIC side: request buffer data, one cycle after the address.
+    pub req_rd_data: Signal<Out, Bits<32>>,
+    /// Stimulus side (hw-loop): a correction is ready.
+    pub tx_valid: Signal<Out, Bit>,
+    /// Stimulus side: the correction (reply payload word 0).
+    pub tx_data: Signal<Out, Bits<32>>,
+    /// The AXI4-Lite protocol engine.
+    pub axi: AxiLiteSlave,
+    /// The orchestrator.
+    pub fsm: HwhsFsm,
+    /// The pacer.
+    pub pacer: LfsrPacer,
+    /// The trace RAM.
+    pub trace: TraceRam<TRACE_BITS>,
+    /// Reference syndromes and expected replies.
+    pub refmem: RefMem,
+    r_qp_num: DFFWithInit<Bits<32>>,
+    r_pay_len: DFFWithInit<Bits<32>>,
+    r_rpl_len: DFFWithInit<Bits<32>>,
+    r_decoder_id: DFFWithInit<Bits<32>>,
+    r_rounds: DFFWithInit<Bits<32>>,
+    r_sq_base: DFFWithInit<Bits<32>>,
+    r_sq_depth: DFFWithInit<Bits<32>>,
+    r_flags: DFFWithInit<Bits<32>>,
+    r_ring_depth: DFFWithInit<Bits<32>>,
+    r_timeout: DFFWithInit<Bits<32>>,
+    r_wqe_opcode: DFFWithInit<Bits<32>>,
+    r_wqe_rkey: DFFWithInit<Bits<32>>,
+    r_wqe_rva_lo: DFFWithInit<Bits<32>>,
+    r_wqe_rva_hi: DFFWithInit<Bits<32>>,
+    r_wqe_laddr_lo: DFFWithInit<Bits<32>>,
+    r_wqe_laddr_hi: DFFWithInit<Bits<32>>,
+    r_payload0: DFFWithInit<Bits<32>>,
+    r_payload1: DFFWithInit<Bits<32>>,
+    r_payload2: DFFWithInit<Bits<32>>,
+    r_payload3: DFFWithInit<Bits<32>>,
+    r_ref_addr: DFFWithInit<Bits<32>>,
+    r_ref_len: DFFWithInit<Bits<32>>,
+    r_pacer_freq: DFFWithInit<Bits<32>>,
+    r_pacer_span: DFFWithInit<Bits<32>>,
+    r_pacer_seed: DFFWithInit<Bits<32>>,
+    r_trace_ctrl: DFFWithInit<Bits<32>>,
+    r_trace_rd_addr: DFFWithInit<Bits<32>>,
+    axi_err: DFF<Bit>,
+    a_ctrl: Constant<Bits<16>>,
+    a_ref_syn: Constant<Bits<16>>,
+    a_ref_exp: Constant<Bits<16>>,
+    a_qp_num: Constant<Bits<16>>,
+    a_pay_len: Constant<Bits<16>>,
+    a_rpl_len: Constant<Bits<16>>,
+    a_decoder_id: Constant<Bits<16>>,
+    a_rounds: Constant<Bits<16>>,
+    a_sq_base: Constant<Bits<16>>,
+    a_sq_depth: Constant<Bits<16>>,
+    a_flags: Constant<Bits<16>>,
+    a_ring_depth: Constant<Bits<16>>,
+    a_timeout: Constant<Bits<16>>,
+    a_wqe_opcode: Constant<Bits<16>>,
+    a_wqe_rkey: Constant<Bits<16>>,
+    a_wqe_rva_lo: Constant<Bits<16>>,
+    a_wqe_rva_hi: Constant<Bits<16>>,
+    a_wqe_laddr_lo: Constant<Bits<16>>,
+    a_wqe_laddr_hi: Constant<Bits<16>>,
+    a_payload0: Constant<Bits<16>>,
+    a_payload1: Constant<Bits<16>>,
+    a_payload2: Constant<Bits<16>>,
+    a_payload3: Constant<Bits<16>>,
+    a_ref_addr: Constant<Bits<16>>,
+    a_ref_len: Constant<Bits<16>>,
+    a_pacer_freq: Constant<Bits<16>>,
+    a_pacer_span: Constant<Bits<16>>,
+    a_pacer_seed: Constant<Bits<16>>,
+    a_trace_ctrl: Constant<Bits<16>>,
+    a_trace_rd_addr: Constant<Bits<16>>,
+    a_status: Constant<Bits<16>>,
+    a_round_count: Constant<Bits<16>>,
+    a_last_rtt: Constant<Bits<16>>,
+    a_timeout_count: Constant<Bits<16>>,
+    a_mismatch_count: Constant<Bits<16>>,
+    a_last_reply: Constant<Bits<16>>,
+    a_last_rpl_status: Constant<Bits<16>>,
+    a_version: Constant<Bits<16>>,
+    a_fsm_overhead: Constant<Bits<16>>,
+    a_pacer_last: Constant<Bits<16>>,
+    a_pacer_remain: Constant<Bits<16>>,
+    a_pacer_state: Constant<Bits<16>>,
+    a_trace_count: Constant<Bits<16>>,
+    a_trace_status: Constant<Bits<16>>,
+    a_trace_data: Constant<Bits<16>>,
+    k_version: Constant<Bits<32>>,
+    k_overhead: Constant<Bits<32>>,
+    m_start: Constant<Bits<32>>,
+    m_abort: Constant<Bits<32>>,
+    m_soft_reset: Constant<Bits<32>>,
+    m_trace_clear: Constant<Bits<32>>,
+    m_pacer_skip: Constant<Bits<32>>,
+    m_hw_loop: Constant<Bits<32>>,
+    m_use_ref: Constant<Bits<32>>,
+    m_check: Constant<Bits<32>>,
+    m_prepost: Constant<Bits<32>>,
+    m_trace_enable: Constant<Bits<32>>,
+    m_busy: Constant<Bits<32>>,
+    m_done: Constant<Bits<32>>,
+    m_reply_seen: Constant<Bits<32>>,
+    m_timeout: Constant<Bits<32>>,
+    m_axi_err: Constant<Bits<32>>,
+    m_mismatch: Constant<Bits<32>>,
+    m_running: Constant<Bits<32>>,
+    m_full: Constant<Bits<32>>,
+    m_saturated: Constant<Bits<32>>,
+    ctrl_write: Signal<Local, Bit>,
+    status_word: Signal<Local, Bits<32>>,
+    trace_status: Signal<Local, Bits<32>>,
+}
+
+fn reg(offset: u32) -> DFFWithInit<Bits<32>> {
+    let r = rm::lookup(offset).expect("offset from the register map");
+    assert!(
+        r.access.writable() && r.access.readable(),
+        "{} is not RW",
+        r.name
+    );
+    DFFWithInit::new((r.reset as u64).into())
+}
+
+fn addr(offset: u32) -> Constant<Bits<16>> {
+    assert!(rm::lookup(offset).is_some());
+    Constant::new((offset as u64).into())
+}
+
+fn mask(f: rm::Field) -> Constant<Bits<32>> {
+    Constant::new((f.mask() as u64).into())
+}
+
+impl Default for Hwhs {
+    fn default() -> Self {
+        Self {
+            clock: Default::default(),
+            axi_awaddr: Default::default(),
+            axi_awvalid: Default::default(),
+            axi_awready: Default::default(),
+            axi_wdata: Default::default(),
+            axi_wstrb: Default::default(),
+            axi_wvalid: Default::default(),
+            axi_wready: Default::default(),
+            axi_bresp: Default::default(),
+            axi_bvalid: Default::default(),
+            axi_bready: Default::default(),
+            axi_araddr: Default::default(),
+            axi_arvalid: Default::default(),
+            axi_arready: Default::default(),
+            axi_rdata: Default::default(),
+            axi_rresp: Default::default(),
+            axi_rvalid: Default::default(),
+            axi_rready: Default::default(),
+            sq_wr_en: Default::default(),
+            sq_wr_addr: Default::default(),
+            sq_wr_data: Default::default(),
+            db_valid: Default::default(),
+            db_sq_pi: Default::default(),
+            cq_valid: Default::default(),
+            cq_wrid: Default::default(),
+            rx_wr_en: Default::default(),
+            rx_wr_addr: Default::default(),
+            rx_wr_data: Default::default(),
+            req_rd_addr: Default::default(),
+            req_rd_data: Default::default(),
+            tx_valid: Default::default(),
+            tx_data: Default::default(),
+            axi: Default::default(),
+            fsm: Default::default(),
+            pacer: Default::default(),
+            trace: Default::default(),
+            refmem: Default::default(),
+            r_qp_num: reg(rm::QP_NUM),
+            r_pay_len: reg(rm::PAY_LEN),
+            r_rpl_len: reg(rm::RPL_LEN),
+            r_decoder_id: reg(rm::DECODER_ID),
+            r_rounds: reg(rm::ROUNDS),
+            r_sq_base: reg(rm::SQ_BASE),
+            r_sq_depth: reg(rm::SQ_DEPTH),
+            r_flags: reg(rm::FLAGS),
+            r_ring_depth: reg(rm::RING_DEPTH),
+            r_timeout: reg(rm::TIMEOUT),
+            r_wqe_opcode: reg(rm::WQE_OPCODE),
+            r_wqe_rkey: reg(rm::WQE_RKEY),
+            r_wqe_rva_lo: reg(rm::WQE_RVA_LO),
+            r_wqe_rva_hi: reg(rm::WQE_RVA_HI),
+            r_wqe_laddr_lo: reg(rm::WQE_LADDR_LO),
+            r_wqe_laddr_hi: reg(rm::WQE_LADDR_HI),
+            r_payload0: reg(rm::PAYLOAD0),
+            r_payload1: reg(rm::PAYLOAD1),
+            r_payload2: reg(rm::PAYLOAD2),
+            r_payload3: reg(rm::PAYLOAD3),
+            r_ref_addr: reg(rm::REF_ADDR),
+            r_ref_len: reg(rm::REF_LEN),
+            r_pacer_freq: reg(rm::PACER_FREQ),
+            r_pacer_span: reg(rm::PACER_SPAN),
+            r_pacer_seed: reg(rm::PACER_SEED),
+            r_trace_ctrl: reg(rm::TRACE_CTRL),
+            r_trace_rd_addr: reg(rm::TRACE_RD_ADDR),
+            axi_err: Default::default(),
+            a_ctrl: addr(rm::CTRL),
+            a_ref_syn: addr(rm::REF_SYN),
+            a_ref_exp: addr(rm::REF_EXP),
+            a_qp_num: addr(rm::QP_NUM),
+            a_pay_len: addr(rm::PAY_LEN),
+            a_rpl_len: addr(rm::RPL_LEN),
+            a_decoder_id: addr(rm::DECODER_ID),
+            a_rounds: addr(rm::ROUNDS),
+            a_sq_base: addr(rm::SQ_BASE),
+            a_sq_depth: addr(rm::SQ_DEPTH),
+            a_flags: addr(rm::FLAGS),
+            a_ring_depth: addr(rm::RING_DEPTH),
+            a_timeout: addr(rm::TIMEOUT),
+            a_wqe_opcode: addr(rm::WQE_OPCODE),
+            a_wqe_rkey: addr(rm::WQE_RKEY),
+            a_wqe_rva_lo: addr(rm::WQE_RVA_LO),
+            a_wqe_rva_hi: addr(rm::WQE_RVA_HI),
+            a_wqe_laddr_lo: addr(rm::WQE_LADDR_LO),
+            a_wqe_laddr_hi: addr(rm::WQE_LADDR_HI),
+            a_payload0: addr(rm::PAYLOAD0),
+            a_payload1: addr(rm::PAYLOAD1),
+            a_payload2: addr(rm::PAYLOAD2),
+            a_payload3: addr(rm::PAYLOAD3),
+            a_ref_addr: addr(rm::REF_ADDR),
+            a_ref_len: addr(rm::REF_LEN),
+            a_pacer_freq: addr(rm::PACER_FREQ),
+            a_pacer_span: addr(rm::PACER_SPAN),
+            a_pacer_seed: addr(rm::PACER_SEED),
+            a_trace_ctrl: addr(rm::TRACE_CTRL),
+            a_trace_rd_addr: addr(rm::TRACE_RD_ADDR),
+            a_status: addr(rm::STATUS),
+            a_round_count: addr(rm::ROUND_COUNT),
+            a_last_rtt: addr(rm::LAST_RTT),
+            a_timeout_count: addr(rm::TIMEOUT_COUNT),
+            a_mismatch_count: addr(rm::MISMATCH_COUNT),
+            a_last_reply: addr(rm::LAST_REPLY),
+            a_last_rpl_status: addr(rm::LAST_RPL_STATUS),
+            a_version: addr(rm::VERSION),
+            a_fsm_overhead: addr(rm::FSM_OVERHEAD),
+            a_pacer_last: addr(rm::PACER_LAST),
+            a_pacer_remain: addr(rm::PACER_REMAIN),
+            a_pacer_state: addr(rm::PACER_STATE),
+            a_trace_count: addr(rm::TRACE_COUNT),
+            a_trace_status: addr(rm::TRACE_STATUS),
+            a_trace_data: addr(rm::TRACE_DATA),
+            k_version: Constant::new((rm::VERSION_VALUE as u64).into()),
+            k_overhead: Constant::new((rm::FSM_OVERHEAD_CYCLES as u64).into()),
+            m_start: mask(rm::CTRL_START),
+            m_abort: mask(rm::CTRL_ABORT),
+            m_soft_reset: mask(rm::CTRL_SOFT_RESET),
+            m_trace_clear: mask(rm::CTRL_TRACE_CLEAR),
+            m_pacer_skip: mask(rm::CTRL_PACER_SKIP),
+            m_hw_loop: mask(rm::FLAGS_HW_LOOP),
+            m_use_ref: mask(rm::FLAGS_USE_REF),
+            m_check: mask(rm::FLAGS_CHECK),
+            m_prepost: mask(rm::FLAGS_PREPOST),
+            m_trace_enable: mask(rm::TRACE_CTRL_ENABLE),
+            m_busy: mask(rm::STATUS_BUSY),
+            m_done: mask(rm::STATUS_DONE),
+            m_reply_seen: mask(rm::STATUS_REPLY_SEEN),
+            m_timeout: mask(rm::STATUS_TIMEOUT),
+            m_axi_err: mask(rm::STATUS_AXI_ERR),
+            m_mismatch: mask(rm::STATUS_MISMATCH),
+            m_running: mask(rm::STATUS_RUNNING),
+            m_full: mask(rm::TRACE_STATUS_FULL),
+            m_saturated: mask(rm::TRACE_STATUS_SATURATED),
+            ctrl_write: Default::default(),
+            status_word: Default::default(),
+            trace_status: Default::default(),
+        }
+    }
+}
+
+impl Logic for Hwhs {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self,
+            clock,
+            r_qp_num,
+            r_pay_len,
+            r_rpl_len,
+            r_decoder_id,
+            r_rounds,
+            r_sq_base,
+            r_sq_depth,
+            r_flags,
+            r_ring_depth,
+            r_timeout,
+            r_wqe_opcode,
+            r_wqe_rkey,
+            r_wqe_rva_lo,
+            r_wqe_rva_hi,
+            r_wqe_laddr_lo,
+            r_wqe_laddr_hi,
+            r_payload0,
+            r_payload1,
+            r_payload2,
+            r_payload3,
+            r_ref_addr,
+            r_ref_len,
+            r_pacer_freq,
+            r_pacer_span,
+            r_pacer_seed,
+            r_trace_ctrl,
+            r_trace_rd_addr,
+            axi_err
+        );
+        clock!(self, clock, axi, fsm, pacer, trace, refmem);
+
+        // ---- bus ----
+        self.axi.awaddr.next = self.axi_awaddr.val();
+        self.axi.awvalid.next = self.axi_awvalid.val();
+        self.axi_awready.next = self.axi.awready.val();
+        self.axi.wdata.next = self.axi_wdata.val();
+        self.axi.wvalid.next = self.axi_wvalid.val();
+        self.axi_wready.next = self.axi.wready.val();
+        self.axi_bresp.next = self.axi.bresp.val();
+        self.axi_bvalid.next = self.axi.bvalid.val();
+        self.axi.bready.next = self.axi_bready.val();
+        self.axi.araddr.next = self.axi_araddr.val();
+        self.axi.arvalid.next = self.axi_arvalid.val();
+        self.axi_arready.next = self.axi.arready.val();
+        self.axi_rdata.next = self.axi.rdata.val();
+        self.axi_rresp.next = self.axi.rresp.val();
+        self.axi_rvalid.next = self.axi.rvalid.val();
+        self.axi.rready.next = self.axi_rready.val();
+
+        // ---- register writes ----
+        self.axi.wr_ok.next = (self.axi.wr_addr.val() == self.a_ctrl.val())
+            | (self.axi.wr_addr.val() == self.a_ref_syn.val())
+            | (self.axi.wr_addr.val() == self.a_ref_exp.val())
+            | (self.axi.wr_addr.val() == self.a_qp_num.val())
+            | (self.axi.wr_addr.val() == self.a_pay_len.val())
+            | (self.axi.wr_addr.val() == self.a_rpl_len.val())
+            | (self.axi.wr_addr.val() == self.a_decoder_id.val())
+            | (self.axi.wr_addr.val() == self.a_rounds.val())
+            | (self.axi.wr_addr.val() == self.a_sq_base.val())
+            | (self.axi.wr_addr.val() == self.a_sq_depth.val())
+            | (self.axi.wr_addr.val() == self.a_flags.val())
+            | (self.axi.wr_addr.val() == self.a_ring_depth.val())
+            | (self.axi.wr_addr.val() == self.a_timeout.val())
+            | (self.axi.wr_addr.val() == self.a_wqe_opcode.val())
+            | (self.axi.wr_addr.val() == self.a_wqe_rkey.val())
+            | (self.axi.wr_addr.val() == self.a_wqe_rva_lo.val())
+            | (self.axi.wr_addr.val() == self.a_wqe_rva_hi.val())
+            | (self.axi.wr_addr.val() == self.a_wqe_laddr_lo.val())
+            | (self.axi.wr_addr.val() == self.a_wqe_laddr_hi.val())
+            | (self.axi.wr_addr.val() == self.a_payload0.val())
+            | (self.axi.wr_addr.val() == self.a_payload1.val())
+            | (self.axi.wr_addr.val() == self.a_payload2.val())
+            | (self.axi.wr_addr.val() == self.a_payload3.val())
+            | (self.axi.wr_addr.val() == self.a_ref_addr.val())
+            | (self.axi.wr_addr.val() == self.a_ref_len.val())
+            | (self.axi.wr_addr.val() == self.a_pacer_freq.val())
+            | (self.axi.wr_addr.val() == self.a_pacer_span.val())
+            | (self.axi.wr_addr.val() == self.a_pacer_seed.val())
+            | (self.axi.wr_addr.val() == self.a_trace_ctrl.val())
+            | (self.axi.wr_addr.val() == self.a_trace_rd_addr.val());
+        self.ctrl_write.next =
+            self.axi.wr_strobe.val() & (self.axi.wr_addr.val() == self.a_ctrl.val());
+        self.refmem.wr_syn.next =
+            self.axi.wr_strobe.val() & (self.axi.wr_addr.val() == self.a_ref_syn.val());
+        self.refmem.wr_exp.next =
+            self.axi.wr_strobe.val() & (self.axi.wr_addr.val() == self.a_ref_exp.val());
+        self.refmem.wr_addr.next = self.r_ref_addr.q.val().get_bits::<8>(0);
+        self.refmem.wr_data.next = self.axi.wr_data.val();
+        // Side effects that registers have of their own: REF_EXP advances REF_ADDR, a
+        // TRACE_DATA read advances TRACE_RD_ADDR. A bus write in the same cycle wins.
+        if self.refmem.wr_exp.val() {
+            self.r_ref_addr.d.next = self.r_ref_addr.q.val() + 1;
+        }
+        if self.axi.rd_strobe.val() & (self.axi.rd_addr.val() == self.a_trace_data.val()) {
+            self.r_trace_rd_addr.d.next = self.r_trace_rd_addr.q.val() + 1;
+        }
+        if self.axi.wr_strobe.val() {
+            if self.axi.wr_addr.val() == self.a_qp_num.val() {
+                self.r_qp_num.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_pay_len.val() {
+                self.r_pay_len.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_rpl_len.val() {
+                self.r_rpl_len.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_decoder_id.val() {
+                self.r_decoder_id.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_rounds.val() {
+                self.r_rounds.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_sq_base.val() {
+                self.r_sq_base.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_sq_depth.val() {
+                self.r_sq_depth.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_flags.val() {
+                self.r_flags.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_ring_depth.val() {
+                self.r_ring_depth.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_timeout.val() {
+                self.r_timeout.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_wqe_opcode.val() {
+                self.r_wqe_opcode.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_wqe_rkey.val() {
+                self.r_wqe_rkey.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_wqe_rva_lo.val() {
+                self.r_wqe_rva_lo.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_wqe_rva_hi.val() {
+                self.r_wqe_rva_hi.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_wqe_laddr_lo.val() {
+                self.r_wqe_laddr_lo.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_wqe_laddr_hi.val() {
+                self.r_wqe_laddr_hi.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_payload0.val() {
+                self.r_payload0.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_payload1.val() {
+                self.r_payload1.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_payload2.val() {
+                self.r_payload2.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_payload3.val() {
+                self.r_payload3.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_ref_addr.val() {
+                self.r_ref_addr.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_ref_len.val() {
+                self.r_ref_len.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_pacer_freq.val() {
+                self.r_pacer_freq.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_pacer_span.val() {
+                self.r_pacer_span.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_pacer_seed.val() {
+                self.r_pacer_seed.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_trace_ctrl.val() {
+                self.r_trace_ctrl.d.next = self.axi.wr_data.val();
+            }
+            if self.axi.wr_addr.val() == self.a_trace_rd_addr.val() {
+                self.r_trace_rd_addr.d.next = self.axi.wr_data.val();
+            }
+        }
+
+        // ---- control pulses and flags ----
+        self.fsm.start.next =
+            self.ctrl_write.val() & (self.axi.wr_data.val() & self.m_start.val()).any();
+        self.fsm.abort.next =
+            self.ctrl_write.val() & (self.axi.wr_data.val() & self.m_abort.val()).any();
+        self.fsm.soft_reset.next =
+            self.ctrl_write.val() & (self.axi.wr_data.val() & self.m_soft_reset.val()).any();
+        self.fsm.hw_loop.next = (self.r_flags.q.val() & self.m_hw_loop.val()).any();
+        self.fsm.use_ref.next = (self.r_flags.q.val() & self.m_use_ref.val()).any();
+        self.fsm.check.next = (self.r_flags.q.val() & self.m_check.val()).any();
+        self.fsm.prepost.next = (self.r_flags.q.val() & self.m_prepost.val()).any();
+        self.fsm.b2b.next = (self.r_pacer_freq.q.val() == 0) & (self.r_pacer_span.q.val() == 0);
+        self.fsm.pay_len.next = self.r_pay_len.q.val();
+        self.fsm.rpl_len.next = self.r_rpl_len.q.val();
+        self.fsm.decoder_id.next = self.r_decoder_id.q.val();
+        self.fsm.rounds.next = self.r_rounds.q.val();
+        self.fsm.sq_base.next = self.r_sq_base.q.val();
+        self.fsm.sq_depth.next = self.r_sq_depth.q.val();
+        self.fsm.ring_depth.next = self.r_ring_depth.q.val();
+        self.fsm.timeout.next = self.r_timeout.q.val();
+        self.fsm.wqe_opcode.next = self.r_wqe_opcode.q.val();
+        self.fsm.wqe_rkey.next = self.r_wqe_rkey.q.val();
+        self.fsm.wqe_rva_lo.next = self.r_wqe_rva_lo.q.val();
+        self.fsm.wqe_rva_hi.next = self.r_wqe_rva_hi.q.val();
+        self.fsm.wqe_laddr_lo.next = self.r_wqe_laddr_lo.q.val();
+        self.fsm.wqe_laddr_hi.next = self.r_wqe_laddr_hi.q.val();
+        self.fsm.payload0.next = self.r_payload0.q.val();
+        self.fsm.payload1.next = self.r_payload1.q.val();
+        self.fsm.payload2.next = self.r_payload2.q.val();
+        self.fsm.payload3.next = self.r_payload3.q.val();
+        self.fsm.ref_len.next = self.r_ref_len.q.val();
+
+        // ---- pacer ----
+        self.pacer.load.next =
+            self.fsm.soft_reset.val() | (self.fsm.start.val() & self.fsm.hw_loop.val());
+        self.pacer.freq.next = self.r_pacer_freq.q.val();
+        self.pacer.span.next = self.r_pacer_span.q.val();
+        self.pacer.seed.next = self.r_pacer_seed.q.val();
+        self.pacer.arm.next = self.fsm.pacer_arm.val();
+        self.pacer.skip.next =
+            self.ctrl_write.val() & (self.axi.wr_data.val() & self.m_pacer_skip.val()).any();
+        self.fsm.pacer_fire.next = self.pacer.fire.val();
+
+        // ---- reference memory ----
+        self.refmem.clear.next = self.fsm.soft_reset.val();
+        self.refmem.rd_addr.next = self.fsm.ref_addr.val();
+        self.fsm.ref_syndrome.next = self.refmem.syndrome.val();
+        self.refmem.compare.next = self.fsm.ref_compare.val();
+        self.refmem.reply.next = self.fsm.ref_reply.val();
+        self.fsm.ref_mismatch.next = self.refmem.mismatch.val();
+
+        // ---- trace RAM ----
+        self.trace.clear.next = self.fsm.soft_reset.val()
+            | (self.ctrl_write.val() & (self.axi.wr_data.val() & self.m_trace_clear.val()).any());
+        self.trace.enable.next = (self.r_trace_ctrl.q.val() & self.m_trace_enable.val()).any();
+        self.trace.record.next = self.fsm.trace_record.val();
+        self.trace.rtt.next = self.fsm.trace_rtt.val();
+        self.trace.rd_addr.next = self.r_trace_rd_addr.q.val().get_bits::<TRACE_BITS>(0);
+
+        // ---- ERNIC side ----
+        self.sq_wr_en.next = self.fsm.sq_wr_en.val();
+        self.sq_wr_addr.next = self.fsm.sq_wr_addr.val();
+        self.sq_wr_data.next = self.fsm.sq_wr_data.val();
+        self.db_valid.next = self.fsm.db_valid.val();
+        self.db_sq_pi.next = self.fsm.db_sq_pi.val();
+        self.fsm.cq_valid.next = self.cq_valid.val();
+        self.fsm.cq_wrid.next = self.cq_wrid.val();
+        self.fsm.rx_wr_en.next = self.rx_wr_en.val();
+        self.fsm.rx_wr_addr.next = self.rx_wr_addr.val();
+        self.fsm.rx_wr_data.next = self.rx_wr_data.val();
+        self.fsm.req_rd_addr.next = self.req_rd_addr.val();
+        self.req_rd_data.next = self.fsm.req_rd_data.val();
+        self.tx_valid.next = self.fsm.tx_valid.val();
+        self.tx_data.next = self.fsm.tx_data.val();
+
+        // ---- status words ----
+        self.status_word.next = bit_cast::<32, 4>(self.fsm.state_code.val());
+        if self.fsm.busy.val() {
+            self.status_word.next = self.status_word.val() | self.m_busy.val();
+        }
+        if self.fsm.done.val() {
+            self.status_word.next = self.status_word.val() | self.m_done.val();
+        }
+        if self.fsm.reply_seen.val() {
+            self.status_word.next = self.status_word.val() | self.m_reply_seen.val();
+        }
+        if self.fsm.timed_out.val() {
+            self.status_word.next = self.status_word.val() | self.m_timeout.val();
+        }
+        if self.axi_err.q.val() {
+            self.status_word.next = self.status_word.val() | self.m_axi_err.val();
+        }
+        if self.fsm.mismatch.val() {
+            self.status_word.next = self.status_word.val() | self.m_mismatch.val();
+        }
+        if self.fsm.running.val() {
+            self.status_word.next = self.status_word.val() | self.m_running.val();
+        }
+        self.trace_status.next = 0.into();
+        if self.trace.full.val() {
+            self.trace_status.next = self.trace_status.val() | self.m_full.val();
+        }
+        if self.trace.saturated.val() {
+            self.trace_status.next = self.trace_status.val() | self.m_saturated.val();
+        }
+
+        // ---- register reads ----
+        self.axi.rd_ok.next = false;
+        self.axi.rd_data.next = 0.into();
+        if self.axi.rd_addr.val() == self.a_ctrl.val() {
+            self.axi.rd_ok.next = true;
+        }
+        if self.axi.rd_addr.val() == self.a_ref_syn.val() {
+            self.axi.rd_ok.next = true;
+        }
+        if self.axi.rd_addr.val() == self.a_ref_exp.val() {
+            self.axi.rd_ok.next = true;
+        }
+        if self.axi.rd_addr.val() == self.a_qp_num.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_qp_num.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_pay_len.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_pay_len.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_rpl_len.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_rpl_len.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_decoder_id.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_decoder_id.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_rounds.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_rounds.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_sq_base.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_sq_base.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_sq_depth.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_sq_depth.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_flags.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_flags.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_ring_depth.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_ring_depth.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_timeout.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_timeout.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_wqe_opcode.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_wqe_opcode.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_wqe_rkey.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_wqe_rkey.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_wqe_rva_lo.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_wqe_rva_lo.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_wqe_rva_hi.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_wqe_rva_hi.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_wqe_laddr_lo.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_wqe_laddr_lo.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_wqe_laddr_hi.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_wqe_laddr_hi.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_payload0.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_payload0.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_payload1.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_payload1.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_payload2.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_payload2.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_payload3.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_payload3.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_ref_addr.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_ref_addr.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_ref_len.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_ref_len.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_pacer_freq.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_pacer_freq.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_pacer_span.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_pacer_span.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_pacer_seed.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_pacer_seed.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_trace_ctrl.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_trace_ctrl.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_trace_rd_addr.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.r_trace_rd_addr.q.val();
+        }
+        if self.axi.rd_addr.val() == self.a_status.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.status_word.val();
+        }
+        if self.axi.rd_addr.val() == self.a_round_count.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.fsm.round_count.val();
+        }
+        if self.axi.rd_addr.val() == self.a_last_rtt.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.fsm.last_rtt.val();
+        }
+        if self.axi.rd_addr.val() == self.a_timeout_count.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.fsm.timeout_count.val();
+        }
+        if self.axi.rd_addr.val() == self.a_mismatch_count.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.refmem.mismatches.val();
+        }
+        if self.axi.rd_addr.val() == self.a_last_reply.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.fsm.last_reply.val();
+        }
+        if self.axi.rd_addr.val() == self.a_last_rpl_status.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.fsm.last_status.val();
+        }
+        if self.axi.rd_addr.val() == self.a_version.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.k_version.val();
+        }
+        if self.axi.rd_addr.val() == self.a_fsm_overhead.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.k_overhead.val();
+        }
+        if self.axi.rd_addr.val() == self.a_pacer_last.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.pacer.interval.val();
+        }
+        if self.axi.rd_addr.val() == self.a_pacer_remain.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.pacer.remain.val();
+        }
+        if self.axi.rd_addr.val() == self.a_pacer_state.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.pacer.state.val();
+        }
+        if self.axi.rd_addr.val() == self.a_trace_count.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.trace.count.val();
+        }
+        if self.axi.rd_addr.val() == self.a_trace_status.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.trace_status.val();
+        }
+        if self.axi.rd_addr.val() == self.a_trace_data.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = bit_cast::<32, 16>(self.trace.rd_data.val());
+        }
+        // A bus error is sticky until soft reset.
+        if (self.axi.wr_strobe.val() & !self.axi.wr_ok.val())
+            | (self.axi.rd_strobe.val() & !self.axi.rd_ok.val())
+        {
+            self.axi_err.d.next = true;
+        }
+        if self.fsm.soft_reset.val() {
+            self.axi_err.d.next = false;
+        }
+    }
+}
+
+/// Builds the engine with every top-level input marked as driven from outside.
+pub fn build() -> Hwhs {
+    let mut uut = Hwhs::default();
+    uut.axi_awaddr.connect();
+    uut.axi_awvalid.connect();
+    uut.axi_wdata.connect();
+    uut.axi_wstrb.connect();
+    uut.axi_wvalid.connect();
+    uut.axi_bready.connect();
+    uut.axi_araddr.connect();
+    uut.axi_arvalid.connect();
+    uut.axi_rready.connect();
+    uut.cq_valid.connect();
+    uut.cq_wrid.connect();
+    uut.rx_wr_en.connect();
+    uut.rx_wr_addr.connect();
+    uut.rx_wr_data.connect();
+    uut.req_rd_addr.connect();
+    uut.connect_all();
+    uut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type X = Box<Hwhs>;
+
+    fn cycle(sim: &mut Sim<Hwhs>, mut x: X) -> Result<X, SimError> {
+        wait_clock_cycle!(sim, clock, x);
+        Ok(x)
+    }
+
+    /// One AXI4-Lite write; returns BRESP.
+    fn write(sim: &mut Sim<Hwhs>, mut x: X, addr: u32, data: u32) -> Result<(X, u64), SimError> {
+        x.axi_awaddr.next = (addr as u64).into();
+        x.axi_wdata.next = (data as u64).into();
+        x.axi_awvalid.next = true;
+        x.axi_wvalid.next = true;
+        x.axi_bready.next = true;
+        x = cycle(sim, x)?;
+        x.axi_awvalid.next = false;
+        x.axi_wvalid.next = false;
+        for _ in 0..8 {
+            if x.axi_bvalid.val() {
+                let r = x.axi_bresp.val().to_u64();
+                x = cycle(sim, x)?;
+                return Ok((x, r));
+            }
+            x = cycle(sim, x)?;
+        }
+        Err(SimError::SimHalted)
+    }
+
+    /// One AXI4-Lite read; returns (RDATA, RRESP).
+    fn read(sim: &mut Sim<Hwhs>, mut x: X, addr: u32) -> Result<(X, u32, u64), SimError> {
+        x.axi_araddr.next = (addr as u64).into();
+        x.axi_arvalid.next = true;
+        x.axi_rready.next = true;
+        x = cycle(sim, x)?;
+        x.axi_arvalid.next = false;
+        for _ in 0..8 {
+            if x.axi_rvalid.val() {
+                let (d, r) = (x.axi_rdata.val().to_u32(), x.axi_rresp.val().to_u64());
+                x = cycle(sim, x)?;
+                return Ok((x, d, r));
+            }
+            x = cycle(sim, x)?;
+        }
+        Err(SimError::SimHalted)
+    }
+
+    fn run<F>(name: &str, cycles: u64, tb: F)
+    where
+        F: Fn(&mut Sim<Hwhs>) -> Result<X, SimError> + Send + 'static + std::panic::RefUnwindSafe,
+    {
+        let uut = build();
+        let mut sim = Simulation::new();
+        sim.add_clock(5, |x: &mut Box<Hwhs>| x.clock.next = !x.clock.val());
+        sim.add_testbench(move |mut s: Sim<Hwhs>| {
+            let x = tb(&mut s)?;
+            s.done(x)
+        });
+        sim.run_to_file(Box::new(uut), cycles * 10, &crate::testutil::vcd(name))
+            .unwrap();
+    }
+
+    /// VERSION reads back; an unmapped offset and a write to a read-only register answer
+    /// SLVERR (without hanging) and set STATUS.axi_err; soft reset clears it; a RW register
+    /// powers up at its reset value and holds what is written.
+    #[test]
+    fn register_file_answers_and_rejects() {
+        run("top_regs.vcd", 200, |sim| {
+            let mut x = sim.init()?;
+            let (d, r);
+            (x, d, r) = read(sim, x, rm::VERSION)?;
+            assert_eq!((d, r), (rm::VERSION_VALUE, 0));
+            let (d, r);
+            (x, d, r) = read(sim, x, 0xFC)?;
+            assert_eq!((d, r), (0, 2));
+            let r;
+            (x, r) = write(sim, x, rm::STATUS, 1)?;
+            assert_eq!(r, 2);
+            let d;
+            (x, d, _) = read(sim, x, rm::STATUS)?;
+            assert!(rm::STATUS_AXI_ERR.get(d) == 1);
+            (x, _) = write(sim, x, rm::CTRL, rm::CTRL_SOFT_RESET.bits(1))?;
+            let d;
+            (x, d, _) = read(sim, x, rm::STATUS)?;
+            assert_eq!(rm::STATUS_AXI_ERR.get(d), 0);
+            assert_eq!(rm::STATUS_BUSY.get(d), 1); // sweeping the reply memory
+            let d;
+            (x, d, _) = read(sim, x, rm::TIMEOUT)?;
+            assert_eq!(d, rm::by_name("TIMEOUT").unwrap().reset);
+            (x, _) = write(sim, x, rm::TIMEOUT, 1234)?;
+            let d;
+            (x, d, _) = read(sim, x, rm::TIMEOUT)?;
+            assert_eq!(d, 1234);
+            Ok(x)
+        });
+    }
+
+    /// One sw-loop round against a minimal ERNIC stand-in in the testbench: the WQE goes out,
+    /// the doorbell rings, the completion comes, the next round's WQE is pre-posted before the
+    /// reply lands, the reply is detected and the RTT is the stand-in's round trip plus the
+    /// documented overhead. A second round without any completion or reply ends in the
+    /// timeout, and a third round still runs.
+    #[test]
+    fn sw_loop_round_prepost_and_timeout() {
+        const CQ_AFTER: u64 = 6;
+        const REPLY_AFTER: u64 = 14;
+        run("top_round.vcd", 600, |sim| {
+            let mut x = sim.init()?;
+            (x, _) = write(sim, x, rm::TIMEOUT, 40)?;
+            (x, _) = write(sim, x, rm::CTRL, rm::CTRL_START.bits(1))?;
+            let mut n = 0u64;
+            let mut db_at = None;
+            let mut sq_words = Vec::new();
+            let mut prepost_at = None;
+            let mut reply_at = None;
+            loop {
+                x.cq_valid.next = false;
+                x.rx_wr_en.next = false;
+                if x.sq_wr_en.val() {
+                    sq_words.push((n, x.sq_wr_addr.val().to_u32(), x.sq_wr_data.val().to_u32()));
+                    if db_at.is_some() && prepost_at.is_none() {
+                        prepost_at = Some(n);
+                    }
+                }
+                if x.db_valid.val() {
+                    assert_eq!(x.db_sq_pi.val().to_u32(), 1);
+                    db_at = Some(n);
+                }
+                if let Some(d) = db_at {
+                    if n == d + CQ_AFTER {
+                        x.cq_valid.next = true;
+                        x.cq_wrid.next = 0.into();
+                    }
+                    if n == d + REPLY_AFTER - 1 {
+                        x.rx_wr_en.next = true;
+                        x.rx_wr_addr.next = 11.into();
+                        x.rx_wr_data.next = 0x55.into();
+                    }
+                    if n == d + REPLY_AFTER {
+                        x.rx_wr_en.next = true;
+                        x.rx_wr_addr.next = 15.into();
+                        x.rx_wr_data.next = 1.into();
+                        reply_at = Some(n);
+                    }
+                }
+                x = cycle(sim, x)?;
+                n += 1;
+                if x.fsm.done.val() || n > 200 {
+                    break;
+                }
+            }
+            // 16 words for round 0 before the doorbell, 16 pre-posted for round 1 after.
+            assert_eq!(sq_words.len(), 32);
+            assert_eq!(sq_words[16].2, 1); // wrid of round 1
+            assert_eq!(sq_words[16].1, 64); // SQ slot 1
+            assert!(prepost_at.unwrap() < reply_at.unwrap());
+            let d;
+            (x, d, _) = read(sim, x, rm::LAST_RTT)?;
+            assert_eq!(d as u64, REPLY_AFTER + rm::FSM_OVERHEAD_CYCLES as u64);
+            let d;
+            (x, d, _) = read(sim, x, rm::LAST_REPLY)?;
+            assert_eq!(d, 0x55);
+            let d;
+            (x, d, _) = read(sim, x, rm::TRACE_COUNT)?;
+            assert_eq!(d, 1);
+            // Round 1: nothing answers.
+            (x, _) = write(sim, x, rm::CTRL, rm::CTRL_START.bits(1))?;
+            x = cycle(sim, x)?;
+            for _ in 0..80 {
+                if x.fsm.done.val() {
+                    break;
+                }
+                x = cycle(sim, x)?;
+            }
+            let d;
+            (x, d, _) = read(sim, x, rm::STATUS)?;
+            assert!(rm::STATUS_TIMEOUT.get(d) == 1 && rm::STATUS_DONE.get(d) == 1);
+            let d;
+            (x, d, _) = read(sim, x, rm::TIMEOUT_COUNT)?;
+            assert_eq!(d, 1);
+            // Round 2 starts: the engine did not stall.
+            (x, _) = write(sim, x, rm::CTRL, rm::CTRL_START.bits(1))?;
+            let mut rang = false;
+            for _ in 0..30 {
+                rang |= x.db_valid.val();
+                x = cycle(sim, x)?;
+            }
+            assert!(rang);
+            let d;
+            (x, d, _) = read(sim, x, rm::ROUND_COUNT)?;
+            assert_eq!(d, 2);
+            Ok(x)
+        });
+    }
+
+    #[test]
+    fn generates_a_top_module_with_the_documented_ports() {
+        let v = generate_verilog(&build());
+        for port in [
+            "axi_awaddr",
+            "axi_rresp",
+            "sq_wr_addr",
+            "db_sq_pi",
+            "cq_wrid",
+            "rx_wr_data",
+        ] {
+            assert!(v.contains(port), "{port}");
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! Verilates `bitstreams/rtl/hwhs.v` and compiles it with the C++ shim into a static library.
+//!
+//! Without `verilator` on the PATH (or with `BACKLINE_SIM_NO_VERILATOR=1`) the crate still
+//! builds: the `backline_verilator` cfg stays off and `HwhsSim::new` returns an error that
+//! says how to fix it. `VERILATOR` and `CXX` override the tools.
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(backline_verilator)");
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let rtl = manifest.join("../bitstreams/rtl/hwhs.v");
+    let shim = manifest.join("shim/shim.cpp");
+    println!("cargo::rerun-if-changed={}", rtl.display());
+    println!("cargo::rerun-if-changed={}", shim.display());
+    println!("cargo::rerun-if-env-changed=BACKLINE_SIM_NO_VERILATOR");
+    println!("cargo::rerun-if-env-changed=VERILATOR");
+    println!("cargo::rerun-if-env-changed=CXX");
+    if env::var_os("BACKLINE_SIM_NO_VERILATOR").is_some_and(|v| v != "0") {
+        println!(
+            "cargo::warning=BACKLINE_SIM_NO_VERILATOR set: backline-sim built without Verilator"
+        );
+        return;
+    }
+    let verilator = env::var("VERILATOR").unwrap_or_else(|_| "verilator".into());
+    let root = match Command::new(&verilator)
+        .arg("--getenv")
+        .arg("VERILATOR_ROOT")
+        .output()
+    {
+        Ok(o) if o.status.success() => PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()),
+        _ => {
+            println!(
+                "cargo::warning=verilator not found: backline-sim built without the engine model \
+                 (install verilator 5 and rebuild to run simulations)"
+            );
+            return;
+        }
+    };
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let mdir = out.join("vl");
+    let _ = std::fs::remove_dir_all(&mdir);
+    run(Command::new(&verilator)
+        .args([
+            "--cc",
+            "--top-module",
+            "top",
+            "-Wno-WIDTH",
+            "-O3",
+            "--x-assign",
+            "fast",
+        ])
+        .args(["--x-initial", "fast", "--noassert", "--Mdir"])
+        .arg(&mdir)
+        .arg(&rtl));
+    run(Command::new("make").arg("-C").arg(&mdir).args([
+        "-f",
+        "Vtop.mk",
+        "-j2",
+        "OPT_FAST=-O2",
+        "OPT_SLOW=-O1",
+        "Vtop__ALL.a",
+    ]));
+    let cxx = env::var("CXX").unwrap_or_else(|_| "g++".into());
+    let include = root.join("include");
+    let mut objs = Vec::new();
+    for (src, opt) in [
+        (shim.clone(), "-O2"),
+        (include.join("verilated.cpp"), "-O1"),
+        (include.join("verilated_threads.cpp"), "-O1"),
+    ] {
+        let obj = out.join(src.file_stem().unwrap()).with_extension("o");
+        run(Command::new(&cxx)
+            .args(["-c", "-std=c++17", "-fPIC", opt, "-w"])
+            .arg("-I")
+            .arg(&mdir)
+            .arg("-I")
+            .arg(&include)
+            .arg("-I")
+            .arg(include.join("vltstd"))
+            .arg(&src)
+            .arg("-o")
+            .arg(&obj));
+        objs.push(obj);
+    }
+    let lib = out.join("libbacklinesim.a");
+    let _ = std::fs::remove_file(&lib);
+    run(Command::new("ar")
+        .arg("crs")
+        .arg(&lib)
+        .args(&objs)
+        .arg(mdir.join("Vtop__ALL.o")));
+    println!("cargo::rustc-link-search=native={}", out.display());
+    println!("cargo::rustc-link-lib=static=backlinesim");
+    println!("cargo::rustc-link-lib=dylib=stdc++");
+    println!("cargo::rustc-link-lib=dylib=pthread");
+    println!("cargo::rustc-cfg=backline_verilator");
+    let _ = Path::new(&rtl);
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    if !out.status.success() {
+        panic!(
+            "{cmd:?} failed ({}):\n{}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

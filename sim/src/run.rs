@@ -1,0 +1,298 @@
+//! Whole runs, as `backline sim` does them: configure the engine over AXI4-Lite, run sw-loop
+//! or hw-loop rounds, and read the trace RAM back over AXI4-Lite.
+//!
+//! Payloads: the reference memory holds one entry per 3-bit syndrome (word `i` = syndrome
+//! `i`, expected reply = what the responder must answer), `FLAGS.use_ref | check` are set,
+//! so every round's reply is checked in hardware and mismatches are counted there.
+//!
+//! Random-delayed runs with long quiet periods use the pacer's fast-forward
+//! (`CTRL.pacer_skip`): once a quiet period has begun, the driver reads the interval the RTL
+//! pacer drew (`PACER_LAST`) and ends the period. The RTT is unaffected (it is measured from
+//! the doorbell), and the intervals reported are the ones the RTL drew.
+
+use std::time::{Duration, Instant};
+
+use backline_pacer::PacerConfig;
+use backline_regmap as rm;
+
+use crate::{HwhsSim, ModelConfig, Responder, SimError};
+
+/// Who starts each round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The host loop writes CTRL.start for every round and polls STATUS.done.
+    SwLoop,
+    /// The engine's pacer starts every round; the host only starts the run.
+    HwLoop,
+}
+
+impl Mode {
+    /// Name on the command line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Mode::SwLoop => "sw-loop",
+            Mode::HwLoop => "hw-loop",
+        }
+    }
+}
+
+/// Settings of one run.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// sw-loop or hw-loop.
+    pub mode: Mode,
+    /// Pacer settings (hw-loop; b2b is freq = span = 0).
+    pub pacer: PacerConfig,
+    /// Rounds, round 0 included.
+    pub rounds: u64,
+    /// Model settings.
+    pub model: ModelConfig,
+    /// Reply timeout, cycles.
+    pub timeout_cycles: u32,
+    /// Fast-forward quiet periods longer than this many cycles (`None`: simulate them).
+    pub fast_forward_above: Option<u32>,
+}
+
+impl RunConfig {
+    /// Checks the settings before anything is written to the engine.
+    pub fn validate(&self) -> Result<(), SimError> {
+        self.pacer
+            .validate()
+            .map_err(|e| SimError::Config(format!("pacer: {e}")))?;
+        if self.rounds == 0 {
+            return Err(SimError::Config("--rounds must be at least 1".into()));
+        }
+        let m = &self.model;
+        if !m.reply_len.is_multiple_of(4) || !(4..=rm::MAX_PAYLOAD_BYTES).contains(&m.reply_len) {
+            return Err(SimError::Config(format!(
+                "reply length {} bytes: the engine takes 4, 8, 12 or 16",
+                m.reply_len
+            )));
+        }
+        if !m.ring_depth.is_power_of_two() || m.ring_depth > rm::MAX_RING_DEPTH {
+            return Err(SimError::Config(format!(
+                "ring depth {} is not a power of two up to {}",
+                m.ring_depth,
+                rm::MAX_RING_DEPTH
+            )));
+        }
+        if !m.sq_depth.is_power_of_two() || m.sq_depth * rm::wqe::BYTES > crate::model::SQ_MEM_BYTES
+        {
+            return Err(SimError::Config(format!(
+                "SQ depth {} is not a power of two that fits the model's SQ memory",
+                m.sq_depth
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// What a run produced.
+#[derive(Debug, Clone, Default)]
+pub struct RunReport {
+    /// Trace RAM entries read back over AXI4-Lite (RTT cycles; 0 timeout, 0xFFFF saturated).
+    pub trace: Vec<u16>,
+    /// Quiet interval before each round, cycles: in hw-loop as the RTL pacer drew it (for a
+    /// period too short to observe, the shared pacer rule's value); in sw-loop the host's
+    /// wait from the same rule (not simulated: the engine idles); 0 for b2b.
+    pub quiet_cycles: Vec<u64>,
+    /// The model's own round trip per round (reply `seq` write minus doorbell), when recorded.
+    pub model_rtt_cycles: Vec<Option<u64>>,
+    /// Rounds the engine committed.
+    pub rounds_committed: u64,
+    /// TIMEOUT_COUNT.
+    pub timeouts: u64,
+    /// MISMATCH_COUNT.
+    pub mismatches: u64,
+    /// TRACE_STATUS.full.
+    pub trace_full: bool,
+    /// TRACE_STATUS.saturated.
+    pub trace_saturated: bool,
+    /// FSM_OVERHEAD as the engine reports it.
+    pub fsm_overhead_cycles: u32,
+    /// Cycles simulated.
+    pub sim_cycles: u64,
+    /// Quiet cycles skipped by fast-forward.
+    pub skipped_cycles: u64,
+    /// Wall-clock time of the run, read-out included.
+    pub wall: Duration,
+    /// Model protocol violations (0 in a correct run) and the first one.
+    pub model_errors: (u64, Option<String>),
+}
+
+/// Writes the engine's configuration for `cfg` (after a soft reset).
+pub fn configure(sim: &mut HwhsSim, cfg: &RunConfig) -> Result<(), SimError> {
+    cfg.validate()?;
+    sim.axi_write(rm::CTRL, rm::CTRL_SOFT_RESET.bits(1))?;
+    *sim.model_mut() = crate::ErnicModel::new(cfg.model.clone());
+    let m = &cfg.model;
+    let writes = [
+        (rm::PAY_LEN, 4),
+        (rm::RPL_LEN, m.reply_len),
+        (rm::TIMEOUT, cfg.timeout_cycles),
+        (rm::SQ_BASE, m.sq_base),
+        (rm::SQ_DEPTH, m.sq_depth),
+        (rm::RING_DEPTH, m.ring_depth),
+        (rm::WQE_OPCODE, 0),
+        (rm::WQE_RKEY, m.rkey),
+        (rm::WQE_RVA_LO, m.remote_va as u32),
+        (rm::WQE_RVA_HI, (m.remote_va >> 32) as u32),
+        (rm::PACER_FREQ, cfg.pacer.freq),
+        (rm::PACER_SPAN, cfg.pacer.span),
+        (rm::PACER_SEED, cfg.pacer.seed),
+        (
+            rm::ROUNDS,
+            if cfg.mode == Mode::HwLoop {
+                cfg.rounds as u32
+            } else {
+                0
+            },
+        ),
+        (rm::TRACE_CTRL, rm::TRACE_CTRL_ENABLE.bits(1)),
+        (rm::REF_ADDR, 0),
+    ];
+    for (a, v) in writes {
+        sim.axi_write(a, v)?;
+    }
+    for syndrome in 0..8u32 {
+        sim.axi_write(rm::REF_SYN, syndrome)?;
+        sim.axi_write(rm::REF_EXP, m.responder.reply_word0(syndrome))?;
+    }
+    sim.axi_write(rm::REF_LEN, 8)?;
+    let flags = rm::FLAGS_USE_REF.bits(1)
+        | rm::FLAGS_CHECK.bits(u32::from(m.responder != Responder::Silent))
+        | rm::FLAGS_PREPOST.bits(1)
+        | rm::FLAGS_HW_LOOP.bits(u32::from(cfg.mode == Mode::HwLoop));
+    sim.axi_write(rm::FLAGS, flags)?;
+    Ok(())
+}
+
+/// Runs `cfg` on `sim`; `progress(done, total)` is called now and then with rounds committed.
+pub fn run(
+    sim: &mut HwhsSim,
+    cfg: &RunConfig,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<RunReport, SimError> {
+    let t0 = Instant::now();
+    configure(sim, cfg)?;
+    let start_cycle = sim.cycle();
+    let mut rep = RunReport::default();
+    let mut rtl_quiet: Vec<Option<u64>> = Vec::new();
+    // A round that takes longer than this has hung the engine (the timeout bounds each).
+    let round_budget = u64::from(cfg.timeout_cycles) + 10_000;
+    match cfg.mode {
+        Mode::SwLoop => {
+            for k in 0..cfg.rounds {
+                sim.axi_write(rm::CTRL, rm::CTRL_START.bits(1))?;
+                let deadline = sim.cycle() + round_budget;
+                loop {
+                    let s = sim.axi_read(rm::STATUS)?;
+                    if rm::STATUS_DONE.get(s) == 1 {
+                        break;
+                    }
+                    if sim.cycle() > deadline {
+                        return Err(SimError::Stuck(format!("sw-loop round {k} never finished")));
+                    }
+                }
+                if k % 1024 == 0 {
+                    progress(k, cfg.rounds);
+                }
+            }
+        }
+        Mode::HwLoop => {
+            sim.axi_write(rm::CTRL, rm::CTRL_START.bits(1))?;
+            let b2b = cfg.pacer.is_b2b();
+            let chunk = if b2b { 4096 } else { 64 };
+            let mut last_progress = 0;
+            let mut last_count = 0;
+            let mut stalled_since = sim.cycle();
+            loop {
+                let s = sim.axi_read(rm::STATUS)?;
+                if rm::STATUS_DONE.get(s) == 1 {
+                    break;
+                }
+                let count = u64::from(sim.axi_read(rm::ROUND_COUNT)?);
+                if count != last_count {
+                    last_count = count;
+                    stalled_since = sim.cycle();
+                }
+                if !b2b && let Some(min) = cfg.fast_forward_above {
+                    let remain = sim.axi_read(rm::PACER_REMAIN)?;
+                    if remain > min {
+                        let interval = sim.axi_read(rm::PACER_LAST)?;
+                        let round = u64::from(sim.axi_read(rm::ROUND_COUNT)?) as usize;
+                        if rtl_quiet.len() <= round {
+                            rtl_quiet.resize(round + 1, None);
+                        }
+                        rtl_quiet[round] = Some(u64::from(interval));
+                        let remain = sim.axi_read(rm::PACER_REMAIN)?;
+                        sim.axi_write(rm::CTRL, rm::CTRL_PACER_SKIP.bits(1))?;
+                        rep.skipped_cycles += u64::from(remain);
+                        continue;
+                    }
+                }
+                let quiet_budget = if b2b {
+                    0
+                } else {
+                    u64::from(cfg.pacer.freq) + u64::from(cfg.pacer.span) + 1000
+                };
+                if sim.cycle() - stalled_since > round_budget + quiet_budget {
+                    return Err(SimError::Stuck(format!(
+                        "hw-loop run stopped at round {count} of {}",
+                        cfg.rounds
+                    )));
+                }
+                if count >= last_progress + 1024 {
+                    last_progress = count;
+                    progress(count, cfg.rounds);
+                }
+                sim.run_cycles(chunk);
+            }
+        }
+    }
+    progress(cfg.rounds, cfg.rounds);
+    rep.sim_cycles = sim.cycle() - start_cycle;
+    rep.rounds_committed = u64::from(sim.axi_read(rm::ROUND_COUNT)?);
+    rep.timeouts = u64::from(sim.axi_read(rm::TIMEOUT_COUNT)?);
+    rep.mismatches = u64::from(sim.axi_read(rm::MISMATCH_COUNT)?);
+    rep.fsm_overhead_cycles = sim.axi_read(rm::FSM_OVERHEAD)?;
+    let ts = sim.axi_read(rm::TRACE_STATUS)?;
+    rep.trace_full = rm::TRACE_STATUS_FULL.get(ts) == 1;
+    rep.trace_saturated = rm::TRACE_STATUS_SATURATED.get(ts) == 1;
+    rep.trace = read_trace(sim)?;
+    let mut sw =
+        backline_pacer::Pacer::new(cfg.pacer).map_err(|e| SimError::Config(e.to_string()))?;
+    rep.quiet_cycles = (0..rep.trace.len())
+        .map(|k| {
+            let sw_interval = u64::from(sw.next_interval_cycles());
+            match cfg.mode {
+                // The host waits the interval before each start; the engine is idle then,
+                // so those cycles are not simulated.
+                Mode::SwLoop => sw_interval,
+                Mode::HwLoop if cfg.pacer.is_b2b() => 0,
+                Mode::HwLoop => rtl_quiet.get(k).copied().flatten().unwrap_or(sw_interval),
+            }
+        })
+        .collect();
+    rep.model_rtt_cycles = sim
+        .model()
+        .records()
+        .iter()
+        .map(|r| r.model_rtt_cycles())
+        .collect();
+    let st = sim.model().stats();
+    rep.model_errors = (st.errors, st.first_error.clone());
+    rep.wall = t0.elapsed();
+    Ok(rep)
+}
+
+/// Reads every recorded trace entry over AXI4-Lite (TRACE_RD_ADDR, then TRACE_DATA reads).
+pub fn read_trace(sim: &mut HwhsSim) -> Result<Vec<u16>, SimError> {
+    let n = sim.axi_read(rm::TRACE_COUNT)?;
+    sim.axi_write(rm::TRACE_RD_ADDR, 0)?;
+    let mut v = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        v.push(sim.axi_read(rm::TRACE_DATA)? as u16);
+    }
+    Ok(v)
+}

@@ -27,6 +27,8 @@
 extern crate std;
 
 mod handshake;
+#[cfg(feature = "std")]
+pub mod oob;
 
 pub use handshake::{
     HANDSHAKE_BYTES, HANDSHAKE_MAGIC, Handshake, HandshakeError, HandshakeKind, RejectReason,

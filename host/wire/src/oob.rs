@@ -6,7 +6,6 @@
 //! listener answers with accept or reject. Every read has a timeout: a silent peer is an
 //! error, never a hang.
 
-use std::format;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::string::{String, ToString};
@@ -90,6 +89,7 @@ pub fn recv(stream: &mut TcpStream, timeout: Duration) -> Result<Handshake, OobE
 mod tests {
     use super::*;
     use crate::{Geometry, HandshakeKind};
+    use std::format;
     use std::net::TcpListener;
 
     #[test]

@@ -1,3 +1,13 @@
+//! Where a round's time goes, layer by layer, against the same-run floor: the one-cache-line
+//! bounce, a bare ring ping-pong (publish/wait on two `backline-ring` rings, no session), and
+//! a full memcpy session (stage/post/collect to the Steane responder), for each ring depth
+//! given on the command line. Five interleaved repetitions, medians in ns and ratios to the
+//! floor measured just before.
+//!
+//! ```text
+//! cargo run --release -p backline-bench --example probe -- 1 8 64 256
+//! ```
+
 use backline_ring::{HeapRing, WaitPolicy};
 use backline_wire::{Geometry, Kind, Seq};
 use std::sync::Arc;
@@ -53,8 +63,37 @@ fn main() {
         let mut line = format!("floor {f:.0}");
         for &d in &depths {
             let r = ring(d, n);
-            line += &format!("  d{d} {r:.0} ({:.2}x)", r / f);
+            let q = session(d, n);
+            line += &format!(
+                "  d{d} ring {r:.0} ({:.2}x) sess {q:.0} ({:.2}x)",
+                r / f,
+                q / f
+            );
         }
         println!("{line}");
     }
+}
+
+fn session(depth: u32, n: u64) -> f64 {
+    use backline_transport::*;
+    use std::sync::Arc;
+    let mut cfg = SessionConfig::new(TransportKind::Memcpy);
+    cfg.geometry.depth = depth;
+    cfg.wait = WaitPolicy::from_micros(-1).unwrap();
+    let key = format!("p{depth}-{n}");
+    let table = backline_responder::ResponderTable::single(Arc::new(backline_responder::Steane));
+    let _srv = CoprocessorSession::open(&key, cfg.clone(), "", 0, &table, ServeOptions::default())
+        .unwrap();
+    let mut c = ControllerSession::open(&key, cfg, &key, 0).unwrap();
+    let mut v = Vec::with_capacity(n as usize);
+    let p = [3u8, 0, 0, 0, 0, 0, 0, 0];
+    for _ in 0..n {
+        let t0 = Instant::now();
+        c.stage_payload(&p, 0).unwrap();
+        c.post().unwrap();
+        let r = c.collect().unwrap();
+        std::hint::black_box(r.payload[0]);
+        v.push(t0.elapsed().as_nanos() as f64);
+    }
+    med(v)
 }

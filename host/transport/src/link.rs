@@ -25,7 +25,8 @@ pub trait ControllerLink: Send {
     /// The reply of `seq` if it has arrived.
     fn poll_reply(&mut self, seq: Seq) -> Result<Option<Message<'_>>>;
     /// Waits for the reply of `seq` for at most `timeout` (the clock is read only if the reply
-    /// is not there at the first look).
+    /// is not there at the first look). A timeout is [`Error::PeerGone`] when the link can
+    /// tell that the peer has exited, [`Error::Timeout`] otherwise.
     fn wait_reply(&mut self, seq: Seq, wait: &WaitPolicy, timeout: Duration)
     -> Result<Message<'_>>;
     /// Ends the session with the peer (sends "bye"); idempotent.
@@ -116,10 +117,14 @@ impl ControllerLink for RingController {
         wait: &WaitPolicy,
         timeout: Duration,
     ) -> Result<Message<'_>> {
-        self.rings
-            .rep
-            .wait(seq, wait, timeout, None)
-            .map_err(|e| wait_error(e, &self.peer))
+        let (rep, peer, alive) = (&self.rings.rep, &self.peer, &self.alive);
+        rep.wait(seq, wait, timeout, None).map_err(|e| {
+            if alive() {
+                wait_error(e, peer)
+            } else {
+                Error::PeerGone(peer.clone())
+            }
+        })
     }
 
     fn close(&mut self) {
@@ -165,12 +170,11 @@ impl CoprocessorLink for RingCoprocessor<'_> {
                 .req
                 .wait(seq, wait, Duration::from_secs(3600), Some(&|| ended()))
             {
-                Ok(_) => break,
+                Ok(m) => return Ok(Some(m)),
                 Err(WaitError::Stopped { .. }) => return Ok(None),
                 Err(WaitError::Timeout { .. }) => continue,
             }
         }
-        Ok(self.rings.req.poll(seq))
     }
 
     #[inline]

@@ -456,33 +456,37 @@ impl Controller for ControllerSession {
         let seq = Seq::of_round(round);
         let want = self.ids[seq.slot(self.config.geometry.depth) as usize];
         let (wait, timeout) = (self.config.wait, self.config.reply_timeout);
-        let link = self.link.as_deref_mut().expect("started");
-        let alive = |l: &dyn ControllerLink| l.peer_alive();
-        match link.wait_reply(seq, &wait, timeout) {
-            Ok(_) => {}
+        // Split the borrows: the reply borrows the link; the failure note is another field.
+        let ControllerSession {
+            link,
+            failed,
+            collected,
+            ..
+        } = self;
+        let link = link.as_deref_mut().expect("started");
+        let m = match link.wait_reply(seq, &wait, timeout) {
+            Ok(m) => m,
             Err(e) => {
                 // A lost round poisons the session: its slot may still receive a late reply.
-                let gone = !alive(&*link);
-                let why = if gone {
-                    format!(
-                        "the coprocessor {} exited before round {round}",
-                        link.peer()
-                    )
-                } else {
-                    format!("round {round}: {e}")
-                };
-                self.failed = Some(why.clone());
-                return Err(if gone {
-                    Error::PeerGone(link.peer())
-                } else {
-                    e
+                *failed = Some(match &e {
+                    Error::PeerGone(p) => {
+                        format!("the coprocessor {p} exited before round {round}")
+                    }
+                    e => format!("round {round}: {e}"),
                 });
+                return Err(e);
+            }
+        };
+        match Self::make_reply(round, seq, want, m) {
+            Ok(reply) => {
+                *collected += 1;
+                Ok(reply)
+            }
+            Err(e) => {
+                *failed = Some(e.to_string());
+                Err(e)
             }
         }
-        let m = link.poll_reply(seq)?.expect("arrived");
-        let reply = Self::make_reply(round, seq, want, m)?;
-        self.collected += 1;
-        Ok(reply)
     }
 
     fn outstanding(&self) -> u32 {

@@ -52,8 +52,15 @@ pub const MAX_SLOT_BYTES: u32 = 64 * 1024;
 /// Deepest ring the format allows.
 pub const MAX_RING_DEPTH: u32 = 1 << 16;
 
-/// Default ring depth (the reference system's 256 slots).
-pub const DEFAULT_RING_DEPTH: u32 = 256;
+/// Default ring depth: 8 slots, enough for 8 rounds in flight.
+///
+/// Deeper rings cost latency on CPU transports: a slot is rewritten only every `depth`
+/// rounds, and once the ring no longer stays in both cores' private caches each write has to
+/// fetch its line instead of upgrading it. Measured with `bench/examples/probe.rs` on the
+/// development VM: a 256-slot ring ping-pong took 1.3–1.5× the one-cache-line floor, an 8-slot
+/// ring 0.9–1.1× (same run). The reference system used 256; `--ring-depth` sets any power of
+/// two up to [`MAX_RING_DEPTH`], and both sides must agree.
+pub const DEFAULT_RING_DEPTH: u32 = 8;
 
 /// Default slot size: one cache line, 48 bytes of payload.
 pub const DEFAULT_SLOT_BYTES: u32 = 64;

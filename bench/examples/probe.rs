@@ -57,7 +57,11 @@ fn main() {
         .map(|a| a.parse().unwrap())
         .collect();
     let n = 50_000u64;
-    for _ in 0..5 {
+    let reps: usize = std::env::var("REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    for _ in 0..reps {
         let f =
             med(backline_transport::floor::memcpy_floor(n, None, Duration::from_secs(5)).unwrap());
         let mut line = format!("floor {f:.0}");

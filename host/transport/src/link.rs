@@ -77,13 +77,39 @@ pub(crate) struct RingPair {
 }
 
 /// The controller side of a [`RingPair`].
+///
+/// `stage` only copies the request aside; `post` writes payload, header and `seq` into the
+/// slot back to back. The coprocessor polls that slot's line, so every store to it before the
+/// last can let the poller take the line back and cost the writer a second transfer; keeping
+/// the stores together keeps a round at one transfer each way.
 pub(crate) struct RingController {
-    pub rings: RingPair,
-    pub peer: String,
+    rings: RingPair,
+    peer: String,
     /// Called once by `close` to say bye.
-    pub on_close: Option<Box<dyn FnOnce() + Send>>,
+    on_close: Option<Box<dyn FnOnce() + Send>>,
     /// Asked after a timeout.
-    pub alive: Box<dyn Fn() -> bool + Send>,
+    alive: Box<dyn Fn() -> bool + Send>,
+    staged: Vec<u8>,
+    staged_id: DecoderId,
+}
+
+impl RingController {
+    pub(crate) fn new(
+        rings: RingPair,
+        peer: String,
+        on_close: Box<dyn FnOnce() + Send>,
+        alive: Box<dyn Fn() -> bool + Send>,
+    ) -> RingController {
+        let cap = rings.req.geometry().payload_capacity();
+        RingController {
+            rings,
+            peer,
+            on_close: Some(on_close),
+            alive,
+            staged: Vec::with_capacity(cap),
+            staged_id: 0,
+        }
+    }
 }
 
 impl ControllerLink for RingController {
@@ -92,16 +118,19 @@ impl ControllerLink for RingController {
     }
 
     #[inline]
-    fn stage(&mut self, seq: Seq, decoder_id: DecoderId, payload: &[u8]) -> Result<()> {
-        self.rings
-            .req
-            .write(seq, Kind::Request, decoder_id, 0, payload)?;
+    fn stage(&mut self, _seq: Seq, decoder_id: DecoderId, payload: &[u8]) -> Result<()> {
+        self.rings.req.geometry().check_payload(payload.len())?;
+        self.staged.clear();
+        self.staged.extend_from_slice(payload);
+        self.staged_id = decoder_id;
         Ok(())
     }
 
     #[inline]
     fn post(&mut self, seq: Seq) -> Result<()> {
-        self.rings.req.publish_written(seq);
+        self.rings
+            .req
+            .publish(seq, Kind::Request, self.staged_id, 0, &self.staged)?;
         Ok(())
     }
 

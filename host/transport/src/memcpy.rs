@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
-use backline_ring::{HeapRing, WaitPolicy};
+use backline_ring::{CachePadded, HeapRing, WaitPolicy};
 use backline_wire::{Geometry, RejectReason};
 
 use crate::link::{CoprocessorLink, Listener, RingController, RingCoprocessor, RingPair};
@@ -16,13 +16,13 @@ use crate::{Error, Result};
 struct Attach {
     req: Arc<HeapRing>,
     rep: Arc<HeapRing>,
-    bye: Arc<AtomicBool>,
+    bye: Arc<CachePadded<AtomicBool>>,
 }
 
 #[derive(Default)]
 struct PortState {
     pending: Option<Attach>,
-    active: Option<Arc<AtomicBool>>,
+    active: Option<Arc<CachePadded<AtomicBool>>>,
 }
 
 /// One in-process coprocessor endpoint.
@@ -150,7 +150,7 @@ pub(crate) fn attach(port: Arc<Port>, geometry: Geometry) -> Result<RingControll
     }
     let req = Arc::new(HeapRing::new(geometry)?);
     let rep = Arc::new(HeapRing::new(geometry)?);
-    let bye = Arc::new(AtomicBool::new(false));
+    let bye = Arc::new(CachePadded(AtomicBool::new(false)));
     st.pending = Some(Attach {
         req: req.clone(),
         rep: rep.clone(),
@@ -159,15 +159,15 @@ pub(crate) fn attach(port: Arc<Port>, geometry: Geometry) -> Result<RingControll
     drop(st);
     port.cv.notify_all();
     let weak = Arc::downgrade(&port);
-    Ok(RingController {
-        rings: RingPair {
+    Ok(RingController::new(
+        RingPair {
             req: req.view(),
             rep: rep.view(),
             _keep: Box::new((req, rep)),
         },
-        peer: format!("memcpy:{}", port.key),
-        on_close: Some(Box::new(move || bye.store(true, Ordering::Relaxed))),
-        alive: Box::new(move || {
+        format!("memcpy:{}", port.key),
+        Box::new(move || bye.store(true, Ordering::Relaxed)),
+        Box::new(move || {
             weak.upgrade().is_some_and(|p| {
                 ports()
                     .lock()
@@ -176,5 +176,5 @@ pub(crate) fn attach(port: Arc<Port>, geometry: Geometry) -> Result<RingControll
                     .is_some_and(|q| Arc::ptr_eq(q, &p))
             })
         }),
-    })
+    ))
 }

@@ -19,7 +19,11 @@ pub struct ServeOptions {
 }
 
 /// Counters a server keeps while it runs (relaxed atomics: for reporting only).
+///
+/// Aligned to 128 bytes so that no allocation of the controller's (a memcpy controller runs
+/// in the same process) shares its lines: the serving thread writes it every round.
 #[derive(Debug, Default)]
+#[repr(align(128))]
 pub struct ServerStats {
     /// Controller sessions accepted.
     pub sessions: AtomicU64,

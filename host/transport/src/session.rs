@@ -18,6 +18,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use backline_responder::{Responder, ResponderTable};
+use backline_ring::CachePadded;
 use backline_wire::{DecoderId, Kind, Seq, Status};
 
 use crate::link::{ControllerLink, Listener};
@@ -515,7 +516,7 @@ fn with_port(peer: &str, port: u16) -> String {
 }
 
 struct Server {
-    stop: Arc<AtomicBool>,
+    stop: Arc<CachePadded<AtomicBool>>,
     thread: JoinHandle<Result<()>>,
 }
 
@@ -678,7 +679,8 @@ impl Session for CoprocessorSession {
     fn start(&mut self) -> Result<()> {
         expect(self.state, State::Configured, "start", "configured")?;
         let mut listener = self.listener.take().expect("established sessions listen");
-        let stop = Arc::new(AtomicBool::new(false));
+        // Padded: the serving thread reads it while spinning.
+        let stop = Arc::new(CachePadded(AtomicBool::new(false)));
         let (stop2, stats) = (stop.clone(), self.stats.clone());
         let table = self.table.clone();
         let (config, options) = (self.config.clone(), self.options.clone());

@@ -527,16 +527,16 @@ impl ShmClient {
         };
         let client = std::sync::Arc::new(self);
         let (c2, c3) = (client.clone(), client.clone());
-        RingController {
-            rings: RingPair {
+        RingController::new(
+            RingPair {
                 req,
                 rep,
                 _keep: Box::new(client),
             },
-            peer: format!("shm:{name}"),
-            on_close: Some(Box::new(move || c2.bye())),
-            alive: Box::new(move || c3.server_alive()),
-        }
+            format!("shm:{name}"),
+            Box::new(move || c2.bye()),
+            Box::new(move || c3.server_alive()),
+        )
     }
 
     fn bye(&self) {

@@ -86,6 +86,8 @@ impl Listener for MemcpyListener {
             }
             if let Some(a) = st.pending.take() {
                 st.active = Some(a.bye.clone());
+                // The controller waits for this hand-over.
+                self.port.cv.notify_all();
                 let bye = a.bye;
                 let rings = RingPair {
                     req: a.req.view(),
@@ -137,7 +139,13 @@ pub(crate) fn exchange(port: &Port, geometry: Geometry) -> Result<()> {
 }
 
 /// Allocates the rings and hands them to the port's server.
-pub(crate) fn attach(port: Arc<Port>, geometry: Geometry) -> Result<RingController> {
+/// Allocates the rings, hands them to the port's server and waits (up to `timeout`) until the
+/// server has taken them, so that round 0 does not include the server's wake-up.
+pub(crate) fn attach(
+    port: Arc<Port>,
+    geometry: Geometry,
+    timeout: Duration,
+) -> Result<RingController> {
     exchange(&port, geometry)?;
     let mut st = port.state.lock().unwrap_or_else(|p| p.into_inner());
     let busy = st.pending.is_some()
@@ -156,8 +164,27 @@ pub(crate) fn attach(port: Arc<Port>, geometry: Geometry) -> Result<RingControll
         rep: rep.clone(),
         bye: bye.clone(),
     });
-    drop(st);
     port.cv.notify_all();
+    let t0 = std::time::Instant::now();
+    while st.pending.is_some() {
+        let left = timeout.saturating_sub(t0.elapsed());
+        if left.is_zero() {
+            st.pending = None;
+            return Err(Error::Timeout {
+                what: format!(
+                    "the coprocessor memcpy:{} to take the session (is it started?)",
+                    port.key
+                ),
+                waited: t0.elapsed(),
+            });
+        }
+        st = port
+            .cv
+            .wait_timeout(st, left.min(Duration::from_millis(20)))
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+    drop(st);
     let weak = Arc::downgrade(&port);
     Ok(RingController::new(
         RingPair {

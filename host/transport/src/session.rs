@@ -353,7 +353,7 @@ impl Session for ControllerSession {
         let g = self.config.geometry;
         let link: Box<dyn ControllerLink> =
             match std::mem::replace(&mut self.pending, Pending::None) {
-                Pending::Memcpy(port) => Box::new(memcpy::attach(port, g)?),
+                Pending::Memcpy(port) => Box::new(memcpy::attach(port, g, self.config.setup_timeout)?),
                 Pending::Shm(c) => Box::new(c.into_link()),
                 Pending::Udp(c) => Box::new(c.into_link(g)?),
                 Pending::None => unreachable!("keys were exchanged over a pending connection"),

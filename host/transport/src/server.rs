@@ -16,6 +16,9 @@ use crate::link::Listener;
 pub struct ServeOptions {
     /// End after this many controller sessions (None = until stopped).
     pub max_sessions: Option<u64>,
+    /// Reply scratch to allocate (and touch) before the first controller arrives, so that
+    /// round 0 does not pay for the serving thread's first allocation. 0 = decide later.
+    pub scratch_bytes: usize,
 }
 
 /// Counters a server keeps while it runs (relaxed atomics: for reporting only).
@@ -53,7 +56,8 @@ pub fn serve(
     stats: &ServerStats,
     stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<()> {
-    let mut scratch = Vec::new();
+    // The thread's first allocation (and its allocator arena) happens here, not in round 0.
+    let mut scratch = vec![0u8; options.scratch_bytes];
     let mut sessions = 0u64;
     while !stop() && options.max_sessions.is_none_or(|m| sessions < m) {
         let Some(mut link) = listener.accept(wait, stop)? else {

@@ -353,7 +353,9 @@ impl Session for ControllerSession {
         let g = self.config.geometry;
         let link: Box<dyn ControllerLink> =
             match std::mem::replace(&mut self.pending, Pending::None) {
-                Pending::Memcpy(port) => Box::new(memcpy::attach(port, g, self.config.setup_timeout)?),
+                Pending::Memcpy(port) => {
+                    Box::new(memcpy::attach(port, g, self.config.setup_timeout)?)
+                }
                 Pending::Shm(c) => Box::new(c.into_link()),
                 Pending::Udp(c) => Box::new(c.into_link(g)?),
                 Pending::None => unreachable!("keys were exchanged over a pending connection"),
@@ -683,7 +685,10 @@ impl Session for CoprocessorSession {
         let stop = Arc::new(CachePadded(AtomicBool::new(false)));
         let (stop2, stats) = (stop.clone(), self.stats.clone());
         let table = self.table.clone();
-        let (config, options) = (self.config.clone(), self.options.clone());
+        let (config, mut options) = (self.config.clone(), self.options.clone());
+        options.scratch_bytes = options
+            .scratch_bytes
+            .max(config.geometry.payload_capacity());
         let thread = std::thread::Builder::new()
             .name(format!("backline-serve-{}", self.key))
             .spawn(move || -> Result<()> {

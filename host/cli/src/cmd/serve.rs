@@ -87,6 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let options = ServeOptions {
         max_sessions: args.sessions,
+        ..ServeOptions::default()
     };
     let mut session =
         CoprocessorSession::open("serve", config.clone(), &address, 7878, &table, options)

@@ -17,6 +17,9 @@ use serde::Deserialize;
 use crate::ernic;
 use crate::model::mac_is_unicast;
 
+/// The text of `firmware/examples/sim-board.toml`.
+pub const SIM_EXAMPLE: &str = include_str!("../examples/sim-board.toml");
+
 /// A config value that is out of range, named by its TOML path.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("config {field} = {value}: {reason}")]
@@ -283,6 +286,12 @@ impl Config {
         Ok(cfg)
     }
 
+    /// The configuration shipped for the simulated board (`firmware/examples/sim-board.toml`),
+    /// whose addresses match its memory map; set `peer.address` to the sim-board's peer.
+    pub fn sim_example() -> Config {
+        Config::from_toml(SIM_EXAMPLE, "sim-board.toml").expect("the shipped example is valid")
+    }
+
     /// Reads, parses and validates a file.
     pub fn load(path: &Path) -> Result<Config, LoadError> {
         let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
@@ -476,11 +485,10 @@ impl Config {
 pub(crate) mod tests {
     use super::*;
 
-    /// The example config shipped for the simulator.
-    pub const EXAMPLE: &str = include_str!("../examples/sim-board.toml");
+    pub const EXAMPLE: &str = SIM_EXAMPLE;
 
     pub fn example() -> Config {
-        Config::from_toml(EXAMPLE, "sim-board.toml").unwrap()
+        Config::sim_example()
     }
 
     fn with(edit: &str, to: &str) -> String {

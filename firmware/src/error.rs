@@ -25,7 +25,11 @@ pub enum Error {
         reason: String,
     },
     /// A register access failed.
-    #[error("{op} {block} {register}{}: {source}", value.map(|v| format!(" = {v:#010x}")).unwrap_or_default())]
+    #[error(
+        "{op} {block} {register}{}: {}",
+        value.map(|v| format!(" = {v:#010x}")).unwrap_or_default(),
+        source.detail()
+    )]
     Mmio {
         /// Read or write.
         op: Op,
@@ -100,7 +104,4 @@ pub enum Error {
         #[source]
         source: MmioError,
     },
-    /// Writing the trace failed.
-    #[error(transparent)]
-    Trace(#[from] backline_bench::TraceError),
 }

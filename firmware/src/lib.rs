@@ -19,7 +19,7 @@
 //!
 //! // A simulated board in this process, with its modelled peer on an ephemeral port.
 //! let sim = SimBoard::spawn(SimBoardOptions::new("/tmp/board.sock"))?;
-//! let mut cfg = Config::load("firmware/examples/sim-board.toml".as_ref())?;
+//! let mut cfg = Config::sim_example(); // firmware/examples/sim-board.toml
 //! cfg.peer.address = sim.peer_address().unwrap().to_string();
 //! let mut board = Board::open(sim.connect()?)?;
 //! board.setup(&cfg)?;

@@ -160,7 +160,7 @@ pub enum MmioError {
     },
     /// The simulated board refused the access because it breaks the bring-up rules of its
     /// ERNIC model (see [`crate::model`]); a real board would misbehave silently instead.
-    #[error("the simulated board refused {block} {op} of {}: {reason}", block.register_name(*offset))]
+    #[error("the ERNIC model refused the {block} {op} of {}: {reason}", block.register_name(*offset))]
     Refused {
         /// Which block.
         block: Block,
@@ -182,6 +182,19 @@ pub enum MmioError {
     /// The simulated board's socket answered something this build does not understand.
     #[error("sim-board protocol: {0}")]
     Protocol(String),
+}
+
+impl MmioError {
+    /// The error without the register it concerns (for messages that name it already).
+    pub fn detail(&self) -> String {
+        match self {
+            MmioError::Bus { detail, .. } => format!("bus error: {detail}"),
+            MmioError::Refused { reason, .. } => {
+                format!("refused by the ERNIC model: {reason}")
+            }
+            other => other.to_string(),
+        }
+    }
 }
 
 /// 32-bit register access to the board's two register blocks.

@@ -650,7 +650,7 @@ pub struct SimBoard {
     core: Arc<Mutex<SimCore>>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
-    clients: Arc<Mutex<Vec<UnixStream>>>,
+    clients: Arc<Mutex<Clients>>,
 }
 
 impl std::fmt::Debug for SimBoard {
@@ -684,7 +684,7 @@ impl SimBoard {
         let listener =
             UnixListener::bind(&socket).map_err(io(format!("binding {}", socket.display())))?;
         let stop = Arc::new(AtomicBool::new(false));
-        let clients = Arc::new(Mutex::new(Vec::new()));
+        let clients = Arc::new(Mutex::new(Clients::new()));
         let mut threads = Vec::new();
         let mut peer_addr = None;
         if let Some(addr) = &opts.peer_listen {
@@ -760,7 +760,7 @@ impl SimBoard {
         if let Some(a) = self.peer_addr {
             let _ = TcpStream::connect_timeout(&a, Duration::from_millis(200));
         }
-        for c in lock_clients(&self.clients).drain(..) {
+        for (_, c) in lock_clients(&self.clients).drain() {
             let _ = c.shutdown(std::net::Shutdown::Both);
         }
         for t in self.threads.drain(..) {
@@ -770,7 +770,10 @@ impl SimBoard {
     }
 }
 
-fn lock_clients(c: &Mutex<Vec<UnixStream>>) -> std::sync::MutexGuard<'_, Vec<UnixStream>> {
+/// Open client connections (to shut them down when the board stops), by connection number.
+type Clients = std::collections::HashMap<u64, UnixStream>;
+
+fn lock_clients(c: &Mutex<Clients>) -> std::sync::MutexGuard<'_, Clients> {
     c.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -784,19 +787,24 @@ fn accept_loop(
     listener: UnixListener,
     core: Arc<Mutex<SimCore>>,
     stop: Arc<AtomicBool>,
-    clients: Arc<Mutex<Vec<UnixStream>>>,
+    clients: Arc<Mutex<Clients>>,
     path: PathBuf,
 ) {
-    for conn in listener.incoming() {
+    for (id, conn) in (0u64..).zip(listener.incoming()) {
         if stop.load(Ordering::Acquire) {
             return;
         }
         let Ok(stream) = conn else { continue };
         if let Ok(c) = stream.try_clone() {
-            lock_clients(&clients).push(c);
+            lock_clients(&clients).insert(id, c);
         }
-        let (core, stop, path) = (core.clone(), stop.clone(), path.clone());
-        std::thread::spawn(move || serve_client(stream, core, stop, path));
+        let (core, stop, path, clients) =
+            (core.clone(), stop.clone(), path.clone(), clients.clone());
+        std::thread::spawn(move || {
+            serve_client(stream, core, stop, path);
+            // The connection is over: drop our clone of it (its descriptor) too.
+            lock_clients(&clients).remove(&id);
+        });
     }
 }
 

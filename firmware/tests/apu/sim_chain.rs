@@ -343,6 +343,28 @@ fn the_simulated_board_refuses_what_a_real_one_would_silently_get_wrong() {
     assert_eq!(b.mmio().read32(Block::Ernic, qpconf).unwrap(), 0);
 }
 
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
+}
+
+#[test]
+fn connections_come_and_go_without_leaking_descriptors() {
+    let Some((sim, _)) = sim_board("fds", |_| {}) else {
+        return;
+    };
+    drop(sim.connect().unwrap());
+    std::thread::sleep(Duration::from_millis(100));
+    let before = open_fds();
+    for _ in 0..200 {
+        let mut m = sim.connect().unwrap();
+        m.read32(Block::Hwhs, rm::VERSION).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let after = open_fds();
+    // Other tests of this binary open files meanwhile: allow for them, not for 200 more.
+    assert!(after < before + 50, "{before} -> {after} descriptors");
+}
+
 #[test]
 fn waits_advance_the_simulated_clock() {
     let Some((sim, _)) = sim_board("clock", |_| {}) else {

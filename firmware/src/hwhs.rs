@@ -43,7 +43,7 @@ pub enum Expect {
     Nothing,
     /// The peer echoes the payload.
     Echo,
-    /// The peer decodes Steane [[7,1,3]] syndromes.
+    /// The peer decodes Steane `[[7,1,3]]` syndromes.
     Steane,
 }
 

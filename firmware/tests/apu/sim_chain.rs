@@ -343,6 +343,41 @@ fn the_simulated_board_refuses_what_a_real_one_would_silently_get_wrong() {
     assert_eq!(b.mmio().read32(Block::Ernic, qpconf).unwrap(), 0);
 }
 
+#[test]
+fn setup_on_a_running_board_aborts_the_run_before_tearing_down() {
+    let Some((sim, cfg)) = sim_board("abort", |_| {}) else {
+        return;
+    };
+    let mut b = Board::open(sim.connect().unwrap()).unwrap();
+    b.setup(&cfg).unwrap();
+    let spec = RunSpec::b2b(Mode::HwLoop, 1_000_000);
+    backline_apu::hwhs::prepare(b.mmio(), &spec).unwrap();
+    b.mmio()
+        .write32(Block::Hwhs, rm::CTRL, rm::CTRL_START.bits(1))
+        .unwrap();
+    b.mmio().wait(Duration::from_micros(50)).unwrap();
+    let s = b.mmio().read32(Block::Hwhs, rm::STATUS).unwrap();
+    assert_eq!(rm::STATUS_RUNNING.get(s), 1, "{s:#x}");
+    b.mmio().clear_log().unwrap();
+    let rep = b.setup(&cfg).unwrap();
+    assert_eq!(rep.torn_down, vec![2]);
+    let w: Vec<String> = b
+        .mmio()
+        .log()
+        .unwrap()
+        .iter()
+        .filter(|a| a.op == backline_apu::mmio::Op::Write)
+        .map(|a| format!("{a}"))
+        .collect();
+    assert_eq!(w[0], "HWHS CTRL <- 0x00000002", "{w:?}");
+    assert_eq!(w[1], "ERNIC QPCONF[QP 2] <- 0x00000000", "{w:?}");
+    assert_eq!(w[2], "ERNIC XRNICCONF <- 0x00000000", "{w:?}");
+    let rep = b
+        .run(&RunSpec::b2b(Mode::HwLoop, 100), &mut |_, _| {})
+        .unwrap();
+    assert_eq!((rep.rounds_committed, rep.timeouts), (100, 0));
+}
+
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
 }

@@ -1,0 +1,638 @@
+//! `backline-apu`: the board's control-plane command. Thin: clap parses, each subcommand
+//! turns its flags into library values, calls [`backline_apu::Board`], and prints. Errors
+//! are rendered once, here, with their whole chain.
+//!
+//! Exit status: 0 success; 1 the run worked but a check failed (timeouts, mismatches);
+//! 2 error. A closed stdout (broken pipe) counts as success.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+
+use backline_apu::{BackendSpec, Board, Config, Expect, Mmio, Mode, RunSpec};
+use backline_bench::report::JsonStats;
+use backline_bench::trace::RoundStatus;
+use backline_bench::{JsonReport, Table, Trace};
+use backline_pacer::PacerConfig;
+
+/// The board's Arm control plane: ERNIC queue-pair bring-up and the HWHS engine.
+#[derive(Debug, Parser)]
+#[command(name = "backline-apu", version, about, propagate_version = true)]
+struct Cli {
+    /// Where the board is: uio:ERNIC,HWHS (UIO names or /dev/uioN), devmem:0xERNIC,0xHWHS,
+    /// file:ERNIC_FILE,HWHS_FILE, or sim:SOCKET (a `backline-apu sim-board`).
+    #[arg(long, global = true, env = "BACKLINE_APU_BACKEND", default_value = BackendSpec::DEFAULT)]
+    backend: String,
+    /// More log output on stderr (-v info, -vv debug, -vvv every register write).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Versions, ERNIC and QP state, HWHS status and counters.
+    Info {
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Hand-shake with the peer and bring up ERNIC (global, memory region, data QP) and HWHS.
+    Setup {
+        /// The board configuration (TOML; see firmware/examples/sim-board.toml).
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Run rounds (sw-loop: the Arm starts each; hw-loop: the engine's pacer does).
+    Run(RunArgs),
+    /// Read the trace RAM out as a CSV trace (backline bench's format) and summarise it.
+    Trace {
+        /// Write the trace here.
+        #[arg(long)]
+        csv: PathBuf,
+        /// One JSON summary on stdout instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop the engine, tear down every data QP, disable the ERNIC, clear counters and trace.
+    Reset,
+    /// Serve a simulated board (Verilator HWHS + ERNIC model) on a Unix socket.
+    #[cfg(feature = "sim")]
+    SimBoard(SimBoardArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ModeArg {
+    /// The Arm writes CTRL.start for each round and polls for its end.
+    SwLoop,
+    /// The engine's pacer starts each round; no software on the path.
+    HwLoop,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Cadence {
+    /// The next round goes out as soon as the last reply lands.
+    B2b,
+    /// A quiet interval of freq + (lfsr & span) cycles before each round.
+    RandomDelayed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ExpectArg {
+    /// No reply check.
+    None,
+    /// The peer echoes.
+    Echo,
+    /// The peer decodes Steane syndromes.
+    Steane,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FastForward {
+    /// On for the simulator, off on the board.
+    Auto,
+    /// Skip quiet periods longer than 4096 cycles (RTTs are unaffected).
+    On,
+    /// Let every quiet period pass.
+    Off,
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// sw-loop or hw-loop.
+    #[arg(long, value_enum)]
+    mode: ModeArg,
+    /// b2b or random-delayed.
+    #[arg(long, value_enum, default_value = "b2b")]
+    cadence: Cadence,
+    /// Fixed part of the quiet interval, cycles (random-delayed; default 1,000,000 = 5 ms).
+    #[arg(long, value_parser = parse_u32)]
+    freq: Option<u32>,
+    /// Mask of the random part, 2^N-1, decimal or 0x-hex (random-delayed; default 0x0FFFFFFF).
+    #[arg(long, value_parser = parse_u32)]
+    span: Option<u32>,
+    /// LFSR seed, non-zero.
+    #[arg(long, value_parser = parse_u32, default_value = "1")]
+    seed: u32,
+    /// Rounds, round 0 included.
+    #[arg(long)]
+    rounds: u64,
+    /// Check every reply against what this responder must answer (mismatches are counted
+    /// in the engine).
+    #[arg(long, value_enum, default_value = "none")]
+    expect: ExpectArg,
+    /// Skip long quiet periods.
+    #[arg(long, value_enum, default_value = "auto")]
+    fast_forward: FastForward,
+    /// Status poll interval in ns (default: 200 ns sw-loop; hw-loop 200 µs b2b, 2 µs paced).
+    #[arg(long)]
+    poll_ns: Option<u64>,
+    /// Also write the trace here after the run.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// One JSON summary on stdout.
+    #[arg(long)]
+    json: bool,
+    /// No progress on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[cfg(feature = "sim")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ResponderArg {
+    /// Returns the payload.
+    Echo,
+    /// Steane [[7,1,3]] lookup decoder.
+    Steane,
+    /// Never answers: every round times out.
+    Silent,
+}
+
+#[cfg(feature = "sim")]
+#[derive(Debug, clap::Args)]
+struct SimBoardArgs {
+    /// The Unix socket to serve (the `sim:` backend connects to it).
+    #[arg(long)]
+    socket: PathBuf,
+    /// Where the modelled peer listens for the handshake (`none`: no peer).
+    #[arg(long, default_value = "127.0.0.1:7471")]
+    peer_listen: String,
+    /// What the modelled peer computes.
+    #[arg(long, value_enum, default_value = "echo")]
+    responder: ResponderArg,
+    /// One-way wire latency, ns (rounded to 5 ns cycles).
+    #[arg(long, default_value = "1000")]
+    wire_latency_ns: u64,
+    /// Responder service time, ns.
+    #[arg(long, default_value = "200")]
+    service_ns: u64,
+    /// Extra delay per wire leg, uniform in 0..=N ns.
+    #[arg(long, default_value = "0")]
+    jitter_ns: u64,
+    /// Seed of the jitter.
+    #[arg(long, default_value = "1")]
+    seed: u64,
+    /// What XRNICVER reports, as MAJOR.MINOR (to rehearse a version check).
+    #[arg(long, default_value = "3.1")]
+    ernic_version: String,
+}
+
+fn parse_u32(s: &str) -> Result<u32, String> {
+    backline_apu::config::parse_u64(s)
+        .and_then(|v| u32::try_from(v).ok())
+        .ok_or_else(|| format!("`{s}` is not a 32-bit number (decimal or 0x-hex)"))
+}
+
+/// A small stderr logger for the `log` facade.
+struct StderrLog(log::LevelFilter);
+
+impl log::Log for StderrLog {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= self.0
+    }
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            eprintln!(
+                "backline-apu: {}: {}",
+                r.level().as_str().to_lowercase(),
+                r.args()
+            );
+        }
+    }
+    fn flush(&self) {}
+}
+
+fn init_log(verbose: u8) {
+    let level = match verbose {
+        0 => log::LevelFilter::Warn,
+        1 => log::LevelFilter::Info,
+        2 => log::LevelFilter::Debug,
+        _ => log::LevelFilter::Trace,
+    };
+    let logger = Box::leak(Box::new(StderrLog(level)));
+    if log::set_logger(logger).is_ok() {
+        log::set_max_level(level);
+    }
+}
+
+fn connect(spec: &str) -> anyhow::Result<Board<Box<dyn Mmio + Send>>> {
+    Board::connect(spec).with_context(|| format!("connecting to the board ({spec})"))
+}
+
+fn out(text: &str) -> std::io::Result<()> {
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_bytes())?;
+    o.flush()
+}
+
+fn info(backend: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let mut b = connect(backend)?;
+    let i = b.info()?;
+    if json {
+        out(&format!("{}\n", serde_json::to_string(&i)?))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut s = String::new();
+    s += &format!("backend        {}\n", i.backend);
+    s += &format!(
+        "ERNIC          v{}, {}, {} QPs, UDP source port {}, MAC {}, IP {}, INTSTS {:#x}\n",
+        i.ernic_version,
+        if i.ernic_enabled {
+            "enabled"
+        } else {
+            "disabled"
+        },
+        i.num_qps,
+        i.udp_source_port,
+        i.mac,
+        i.ip,
+        i.intsts
+    );
+    for q in &i.qps {
+        s += &format!(
+            "QP {:<11} {}{}, QPCONF {:#010x}, STATQP {:#x}, peer QP {:#x}, SQ {:#x} x {}, PSN {:#x}\n",
+            q.qpn,
+            if q.enabled { "enabled" } else { "disabled" },
+            if q.fatal { " FATAL" } else { "" },
+            q.qpconf,
+            q.statqp,
+            q.dest_qpn,
+            q.sq_base,
+            q.sq_depth,
+            q.sq_psn
+        );
+    }
+    let h = &i.hwhs;
+    s += &format!(
+        "HWHS           VERSION {:#010x}, STATUS {:#x} ({}), FLAGS {:#x}, QP {}\n",
+        i.hwhs_version, h.status, h.status_text, h.flags, h.qp_num
+    );
+    s += &format!(
+        "counters       rounds {}, timeouts {}, mismatches {}, last RTT {} cycles, trace {} entries (status {:#x})\n",
+        h.round_count,
+        h.timeout_count,
+        h.mismatch_count,
+        h.last_rtt_cycles,
+        h.trace_count,
+        h.trace_status
+    );
+    out(&s)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn setup(backend: &str, path: &Path) -> anyhow::Result<ExitCode> {
+    // The config is read and validated before the board is touched.
+    let cfg = Config::load(path)?;
+    let mut b = connect(backend)?;
+    let t0 = Instant::now();
+    let rep = b.setup(&cfg)?;
+    out(&format!(
+        "QP {} up: peer QP {:#x} at {} ({}), PSN {:#x}, request ring {:#x} (rkey {:#x}, {} slots); \
+         {} register writes in {:.1} ms{}\n",
+        cfg.qp.number,
+        rep.peer.qpn,
+        rep.peer.ip,
+        backline_apu::model::fmt_mac(rep.peer.mac),
+        rep.peer.psn,
+        rep.peer.ring_addr,
+        rep.peer.rkey,
+        rep.peer.geometry.depth,
+        rep.writes,
+        t0.elapsed().as_secs_f64() * 1e3,
+        if rep.torn_down.is_empty() {
+            String::new()
+        } else {
+            format!(" (torn down first: QP {:?})", rep.torn_down)
+        }
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Progress on stderr, a few times a second, only on a terminal.
+struct Progress {
+    enabled: bool,
+    last: Instant,
+    start: Instant,
+}
+
+impl Progress {
+    fn tick(&mut self, done: u64, total: u64) {
+        if !self.enabled || self.last.elapsed() < Duration::from_millis(250) {
+            return;
+        }
+        self.last = Instant::now();
+        eprint!(
+            "\rbackline-apu: {done}/{total} rounds ({:.0} %), {:.0} s",
+            100.0 * done as f64 / total.max(1) as f64,
+            self.start.elapsed().as_secs_f64()
+        );
+        let _ = std::io::stderr().flush();
+    }
+
+    fn finish(&self) {
+        if self.enabled {
+            eprint!("\r{:70}\r", "");
+        }
+    }
+}
+
+fn run_spec(a: &RunArgs, simulated: bool) -> anyhow::Result<RunSpec> {
+    let pacer = match a.cadence {
+        Cadence::B2b => {
+            if a.freq.unwrap_or(0) != 0 || a.span.unwrap_or(0) != 0 {
+                bail!(
+                    "--cadence b2b means freq = span = 0; use --cadence random-delayed to set them"
+                );
+            }
+            PacerConfig {
+                freq: 0,
+                span: 0,
+                seed: a.seed,
+            }
+        }
+        Cadence::RandomDelayed => PacerConfig {
+            freq: a.freq.unwrap_or(backline_pacer::REFERENCE_FREQ),
+            span: a.span.unwrap_or(backline_pacer::REFERENCE_SPAN),
+            seed: a.seed,
+        },
+    };
+    let spec = RunSpec {
+        mode: match a.mode {
+            ModeArg::SwLoop => Mode::SwLoop,
+            ModeArg::HwLoop => Mode::HwLoop,
+        },
+        pacer,
+        rounds: a.rounds,
+        expect: match a.expect {
+            ExpectArg::None => Expect::Nothing,
+            ExpectArg::Echo => Expect::Echo,
+            ExpectArg::Steane => Expect::Steane,
+        },
+        fast_forward: match a.fast_forward {
+            FastForward::Auto => simulated,
+            FastForward::On => true,
+            FastForward::Off => false,
+        },
+        poll: a.poll_ns.map(Duration::from_nanos),
+    };
+    spec.validate()?;
+    Ok(spec)
+}
+
+fn summary_json(
+    trace: &Trace,
+    extra: serde_json::Map<String, serde_json::Value>,
+) -> anyhow::Result<String> {
+    let Some(s) = trace.summary() else {
+        bail!("no warm round completed: nothing to summarise");
+    };
+    let round0 = trace
+        .cold_rows()
+        .next()
+        .filter(|r| r.status == RoundStatus::Ok)
+        .map(|r| r.rtt_ns);
+    let completed = trace
+        .rows
+        .iter()
+        .filter(|r| r.status == RoundStatus::Ok)
+        .count() as u64;
+    let r = JsonReport {
+        transport: "ernic".into(),
+        responder: "peer".into(),
+        rounds: trace.rows.len() as u64,
+        completed,
+        stats: JsonStats::new(&s, round0),
+        baseline: None,
+        ratio_median: None,
+        extra,
+    };
+    Ok(r.to_line())
+}
+
+fn summary_table(title: String, trace: &Trace) -> String {
+    let mut t = Table::new(title);
+    let round0 = trace
+        .cold_rows()
+        .next()
+        .filter(|r| r.status == RoundStatus::Ok)
+        .map(|r| r.rtt_ns);
+    match trace.summary() {
+        Some(s) => {
+            t.push(trace.meta("mode").unwrap_or("rounds"), round0, s);
+            t.render()
+        }
+        None => "no warm round completed\n".into(),
+    }
+}
+
+fn run(backend: &str, a: &RunArgs) -> anyhow::Result<ExitCode> {
+    let mut b = connect(backend)?;
+    let spec = run_spec(a, b.mmio().is_simulated())?;
+    let mut progress = Progress {
+        enabled: !a.json && !a.quiet && std::io::stderr().is_terminal(),
+        last: Instant::now(),
+        start: Instant::now(),
+    };
+    let rep = b.run(&spec, &mut |d, t| progress.tick(d, t))?;
+    progress.finish();
+    let trace = b.read_trace().context("reading the trace RAM")?;
+    if let Some(path) = &a.csv {
+        trace
+            .save(path)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let failed = rep.timeouts > 0 || rep.mismatches > 0;
+    if a.json {
+        let mut extra = serde_json::Map::new();
+        extra.insert("mode".into(), spec.mode.name().into());
+        extra.insert("rounds_committed".into(), rep.rounds_committed.into());
+        extra.insert("timeouts".into(), rep.timeouts.into());
+        extra.insert("mismatches".into(), rep.mismatches.into());
+        extra.insert("trace_full".into(), rep.trace_full.into());
+        extra.insert("trace_saturated".into(), rep.trace_saturated.into());
+        extra.insert("skipped_cycles".into(), rep.skipped_cycles.into());
+        extra.insert("wall_s".into(), rep.wall.as_secs_f64().into());
+        out(&format!("{}\n", summary_json(&trace, extra)?))?;
+    } else {
+        let title = format!(
+            "backline-apu run: {} {}, {} rounds on {}",
+            spec.mode.name(),
+            if spec.pacer.is_b2b() {
+                "b2b"
+            } else {
+                "random-delayed"
+            },
+            rep.rounds_committed,
+            b.mmio().describe()
+        );
+        let mut s = summary_table(title, &trace);
+        s += &format!(
+            "timeouts {}  mismatches {}  trace {} entries{}{}  ({:.2} s{})\n",
+            rep.timeouts,
+            rep.mismatches,
+            rep.trace_count,
+            if rep.trace_full { ", full" } else { "" },
+            if rep.trace_saturated {
+                ", saturated"
+            } else {
+                ""
+            },
+            rep.wall.as_secs_f64(),
+            if rep.skipped_cycles > 0 {
+                format!(", {} quiet cycles fast-forwarded", rep.skipped_cycles)
+            } else {
+                String::new()
+            }
+        );
+        out(&s)?;
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn trace(backend: &str, csv: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let mut b = connect(backend)?;
+    let t = b.read_trace()?;
+    t.save(csv)
+        .with_context(|| format!("writing {}", csv.display()))?;
+    if json {
+        let mut extra = serde_json::Map::new();
+        extra.insert("mode".into(), t.meta("mode").unwrap_or("").into());
+        extra.insert("csv".into(), csv.display().to_string().into());
+        out(&format!("{}\n", summary_json(&t, extra)?))?;
+    } else {
+        let mut s = summary_table(
+            format!(
+                "backline-apu trace: {} rounds ({} {}) -> {}",
+                t.rows.len(),
+                t.meta("mode").unwrap_or("?"),
+                t.meta("cadence").unwrap_or("?"),
+                csv.display()
+            ),
+            &t,
+        );
+        for (status, n) in t.failures() {
+            s += &format!("{}: {n} rounds\n", status.name());
+        }
+        out(&s)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn reset(backend: &str) -> anyhow::Result<ExitCode> {
+    let mut b = connect(backend)?;
+    let qps = b.reset()?;
+    out(&format!(
+        "board reset: {} torn down, ERNIC disabled, HWHS soft-reset\n",
+        if qps.is_empty() {
+            "no QP".to_string()
+        } else {
+            format!("QP {qps:?}")
+        }
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(feature = "sim")]
+fn sim_board(a: &SimBoardArgs) -> anyhow::Result<ExitCode> {
+    use backline_apu::simboard::{SimBoard, SimBoardOptions};
+    let (major, minor) = a
+        .ernic_version
+        .split_once('.')
+        .and_then(|(x, y)| Some((x.parse().ok()?, y.parse().ok()?)))
+        .with_context(|| format!("--ernic-version {}: expected MAJOR.MINOR", a.ernic_version))?;
+    let mut o = SimBoardOptions::new(&a.socket);
+    o.peer_listen = (a.peer_listen != "none").then(|| a.peer_listen.clone());
+    o.responder = match a.responder {
+        ResponderArg::Echo => backline_sim::Responder::Echo,
+        ResponderArg::Steane => backline_sim::Responder::Steane,
+        ResponderArg::Silent => backline_sim::Responder::Silent,
+    };
+    let cyc = |ns: u64| ns.div_ceil(backline_apu::hwhs::NS_PER_CYCLE);
+    o.wire_latency_cycles = cyc(a.wire_latency_ns);
+    o.service_cycles = cyc(a.service_ns);
+    o.jitter_cycles = cyc(a.jitter_ns);
+    o.seed = a.seed;
+    o.ernic_version = backline_apu::ernic::Version {
+        major,
+        minor,
+        revision: 0,
+    };
+    let board = SimBoard::spawn(o).context("starting the simulated board")?;
+    // Ctrl-C and SIGTERM stop the board cleanly (the socket file is removed).
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, board.stop_flag())
+            .context("installing a signal handler")?;
+    }
+    eprintln!(
+        "backline-apu sim-board: serving {} (ERNIC model v{major}.{minor}, Verilator HWHS); peer model {}; \
+         stop with Ctrl-C",
+        a.socket.display(),
+        board
+            .peer_address()
+            .map_or("off".to_string(), |p| format!("on {p}"))
+    );
+    board.wait();
+    Ok(ExitCode::SUCCESS)
+}
+
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind::*;
+            if matches!(
+                e.kind(),
+                DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                e.exit();
+            }
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            eprintln!(
+                "backline-apu: error: {} (see --help)",
+                first.trim_start_matches("error: ")
+            );
+            return ExitCode::from(2);
+        }
+    };
+    init_log(cli.verbose);
+    let backend = cli.backend.as_str();
+    let result = match &cli.command {
+        Command::Info { json } => info(backend, *json),
+        Command::Setup { config } => setup(backend, config),
+        Command::Run(a) => run(backend, a),
+        Command::Trace { csv, json } => trace(backend, csv, *json),
+        Command::Reset => reset(backend),
+        #[cfg(feature = "sim")]
+        Command::SimBoard(a) => sim_board(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) if broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            let mut msg = format!("backline-apu: error: {e}");
+            for cause in e.chain().skip(1) {
+                msg.push_str(&format!(": {cause}"));
+            }
+            eprintln!("{msg}");
+            ExitCode::from(2)
+        }
+    }
+}

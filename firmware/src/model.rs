@@ -1,0 +1,785 @@
+//! A register-level model of the ERNIC (a *model*: the IP cannot run here). It holds the
+//! register file of [`crate::ernic`], checks every write against the bring-up rules below,
+//! and reports what the configured queue pairs are, so that the simulated board can wire
+//! them to the HWHS engine's Verilator model and let rounds run as configured.
+//!
+//! A write that breaks a rule is refused (not applied) with the rule in words; a real ERNIC
+//! would accept it and misbehave later (a QP that never sends, replies that land elsewhere),
+//! which is exactly what a bring-up model should turn into an early, named error.
+//!
+//! The rules:
+//! 1. Read-only registers (`XRNICVER`, `STAT*`, `CQHEAD`, `ERRBUFWPTR`) are not written;
+//!    offsets with no register answer a bus error.
+//! 2. Global registers change only while `XRNICCONF.enable` = 0; enabling needs the MAC
+//!    (unicast), the IPv4 address, and the error, data and response-error buffers (64-byte
+//!    aligned bases, non-zero counts and sizes), and room for a data QP (`num_qps` ≥ 2).
+//!    The ERNIC is disabled only after every data QP is.
+//! 3. A memory-region entry changes only while invalid (`ACCESSDESC` = 0); it becomes valid
+//!    only when every field was written since it was invalidated, its `PDNUM` is its index,
+//!    the physical base is 4 KiB aligned, the virtual address 64-byte aligned, the key 8
+//!    bits and the length a non-zero multiple of 64. It is not invalidated under an enabled
+//!    QP of its PD.
+//! 4. QP 1 is the management QP: no register of it is written.
+//! 5. A QP's registers change only while `QPCONF.enable` = 0, and `QPCONF.enable` is written
+//!    last: it needs every other QP register written since the QP was last disabled, the
+//!    ERNIC enabled with `num_qps` covering the QP, 64-byte aligned SQ/RQ/CQ bases and
+//!    4-byte aligned doorbell addresses, non-zero depths, a path MTU code ≤ 4, IPv4, the
+//!    doorbell on the hardware-handshake port (`db_over_axi` = 0: the HWHS rings it), a
+//!    remote QPN, MAC and IP, and a valid memory region for its PD.
+//! 6. When the peer's handshake is known ([`ErnicModel::set_peer`]) the QP must point at
+//!    that peer (QPN, MAC, IP, its first PSN − 1 in `LSTRQREQ`), and what the board told the
+//!    peer must hold (its PSN in `SQPSN`; its region key and ring inside the region, which
+//!    grants remote writes). When the board's memory map is known
+//!    ([`ErnicModel::set_reply_memory`]) the region must map the HWHS reply memory.
+//! 7. `SQPI` is not written by the Arm while the HWHS owns the doorbell.
+
+use std::collections::HashMap;
+
+use crate::ernic::{self, Loc, Reg, Unit, global as g, mr as m, qp as q};
+
+/// Why the model did not perform an access.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// No register at this offset (a bus error on the real IP).
+    NoRegister,
+    /// A write to a read-only register (a bus error on the real IP).
+    ReadOnly(String),
+    /// A bring-up rule was broken; the text says which and how to fix it.
+    Rule(String),
+}
+
+/// What a successful write changed that the simulated board must act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Nothing beyond the register.
+    None,
+    /// This QP was enabled.
+    QpEnabled(u32),
+    /// This QP was disabled (torn down).
+    QpDisabled(u32),
+}
+
+/// The peer's side of the handshake, as the model checks the QP against it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerFacts {
+    /// The peer's QP number.
+    pub qpn: u32,
+    /// The peer's first PSN.
+    pub psn: u32,
+    /// The peer's IPv4 address.
+    pub ip: [u8; 4],
+    /// The peer's MAC address.
+    pub mac: [u8; 6],
+}
+
+/// What the board told the peer in its hello.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoardFacts {
+    /// The board's data QP.
+    pub qpn: u32,
+    /// The board's first PSN.
+    pub psn: u32,
+    /// The key of the region the peer writes replies into.
+    pub rkey: u32,
+    /// The virtual address of the board's reply ring.
+    pub ring_addr: u64,
+    /// Bytes of the reply ring (depth × slot bytes).
+    pub ring_bytes: u64,
+}
+
+/// A QP as configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpView {
+    /// QP number.
+    pub qpn: u32,
+    /// `QPCONF.enable`.
+    pub enabled: bool,
+    /// In the error state.
+    pub fatal: bool,
+    /// SQ base address.
+    pub sq_base: u64,
+    /// SQ depth in WQEs.
+    pub sq_depth: u32,
+    /// Protection domain.
+    pub pd: u32,
+    /// Remote QPN.
+    pub dest_qpn: u32,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct QpState {
+    enabled: bool,
+    fatal: bool,
+    /// Bit i: `QP_REGS[i]` written since the QP was last disabled.
+    written: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct MrState {
+    /// Bit i: `MR_REGS[i]` written since the entry was last invalid.
+    written: u64,
+}
+
+/// QP registers that must be written before `QPCONF.enable`.
+const QP_REQUIRED: &[Reg] = &[
+    q::QPADVCONF,
+    q::RQBA,
+    q::RQBAMSB,
+    q::SQBA,
+    q::SQBAMSB,
+    q::CQBA,
+    q::CQBAMSB,
+    q::RQWPTRDBADD,
+    q::RQWPTRDBADDMSB,
+    q::CQDBADD,
+    q::CQDBADDMSB,
+    q::QDEPTH,
+    q::SQPSN,
+    q::LSTRQREQ,
+    q::DESTQPCONF,
+    q::TIMEOUTCONF,
+    q::MACDESADDLSB,
+    q::MACDESADDMSB,
+    q::IPDESADDR1,
+    q::PD,
+];
+
+/// Global registers that must have been written before `XRNICCONF.enable`.
+const GLOBAL_REQUIRED: &[Reg] = &[
+    g::MACXADDLSB,
+    g::MACXADDMSB,
+    g::IPV4XADD,
+    g::ERRBUFBA,
+    g::ERRBUFBAMSB,
+    g::ERRBUFSZ,
+    g::DATBUFBA,
+    g::DATBUFBAMSB,
+    g::DATBUFSZ,
+    g::RESPERRPKTBA,
+    g::RESPERRPKTBAMSB,
+    g::RESPERRSZ,
+];
+
+fn index_of(table: &[Reg], r: Reg) -> u32 {
+    table.iter().position(|x| x.offset == r.offset).unwrap() as u32
+}
+
+/// True for a MAC address a QP can send to: not zero, not multicast.
+pub fn mac_is_unicast(mac: [u8; 6]) -> bool {
+    mac != [0; 6] && mac[0] & 1 == 0
+}
+
+/// The register-level ERNIC model.
+#[derive(Debug, Clone)]
+pub struct ErnicModel {
+    version: u32,
+    regs: HashMap<u32, u32>,
+    global_written: Vec<u32>,
+    qps: Vec<QpState>,
+    mrs: Vec<MrState>,
+    peer: Option<PeerFacts>,
+    board: Option<BoardFacts>,
+    reply_memory: Option<u64>,
+    max_sq_depth: u32,
+}
+
+impl ErnicModel {
+    /// A powered-up ERNIC reporting `version` in `XRNICVER`; every other register is 0.
+    pub fn new(version: ernic::Version) -> ErnicModel {
+        ErnicModel {
+            version: version.to_reg(),
+            regs: HashMap::new(),
+            global_written: Vec::new(),
+            qps: vec![QpState::default(); ernic::MAX_QPN as usize + 1],
+            mrs: vec![MrState::default(); ernic::MR_ENTRIES as usize],
+            peer: None,
+            board: None,
+            reply_memory: None,
+            max_sq_depth: 1 << 15,
+        }
+    }
+
+    /// Checks QPs against the peer that answered the handshake (rule 6).
+    pub fn set_peer(&mut self, peer: PeerFacts, board: BoardFacts) {
+        self.peer = Some(peer);
+        self.board = Some(board);
+    }
+
+    /// The peer and the board's hello, when a handshake happened.
+    pub fn peer(&self) -> Option<(PeerFacts, BoardFacts)> {
+        Some((self.peer?, self.board?))
+    }
+
+    /// Checks memory regions against the bus address of the HWHS reply memory (rule 6).
+    pub fn set_reply_memory(&mut self, addr: u64) {
+        self.reply_memory = Some(addr);
+    }
+
+    /// Refuses SQ depths above `max` (the simulated SQ memory's size).
+    pub fn set_max_sq_depth(&mut self, max: u32) {
+        self.max_sq_depth = max;
+    }
+
+    fn get(&self, offset: u32) -> u32 {
+        self.regs.get(&offset).copied().unwrap_or(0)
+    }
+
+    fn qreg(&self, qpn: u32, r: Reg) -> u32 {
+        self.get(ernic::qp_offset(qpn, r))
+    }
+
+    fn qreg64(&self, qpn: u32, lo: Reg, hi: Reg) -> u64 {
+        u64::from(self.qreg(qpn, lo)) | u64::from(self.qreg(qpn, hi)) << 32
+    }
+
+    fn mreg(&self, index: u32, r: Reg) -> u32 {
+        self.get(ernic::mr_offset(index, r))
+    }
+
+    fn enabled(&self) -> bool {
+        g::XRNICCONF_ENABLE.get(self.get(g::XRNICCONF.offset)) == 1
+    }
+
+    /// The QP's configuration, for QPs 2 ..= 255.
+    pub fn qp(&self, qpn: u32) -> Option<QpView> {
+        if !(ernic::FIRST_DATA_QPN..=ernic::MAX_QPN).contains(&qpn) {
+            return None;
+        }
+        let s = self.qps[qpn as usize];
+        Some(QpView {
+            qpn,
+            enabled: s.enabled,
+            fatal: s.fatal,
+            sq_base: self.qreg64(qpn, q::SQBA, q::SQBAMSB),
+            sq_depth: q::QDEPTH_SQ.get(self.qreg(qpn, q::QDEPTH)),
+            pd: q::PD_PD.get(self.qreg(qpn, q::PD)),
+            dest_qpn: q::DESTQPCONF_QPN.get(self.qreg(qpn, q::DESTQPCONF)),
+        })
+    }
+
+    /// QPs with `QPCONF.enable` set.
+    pub fn enabled_qps(&self) -> Vec<u32> {
+        (ernic::FIRST_DATA_QPN..=ernic::MAX_QPN)
+            .filter(|&n| self.qps[n as usize].enabled)
+            .collect()
+    }
+
+    /// Puts an enabled QP into the error state (as a NAK or exhausted retries would).
+    pub fn inject_fatal(&mut self, qpn: u32) -> Result<(), String> {
+        match self.qp(qpn) {
+            Some(v) if v.enabled => {
+                self.qps[qpn as usize].fatal = true;
+                let sts = self.get(g::INTSTS.offset) | g::INT_QP_FATAL.bits(1);
+                self.regs.insert(g::INTSTS.offset, sts);
+                Ok(())
+            }
+            _ => Err(format!("QP {qpn} is not enabled: nothing to fail")),
+        }
+    }
+
+    /// A register read.
+    pub fn read(&mut self, offset: u32) -> Result<u32, Refusal> {
+        let loc = ernic::locate(offset).ok_or(Refusal::NoRegister)?;
+        Ok(match (loc.unit, loc.reg.name) {
+            (Unit::Global, "XRNICVER") => self.version,
+            (Unit::Qp(n), "STATQP") => {
+                let s = self.qps[n as usize];
+                q::STATQP_ACTIVE.bits(u32::from(s.enabled && !s.fatal))
+                    | q::STATQP_FATAL.bits(u32::from(s.fatal))
+                    | q::STATQP_SQ_EMPTY.bits(1)
+            }
+            _ => self.get(offset),
+        })
+    }
+
+    /// A register write, checked against the rules.
+    pub fn write(&mut self, offset: u32, value: u32) -> Result<Effect, Refusal> {
+        let loc = ernic::locate(offset).ok_or(Refusal::NoRegister)?;
+        if !loc.reg.access.writable() {
+            return Err(Refusal::ReadOnly(format!(
+                "{loc} is read-only ({})",
+                loc.reg.access.short()
+            )));
+        }
+        let effect = match loc.unit {
+            Unit::Global => self.write_global(loc, value)?,
+            Unit::Mr(i) => self.write_mr(loc, i, value)?,
+            Unit::Qp(n) => self.write_qp(loc, n, value)?,
+        };
+        self.regs.insert(offset, value);
+        Ok(effect)
+    }
+
+    fn write_global(&mut self, loc: Loc, value: u32) -> Result<Effect, Refusal> {
+        let r = loc.reg;
+        let rule = |s: String| Err(Refusal::Rule(s));
+        if r.offset == g::INTSTS.offset {
+            // Write 1 to clear.
+            let v = self.get(r.offset) & !value;
+            self.regs.insert(r.offset, v);
+            return Ok(Effect::None);
+        }
+        if r.offset == g::XRNICCONF.offset {
+            let on = g::XRNICCONF_ENABLE.get(value) == 1;
+            if self.enabled() {
+                if on {
+                    return rule(format!(
+                        "XRNICCONF = {value:#010x} while the ERNIC is enabled: write 0 first, \
+                         then the global registers, then XRNICCONF"
+                    ));
+                }
+                if let Some(&n) = self.enabled_qps().first() {
+                    return rule(format!(
+                        "XRNICCONF = {value:#010x} disables the ERNIC while QP {n} is enabled: \
+                         tear down the QPs first (QPCONF = 0)"
+                    ));
+                }
+            }
+            if on {
+                let missing: Vec<&str> = GLOBAL_REQUIRED
+                    .iter()
+                    .filter(|x| !self.global_written.contains(&x.offset))
+                    .map(|x| x.name)
+                    .collect();
+                if !missing.is_empty() {
+                    return rule(format!(
+                        "XRNICCONF.enable before {} {} written: the global registers come first",
+                        missing.join(", "),
+                        if missing.len() == 1 { "was" } else { "were" }
+                    ));
+                }
+                let mac = ernic::mac_from_regs(
+                    self.get(g::MACXADDLSB.offset),
+                    self.get(g::MACXADDMSB.offset),
+                );
+                if !mac_is_unicast(mac) {
+                    return rule(format!(
+                        "XRNICCONF.enable with MACXADD {}: not a unicast address",
+                        fmt_mac(mac)
+                    ));
+                }
+                if self.get(g::IPV4XADD.offset) == 0 {
+                    return rule("XRNICCONF.enable with IPv4XADD = 0".into());
+                }
+                let nq = g::XRNICCONF_NUM_QPS.get(value);
+                if nq < 2 {
+                    return rule(format!(
+                        "XRNICCONF.num_qps = {nq}: QP 1 is management, so at least 2 are \
+                         needed for a data QP"
+                    ));
+                }
+            }
+            return Ok(Effect::None);
+        }
+        if self.enabled() {
+            return rule(format!(
+                "{loc} = {value:#010x} while XRNICCONF.enable = 1: disable the ERNIC \
+                 (XRNICCONF = 0) before changing its global configuration"
+            ));
+        }
+        let is_base = [g::ERRBUFBA, g::DATBUFBA, g::RESPERRPKTBA]
+            .iter()
+            .any(|b| b.offset == r.offset);
+        if is_base && !u64::from(value).is_multiple_of(ernic::BUFFER_BASE_ALIGN) {
+            return rule(format!(
+                "{loc} = {value:#010x}: buffer bases must be {}-byte aligned",
+                ernic::BUFFER_BASE_ALIGN
+            ));
+        }
+        let is_size = [g::ERRBUFSZ, g::DATBUFSZ, g::RESPERRSZ]
+            .iter()
+            .any(|b| b.offset == r.offset);
+        if is_size && (g::BUFSZ_COUNT.get(value) == 0 || g::BUFSZ_BYTES.get(value) == 0) {
+            return rule(format!(
+                "{loc} = {value:#010x}: buffer count and size must be non-zero"
+            ));
+        }
+        if !self.global_written.contains(&r.offset) {
+            self.global_written.push(r.offset);
+        }
+        Ok(Effect::None)
+    }
+
+    fn write_mr(&mut self, loc: Loc, index: u32, value: u32) -> Result<Effect, Refusal> {
+        let rule = |s: String| Err(Refusal::Rule(s));
+        let valid = self.mreg(index, m::ACCESSDESC) != 0;
+        let is_access = loc.reg.offset == m::ACCESSDESC.offset;
+        if !is_access {
+            if valid {
+                return rule(format!(
+                    "{loc} = {value:#010x} while the entry is valid: write ACCESSDESC[MR \
+                     {index}] = 0 first"
+                ));
+            }
+            if loc.reg.offset == m::BUFRKEY.offset && value > 0xFF {
+                return rule(format!("{loc} = {value:#x}: region keys are 8 bits"));
+            }
+            self.mrs[index as usize].written |= 1 << index_of(m::MR_REGS, loc.reg);
+            return Ok(Effect::None);
+        }
+        if value == 0 {
+            if let Some(n) = self
+                .enabled_qps()
+                .into_iter()
+                .find(|&n| self.qp(n).is_some_and(|v| v.pd == index))
+            {
+                return rule(format!(
+                    "ACCESSDESC[MR {index}] = 0 invalidates the region of enabled QP {n}: tear \
+                     down the QP first"
+                ));
+            }
+            self.mrs[index as usize].written = 0;
+            return Ok(Effect::None);
+        }
+        if valid {
+            return rule(format!(
+                "{loc} = {value:#x} while the entry is valid: write 0 first"
+            ));
+        }
+        let written = self.mrs[index as usize].written;
+        let missing: Vec<&str> = m::MR_REGS
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| r.offset != m::ACCESSDESC.offset && written & (1 << i) == 0)
+            .map(|(_, r)| r.name)
+            .collect();
+        if !missing.is_empty() {
+            return rule(format!(
+                "ACCESSDESC[MR {index}] makes the entry valid before {} {} written (ACCESSDESC \
+                 goes last)",
+                missing.join(", "),
+                if missing.len() == 1 { "was" } else { "were" }
+            ));
+        }
+        let pd = self.mreg(index, m::PDNUM);
+        let phys = u64::from(self.mreg(index, m::BUFBASEADDRLSB))
+            | u64::from(self.mreg(index, m::BUFBASEADDRMSB)) << 32;
+        let va = u64::from(self.mreg(index, m::VIRTADDRLSB))
+            | u64::from(self.mreg(index, m::VIRTADDRMSB)) << 32;
+        let len = self.mreg(index, m::WRRDBUFLEN);
+        if pd != index {
+            return rule(format!(
+                "PDNUM[MR {index}] = {pd}: the table is indexed by PD, so entry {index} holds \
+                 PD {index}"
+            ));
+        }
+        if !phys.is_multiple_of(ernic::MR_PHYS_ALIGN) {
+            return rule(format!(
+                "BUFBASEADDR[MR {index}] = {phys:#x}: a region's physical base must be {} \
+                 KiB aligned",
+                ernic::MR_PHYS_ALIGN / 1024
+            ));
+        }
+        if !va.is_multiple_of(ernic::MR_VA_ALIGN) {
+            return rule(format!(
+                "VIRTADDR[MR {index}] = {va:#x}: a region's virtual address must be {}-byte \
+                 aligned",
+                ernic::MR_VA_ALIGN
+            ));
+        }
+        if len == 0 || !len.is_multiple_of(64) {
+            return rule(format!(
+                "WRRDBUFLEN[MR {index}] = {len}: a non-zero multiple of 64 bytes"
+            ));
+        }
+        if let Some(mem) = self.reply_memory
+            && phys != mem
+        {
+            return rule(format!(
+                "BUFBASEADDR[MR {index}] = {phys:#x}, but the HWHS reply memory is at \
+                 {mem:#x}: the peer's replies would land elsewhere"
+            ));
+        }
+        Ok(Effect::None)
+    }
+
+    fn write_qp(&mut self, loc: Loc, qpn: u32, value: u32) -> Result<Effect, Refusal> {
+        let rule = |s: String| Err(Refusal::Rule(s));
+        if qpn == ernic::MANAGEMENT_QPN {
+            return rule(format!(
+                "{loc}: QP 1 is the management QP (GSI), set up by the IP itself; data QPs \
+                 start at 2"
+            ));
+        }
+        let st = self.qps[qpn as usize];
+        let r = loc.reg;
+        if r.offset == q::RQCI.offset {
+            return Ok(Effect::None);
+        }
+        if r.offset == q::SQPI.offset {
+            if q::QPCONF_DB_OVER_AXI.get(self.qreg(qpn, q::QPCONF)) == 0 {
+                return rule(format!(
+                    "{loc} = {value}: the HWHS rings this QP's doorbell \
+                     (QPCONF.db_over_axi = 0); the Arm must not"
+                ));
+            }
+            return Ok(Effect::None);
+        }
+        if r.offset != q::QPCONF.offset {
+            if st.enabled {
+                return rule(format!(
+                    "{loc} = {value:#010x} while QPCONF[QP {qpn}].enable = 1: QPCONF is \
+                     written last, and a running QP is changed only after QPCONF = 0"
+                ));
+            }
+            let align = match r.name {
+                "SQBA" | "RQBA" | "CQBA" => ernic::QUEUE_BASE_ALIGN,
+                "CQDBADD" | "RQWPTRDBADD" => ernic::DOORBELL_ALIGN,
+                _ => 1,
+            };
+            if !u64::from(value).is_multiple_of(align) {
+                return rule(format!("{loc} = {value:#010x} is not {align}-byte aligned"));
+            }
+            self.qps[qpn as usize].written |= 1 << index_of(q::QP_REGS, r);
+            return Ok(Effect::None);
+        }
+        // QPCONF.
+        let on = q::QPCONF_ENABLE.get(value) == 1;
+        if !on {
+            self.qps[qpn as usize] = QpState::default();
+            return Ok(if st.enabled {
+                Effect::QpDisabled(qpn)
+            } else {
+                Effect::None
+            });
+        }
+        if st.enabled {
+            return rule(format!(
+                "{loc} = {value:#010x} while the QP is enabled: write QPCONF = 0 first"
+            ));
+        }
+        self.check_enable(qpn, value).map_err(Refusal::Rule)?;
+        self.qps[qpn as usize].enabled = true;
+        Ok(Effect::QpEnabled(qpn))
+    }
+
+    fn check_enable(&self, qpn: u32, value: u32) -> Result<(), String> {
+        let xc = self.get(g::XRNICCONF.offset);
+        if g::XRNICCONF_ENABLE.get(xc) == 0 {
+            return Err(format!(
+                "QPCONF[QP {qpn}].enable while XRNICCONF.enable = 0: the global configuration \
+                 comes first"
+            ));
+        }
+        let nq = g::XRNICCONF_NUM_QPS.get(xc);
+        if qpn > nq {
+            return Err(format!("QP {qpn} is beyond XRNICCONF.num_qps = {nq}"));
+        }
+        let written = self.qps[qpn as usize].written;
+        let missing: Vec<&str> = QP_REQUIRED
+            .iter()
+            .filter(|r| written & (1 << index_of(q::QP_REGS, **r)) == 0)
+            .map(|r| r.name)
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "QPCONF[QP {qpn}].enable before {} {} written: QPCONF is written last",
+                missing.join(", "),
+                if missing.len() == 1 { "was" } else { "were" }
+            ));
+        }
+        let pmtu = q::QPCONF_PMTU.get(value);
+        if pmtu as usize >= ernic::PMTU_BYTES.len() {
+            return Err(format!(
+                "QPCONF[QP {qpn}] = {value:#010x}: path MTU code {pmtu} (0 ..= 4)"
+            ));
+        }
+        if q::QPCONF_IPV6.get(value) == 1 {
+            return Err(format!(
+                "QPCONF[QP {qpn}] = {value:#010x} selects IPv6; the board is set up for IPv4"
+            ));
+        }
+        if q::QPCONF_DB_OVER_AXI.get(value) == 1 {
+            return Err(format!(
+                "QPCONF[QP {qpn}] = {value:#010x} sets db_over_axi, but the HWHS rings the SQ \
+                 doorbell over the hardware-handshake port: set it to 0"
+            ));
+        }
+        let depth = self.qreg(qpn, q::QDEPTH);
+        let (sq, rq) = (q::QDEPTH_SQ.get(depth), q::QDEPTH_RQ.get(depth));
+        if sq == 0 || rq == 0 {
+            return Err(format!(
+                "QDEPTH[QP {qpn}] = {depth:#010x}: SQ and RQ depths must be non-zero"
+            ));
+        }
+        if sq > self.max_sq_depth {
+            return Err(format!(
+                "QDEPTH[QP {qpn}].sq = {sq}: the SQ memory holds {} WQEs",
+                self.max_sq_depth
+            ));
+        }
+        let dest = q::DESTQPCONF_QPN.get(self.qreg(qpn, q::DESTQPCONF));
+        if dest == 0 {
+            return Err(format!("DESTQPCONF[QP {qpn}] = 0: no remote QP"));
+        }
+        let dmac = ernic::mac_from_regs(
+            self.qreg(qpn, q::MACDESADDLSB),
+            self.qreg(qpn, q::MACDESADDMSB),
+        );
+        if !mac_is_unicast(dmac) {
+            return Err(format!(
+                "MACDESADD[QP {qpn}] = {}: not a unicast address",
+                fmt_mac(dmac)
+            ));
+        }
+        let dip = self.qreg(qpn, q::IPDESADDR1);
+        if dip == 0 {
+            return Err(format!("IPDESADDR1[QP {qpn}] = 0: no remote IP"));
+        }
+        let pd = q::PD_PD.get(self.qreg(qpn, q::PD));
+        if pd >= ernic::MR_ENTRIES || self.mreg(pd, m::ACCESSDESC) == 0 {
+            return Err(format!(
+                "PD[QP {qpn}] = {pd} has no valid memory region (ACCESSDESC[MR {pd}] = 0): \
+                 register the region first"
+            ));
+        }
+        if let Some(p) = self.peer {
+            let lst = q::PSN.get(self.qreg(qpn, q::LSTRQREQ));
+            let want_lst = p.psn.wrapping_sub(1) & 0xFF_FFFF;
+            let checks = [
+                (
+                    "DESTQPCONF",
+                    u64::from(dest),
+                    u64::from(p.qpn),
+                    "the peer's QPN",
+                ),
+                (
+                    "IPDESADDR1",
+                    u64::from(dip),
+                    u64::from(u32::from_be_bytes(p.ip)),
+                    "the peer's IP",
+                ),
+                (
+                    "LSTRQREQ",
+                    u64::from(lst),
+                    u64::from(want_lst),
+                    "the peer's first PSN - 1",
+                ),
+            ];
+            for (name, got, want, what) in checks {
+                if got != want {
+                    return Err(format!(
+                        "{name}[QP {qpn}] = {got:#x}, but {what} from the handshake is {want:#x}"
+                    ));
+                }
+            }
+            if dmac != p.mac {
+                return Err(format!(
+                    "MACDESADD[QP {qpn}] = {}, but the peer's MAC is {}",
+                    fmt_mac(dmac),
+                    fmt_mac(p.mac)
+                ));
+            }
+        }
+        if let Some(b) = self.board
+            && b.qpn == qpn
+        {
+            let psn = q::PSN.get(self.qreg(qpn, q::SQPSN));
+            if psn != b.psn & 0xFF_FFFF {
+                return Err(format!(
+                    "SQPSN[QP {qpn}] = {psn:#x}, but the board told the peer {:#x}",
+                    b.psn
+                ));
+            }
+            let key = self.mreg(pd, m::BUFRKEY);
+            if key != b.rkey {
+                return Err(format!(
+                    "BUFRKEY[MR {pd}] = {key:#x}, but the board told the peer rkey {:#x}",
+                    b.rkey
+                ));
+            }
+            let va = u64::from(self.mreg(pd, m::VIRTADDRLSB))
+                | u64::from(self.mreg(pd, m::VIRTADDRMSB)) << 32;
+            let len = u64::from(self.mreg(pd, m::WRRDBUFLEN));
+            if b.ring_addr < va || b.ring_addr + b.ring_bytes > va + len {
+                return Err(format!(
+                    "the reply ring the board told the peer ({:#x} + {} bytes) is outside MR \
+                     {pd} ({va:#x} + {len} bytes)",
+                    b.ring_addr, b.ring_bytes
+                ));
+            }
+            if m::ACCESSDESC_REMOTE_WRITE.get(self.mreg(pd, m::ACCESSDESC)) == 0 {
+                return Err(format!(
+                    "ACCESSDESC[MR {pd}] does not grant remote writes; the peer writes its \
+                     replies there"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `02:0a:35:00:00:01`.
+pub fn fmt_mac(mac: [u8; 6]) -> String {
+    let parts: Vec<String> = mac.iter().map(|b| format!("{b:02x}")).collect();
+    parts.join(":")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(r: Result<Effect, Refusal>) -> String {
+        match r {
+            Err(Refusal::Rule(s)) => s,
+            other => panic!("expected a rule refusal, got {other:?}"),
+        }
+    }
+
+    fn global_setup(mdl: &mut ErnicModel) {
+        for (r, v) in [
+            (g::MACXADDLSB, 0x0000_0002),
+            (g::MACXADDMSB, 0x0000_0200),
+            (g::IPV4XADD, 0x0A00_0002),
+            (g::ERRBUFBA, 0x1000),
+            (g::ERRBUFBAMSB, 0),
+            (g::ERRBUFSZ, 0x0040_0010),
+            (g::DATBUFBA, 0x2000),
+            (g::DATBUFBAMSB, 0),
+            (g::DATBUFSZ, 0x1000_0004),
+            (g::RESPERRPKTBA, 0x3000),
+            (g::RESPERRPKTBAMSB, 0),
+            (g::RESPERRSZ, 0x0040_0004),
+        ] {
+            mdl.write(r.offset, v).unwrap();
+        }
+        mdl.write(g::XRNICCONF.offset, 0x12B7_0401).unwrap();
+    }
+
+    #[test]
+    fn global_enable_needs_the_global_block_and_blocks_changes() {
+        let mut mdl = ErnicModel::new(ernic::Version::MODEL);
+        let e = rule(mdl.write(g::XRNICCONF.offset, 0x0401));
+        assert!(e.contains("before MACXADDLSB"), "{e}");
+        global_setup(&mut mdl);
+        let e = rule(mdl.write(g::IPV4XADD.offset, 1));
+        assert!(e.contains("while XRNICCONF.enable = 1"), "{e}");
+        assert_eq!(
+            mdl.write(g::XRNICVER.offset, 1),
+            Err(Refusal::ReadOnly("XRNICVER is read-only (RO-pure)".into()))
+        );
+        assert_eq!(mdl.read(0x2_000C), Err(Refusal::NoRegister));
+        assert_eq!(mdl.read(g::XRNICVER.offset), Ok(0x0003_0100));
+        let e = rule(mdl.write(g::DATBUFBA.offset, 0x2010));
+        assert!(e.contains("while XRNICCONF.enable"), "{e}");
+        mdl.write(g::XRNICCONF.offset, 0).unwrap();
+        let e = rule(mdl.write(g::DATBUFBA.offset, 0x2010));
+        assert!(e.contains("64-byte aligned"), "{e}");
+    }
+
+    #[test]
+    fn qp_one_is_never_configured_and_qpconf_goes_last() {
+        let mut mdl = ErnicModel::new(ernic::Version::MODEL);
+        global_setup(&mut mdl);
+        let e = rule(mdl.write(ernic::qp_offset(1, q::SQBA), 0x1000));
+        assert!(e.contains("management QP"), "{e}");
+        mdl.write(ernic::qp_offset(2, q::SQBA), 0x1000).unwrap();
+        let e = rule(mdl.write(ernic::qp_offset(2, q::QPCONF), 1));
+        assert!(e.contains("before QPADVCONF, RQBA"), "{e}");
+        assert!(!e.contains("SQBA,"), "{e}");
+        let e = rule(mdl.write(ernic::qp_offset(2, q::CQBA), 0x1008));
+        assert!(e.contains("not 64-byte aligned"), "{e}");
+        assert_eq!(mdl.qp(1), None);
+        assert!(!mdl.qp(2).unwrap().enabled);
+    }
+}

@@ -4,9 +4,11 @@
 //! apart, the self-describing CSV trace, the printed table, the JSON object and the PNG plots.
 #![deny(missing_docs)]
 
+#[cfg(feature = "plots")]
 pub mod plot;
 pub mod report;
 pub mod stats;
+#[cfg(feature = "swloop")]
 pub mod swloop;
 pub mod trace;
 

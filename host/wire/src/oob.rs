@@ -2,8 +2,9 @@
 //! Used by the RDMA transport (controller ↔ coprocessor) and by the Arm control plane
 //! (board ↔ host peer), so both speak exactly the same bytes.
 //!
-//! The coprocessor (or board) listens; the controller connects and sends its hello; the
-//! listener answers with accept or reject. Every read has a timeout: a silent peer is an
+//! The coprocessor listens; the controller (a host, or the FPGA board's control plane, whose
+//! engine is the controller) connects and sends its hello; the coprocessor answers with accept
+//! or reject. Every read has a timeout: a silent peer is an
 //! error, never a hang.
 
 use std::io::{ErrorKind, Read, Write};

@@ -597,9 +597,9 @@ mod tests {
             a.mul_vec(&packed, &mut out);
             let mut out_bytes = vec![0u8; 4];
             a.mul_bytes(&v, &mut out_bytes);
-            for i in 0..4 {
+            for (i, &o) in out_bytes.iter().enumerate() {
                 assert_eq!(get_bit(&out, i), c.get(i, 0));
-                assert_eq!(out_bytes[i] == 1, c.get(i, 0));
+                assert_eq!(o == 1, c.get(i, 0));
             }
         });
     }
@@ -611,16 +611,16 @@ mod tests {
             let r0: Vec<bool> = (0..cols).map(|j| m.get(0, j)).collect();
             let r2: Vec<bool> = (0..cols).map(|j| m.get(2, j)).collect();
             m.xor_row(2, 0);
-            for j in 0..cols {
-                assert_eq!(m.get(2, j), r0[j] ^ r2[j]);
+            for (j, (&a, &b)) in r0.iter().zip(&r2).enumerate() {
+                assert_eq!(m.get(2, j), a ^ b);
             }
             m.xor_row(0, 2);
-            for j in 0..cols {
-                assert_eq!(m.get(0, j), r2[j]);
+            for (j, &b) in r2.iter().enumerate() {
+                assert_eq!(m.get(0, j), b);
             }
             m.swap_rows(0, 1);
-            for j in 0..cols {
-                assert_eq!(m.get(1, j), r2[j]);
+            for (j, &b) in r2.iter().enumerate() {
+                assert_eq!(m.get(1, j), b);
             }
             assert!(m.padding_is_zero());
         });

@@ -46,6 +46,8 @@ BP = {
     "ms0.625": dict(bp_method="minimum_sum", ms_scaling_factor=0.625),
     "ps": dict(bp_method="product_sum", ms_scaling_factor=1.0),
 }
+# Only for the reference vectors: ldpc's adaptive min-sum factor 1 - 2^-iteration.
+BP_EXTRA = {"ms0": dict(bp_method="minimum_sum", ms_scaling_factor=0.0)}
 ITERS = ["it10", "itn"]
 OSD = ["osd0", "cs7"]
 
@@ -62,6 +64,8 @@ REFERENCE = [
     ("bb72", 0.05, "ps", "it10", "cs7", "serial", 40),
     ("bb144", 0.05, "ms0.625", "it10", "cs7", "parallel", 40),
     ("bb144", 0.03, "ps", "itn", "osd0", "parallel", 40),
+    ("bb72", 0.05, "ms0", "it10", "cs7", "parallel", 40),
+    ("hgp13", 0.1, "ms0", "itn", "osd0", "serial", 40),
 ]
 
 
@@ -136,7 +140,7 @@ def settings_of(meta, bp, iters, osd, schedule):
     n = meta["n"]
     free = n - meta["rank_hz"]
     order = min(7, free) if osd == "cs7" else 0
-    s = dict(BP[bp])
+    s = dict(BP.get(bp) or BP_EXTRA[bp])
     s["max_iter"] = 10 if iters == "it10" else n
     s["schedule"] = schedule
     s["osd_method"] = "osd_cs" if osd == "cs7" else "osd_0"

@@ -83,7 +83,8 @@ pub enum ParseErrorKind {
     TrailingContent,
 }
 
-/// A file that could not be read, with where: `file:line: what`.
+/// A file that could not be read, with where: `file:line: what`. Its message is complete
+/// (it includes the kind's), so it reports no separate source.
 #[derive(Debug, thiserror::Error)]
 pub struct ParseError {
     /// The file's name as given.
@@ -91,7 +92,6 @@ pub struct ParseError {
     /// 1-based line, 0 when the error is not about one line.
     pub line: usize,
     /// What is wrong.
-    #[source]
     pub kind: ParseErrorKind,
 }
 

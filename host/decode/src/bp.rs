@@ -186,6 +186,44 @@ pub(crate) struct TannerGraph {
     pub(crate) row_slots: Vec<u32>,
     /// Real edges of each row.
     pub(crate) row_deg: Vec<u32>,
+    /// Internal column `i` is column `order[i]` of the matrix; `position` is the inverse.
+    pub(crate) order: Vec<u32>,
+    pub(crate) position: Vec<u32>,
+}
+
+/// An order to visit the columns in so that columns visited close together share no check
+/// (within a window of `WINDOW` steps, when possible), taking the lowest eligible index each
+/// step. In the flooding schedule every column's update is independent of the order, and
+/// the per-check summaries it feeds are order-independent too; visiting neighbours apart
+/// keeps consecutive read-modify-writes of one check's record out of each other's way.
+fn visiting_order(t: &BitMatrix, m: usize) -> Vec<u32> {
+    const WINDOW: usize = 4;
+    const SCAN: usize = 64;
+    let n = t.rows();
+    let mut last_used = vec![usize::MAX; m];
+    let mut visited = vec![false; n];
+    let mut order = Vec::with_capacity(n);
+    let mut first = 0;
+    for step in 0..n {
+        while visited[first] {
+            first += 1;
+        }
+        let clear = |c: usize| {
+            t.row_ones(c)
+                .all(|r| last_used[r] == usize::MAX || step - last_used[r] > WINDOW)
+        };
+        let pick = (first..n)
+            .filter(|&c| !visited[c])
+            .take(SCAN)
+            .find(|&c| clear(c))
+            .unwrap_or(first);
+        visited[pick] = true;
+        for r in t.row_ones(pick) {
+            last_used[r] = step;
+        }
+        order.push(pick as u32);
+    }
+    order
 }
 
 impl TannerGraph {
@@ -204,17 +242,23 @@ impl TannerGraph {
                 DecoderError::Matrix(format!("{n} columns of weight {dc} overflow 32-bit slots"))
             })?;
         let pad = slots as u32;
+        let order = visiting_order(&t, m);
+        let mut position = vec![0u32; n];
+        for (i, &c) in order.iter().enumerate() {
+            position[c as usize] = i as u32;
+        }
         let mut col_deg = vec![0u32; n];
         let mut slot_row = vec![m as u32; slots];
         let mut row_slots = vec![pad; m * dr];
         let mut row_deg = vec![0u32; m];
-        for (c, deg) in col_deg.iter_mut().enumerate() {
+        for c in 0..n {
+            let i = position[c] as usize;
             for r in t.row_ones(c) {
-                let slot = c * dc + *deg as usize;
+                let slot = i * dc + col_deg[i] as usize;
                 slot_row[slot] = r as u32;
-                *deg += 1;
-                // Columns are visited in ascending order, so each row's slots come out in
-                // ascending column order.
+                col_deg[i] += 1;
+                // Matrix columns are visited in ascending order, so each row's slots come out
+                // in ascending column order (the order of `ldpc`'s row products).
                 row_slots[r * dr + row_deg[r] as usize] = slot as u32;
                 row_deg[r] += 1;
             }
@@ -228,6 +272,8 @@ impl TannerGraph {
             slot_row,
             row_slots,
             row_deg,
+            order,
+            position,
         })
     }
 
@@ -236,7 +282,7 @@ impl TannerGraph {
         self.n * self.dc + 1
     }
 
-    /// The real slots of column `c`.
+    /// The real slots of internal column `c`.
     #[inline]
     pub(crate) fn col(&self, c: usize) -> std::ops::Range<usize> {
         c * self.dc..c * self.dc + self.col_deg[c] as usize
@@ -618,6 +664,9 @@ pub struct BpDecoder {
     /// Per-check min-sum state; entry `m` serves padding slots: its summary stays zero, so
     /// they receive `±0.0`.
     checks: Vec<Check>,
+    /// Soft output and hard decision in internal column order (work), and in matrix order.
+    llr_internal: Vec<f64>,
+    decision_internal: Vec<u8>,
     llr: Vec<f64>,
     decoding: Vec<u8>,
     syndrome: Vec<u8>,
@@ -643,7 +692,15 @@ impl BpDecoder {
         if !(settings.ms_scaling_factor.is_finite() && settings.ms_scaling_factor >= 0.0) {
             return Err(DecoderError::ScalingFactor(settings.ms_scaling_factor));
         }
-        let prior_llr = channel.iter().map(|&p| ((1.0 - p) / p).ln()).collect();
+        // In internal column order.
+        let prior_llr = graph
+            .order
+            .iter()
+            .map(|&c| {
+                let p = channel[c as usize];
+                ((1.0 - p) / p).ln()
+            })
+            .collect();
         let slots = graph.slots();
         let (m, n) = (graph.m, graph.n);
         let max_iter = if settings.max_iter == 0 {
@@ -663,6 +720,8 @@ impl BpDecoder {
             tanh_half: vec![0.0; slots],
             checks: vec![Check::PADDING; m + 1],
             memo: [Memo::new(tanh), Memo::new(log_ratio)],
+            llr_internal: vec![0.0; n],
+            decision_internal: vec![0; n],
             llr: vec![0.0; n],
             decoding: vec![0; n],
             syndrome: vec![0; m],
@@ -743,6 +802,10 @@ impl BpDecoder {
             Schedule::Parallel => self.run_parallel(),
             Schedule::Serial => self.run_serial(),
         }
+        for (&c, &l) in self.graph.order.iter().zip(&self.llr_internal) {
+            self.llr[c as usize] = l;
+            self.decoding[c as usize] = (l <= 0.0) as u8;
+        }
         Ok(&self.decoding)
     }
 
@@ -821,7 +884,7 @@ impl BpDecoder {
                     bits_min_sum(
                         &mut self.bit_to_check,
                         &mut self.checks,
-                        &mut self.llr,
+                        &mut self.llr_internal,
                         &mut self.row_scratch,
                     )
                 );
@@ -853,7 +916,7 @@ impl BpDecoder {
                     bits_sum(
                         &mut self.bit_to_check,
                         &self.check_to_bit,
-                        &mut self.llr,
+                        &mut self.llr_internal,
                         &mut self.candidate,
                         &mut self.row_scratch,
                     )
@@ -875,9 +938,6 @@ impl BpDecoder {
                 break;
             }
         }
-        for (d, &l) in self.decoding.iter_mut().zip(&self.llr) {
-            *d = (l <= 0.0) as u8;
-        }
     }
 
     fn run_serial(&mut self) {
@@ -889,13 +949,14 @@ impl BpDecoder {
         }
         for it in 1..=self.max_iter {
             let alpha = self.alpha(it);
+            // Bit by bit in matrix column order (`ldpc`'s serial order).
             for c in 0..self.graph.n {
-                self.serial_bit(c, alpha);
+                self.serial_bit(self.graph.position[c] as usize, alpha);
             }
             self.iterations = it;
             self.candidate.fill(0);
             for c in 0..self.graph.n {
-                if self.decoding[c] == 1 {
+                if self.decision_internal[c] == 1 {
                     for &r in &self.graph.slot_row[self.graph.col(c)] {
                         self.candidate[r as usize] ^= 1;
                     }
@@ -908,7 +969,7 @@ impl BpDecoder {
         }
     }
 
-    /// Serial update of bit `c`: fresh check-to-bit messages on each of its edges from the
+    /// Serial update of internal column `c`: fresh check-to-bit messages on each of its edges from the
     /// checks' other current inputs, then its soft output and outgoing messages.
     fn serial_bit(&mut self, c: usize, alpha: f64) {
         let g = &self.graph;
@@ -948,8 +1009,8 @@ impl BpDecoder {
             self.bit_to_check[e] = acc;
             acc += msg;
         }
-        self.llr[c] = acc;
-        self.decoding[c] = (acc <= 0.0) as u8;
+        self.llr_internal[c] = acc;
+        self.decision_internal[c] = (acc <= 0.0) as u8;
         let c2b = &self.check_to_bit[range.clone()];
         let b2c = &mut self.bit_to_check[range.clone()];
         let mut acc = 0.0f64;
@@ -977,12 +1038,20 @@ mod tests {
     fn graph_layout() {
         let g = TannerGraph::new(&BitMatrix::from_picture("11.\n.11").unwrap()).unwrap();
         assert_eq!((g.dc, g.dr, g.slots()), (2, 2, 7));
-        assert_eq!(g.col_deg, vec![1, 2, 1]);
-        // Column slots: (0: row 0, pad), (1: rows 0, 1), (2: row 1, pad).
-        assert_eq!(g.slot_row, vec![0, 2, 0, 1, 1, 2]);
-        assert_eq!(g.row_slots, vec![0, 2, 3, 4]);
-        assert_eq!(g.row(1), &[3, 4]);
-        assert_eq!(g.col(1), 2..4);
+        // Column 1 shares check 0 with column 0, column 2 does not: visited 0, 2, 1.
+        assert_eq!(g.order, vec![0, 2, 1]);
+        assert_eq!(g.position, vec![0, 2, 1]);
+        assert_eq!(g.col_deg, vec![1, 1, 2]);
+        // Internal column slots: (column 0: row 0, pad), (column 2: row 1, pad),
+        // (column 1: rows 0, 1).
+        assert_eq!(g.slot_row, vec![0, 2, 1, 2, 0, 1]);
+        // Each row's slots in matrix column order: row 1 = column 1 (slot 5), column 2 (slot 2).
+        assert_eq!(g.row_slots, vec![0, 4, 5, 2]);
+        assert_eq!(g.row(1), &[5, 2]);
+        assert_eq!(g.col(2), 4..6);
+        // When every column shares a check with every other, matrix order.
+        let g = TannerGraph::new(&BitMatrix::from_picture("111").unwrap()).unwrap();
+        assert_eq!(g.order, vec![0, 1, 2]);
     }
 
     #[test]

@@ -93,7 +93,9 @@ pub struct Osd {
     wpr: usize,
     /// The augmented, permuted matrix, `m × wpr` words.
     a: Vec<u64>,
-    /// `(soft output, column)` pairs being sorted, and the merge buffer.
+    /// Sort keys `(order-preserving soft output bits) << 32 | column` (no NaN present).
+    keys: Vec<u128>,
+    /// `(soft output, column)` pairs being sorted, and the merge buffer (NaN present).
     order_buf: Vec<(f64, u32)>,
     order_tmp: Vec<(f64, u32)>,
     /// Position → column.
@@ -155,6 +157,7 @@ impl Osd {
             uniform,
             wpr,
             a: vec![0; m * wpr],
+            keys: vec![0; n],
             order_buf: vec![(0.0, 0); n],
             order_tmp: vec![(0.0, 0); n],
             perm: vec![0; n],
@@ -206,12 +209,31 @@ impl Osd {
     /// sort (ties by index, `-0.0` with `0.0`); a NaN compares equal to everything, and the
     /// merge order then decides where it lands, exactly as in `ldpc`.
     fn sort_columns(&mut self, llr: &[f64]) {
-        for (i, (&v, slot)) in llr.iter().zip(self.order_buf.iter_mut()).enumerate() {
-            *slot = (v, i as u32);
+        if llr.iter().any(|v| v.is_nan()) {
+            for (i, (&v, slot)) in llr.iter().zip(self.order_buf.iter_mut()).enumerate() {
+                *slot = (v, i as u32);
+            }
+            merge_sort(&mut self.order_buf, &mut self.order_tmp);
+            for (p, &(_, c)) in self.perm.iter_mut().zip(&self.order_buf) {
+                *p = c;
+            }
+            return;
         }
-        merge_sort(&mut self.order_buf, &mut self.order_tmp);
-        for (p, &(_, c)) in self.perm.iter_mut().zip(&self.order_buf) {
-            *p = c;
+        // Without NaN the merge sort is a stable sort by value with -0.0 equal to 0.0: sort
+        // unique keys (order-preserving value bits, then the index) instead, which is faster
+        // and gives the same order.
+        for (i, (&v, key)) in llr.iter().zip(self.keys.iter_mut()).enumerate() {
+            let bits = (v + 0.0).to_bits();
+            let ordered = if bits >> 63 == 1 {
+                !bits
+            } else {
+                bits | 1 << 63
+            };
+            *key = (ordered as u128) << 32 | i as u128;
+        }
+        self.keys.sort_unstable();
+        for (p, &k) in self.perm.iter_mut().zip(&self.keys) {
+            *p = k as u32;
         }
     }
 
@@ -243,7 +265,10 @@ impl Osd {
         let (sw, sbit) = (n / WORD_BITS, 1u64 << (n % WORD_BITS));
         self.free.clear();
         let mut rank = 0usize;
-        if stop_when_solved && (0..m).all(|r| self.a[r * wpr + sw] & sbit == 0) {
+        // Rows at or below the rank whose syndrome bit is set: the syndrome is in the span of
+        // the pivots found so far exactly when there are none.
+        let mut pending = (0..m).filter(|&r| self.a[r * wpr + sw] & sbit != 0).count();
+        if stop_when_solved && pending == 0 {
             return 0;
         }
         for j in 0..n {
@@ -266,16 +291,33 @@ impl Osd {
             let (head, tail) = self.a.split_at_mut(rank * wpr);
             let (pivot_row, rest) = tail.split_at_mut(wpr);
             let pivot_row = &pivot_row[w..];
-            for row in head.chunks_exact_mut(wpr).chain(rest.chunks_exact_mut(wpr)) {
+            let pivot_s = pivot_row[sw - w] & sbit != 0;
+            pending -= pivot_s as usize;
+            for row in head.chunks_exact_mut(wpr) {
                 if row[w] & bit != 0 {
                     for (d, s) in row[w..].iter_mut().zip(pivot_row) {
                         *d ^= s;
                     }
                 }
             }
+            for row in rest.chunks_exact_mut(wpr) {
+                if row[w] & bit != 0 {
+                    for (d, s) in row[w..].iter_mut().zip(pivot_row) {
+                        *d ^= s;
+                    }
+                    if pivot_s {
+                        // The row's syndrome bit flipped.
+                        if row[sw] & sbit != 0 {
+                            pending += 1;
+                        } else {
+                            pending -= 1;
+                        }
+                    }
+                }
+            }
             self.pivots[rank] = j as u32;
             rank += 1;
-            if stop_when_solved && (rank..m).all(|r| self.a[r * wpr + sw] & sbit == 0) {
+            if stop_when_solved && pending == 0 {
                 break;
             }
         }

@@ -251,8 +251,8 @@ impl TannerGraph {
         let mut slot_row = vec![m as u32; slots];
         let mut row_slots = vec![pad; m * dr];
         let mut row_deg = vec![0u32; m];
-        for c in 0..n {
-            let i = position[c] as usize;
+        for (c, &i) in position.iter().enumerate() {
+            let i = i as usize;
             for r in t.row_ones(c) {
                 let slot = i * dc + col_deg[i] as usize;
                 slot_row[slot] = r as u32;

@@ -279,6 +279,14 @@ def compare(args, backline, css_shots):
                         )
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.json").write_text(json.dumps(rows, indent=1))
+    md = ["| code | p | settings | LER ldpc | LER ours | identical | ldpc median µs | ldpc floor µs "
+          "| ours median µs | ours/ldpc |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        md.append(f"| {r['code']} | {r['p']} | {r['settings']} | {r['ldpc_ler']:.4f} | "
+                  f"{r['ours_ler']:.4f} | {100 * r['same_corrections']:.1f}% | "
+                  f"{r['ldpc_median_ns'] / 1e3:.2f} | {r['ldpc_call_floor_ns'] / 1e3:.2f} | "
+                  f"{r['ours_median_ns'] / 1e3:.3f} | {r['ratio']:.3f} |")
+    (out / "compare.md").write_text("\n".join(md) + "\n")
     if rows:
         worst = max(rows, key=lambda r: r["ratio"])
         print()
@@ -291,7 +299,7 @@ def compare(args, backline, css_shots):
         print(f"ldpc call floor (zero-syndrome decode) median over rows: "
               f"{np.median([r['ldpc_call_floor_ns'] for r in rows]) / 1e3:.2f} us; "
               f"clock read: {np.median([r['ldpc_clock_ns'] for r in rows]):.0f} ns")
-        print(f"written: {out / 'compare.json'}")
+        print(f"written: {out / 'compare.json'}, {out / 'compare.md'}")
     return rows
 
 

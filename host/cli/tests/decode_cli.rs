@@ -1,0 +1,271 @@
+//! `backline decode` as a user runs it: files in, corrections and one JSON object out, and
+//! one-line errors naming the file and line for bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use backline_decode::codes::CssCode;
+use backline_decode::io::{MatrixFormat, save_matrix, write_dense};
+use backline_decode::noise::CodeCapacity;
+
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(tag: &str) -> Dir {
+        let d =
+            std::env::temp_dir().join(format!("backline-decode-cli-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn backline(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_backline"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Writes surface-5 checks (alist) and `shots` seeded syndromes; returns the errors.
+fn setup(dir: &Dir, shots: usize) -> (CssCode, Vec<Vec<u8>>) {
+    let code = CssCode::rotated_surface(5).unwrap();
+    save_matrix(&dir.path("hz.alist"), &code.hz, MatrixFormat::Alist).unwrap();
+    let mut noise = CodeCapacity::new(0.05, 3);
+    let mut errors = Vec::new();
+    let mut text = String::from("# surface-5 Z syndromes\n");
+    for _ in 0..shots {
+        let mut e = vec![0u8; code.n()];
+        noise.sample(&mut e);
+        let mut syn = vec![0u8; code.hz.rows()];
+        code.hz.mul_bytes(&e, &mut syn);
+        text.extend(syn.iter().map(|&b| (b'0' + b) as char));
+        text.push('\n');
+        errors.push(e);
+    }
+    std::fs::write(dir.path("syn.txt"), text).unwrap();
+    (code, errors)
+}
+
+#[test]
+fn decodes_a_file_and_prints_one_json_object() {
+    let dir = Dir::new("ok");
+    let (code, errors) = setup(&dir, 200);
+    let out = dir.path("corr.txt");
+    let o = backline(&[
+        "decode",
+        "--checks",
+        s(&dir.path("hz.alist")),
+        "--syndromes",
+        s(&dir.path("syn.txt")),
+        "--error-rate",
+        "0.05",
+        "--bp-method",
+        "minimum_sum",
+        "--ms-scaling-factor",
+        "0.625",
+        "--max-iter",
+        "25",
+        "--schedule",
+        "parallel",
+        "--osd-method",
+        "osd_cs",
+        "--osd-order",
+        "7",
+        "--output",
+        s(&out),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1, "exactly one line: {stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        [
+            "bp_converged_rate",
+            "mean_ns",
+            "median_ns",
+            "p99_ns",
+            "shots",
+            "throughput_per_s"
+        ]
+    );
+    assert_eq!(v["shots"], 200);
+    let rate = v["bp_converged_rate"].as_f64().unwrap();
+    assert!(rate > 0.5 && rate <= 1.0, "{rate}");
+    let (med, p99) = (
+        v["median_ns"].as_f64().unwrap(),
+        v["p99_ns"].as_f64().unwrap(),
+    );
+    assert!(med > 0.0 && med <= p99 && v["throughput_per_s"].as_f64().unwrap() > 0.0);
+
+    // One correction per syndrome, in order; each reproduces its syndrome, and most leave no
+    // logical error (p = 0.05 on a distance-5 code).
+    let text = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), errors.len());
+    let mut fails = 0;
+    for (line, e) in lines.iter().zip(&errors) {
+        let c: Vec<u8> = line.bytes().map(|b| b - b'0').collect();
+        let (mut a, mut b) = (vec![0u8; code.hz.rows()], vec![0u8; code.hz.rows()]);
+        code.hz.mul_bytes(&c, &mut a);
+        code.hz.mul_bytes(e, &mut b);
+        assert_eq!(a, b);
+        let r: Vec<u8> = c.iter().zip(e).map(|(x, y)| x ^ y).collect();
+        fails += code.is_logical_x_error(&r) as usize;
+    }
+    assert!(fails < 20, "{fails} logical failures in 200 shots");
+
+    // Dense checks give the same corrections.
+    std::fs::write(dir.path("hz.txt"), write_dense(&code.hz)).unwrap();
+    let out2 = dir.path("corr2.txt");
+    let o = backline(&[
+        "decode",
+        "--checks",
+        s(&dir.path("hz.txt")),
+        "--syndromes",
+        s(&dir.path("syn.txt")),
+        "--error-rate",
+        "0.05",
+        "--ms-scaling-factor",
+        "0.625",
+        "--max-iter",
+        "25",
+        "--osd-method",
+        "osd_cs",
+        "--osd-order",
+        "7",
+        "--output",
+        s(&out2),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("200 shots"));
+    assert_eq!(std::fs::read_to_string(&out2).unwrap(), text);
+}
+
+/// Runs a failing command; returns its single stderr line.
+fn fails(args: &[&str]) -> String {
+    let o = backline(args);
+    assert_eq!(o.status.code(), Some(2), "{args:?}");
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    err
+}
+
+#[test]
+fn bad_input_gives_one_line_errors_naming_file_and_line() {
+    let dir = Dir::new("bad");
+    setup(&dir, 5);
+    let checks = dir.path("hz.alist");
+    let syn = dir.path("syn.txt");
+    let base = |extra: &[&'static str], checks: &Path, syn: &Path| -> Vec<String> {
+        let mut v: Vec<String> = ["decode", "--checks", s(checks), "--syndromes", s(syn)]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        v.extend(extra.iter().map(|x| x.to_string()));
+        v
+    };
+    let run = |v: Vec<String>| fails(&v.iter().map(String::as_str).collect::<Vec<_>>());
+
+    // A syndrome of the wrong length (line 4 of the file: header comment + 2 good lines).
+    let mut text = std::fs::read_to_string(&syn).unwrap();
+    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    text = format!("{}\n{}\n{}\n0101\n", lines[0], lines[1], lines[2]);
+    let short = dir.path("short.txt");
+    std::fs::write(&short, &text).unwrap();
+    let e = run(base(&["--error-rate", "0.05"], &checks, &short));
+    assert!(
+        e.contains(&format!("{}:4: row has 4 bits, expected 12", s(&short))),
+        "{e}"
+    );
+
+    // A character other than 0/1 in a syndrome.
+    std::fs::write(&short, "000000000000\n0000002000000\n").unwrap();
+    let e = run(base(&["--error-rate", "0.05"], &checks, &short));
+    assert!(
+        e.contains(&format!(
+            "{}:2: column 7: unexpected character '2'",
+            s(&short)
+        )),
+        "{e}"
+    );
+
+    // Ragged dense checks.
+    let dense = dir.path("h.txt");
+    std::fs::write(&dense, "1100\n0110\n011\n").unwrap();
+    let e = run(base(&["--error-rate", "0.05"], &dense, &syn));
+    assert!(
+        e.contains(&format!("{}:3: row has 3 bits, expected 4", s(&dense))),
+        "{e}"
+    );
+
+    // An alist whose counts disagree.
+    let bad_alist = dir.path("bad.alist");
+    let mut alist: Vec<String> = std::fs::read_to_string(&checks)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    alist[2] = "2 2 2".into();
+    std::fs::write(&bad_alist, alist.join("\n")).unwrap();
+    let e = run(base(&["--error-rate", "0.05"], &bad_alist, &syn));
+    assert!(
+        e.contains(&format!(
+            "{}:3: the column weights: expected 25 values, found 3",
+            s(&bad_alist)
+        )),
+        "{e}"
+    );
+
+    // Error rate outside (0, 0.5).
+    let e = run(base(&["--error-rate", "0.7"], &checks, &syn));
+    assert!(
+        e.contains("--error-rate 0.7: error rate 0.7 is outside (0, 0.5)"),
+        "{e}"
+    );
+
+    // OSD order above the free columns (25 − 12 = 13).
+    let e = run(base(
+        &[
+            "--error-rate",
+            "0.05",
+            "--osd-method",
+            "osd_cs",
+            "--osd-order",
+            "14",
+        ],
+        &checks,
+        &syn,
+    ));
+    assert!(
+        e.contains("--osd-order 14") && e.contains(s(&checks)),
+        "{e}"
+    );
+    assert!(e.contains("larger than the 13 free columns"), "{e}");
+
+    // A missing file.
+    let e = run(base(
+        &["--error-rate", "0.05"],
+        &dir.path("none.alist"),
+        &syn,
+    ));
+    assert!(e.contains("none.alist"), "{e}");
+}

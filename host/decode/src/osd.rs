@@ -1,0 +1,628 @@
+//! Ordered-statistics decoding (OSD) after belief propagation: Gaussian elimination over
+//! GF(2) on the columns ordered by BP's soft output, with bit-packed rows.
+//!
+//! Given a syndrome `s` and soft output `llr`:
+//!
+//! 1. order the columns by `llr` ascending (most likely flipped first; ties by index);
+//! 2. eliminate the column-permuted checks augmented with `s`, left to right: the pivot columns
+//!    are the first `rank` linearly independent columns in that order;
+//! 3. **OSD-0**: the solution supported on the pivot columns. Elimination stops as soon as `s`
+//!    lies in the span of the pivots found so far (the solution does not change);
+//! 4. **OSD-CS of order w** (combination sweep): besides OSD-0, try flipping each single free
+//!    (non-pivot) column, in order, and each pair among the first `w` free columns, solving for
+//!    the pivots each time; keep the candidate of least weight `Σ ln(1/pᵢ)` (a strictly smaller
+//!    weight replaces the incumbent). With one error rate for every bit this is the Hamming
+//!    weight, which is what the fast path compares.
+//!
+//! This is the candidate set and tie rule of `ldpc` 2.x's `OSD_CS`, so given the same soft
+//! output the answers are the same. Unlike `ldpc` 2.4.1, an order larger than the number of
+//! free columns `n − rank(H)` is refused at construction (it writes past its candidate
+//! vectors there).
+//!
+//! All scratch is allocated at construction; [`Osd::decode`] does not allocate.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::bitmat::{BitMatrix, WORD_BITS, words_for};
+use crate::error::DecoderError;
+use crate::gf2;
+
+/// The OSD post-processing method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OsdMethod {
+    /// No post-processing: the result is BP's hard decision.
+    Off,
+    /// OSD-0 (`ldpc`'s default).
+    #[default]
+    Osd0,
+    /// Combination sweep of order `osd_order`.
+    OsdCs,
+}
+
+impl FromStr for OsdMethod {
+    type Err = String;
+
+    /// Accepts `ldpc`'s spellings: `osd0`, `osd_0`, `0`, `osd_cs`, `cs`, `combination_sweep`,
+    /// `off`, `osd_off` (any case).
+    fn from_str(s: &str) -> Result<OsdMethod, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "osd0" | "osd_0" | "0" => Ok(OsdMethod::Osd0),
+            "osd_cs" | "osdcs" | "cs" | "combination_sweep" => Ok(OsdMethod::OsdCs),
+            "off" | "osd_off" | "none" => Ok(OsdMethod::Off),
+            _ => Err(format!(
+                "unknown OSD method {s:?} (expected osd0, osd_cs or off)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for OsdMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OsdMethod::Off => "off",
+            OsdMethod::Osd0 => "osd0",
+            OsdMethod::OsdCs => "osd_cs",
+        })
+    }
+}
+
+/// Which candidate of the combination sweep won.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Choice {
+    Osd0,
+    Single(usize),
+    Pair(usize, usize),
+}
+
+/// The OSD engine for one parity-check matrix: the checks in column-major form plus all the
+/// scratch of one decode.
+#[derive(Debug, Clone)]
+pub struct Osd {
+    m: usize,
+    n: usize,
+    rank: usize,
+    order: usize,
+    /// Rows of each column, ascending: `col_rows[col_start[c]..col_start[c + 1]]`.
+    col_start: Vec<u32>,
+    col_rows: Vec<u32>,
+    /// `ln(1/pᵢ)` per bit, and whether they are all equal (Hamming-weight fast path).
+    weight: Vec<f64>,
+    uniform: bool,
+    /// Words per row of the augmented, permuted matrix (`n` columns + the syndrome).
+    wpr: usize,
+    /// The augmented, permuted matrix, `m × wpr` words.
+    a: Vec<u64>,
+    /// Sort keys `(order-preserving soft output bits) << 32 | column` (no NaN present).
+    keys: Vec<u128>,
+    /// `(soft output, column)` pairs being sorted, and the merge buffer (NaN present).
+    order_buf: Vec<(f64, u32)>,
+    order_tmp: Vec<(f64, u32)>,
+    /// Position → column.
+    perm: Vec<u32>,
+    /// Pivot position of each reduced row.
+    pivots: Vec<u32>,
+    /// Free positions, in order.
+    free: Vec<u32>,
+    /// Position → index in `free` (only read for free positions).
+    free_index: Vec<u32>,
+    /// Weight change of flipping each free column (fast path).
+    delta: Vec<i32>,
+    /// Reduced syndrome over the pivot rows, and the first `order` free columns, packed.
+    rwords: usize,
+    s_packed: Vec<u64>,
+    cols_packed: Vec<u64>,
+    /// A dense candidate (general weights path).
+    candidate: Vec<u8>,
+}
+
+impl Osd {
+    /// The OSD engine for checks `h`, per-bit error rates `channel`, and combination-sweep
+    /// order `order` (0 for OSD-0).
+    ///
+    /// Errors with [`DecoderError::OsdOrderTooLarge`] when `order > n − rank(h)`.
+    pub fn new(h: &BitMatrix, channel: &[f64], order: usize) -> Result<Osd, DecoderError> {
+        let (m, n) = (h.rows(), h.cols());
+        assert_eq!(channel.len(), n, "channel length");
+        let rank = gf2::rank(h);
+        let free_columns = n - rank;
+        if order > free_columns {
+            return Err(DecoderError::OsdOrderTooLarge {
+                order,
+                free_columns,
+                n,
+                rank,
+            });
+        }
+        let t = h.transpose();
+        let mut col_start = Vec::with_capacity(n + 1);
+        let mut col_rows = Vec::with_capacity(h.count_ones());
+        col_start.push(0u32);
+        for c in 0..n {
+            col_rows.extend(t.row_ones(c).map(|r| r as u32));
+            col_start.push(col_rows.len() as u32);
+        }
+        let weight: Vec<f64> = channel.iter().map(|&p| (1.0 / p).ln()).collect();
+        let uniform = channel.iter().all(|&p| p.to_bits() == channel[0].to_bits());
+        let wpr = words_for(n + 1);
+        let rwords = words_for(m).max(1);
+        Ok(Osd {
+            m,
+            n,
+            rank,
+            order,
+            col_start,
+            col_rows,
+            weight,
+            uniform,
+            wpr,
+            a: vec![0; m * wpr],
+            keys: vec![0; n],
+            order_buf: vec![(0.0, 0); n],
+            order_tmp: vec![(0.0, 0); n],
+            perm: vec![0; n],
+            pivots: vec![0; m],
+            free: Vec::with_capacity(n),
+            free_index: vec![0; n],
+            delta: vec![0; n],
+            rwords,
+            s_packed: vec![0; rwords],
+            cols_packed: vec![0; order * rwords],
+            candidate: vec![0; n],
+        })
+    }
+
+    /// Rank of the checks.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The combination-sweep order (0: OSD-0).
+    pub fn order(&self) -> usize {
+        self.order
+    }
+
+    /// Decodes `syndrome` (0/1 per check) given the soft output `llr` (per bit, lower = more
+    /// likely flipped), writing the correction (0/1 per bit) to `out`.
+    ///
+    /// When the syndrome is not in the column space of the checks, no correction reproduces
+    /// it; `out` then holds the OSD-0 solution of the consistent part.
+    pub fn decode(&mut self, syndrome: &[u8], llr: &[f64], out: &mut [u8]) {
+        assert_eq!(syndrome.len(), self.m);
+        assert_eq!(llr.len(), self.n);
+        assert_eq!(out.len(), self.n);
+        self.sort_columns(llr);
+        self.fill(syndrome);
+        let rank = self.eliminate(self.order == 0);
+        let choice = if self.order == 0 {
+            Choice::Osd0
+        } else {
+            self.sweep(rank)
+        };
+        self.solution(rank, choice, out);
+    }
+
+    /// Orders the columns by soft output ascending, as `ldpc` does: glibc's `qsort` over
+    /// `(value, index)` pairs with a comparator that answers "equal" unless one value is
+    /// strictly greater — which glibc implements as the top-down merge sort below (split at
+    /// `n/2`, take from the left half unless it compares greater). On numbers that is a stable
+    /// sort (ties by index, `-0.0` with `0.0`); a NaN compares equal to everything, and the
+    /// merge order then decides where it lands, exactly as in `ldpc`.
+    fn sort_columns(&mut self, llr: &[f64]) {
+        if llr.iter().any(|v| v.is_nan()) {
+            for (i, (&v, slot)) in llr.iter().zip(self.order_buf.iter_mut()).enumerate() {
+                *slot = (v, i as u32);
+            }
+            merge_sort(&mut self.order_buf, &mut self.order_tmp);
+            for (p, &(_, c)) in self.perm.iter_mut().zip(&self.order_buf) {
+                *p = c;
+            }
+            return;
+        }
+        // Without NaN the merge sort is a stable sort by value with -0.0 equal to 0.0: sort
+        // unique keys (order-preserving value bits, then the index) instead, which is faster
+        // and gives the same order.
+        for (i, (&v, key)) in llr.iter().zip(self.keys.iter_mut()).enumerate() {
+            let bits = (v + 0.0).to_bits();
+            let ordered = if bits >> 63 == 1 {
+                !bits
+            } else {
+                bits | 1 << 63
+            };
+            *key = (ordered as u128) << 32 | i as u128;
+        }
+        self.keys.sort_unstable();
+        for (p, &k) in self.perm.iter_mut().zip(&self.keys) {
+            *p = k as u32;
+        }
+    }
+
+    /// Builds the permuted checks, position `j` holding column `perm[j]`, augmented with the
+    /// syndrome at position `n`.
+    fn fill(&mut self, syndrome: &[u8]) {
+        self.a.fill(0);
+        let wpr = self.wpr;
+        for (j, &c) in self.perm.iter().enumerate() {
+            let (w, bit) = (j / WORD_BITS, 1u64 << (j % WORD_BITS));
+            let c = c as usize;
+            for &r in &self.col_rows[self.col_start[c] as usize..self.col_start[c + 1] as usize] {
+                self.a[r as usize * wpr + w] |= bit;
+            }
+        }
+        let (w, bit) = (self.n / WORD_BITS, 1u64 << (self.n % WORD_BITS));
+        for (r, &s) in syndrome.iter().enumerate() {
+            if s != 0 {
+                self.a[r * wpr + w] |= bit;
+            }
+        }
+    }
+
+    /// Gauss–Jordan elimination over the positions left to right. Records pivots and free
+    /// positions; returns the rank reached. With `stop_when_solved`, stops once the syndrome
+    /// column is zero below the pivot rows.
+    fn eliminate(&mut self, stop_when_solved: bool) -> usize {
+        let (m, n, wpr) = (self.m, self.n, self.wpr);
+        let (sw, sbit) = (n / WORD_BITS, 1u64 << (n % WORD_BITS));
+        self.free.clear();
+        let mut rank = 0usize;
+        // Rows at or below the rank whose syndrome bit is set: the syndrome is in the span of
+        // the pivots found so far exactly when there are none.
+        let mut pending = (0..m).filter(|&r| self.a[r * wpr + sw] & sbit != 0).count();
+        if stop_when_solved && pending == 0 {
+            return 0;
+        }
+        for j in 0..n {
+            if rank == self.rank {
+                // No further pivots exist: every remaining position is free.
+                self.free.extend(j as u32..n as u32);
+                break;
+            }
+            let (w, bit) = (j / WORD_BITS, 1u64 << (j % WORD_BITS));
+            let Some(p) = (rank..m).find(|&r| self.a[r * wpr + w] & bit != 0) else {
+                self.free.push(j as u32);
+                continue;
+            };
+            if p != rank {
+                // Both rows are zero left of word `w` (rows at or below the rank always are).
+                for k in w..wpr {
+                    self.a.swap(p * wpr + k, rank * wpr + k);
+                }
+            }
+            let (head, tail) = self.a.split_at_mut(rank * wpr);
+            let (pivot_row, rest) = tail.split_at_mut(wpr);
+            let pivot_row = &pivot_row[w..];
+            let pivot_s = pivot_row[sw - w] & sbit != 0;
+            pending -= pivot_s as usize;
+            for row in head.chunks_exact_mut(wpr) {
+                if row[w] & bit != 0 {
+                    for (d, s) in row[w..].iter_mut().zip(pivot_row) {
+                        *d ^= s;
+                    }
+                }
+            }
+            for row in rest.chunks_exact_mut(wpr) {
+                if row[w] & bit != 0 {
+                    for (d, s) in row[w..].iter_mut().zip(pivot_row) {
+                        *d ^= s;
+                    }
+                    if pivot_s {
+                        // The row's syndrome bit flipped.
+                        if row[sw] & sbit != 0 {
+                            pending += 1;
+                        } else {
+                            pending -= 1;
+                        }
+                    }
+                }
+            }
+            self.pivots[rank] = j as u32;
+            rank += 1;
+            if stop_when_solved && pending == 0 {
+                break;
+            }
+        }
+        for (i, &j) in self.free.iter().enumerate() {
+            self.free_index[j as usize] = i as u32;
+        }
+        rank
+    }
+
+    /// Reduced syndrome bit of pivot row `r`.
+    #[inline]
+    fn s_bit(&self, r: usize) -> bool {
+        let n = self.n;
+        self.a[r * self.wpr + n / WORD_BITS] >> (n % WORD_BITS) & 1 == 1
+    }
+
+    /// Entry of reduced row `r` at position `j`.
+    #[inline]
+    fn a_bit(&self, r: usize, j: usize) -> bool {
+        self.a[r * self.wpr + j / WORD_BITS] >> (j % WORD_BITS) & 1 == 1
+    }
+
+    /// The combination sweep: the best of OSD-0, every single free flip, and every pair among
+    /// the first `order` free positions, in that order, strictly smaller weight winning.
+    fn sweep(&mut self, rank: usize) -> Choice {
+        let k = self.free.len();
+        let rw = self.rwords;
+        // Pack the reduced syndrome and the first `order` free columns over the pivot rows.
+        self.s_packed.fill(0);
+        self.cols_packed.fill(0);
+        for r in 0..rank {
+            let (w, bit) = (r / WORD_BITS, 1u64 << (r % WORD_BITS));
+            if self.s_bit(r) {
+                self.s_packed[w] |= bit;
+            }
+            for i in 0..self.order.min(k) {
+                if self.a_bit(r, self.free[i] as usize) {
+                    self.cols_packed[i * rw + w] |= bit;
+                }
+            }
+        }
+        if !self.uniform {
+            return self.sweep_weighted(rank);
+        }
+        // Hamming-weight path. Flipping free column i changes the weight of the pivot part by
+        // Σ over rows with a 1 in that column of (1 − 2·sᵣ), and adds 1 for the flip itself.
+        let base = self
+            .s_packed
+            .iter()
+            .map(|w| w.count_ones() as i32)
+            .sum::<i32>();
+        self.delta[..k].fill(0);
+        let (n, wpr) = (self.n, self.wpr);
+        for r in 0..rank {
+            let step = if self.s_bit(r) { -1 } else { 1 };
+            let row = &self.a[r * wpr..(r + 1) * wpr];
+            let own = self.pivots[r] as usize;
+            for (wi, &word) in row.iter().enumerate() {
+                let mut bits = word;
+                while bits != 0 {
+                    let j = wi * WORD_BITS + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    if j < n && j != own {
+                        self.delta[self.free_index[j] as usize] += step;
+                    }
+                }
+            }
+        }
+        let mut best = base;
+        let mut choice = Choice::Osd0;
+        for i in 0..k {
+            let w = base + self.delta[i] + 1;
+            if w < best {
+                best = w;
+                choice = Choice::Single(i);
+            }
+        }
+        for i in 0..self.order {
+            for j in i + 1..self.order {
+                let ci = &self.cols_packed[i * rw..(i + 1) * rw];
+                let cj = &self.cols_packed[j * rw..(j + 1) * rw];
+                let mut w = 2i32;
+                for t in 0..rw {
+                    w += (self.s_packed[t] ^ ci[t] ^ cj[t]).count_ones() as i32;
+                }
+                if w < best {
+                    best = w;
+                    choice = Choice::Pair(i, j);
+                }
+            }
+        }
+        choice
+    }
+
+    /// The sweep with per-bit weights: each candidate is written out densely and its weight
+    /// summed in bit-index order, exactly as `ldpc` sums it.
+    fn sweep_weighted(&mut self, rank: usize) -> Choice {
+        let k = self.free.len();
+        let mut best = self.candidate_weight(rank, Choice::Osd0);
+        let mut choice = Choice::Osd0;
+        for i in 0..k {
+            let w = self.candidate_weight(rank, Choice::Single(i));
+            if w < best {
+                best = w;
+                choice = Choice::Single(i);
+            }
+        }
+        for i in 0..self.order {
+            for j in i + 1..self.order {
+                let w = self.candidate_weight(rank, Choice::Pair(i, j));
+                if w < best {
+                    best = w;
+                    choice = Choice::Pair(i, j);
+                }
+            }
+        }
+        choice
+    }
+
+    fn candidate_weight(&mut self, rank: usize, choice: Choice) -> f64 {
+        let mut cand = std::mem::take(&mut self.candidate);
+        self.solution(rank, choice, &mut cand);
+        let w = cand
+            .iter()
+            .zip(&self.weight)
+            .filter(|(x, _)| **x == 1)
+            .map(|(_, w)| *w)
+            .fold(0.0f64, |acc, w| acc + w);
+        self.candidate = cand;
+        w
+    }
+
+    /// The dense solution for a candidate: flipped free columns, and each pivot solved from
+    /// its reduced row.
+    fn solution(&self, rank: usize, choice: Choice, out: &mut [u8]) {
+        out.fill(0);
+        let flips: [Option<usize>; 2] = match choice {
+            Choice::Osd0 => [None, None],
+            Choice::Single(i) => [Some(i), None],
+            Choice::Pair(i, j) => [Some(i), Some(j)],
+        };
+        for r in 0..rank {
+            let mut v = self.s_bit(r);
+            for i in flips.iter().flatten() {
+                v ^= self.a_bit(r, self.free[*i] as usize);
+            }
+            out[self.perm[self.pivots[r] as usize] as usize] = v as u8;
+        }
+        for i in flips.iter().flatten() {
+            out[self.perm[self.free[*i] as usize] as usize] = 1;
+        }
+    }
+}
+
+/// `qsort`'s comparator in `ldpc`: greater, smaller, else equal (so NaN equals everything).
+#[inline]
+fn compare(a: f64, b: f64) -> i32 {
+    if a > b {
+        1
+    } else if a < b {
+        -1
+    } else {
+        0
+    }
+}
+
+/// glibc's `msort_with_tmp`: sorts `b` recursively (left half `n/2` elements), merging into
+/// `tmp` and taking the left element unless it compares greater.
+fn merge_sort(b: &mut [(f64, u32)], tmp: &mut [(f64, u32)]) {
+    let n = b.len();
+    if n <= 1 {
+        return;
+    }
+    let n1 = n / 2;
+    let (left, right) = b.split_at_mut(n1);
+    merge_sort(left, tmp);
+    merge_sort(right, tmp);
+    let (mut i, mut j, mut k) = (0, 0, 0);
+    while i < left.len() && j < right.len() {
+        if compare(left[i].0, right[j].0) <= 0 {
+            tmp[k] = left[i];
+            i += 1;
+        } else {
+            tmp[k] = right[j];
+            j += 1;
+        }
+        k += 1;
+    }
+    // What is left of the left half follows; what is left of the right half is in place.
+    let rest = left.len() - i;
+    tmp[k..k + rest].copy_from_slice(&left[i..]);
+    k += rest;
+    b[..k].copy_from_slice(&tmp[..k]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hamming() -> BitMatrix {
+        BitMatrix::from_picture("1.1.1.1\n.11..11\n...1111").unwrap()
+    }
+
+    fn syndrome(h: &BitMatrix, e: &[u8]) -> Vec<u8> {
+        let mut s = vec![0u8; h.rows()];
+        h.mul_bytes(e, &mut s);
+        s
+    }
+
+    #[test]
+    fn osd0_solves_on_the_most_likely_columns() {
+        let h = hamming();
+        let mut osd = Osd::new(&h, &[0.1; 7], 0).unwrap();
+        let mut out = [0u8; 7];
+        // Soft output says bit 6 is the likeliest flip: the solution is the weight-1 error on 6.
+        let mut llr = [5.0; 7];
+        llr[6] = -1.0;
+        let e = [0, 0, 0, 0, 0, 0, 1];
+        osd.decode(&syndrome(&h, &e), &llr, &mut out);
+        assert_eq!(out, e);
+        // With bits 0 and 1 ranked first, syndrome of bit 2 is explained by bits 0 + 1.
+        let mut llr = [5.0; 7];
+        llr[0] = -2.0;
+        llr[1] = -1.0;
+        osd.decode(&syndrome(&h, &[0, 0, 1, 0, 0, 0, 0]), &llr, &mut out);
+        assert_eq!(out, [1, 1, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn osd_cs_finds_the_lighter_solution() {
+        let h = hamming();
+        let mut osd = Osd::new(&h, &[0.1; 7], 4).unwrap();
+        let mut out = [0u8; 7];
+        let mut llr = [5.0; 7];
+        llr[0] = -2.0;
+        llr[1] = -1.0;
+        osd.decode(&syndrome(&h, &[0, 0, 1, 0, 0, 0, 0]), &llr, &mut out);
+        assert_eq!(out, [0, 0, 1, 0, 0, 0, 0]);
+        // Same with unequal (but all tiny-different) weights through the general path.
+        let mut ch = [0.1; 7];
+        ch[5] = 0.09;
+        let mut osd = Osd::new(&h, &ch, 4).unwrap();
+        osd.decode(&syndrome(&h, &[0, 0, 1, 0, 0, 0, 0]), &llr, &mut out);
+        assert_eq!(out, [0, 0, 1, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn order_above_free_columns_is_an_error() {
+        let h = hamming();
+        assert_eq!(
+            Osd::new(&h, &[0.1; 7], 5).unwrap_err(),
+            DecoderError::OsdOrderTooLarge {
+                order: 5,
+                free_columns: 4,
+                n: 7,
+                rank: 3
+            }
+        );
+        assert!(Osd::new(&h, &[0.1; 7], 4).is_ok());
+    }
+
+    #[test]
+    fn column_order_matches_glibc_qsort() {
+        // Each line: soft outputs | the order glibc 2.36's `qsort` gives `ldpc`'s
+        // `(value, index)` pairs under its comparator (generated by a C program calling
+        // `qsort`; NaN, ±inf, ±0 and ties included).
+        let data = include_str!("../tests/data/glibc_qsort_order.txt");
+        let mut cases = 0;
+        for line in data.lines() {
+            let (values, order) = line.split_once('|').unwrap();
+            let v: Vec<f64> = values
+                .split_whitespace()
+                .map(|t| t.parse().unwrap())
+                .collect();
+            let expected: Vec<u32> = order
+                .split_whitespace()
+                .map(|t| t.parse().unwrap())
+                .collect();
+            let h = BitMatrix::zeros(1, v.len());
+            let mut osd = Osd::new(&h, &vec![0.1; v.len()], 0).unwrap();
+            osd.sort_columns(&v);
+            assert_eq!(osd.perm, expected, "{values}");
+            cases += 1;
+        }
+        assert_eq!(cases, 40);
+    }
+
+    #[test]
+    fn column_order_is_stable_and_places_nan_like_glibc() {
+        let h = BitMatrix::from_picture("11111").unwrap();
+        let mut osd = Osd::new(&h, &[0.1; 5], 0).unwrap();
+        osd.sort_columns(&[0.5, -0.0, 7.0, -3.0, 0.0]);
+        assert_eq!(osd.perm, vec![3, 1, 4, 0, 2]);
+        // [0.5, -0.0] → [-0.0, 0.5]; [NaN, -3.0, 0.0] → [NaN] + ([-3.0] ⊕ [0.0]) =
+        // [NaN, -3.0, 0.0] (NaN "equals" -3.0, so it stays first); merging the halves,
+        // -0.0 vs NaN is "equal" → -0.0; 0.5 vs NaN → 0.5; then the right half as it is.
+        osd.sort_columns(&[0.5, -0.0, f64::NAN, -3.0, 0.0]);
+        assert_eq!(osd.perm, vec![1, 0, 2, 3, 4]);
+        // Against a plain stable sort on numbers.
+        let v: Vec<f64> = (0..97).map(|i| ((i * 37) % 11) as f64 - 5.0).collect();
+        let h = BitMatrix::zeros(1, 97);
+        let mut osd = Osd::new(&h, &[0.1; 97], 0).unwrap();
+        osd.sort_columns(&v);
+        let mut expected: Vec<u32> = (0..97).collect();
+        expected.sort_by(|&a, &b| v[a as usize].total_cmp(&v[b as usize]));
+        assert_eq!(osd.perm, expected);
+    }
+}

@@ -1,0 +1,145 @@
+//! The decode paths do not allocate once a decoder is built: an allocation-counting global
+//! allocator counts this thread's allocations around thousands of decodes, through every BP
+//! method and schedule, OSD-0, OSD-CS (Hamming and weighted paths), the lookup table and the
+//! coprocessor function.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use backline_decode::codes::CssCode;
+use backline_decode::noise::CodeCapacity;
+use backline_decode::{
+    BpMethod, BpOsdConfig, BpOsdDecoder, CssDecoder, LookupDecoder, OsdMethod, Schedule,
+};
+
+thread_local! {
+    /// Allocations made by this thread (const-initialised, so reading it never allocates).
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+struct Counting;
+
+// SAFETY: every method forwards to the system allocator with the caller's arguments; the
+// counter is a const-initialised thread-local `Cell`, which needs no allocation and no lock.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, which `System` shares.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: `ptr` came from this allocator, which is `System` underneath.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from this allocator, which is `System` underneath.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(|c| c.get())
+}
+
+/// Syndromes of seeded shots on `code`'s Z checks.
+fn shots(code: &CssCode, p: f64, count: usize) -> Vec<Vec<u8>> {
+    let mut noise = CodeCapacity::new(p, 99);
+    let mut e = vec![0u8; code.n()];
+    (0..count)
+        .map(|_| {
+            noise.sample(&mut e);
+            let mut s = vec![0u8; code.hz.rows()];
+            code.hz.mul_bytes(&e, &mut s);
+            s
+        })
+        .collect()
+}
+
+#[test]
+fn decoders_do_not_allocate_after_construction() {
+    // The counter sees this thread's allocations.
+    let before = allocations();
+    let probe = std::hint::black_box(vec![1u8; 10]);
+    assert_eq!(allocations(), before + 1);
+    drop(probe);
+
+    let code = CssCode::bb72();
+    let syndromes = shots(&code, 0.08, 60);
+    let mut corr = vec![0u8; code.n()];
+    let mut channel = vec![0.08; code.n()];
+    channel[5] = 0.05;
+    let mut osd_runs = 0;
+    for bp_method in [BpMethod::MinimumSum, BpMethod::ProductSum] {
+        for schedule in [Schedule::Parallel, Schedule::Serial] {
+            for (osd_method, osd_order) in [(OsdMethod::Osd0, 0), (OsdMethod::OsdCs, 7)] {
+                for error_channel in [None, Some(channel.clone())] {
+                    let config = BpOsdConfig {
+                        error_rate: 0.08,
+                        error_channel,
+                        bp_method,
+                        schedule,
+                        osd_method,
+                        osd_order,
+                        max_iter: 12,
+                        ms_scaling_factor: 0.625,
+                    };
+                    let mut dec = BpOsdDecoder::new(&code.hz, &config).unwrap();
+                    let before = allocations();
+                    for s in &syndromes {
+                        osd_runs += dec.decode(s, &mut corr).unwrap().osd_used as u32;
+                    }
+                    assert_eq!(allocations(), before, "{config:?}");
+                }
+            }
+        }
+    }
+    assert!(osd_runs > 50, "OSD ran only {osd_runs} times");
+
+    // The lookup table and the coprocessor function.
+    let small = CssCode::hgp13();
+    let lookup = LookupDecoder::new(&small.hz).unwrap();
+    let small_syndromes = shots(&small, 0.1, 200);
+    let mut small_corr = vec![0u8; small.n()];
+    let config = BpOsdConfig {
+        error_rate: 0.1,
+        max_iter: 10,
+        osd_method: OsdMethod::OsdCs,
+        osd_order: 4,
+        ..BpOsdConfig::default()
+    };
+    let mut css = CssDecoder::from_code(&code, &config).unwrap();
+    let packed: Vec<Vec<u8>> = syndromes
+        .iter()
+        .map(|s| {
+            let mut p = vec![0u8; s.len().div_ceil(8)];
+            for (i, &b) in s.iter().enumerate() {
+                p[i / 8] |= b << (i % 8);
+            }
+            p
+        })
+        .collect();
+    let mut out = [0u8; 16];
+    let before = allocations();
+    for s in &small_syndromes {
+        lookup.decode(s, &mut small_corr).unwrap();
+    }
+    for (k, p) in packed.iter().enumerate() {
+        css.respond(1, p, &mut out).unwrap();
+        // Errors are allocation-free too.
+        assert!(css.respond(7, p, &mut out).is_err());
+        assert!(css.respond(k as u32 % 2, &p[1..], &mut out).is_err());
+    }
+    assert_eq!(allocations(), before, "lookup or respond allocated");
+}

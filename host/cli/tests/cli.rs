@@ -528,3 +528,45 @@ fn plot_reads_traces_back() {
     let o = backline(&["plot", "/nonexistent.csv"]);
     assert_clean_error(&o, "/nonexistent.csv");
 }
+
+#[test]
+fn bposd_from_a_tanner_graph_serves_both_check_types() {
+    for transport in ["memcpy", "shm"] {
+        let dir = scratch("bposd");
+        // [[13,1,3]]: 6 X checks and 6 Z checks, one syndrome byte; ids 0 (X) and 1 (Z).
+        let o = backline(&[
+            "bench",
+            "--transport",
+            transport,
+            "--responder",
+            "bposd:hgp13:max_iter=10",
+            "--payload-bytes",
+            "1",
+            "--rounds",
+            "2000",
+            "--json",
+            "--quiet",
+            "--no-plots",
+            "--out-dir",
+            dir.to_str().unwrap(),
+        ]);
+        let v = json_of(&o);
+        assert_eq!(v["completed"], 2000, "{v}");
+    }
+    // A syndrome of the wrong length is a bad_length reply, reported as such.
+    let o = backline(&[
+        "bench",
+        "--responder",
+        "bposd:hgp13",
+        "--payload-bytes",
+        "2",
+        "--rounds",
+        "100",
+        "--quiet",
+        "--no-plots",
+        "--no-baseline",
+        "--out-dir",
+        scratch("bposd-bad").to_str().unwrap(),
+    ]);
+    assert_clean_error(&o, "bad_length");
+}

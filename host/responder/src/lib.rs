@@ -7,13 +7,18 @@
 //! reply status, so a failing function never takes the server down.
 #![deny(missing_docs)]
 
+mod bposd;
 mod csym;
 mod table;
 
-use backline_wire::Status;
+use backline_wire::{DecoderId, Status};
 
+/// Coprocessor functions with the decoder ids they serve.
+pub type Functions = Vec<(DecoderId, std::sync::Arc<dyn Responder>)>;
+
+pub use bposd::{BpOsdSpecError, CssHalf, bposd_functions};
 pub use csym::{CSymbol, CoprocessorFn};
-pub use table::{ResponderTable, parse_spec};
+pub use table::{ResponderTable, functions_of, parse_spec};
 
 /// Why a responder produced no reply payload.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -113,19 +113,33 @@ impl ResponderTable {
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
     /// Not one of the known forms.
-    #[error("unknown responder `{0}` (expected echo, steane or LIB:SYMBOL)")]
+    #[error("unknown responder `{0}` (expected echo, steane, bposd:CODE[:SETTINGS] or LIB:SYMBOL)")]
     Unknown(String),
     /// The C library or symbol could not be loaded.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// A BP+OSD spec was refused.
+    #[error(transparent)]
+    BpOsd(#[from] crate::BpOsdSpecError),
 }
 
-/// Parses a responder spec: `echo`, `steane`, or `LIB:SYMBOL` (a C function in a shared
-/// library; the last `:` separates the symbol).
+/// The functions a spec registers, starting at decoder id `base`: one for `echo`, `steane`
+/// and C symbols; two for `bposd:` (X checks at `base`, Z checks at `base + 1`).
+pub fn functions_of(spec: &str, base: DecoderId) -> Result<crate::Functions, SpecError> {
+    if spec.starts_with("bposd:") {
+        return Ok(crate::bposd_functions(spec, base)?);
+    }
+    Ok(vec![(base, parse_spec(spec)?)])
+}
+
+/// Parses a responder spec: `echo`, `steane`, `bposd:CODE[:SETTINGS]` (its X-check half;
+/// use [`functions_of`] for both), or `LIB:SYMBOL` (a C function in a shared library; the last
+/// `:` separates the symbol).
 pub fn parse_spec(spec: &str) -> Result<Arc<dyn Responder>, SpecError> {
     match spec {
         "echo" => Ok(Arc::new(Echo)),
         "steane" => Ok(Arc::new(Steane)),
+        s if s.starts_with("bposd:") => Ok(crate::bposd_functions(s, 0)?.remove(0).1),
         _ => match spec.rsplit_once(':') {
             Some((lib, sym)) if !lib.is_empty() && !sym.is_empty() => {
                 Ok(Arc::new(CSymbol::load(Path::new(lib), sym)?))

@@ -16,7 +16,7 @@ use backline_transport::{
     ControllerSession, CoprocessorSession, ServeOptions, SessionConfig, TransportKind, os,
 };
 
-use super::common::{RingArgs, builtin_name, load_responder, parse_u32};
+use super::common::{RingArgs, base_ids, builtin_name, load_responder, parse_u32, table_of};
 
 /// Flags of `backline bench`.
 #[derive(Debug, clap::Args)]
@@ -175,8 +175,8 @@ impl ServerProcess {
             TransportKind::Shm => cmd.arg("--name").arg(&name),
             _ => cmd.arg("--bind").arg("127.0.0.1:0"),
         };
-        for (i, r) in responders.iter().enumerate() {
-            cmd.arg("--fn").arg(format!("{i}={r}"));
+        for (id, r) in base_ids(responders).into_iter().zip(responders) {
+            cmd.arg("--fn").arg(format!("{id}={r}"));
         }
         if let [_, resp] = a.pin[..] {
             cmd.arg("--pin").arg(resp.to_string());
@@ -310,10 +310,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let mut child: Option<ServerProcess> = None;
     let peer = match (transport, &a.peer) {
         (TransportKind::Memcpy, _) => {
-            let mut table = backline_responder::ResponderTable::new();
-            for (i, r) in responders.iter().enumerate() {
-                table.insert(i as u32, load_responder(r)?);
-            }
+            let fns: Vec<(u32, String)> = base_ids(&responders)
+                .into_iter()
+                .zip(responders.iter().cloned())
+                .collect();
+            let table = table_of(&fns)?;
             let key = format!("bench-{}", std::process::id());
             local = Some(CoprocessorSession::open(
                 &key,
@@ -369,7 +370,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         let decoder_id = if responders.len() == 1 && a.peer.is_some() {
             a.decoder_id
         } else {
-            i as u32
+            base_ids(&responders)[i]
         };
         let mut session = ControllerSession::open("bench", config.clone(), &peer, 7878)
             .with_context(|| format!("connecting to the coprocessor at {transport}:{peer}"))?;

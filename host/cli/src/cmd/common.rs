@@ -97,15 +97,33 @@ pub fn parse_fn(s: &str) -> anyhow::Result<(DecoderId, String)> {
     Ok((id, spec.to_string()))
 }
 
-/// A table from `(id, spec)` pairs.
+/// A table from `(id, spec)` pairs (a `bposd:` spec takes its id and the next).
 pub fn table_of(fns: &[(DecoderId, String)]) -> anyhow::Result<ResponderTable> {
     let mut t = ResponderTable::new();
-    for (id, spec) in fns {
-        if t.insert(*id, load_responder(spec)?).is_some() {
-            bail!("decoder id {id} is given twice");
+    for (base, spec) in fns {
+        let list = backline_responder::functions_of(spec, *base)
+            .with_context(|| format!("responder `{spec}`"))?;
+        for (id, r) in list {
+            if t.insert(id, r).is_some() {
+                bail!("decoder id {id} is given twice (a bposd: spec uses two ids)");
+            }
         }
     }
     Ok(t)
+}
+
+/// Decoder ids for a list of responders run side by side: each starts after the ids of the
+/// previous one (`bposd:` specs take two).
+pub fn base_ids(specs: &[String]) -> Vec<DecoderId> {
+    let mut next = 0;
+    specs
+        .iter()
+        .map(|s| {
+            let id = next;
+            next += if s.starts_with("bposd:") { 2 } else { 1 };
+            id
+        })
+        .collect()
 }
 
 /// Parses a number given in decimal or with a `0x` prefix.

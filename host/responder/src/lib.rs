@@ -56,6 +56,19 @@ pub trait Responder: Send + Sync {
     fn name(&self) -> &str;
     /// Serves one message.
     fn respond(&self, input: &[u8], out: &mut [u8]) -> Result<usize, ResponderError>;
+    /// For the built-in functions: which one, so a table can run it without a virtual call.
+    fn builtin(&self) -> Option<Builtin> {
+        None
+    }
+}
+
+/// The built-in functions a [`ResponderTable`] dispatches inline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Builtin {
+    /// [`Echo`].
+    Echo,
+    /// [`Steane`].
+    Steane,
 }
 
 /// Replies with the request's bytes.
@@ -65,6 +78,9 @@ pub struct Echo;
 impl Responder for Echo {
     fn name(&self) -> &str {
         "echo"
+    }
+    fn builtin(&self) -> Option<Builtin> {
+        Some(Builtin::Echo)
     }
     fn respond(&self, input: &[u8], out: &mut [u8]) -> Result<usize, ResponderError> {
         let out = out
@@ -88,6 +104,9 @@ pub struct Steane;
 impl Responder for Steane {
     fn name(&self) -> &str {
         "steane"
+    }
+    fn builtin(&self) -> Option<Builtin> {
+        Some(Builtin::Steane)
     }
     #[inline]
     fn respond(&self, input: &[u8], out: &mut [u8]) -> Result<usize, ResponderError> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use backline_wire::{DecoderId, Status};
 
-use crate::{CSymbol, Echo, Responder, Steane, csym::LoadError};
+use crate::{Builtin, CSymbol, Echo, Responder, Steane, csym::LoadError};
 
 /// Ids below this are looked up by index; others by binary search.
 const DIRECT: usize = 64;
@@ -16,6 +16,8 @@ const DIRECT: usize = 64;
 #[derive(Clone, Default)]
 pub struct ResponderTable {
     direct: Vec<Option<Arc<dyn Responder>>>,
+    /// `builtin()` of each direct entry, cached so dispatch can run built-ins inline.
+    direct_kind: Vec<Option<Builtin>>,
     sparse: Vec<(DecoderId, Arc<dyn Responder>)>,
 }
 
@@ -46,7 +48,9 @@ impl ResponderTable {
             let i = id as usize;
             if self.direct.len() <= i {
                 self.direct.resize(i + 1, None);
+                self.direct_kind.resize(i + 1, None);
             }
+            self.direct_kind[i] = r.builtin();
             self.direct[i].replace(r)
         } else {
             match self.sparse.binary_search_by_key(&id, |e| e.0) {
@@ -96,6 +100,29 @@ impl ResponderTable {
     /// an empty reply.
     #[inline]
     pub fn dispatch(&self, id: DecoderId, input: &[u8], out: &mut [u8]) -> (Status, usize) {
+        // Built-ins inline: no virtual call, nothing that can panic.
+        match self.direct_kind.get(id as usize) {
+            Some(Some(Builtin::Steane)) => {
+                return match (input.first(), out.first_mut()) {
+                    (Some(&s), Some(o)) => {
+                        *o = backline_decode::steane::decode(s);
+                        (Status::Ok, 1)
+                    }
+                    (None, _) => (Status::BadLength, 0),
+                    (_, None) => (Status::DecoderFailed, 0),
+                };
+            }
+            Some(Some(Builtin::Echo)) => {
+                return match out.get_mut(..input.len()) {
+                    Some(o) => {
+                        o.copy_from_slice(input);
+                        (Status::Ok, input.len())
+                    }
+                    None => (Status::BadLength, 0),
+                };
+            }
+            _ => {}
+        }
         let Some(r) = self.get(id) else {
             return (Status::UnknownDecoder, 0);
         };

@@ -54,6 +54,12 @@ pub trait CoprocessorLink {
         status: Status,
         payload: &[u8],
     ) -> Result<()>;
+    /// Serves rounds until the session ends. The default runs [`crate::server::rounds`]
+    /// instantiated for the implementing type, so one virtual call per session replaces
+    /// several per round.
+    fn serve_rounds(&mut self, ctx: &mut crate::server::RoundCtx<'_>) -> Result<()> {
+        crate::server::rounds(self, ctx)
+    }
 }
 
 /// The coprocessor's endpoint: accepts one controller at a time.

@@ -9,7 +9,7 @@ use backline_ring::WaitPolicy;
 use backline_wire::Seq;
 
 use crate::Result;
-use crate::link::Listener;
+use crate::link::{CoprocessorLink, Listener};
 
 /// How long a server serves.
 #[derive(Debug, Clone, Default)]
@@ -47,6 +47,48 @@ impl ServerStats {
     }
 }
 
+/// What the rounds of one session need besides the link.
+pub struct RoundCtx<'a> {
+    /// The functions.
+    pub table: &'a ResponderTable,
+    /// How waits spin and block.
+    pub wait: &'a WaitPolicy,
+    /// Counters to publish.
+    pub stats: &'a ServerStats,
+    /// Reply scratch, at least the slot's payload capacity.
+    pub scratch: &'a mut Vec<u8>,
+}
+
+/// Serves one controller's rounds until it says bye (or the server stops). Generic, so that
+/// each link type gets its own copy with its calls inlined: the hot loop makes no virtual
+/// call but the coprocessor function's.
+pub fn rounds<L: CoprocessorLink + ?Sized>(link: &mut L, ctx: &mut RoundCtx<'_>) -> Result<()> {
+    let mut round = 0u64;
+    // Counted locally and published with plain stores: no atomic read-modify-write on the
+    // path of a reply.
+    let (mut rounds, mut failed) = (
+        ctx.stats.rounds.load(Ordering::Relaxed),
+        ctx.stats.failed_rounds.load(Ordering::Relaxed),
+    );
+    loop {
+        let seq = Seq::of_round(round);
+        let Some(m) = link.wait_request(seq, ctx.wait)? else {
+            return Ok(()); // the controller said bye, or we stop
+        };
+        let id = m.header.decoder_id;
+        let (status, n) = ctx.table.dispatch(id, m.payload, ctx.scratch);
+        // Counted before the reply leaves, so a controller that saw the reply sees it.
+        rounds += 1;
+        ctx.stats.rounds.store(rounds, Ordering::Relaxed);
+        if status != backline_wire::Status::Ok {
+            failed += 1;
+            ctx.stats.failed_rounds.store(failed, Ordering::Relaxed);
+        }
+        link.reply(seq, id, status, &ctx.scratch[..n])?;
+        round += 1;
+    }
+}
+
 /// Serves controllers from `listener` until `stop()` or the session budget is spent.
 pub fn serve(
     listener: &mut dyn Listener,
@@ -66,30 +108,13 @@ pub fn serve(
         sessions += 1;
         stats.sessions.fetch_add(1, Ordering::Relaxed);
         scratch.resize(link.geometry().payload_capacity(), 0u8);
-        let mut round = 0u64;
-        // Counted locally and published with plain stores: no atomic read-modify-write on the
-        // path of a reply.
-        let (mut rounds, mut failed) = (
-            stats.rounds.load(Ordering::Relaxed),
-            stats.failed_rounds.load(Ordering::Relaxed),
-        );
-        loop {
-            let seq = Seq::of_round(round);
-            let Some(m) = link.wait_request(seq, wait)? else {
-                break; // the controller said bye, or we stop
-            };
-            let id = m.header.decoder_id;
-            let (status, n) = table.dispatch(id, m.payload, &mut scratch);
-            // Counted before the reply leaves, so a controller that saw the reply sees it.
-            rounds += 1;
-            stats.rounds.store(rounds, Ordering::Relaxed);
-            if status != backline_wire::Status::Ok {
-                failed += 1;
-                stats.failed_rounds.store(failed, Ordering::Relaxed);
-            }
-            link.reply(seq, id, status, &scratch[..n])?;
-            round += 1;
-        }
+        let mut ctx = RoundCtx {
+            table,
+            wait,
+            stats,
+            scratch: &mut scratch,
+        };
+        link.serve_rounds(&mut ctx)?;
     }
     Ok(())
 }

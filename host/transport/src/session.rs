@@ -157,6 +157,23 @@ pub trait Coprocessor: Session {
     ) -> Result<()>;
 }
 
+/// An established link. The ring transports (memcpy, shm) are called directly, so their
+/// per-round calls inline; others go through the trait object.
+enum Link {
+    Ring(crate::link::RingController),
+    Other(Box<dyn ControllerLink>),
+}
+
+/// Runs `$body` with `$l` bound to the concrete link.
+macro_rules! on_link {
+    ($link:expr, $l:ident => $body:expr) => {
+        match $link {
+            Link::Ring($l) => $body,
+            Link::Other($l) => $body,
+        }
+    };
+}
+
 enum Pending {
     None,
     Memcpy(Arc<memcpy::Port>),
@@ -171,7 +188,7 @@ pub struct ControllerSession {
     state: State,
     peer: String,
     pending: Pending,
-    link: Option<Box<dyn ControllerLink>>,
+    link: Option<Link>,
     max_request: usize,
     max_reply: usize,
     posted: u64,
@@ -251,10 +268,8 @@ impl ControllerSession {
         }
     }
 
-    fn link(&mut self) -> &mut dyn ControllerLink {
-        self.link
-            .as_deref_mut()
-            .expect("started sessions have a link")
+    fn link(&mut self) -> &mut Link {
+        self.link.as_mut().expect("started sessions have a link")
     }
 
     fn make_reply<'a>(
@@ -351,15 +366,14 @@ impl Session for ControllerSession {
             "keys-exchanged",
         )?;
         let g = self.config.geometry;
-        let link: Box<dyn ControllerLink> =
-            match std::mem::replace(&mut self.pending, Pending::None) {
-                Pending::Memcpy(port) => {
-                    Box::new(memcpy::attach(port, g, self.config.setup_timeout)?)
-                }
-                Pending::Shm(c) => Box::new(c.into_link()),
-                Pending::Udp(c) => Box::new(c.into_link(g)?),
-                Pending::None => unreachable!("keys were exchanged over a pending connection"),
-            };
+        let link = match std::mem::replace(&mut self.pending, Pending::None) {
+            Pending::Memcpy(port) => {
+                Link::Ring(memcpy::attach(port, g, self.config.setup_timeout)?)
+            }
+            Pending::Shm(c) => Link::Ring(c.into_link()),
+            Pending::Udp(c) => Link::Other(Box::new(c.into_link(g)?)),
+            Pending::None => unreachable!("keys were exchanged over a pending connection"),
+        };
         self.link = Some(link);
         self.state = State::Established;
         Ok(())
@@ -372,8 +386,8 @@ impl Session for ControllerSession {
     }
 
     fn stop(&mut self) -> Result<()> {
-        if let Some(mut l) = self.link.take() {
-            l.close();
+        if let Some(mut link) = self.link.take() {
+            on_link!(&mut link, l => l.close());
         }
         self.pending = Pending::None;
         self.state = State::Stopped;
@@ -415,7 +429,7 @@ impl Controller for ControllerSession {
             });
         }
         let seq = Seq::of_round(self.posted);
-        self.link().stage(seq, decoder_id, payload)?;
+        on_link!(self.link(), l => l.stage(seq, decoder_id, payload))?;
         let slot = seq.slot(self.config.geometry.depth) as usize;
         self.ids[slot] = decoder_id;
         self.staged = true;
@@ -429,7 +443,7 @@ impl Controller for ControllerSession {
             return Err(Error::NothingStaged);
         }
         let round = self.posted;
-        self.link().post(Seq::of_round(round))?;
+        on_link!(self.link(), l => l.post(Seq::of_round(round)))?;
         self.staged = false;
         self.posted += 1;
         Ok(round)
@@ -443,7 +457,7 @@ impl Controller for ControllerSession {
         let round = self.collected;
         let seq = Seq::of_round(round);
         let want = self.ids[seq.slot(self.config.geometry.depth) as usize];
-        match self.link.as_deref_mut().expect("started").poll_reply(seq)? {
+        match on_link!(self.link.as_mut().expect("started"), l => l.poll_reply(seq))? {
             Some(m) => Ok(Some(Self::make_reply(round, seq, want, m)?)),
             None => Ok(None),
         }
@@ -466,8 +480,8 @@ impl Controller for ControllerSession {
             collected,
             ..
         } = self;
-        let link = link.as_deref_mut().expect("started");
-        let m = match link.wait_reply(seq, &wait, timeout) {
+        let link = link.as_mut().expect("started");
+        let m = match on_link!(link, l => l.wait_reply(seq, &wait, timeout)) {
             Ok(m) => m,
             Err(e) => {
                 // A lost round poisons the session: its slot may still receive a late reply.

@@ -70,7 +70,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1000)]
     pub timeout_ms: u64,
     /// Pin the controller and responder threads: CTRL,RESP (CPU numbers).
-    #[arg(long, value_delimiter = ',', num_args = 2)]
+    #[arg(long, value_delimiter = ',', value_name = "CTRL,RESP")]
     pub pin: Vec<usize>,
     /// Skip the same-run floor measurement.
     #[arg(long)]
@@ -286,7 +286,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     let (pin_ctrl, pin_resp) = match a.pin[..] {
         [c, r] => (Some(c), Some(r)),
-        _ => (None, None),
+        [] => (None, None),
+        _ => bail!("--pin takes two CPU numbers, CTRL,RESP (e.g. --pin 0,1)"),
     };
     // Load responders here first: a bad spec is our error, not the server's.
     for r in &responders {

@@ -109,6 +109,41 @@ mod tests {
     }
 
     #[test]
+    fn small_copies_of_every_length() {
+        for n in 0..=40usize {
+            let src: Vec<u8> = (0..n as u8).map(|b| b.wrapping_mul(37) ^ 0x5A).collect();
+            let mut dst = vec![0xEEu8; n + 3];
+            crate::copy_small(&mut dst, &src);
+            assert_eq!(&dst[..n], &src[..], "length {n}");
+            assert!(
+                dst[n..].iter().all(|&b| b == 0xEE),
+                "length {n} wrote past the end"
+            );
+        }
+    }
+
+    #[test]
+    fn header_fields_survive_the_packed_write() {
+        let r = HeapRing::new(g(2, 128)).unwrap();
+        let v = r.view();
+        v.publish(
+            Seq(77),
+            Kind::Reply,
+            0xA1B2_C3D4,
+            Status::DecoderFailed as u16,
+            &[1, 2, 3, 4, 5],
+        )
+        .unwrap();
+        let m = v.poll(Seq(77)).unwrap();
+        assert_eq!(m.header.decoder_id, 0xA1B2_C3D4);
+        assert_eq!(m.header.status, Status::DecoderFailed as u16);
+        assert_eq!(m.header.kind, Kind::Reply as u8);
+        assert_eq!(m.header.version, backline_wire::WIRE_VERSION);
+        assert_eq!(m.header.payload_len, 5);
+        assert_eq!(m.payload, &[1, 2, 3, 4, 5]);
+    }
+
+    #[test]
     fn capacity_one_and_wrap_around() {
         let r = HeapRing::new(g(1, 64)).unwrap();
         let v = r.view();

@@ -29,7 +29,7 @@ mod wait;
 
 pub use heap::HeapRing;
 pub use padded::CachePadded;
-pub use view::{Message, RingView};
+pub use view::{Message, RingView, copy_small};
 pub use wait::{Doorbell, MAX_NAP, SpinBudget, WaitError, WaitPolicy, futex_wait, futex_wake};
 
 #[cfg(not(target_endian = "little"))]

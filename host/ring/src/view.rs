@@ -11,6 +11,53 @@ use backline_wire::{
 
 use crate::wait::{self, Doorbell, WaitError, WaitPolicy};
 
+/// Copies `src` to `dst` without a library call for the small payloads of the hot path
+/// (overlapping word moves for up to 16 bytes), with `copy_nonoverlapping` beyond.
+///
+/// # Safety
+/// `dst` is valid for writing `src.len()` bytes and does not overlap `src`.
+#[inline(always)]
+unsafe fn small_copy(src: &[u8], dst: *mut u8) {
+    let n = src.len();
+    let s = src.as_ptr();
+    // SAFETY (every branch): the reads stay within `src` and the writes within
+    // `dst[..n]`; unaligned accesses are explicit.
+    unsafe {
+        match n {
+            0 => {}
+            1..=3 => {
+                dst.write(*s);
+                dst.add(n / 2).write(*s.add(n / 2));
+                dst.add(n - 1).write(*s.add(n - 1));
+            }
+            4..=7 => {
+                dst.cast::<u32>()
+                    .write_unaligned(s.cast::<u32>().read_unaligned());
+                dst.add(n - 4)
+                    .cast::<u32>()
+                    .write_unaligned(s.add(n - 4).cast::<u32>().read_unaligned());
+            }
+            8..=16 => {
+                dst.cast::<u64>()
+                    .write_unaligned(s.cast::<u64>().read_unaligned());
+                dst.add(n - 8)
+                    .cast::<u64>()
+                    .write_unaligned(s.add(n - 8).cast::<u64>().read_unaligned());
+            }
+            _ => std::ptr::copy_nonoverlapping(s, dst, n),
+        }
+    }
+}
+
+/// Copies `src` into the front of `dst` (which must be at least as long) the way the ring
+/// does: without a library call for small payloads.
+#[inline]
+pub fn copy_small(dst: &mut [u8], src: &[u8]) {
+    assert!(dst.len() >= src.len(), "copy_small: destination too short");
+    // SAFETY: `dst` holds at least `src.len()` bytes and a `&mut` cannot overlap `src`.
+    unsafe { small_copy(src, dst.as_mut_ptr()) }
+}
+
 /// A message found in a slot: its header and a borrow of its payload in place.
 #[derive(Debug, Clone, Copy)]
 pub struct Message<'a> {
@@ -127,21 +174,17 @@ impl RingView {
     ) -> Result<(), GeometryError> {
         self.geometry.check_payload(payload.len())?;
         let end = self.slot_end(seq);
-        let head = SlotHeader {
-            payload_len: payload.len() as u32,
-            decoder_id,
-            status,
-            kind: kind as u8,
-            version: WIRE_VERSION,
-            seq: 0,
-        }
-        .to_bytes();
+        // Header bytes 0..12 as one little-endian u64 and one u32 (layout pinned in
+        // backline-wire): payload_len, decoder_id | status, kind, version.
+        let lo = payload.len() as u64 | (decoder_id as u64) << 32;
+        let hi = status as u32 | (kind as u32) << 16 | (WIRE_VERSION as u32) << 24;
         // SAFETY: payload + header fit the slot (checked above) and end at its end; the slot
         // is ours to write (protocol). The seq word (last 4 bytes) is not touched here.
         unsafe {
             let hdr = end.sub(HEADER_BYTES);
-            std::ptr::copy_nonoverlapping(payload.as_ptr(), hdr.sub(payload.len()), payload.len());
-            std::ptr::copy_nonoverlapping(head.as_ptr(), hdr, HEADER_BYTES - 4);
+            small_copy(payload, hdr.sub(payload.len()));
+            hdr.cast::<u64>().write_unaligned(lo.to_le());
+            hdr.add(8).cast::<u32>().write_unaligned(hi.to_le());
         }
         Ok(())
     }

@@ -126,8 +126,9 @@ impl ControllerLink for RingController {
     #[inline]
     fn stage(&mut self, _seq: Seq, decoder_id: DecoderId, payload: &[u8]) -> Result<()> {
         self.rings.req.geometry().check_payload(payload.len())?;
-        self.staged.clear();
-        self.staged.extend_from_slice(payload);
+        // The buffer keeps the slot's capacity; only the length changes.
+        self.staged.resize(payload.len(), 0);
+        backline_ring::copy_small(&mut self.staged, payload);
         self.staged_id = decoder_id;
         Ok(())
     }

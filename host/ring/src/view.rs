@@ -20,8 +20,8 @@ use crate::wait::{self, Doorbell, WaitError, WaitPolicy};
 unsafe fn small_copy(src: &[u8], dst: *mut u8) {
     let n = src.len();
     let s = src.as_ptr();
-    // SAFETY (every branch): the reads stay within `src` and the writes within
-    // `dst[..n]`; unaligned accesses are explicit.
+    // SAFETY: in every branch the reads stay within `src` and the writes within `dst[..n]`
+    // (the caller's contract); unaligned accesses are explicit.
     unsafe {
         match n {
             0 => {}

@@ -98,7 +98,7 @@ impl ResponderTable {
     /// Runs the responder of `id` on `input`, writing into `out`. Never panics: an unknown
     /// id, a rejected length, a failure or a panic in the function each become a status with
     /// an empty reply.
-    #[inline]
+    #[inline(always)]
     pub fn dispatch(&self, id: DecoderId, input: &[u8], out: &mut [u8]) -> (Status, usize) {
         // Built-ins inline: no virtual call, nothing that can panic.
         match self.direct_kind.get(id as usize) {
@@ -123,6 +123,13 @@ impl ResponderTable {
             }
             _ => {}
         }
+        self.dispatch_dyn(id, input, out)
+    }
+
+    /// The general case of [`ResponderTable::dispatch`]: a registered function behind the panic
+    /// boundary. Kept out of line so the built-in path stays small.
+    #[inline(never)]
+    fn dispatch_dyn(&self, id: DecoderId, input: &[u8], out: &mut [u8]) -> (Status, usize) {
         let Some(r) = self.get(id) else {
             return (Status::UnknownDecoder, 0);
         };

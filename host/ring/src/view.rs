@@ -225,6 +225,7 @@ impl RingView {
     }
 
     /// Reads the message in the slot of `seq` (after its arrival was observed).
+    #[inline(always)]
     fn read(&self, seq: Seq) -> Message<'_> {
         let end = self.slot_end(seq);
         let mut hb = [0u8; HEADER_BYTES];

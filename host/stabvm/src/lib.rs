@@ -26,6 +26,9 @@ pub enum VmError {
     /// The program refers to something it did not declare.
     #[error("invalid program: {0}")]
     Invalid(String),
+    /// The observer of [`run_observed`] stopped the run.
+    #[error("stopped after {0} shots")]
+    Stopped(u64),
     /// A decode round failed.
     #[error("shot {shot}, instruction {index}: {source}")]
     Round {
@@ -177,6 +180,18 @@ impl Machine<'_> {
                     self.tab.pauli(pauli, q as usize);
                 }
             }
+            Instr::WordBit { bit, word, index } => {
+                self.bits[bit as usize] = index < 64 && self.words[word as usize] >> index & 1 == 1;
+            }
+            Instr::Lut { bit, bits, table } => {
+                let i = self
+                    .p
+                    .get(bits)
+                    .iter()
+                    .enumerate()
+                    .fold(0u32, |a, (k, &b)| a | (self.bits[b as usize] as u32) << k);
+                self.bits[bit as usize] = table >> i & 1 == 1;
+            }
             Instr::FlipIfBelow { bit, word, limit } => {
                 if self.words[word as usize] < limit as u64 {
                     self.bits[bit as usize] ^= true;
@@ -195,6 +210,19 @@ pub fn run(
     shots: u64,
     seed: u64,
     rounds: &mut dyn Rounds,
+) -> Result<Shots, VmError> {
+    run_observed(program, shots, seed, rounds, &mut |_| true)
+}
+
+/// [`run`], calling `observer` with the number of shots done after every shot; when it
+/// returns false the run stops (tear-down code still runs) with [`VmError::Stopped`]. Front
+/// ends use it for progress and to let a user interrupt a long run.
+pub fn run_observed(
+    program: &Program,
+    shots: u64,
+    seed: u64,
+    rounds: &mut dyn Rounds,
+    observer: &mut dyn FnMut(u64) -> bool,
 ) -> Result<Shots, VmError> {
     program.validate().map_err(VmError::Invalid)?;
     let mut m = Machine {
@@ -228,6 +256,10 @@ pub fn run(
             }
         }
         out.extend(program.outputs.iter().map(|&b| m.bits[b as usize]));
+        if !observer(k + 1) {
+            result = Err(VmError::Stopped(k + 1));
+            break;
+        }
     }
     for (i, instr) in program.teardown.iter().enumerate() {
         let r = m.exec(instr, rounds).map_err(|e| fail(shots, i, e));

@@ -48,7 +48,8 @@ pub fn transport_of(name: &str) -> Result<TransportKind, PlacementError> {
 }
 
 /// The session settings both sides of a placement use: the default ring (8 slots of 64
-/// bytes, 48 bytes of payload, as `backline serve` uses by default), with the timeouts given.
+/// bytes, 48 bytes of payload, as `backline serve` uses by default), with the timeouts given
+/// and the spin budget of `BACKLINE_SPIN_US` when set.
 pub fn session_config(
     transport: TransportKind,
     payload_bytes: usize,
@@ -64,6 +65,16 @@ pub fn session_config(
     }
     c.reply_timeout = reply_timeout;
     c.setup_timeout = setup_timeout;
+    // The spin budget of every wait, as `backline bench` and `serve` take it.
+    if let Ok(v) = std::env::var("BACKLINE_SPIN_US") {
+        let us: i64 = v.trim().parse().map_err(|_| {
+            PlacementError::Invalid(format!(
+                "BACKLINE_SPIN_US={v}: microseconds (0 = always block, -1 = never block)"
+            ))
+        })?;
+        c.wait = backline_transport::WaitPolicy::from_micros(us)
+            .map_err(|e| PlacementError::Invalid(format!("BACKLINE_SPIN_US={v}: {e}")))?;
+    }
     c.validate()
         .map_err(|e| PlacementError::Invalid(e.to_string()))?;
     Ok(c)

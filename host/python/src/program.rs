@@ -22,6 +22,7 @@ use backline_stabvm::{Channel, Instr, Pauli, Program};
 /// | `get_session` `post` | coprocessor |
 /// | `stage` | coprocessor, decoder id, payload bits… |
 /// | `collect` | coprocessor, word |
+/// | `correct_x` `correct_y` `correct_z` | word, qubits… (the Pauli on `qubits[word]`) |
 /// | `output` | bits |
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpSpec {
@@ -230,6 +231,18 @@ pub fn build(h: &Header, ops: &[OpSpec]) -> Result<Module, FrontError> {
                 Op::Collect {
                     session: ints[0],
                     word: ints[1],
+                }
+            }
+            "correct_x" | "correct_y" | "correct_z" => {
+                need(1)?;
+                Op::CorrectAt {
+                    pauli: match o.tag.as_str() {
+                        "correct_x" => Pauli::X,
+                        "correct_y" => Pauli::Y,
+                        _ => Pauli::Z,
+                    },
+                    word: ints[0],
+                    qubits: ints[1..].to_vec(),
                 }
             }
             "output" => Op::Output { bits: ints.clone() },

@@ -368,9 +368,18 @@ fn run<'py>(
 #[pyfunction]
 fn latency_summary(rtts_ns: Vec<f64>) -> Option<Vec<(&'static str, f64)>> {
     let s = backline_bench::Summary::of(&rtts_ns)?;
-    let mut v = vec![("count", s.count as f64)];
-    v.extend(s.fields());
-    Some(v)
+    Some(vec![
+        ("count", s.count as f64),
+        ("mean_ns", s.mean_ns),
+        ("median_ns", s.median_ns),
+        ("std_ns", s.std_ns),
+        ("min_ns", s.min_ns),
+        ("max_ns", s.max_ns),
+        ("p99_ns", s.p99_ns),
+        ("p999_ns", s.p999_ns),
+        ("p9999_ns", s.p9999_ns),
+        ("p99999_ns", s.p99999_ns),
+    ])
 }
 
 /// The native half of the `backline` package.

@@ -281,7 +281,7 @@ def measured_wires(tape, device_wires: list) -> list:
     for mp in tape.measurements:
         if not isinstance(mp, SUPPORTED_MPS):
             raise UnsupportedMeasurementError(
-                f"{type(mp).__name__}: backline.qubit gives what sampling shots gives — "
+                f"{type(mp).__name__} is not accepted with finite shots: backline.qubit gives what sampling shots gives — "
                 "qml.sample, qml.counts, qml.expval, qml.var and qml.probs — not states or "
                 "entropies of the simulated qubits"
             )
@@ -348,11 +348,12 @@ def _mcm_result(mp, rows: np.ndarray, tr: Translation):
         if isinstance(mp.mv, list):
             keys = ["".join(str(int(v)) for v in row) for row in np.stack(values, axis=-1)]
         else:
-            keys = [v.item() if hasattr(v, "item") else v for v in values[0]]
+            # As default.qubit reports them: outcome values as floats.
+            keys = [float(v) if isinstance(v, (int, float, np.number, np.bool_)) else v for v in values[0]]
         out: dict = {}
         if mp.all_outcomes and not isinstance(mp.mv, list):
             for _, v in mp.mv.items():
-                out.setdefault(v.item() if hasattr(v, "item") else v, 0)
+                out.setdefault(float(v) if isinstance(v, (int, float, np.number, np.bool_)) else v, 0)
         for k in keys:
             out[k] = out.get(k, 0) + 1
         return dict(sorted(out.items()))

@@ -137,8 +137,11 @@ class _Executor:
                 break
         if not line.startswith("ready "):
             err = ""
-            if self.proc.poll() is not None:
+            try:
+                self.proc.wait(timeout=2)
                 err = self.proc.stderr.read()
+            except subprocess.TimeoutExpired:
+                pass
             self.stop()
             raise CoprocessorUnreachableError(
                 f"the executor process ({' '.join(cmd[2:])}) did not become ready: {err.strip() or line.strip() or 'no answer in 20 s'}"

@@ -17,6 +17,7 @@ from pennylane.measurements import (
     CountsMP,
     ExpectationMP,
     ProbabilityMP,
+    SampleMeasurement,
     SampleMP,
     VarianceMP,
 )
@@ -279,7 +280,10 @@ def measured_wires(tape, device_wires: list) -> list:
     """Wires the terminal measurements read, in device order."""
     need = set()
     for mp in tape.measurements:
-        if not isinstance(mp, SUPPORTED_MPS):
+        # Anything computed from samples (a SampleMeasurement) works on wires; of
+        # mid-circuit measurement values, the five standard ones.
+        ok = isinstance(mp, SUPPORTED_MPS) if mp.mv is not None else isinstance(mp, SampleMeasurement)
+        if not ok:
             raise UnsupportedMeasurementError(
                 f"{type(mp).__name__} is not accepted with finite shots: backline.qubit gives what sampling shots gives — "
                 "qml.sample, qml.counts, qml.expval, qml.var and qml.probs — not states or "

@@ -410,6 +410,98 @@ mod tests {
     }
 
     #[test]
+    fn word_bits_lookup_tables_and_the_observer() {
+        // One decode whose answer is 0b110; bits 1 and 2 of it, their XOR through a table
+        // (0b0110 = XOR of two inputs), and the table of a constant 1.
+        let mut p = Program {
+            num_qubits: 1,
+            num_bits: 5,
+            num_words: 1,
+            num_sessions: 1,
+            ..Default::default()
+        };
+        p.setup = vec![Instr::SessionOpen {
+            session: 0,
+            coprocessor: 0,
+        }];
+        let syn = p.list(&[4]);
+        let xor = p.list(&[0, 1]);
+        let none = p.list(&[]);
+        p.body = vec![
+            Instr::G1(Gate1::X, 0),
+            Instr::Measure { q: 0, bit: 4 },
+            Instr::Stage {
+                session: 0,
+                decoder_id: 0,
+                bits: syn,
+            },
+            Instr::Post { session: 0 },
+            Instr::Collect {
+                session: 0,
+                word: 0,
+            },
+            Instr::WordBit {
+                bit: 0,
+                word: 0,
+                index: 1,
+            },
+            Instr::WordBit {
+                bit: 1,
+                word: 0,
+                index: 3,
+            },
+            Instr::Lut {
+                bit: 2,
+                bits: xor,
+                table: 0b0110,
+            },
+            Instr::Lut {
+                bit: 3,
+                bits: none,
+                table: 1,
+            },
+        ];
+        p.outputs = vec![0, 1, 2, 3];
+        // Syndrome 1 → Steane answer 0 (flip qubit 0): word 0b000; bit 1 = 0.
+        let mut r = Lookup(vec![], 0);
+        let s = run(&p, 2, 1, &mut r).unwrap();
+        assert_eq!(s.shot(0), [false, false, false, true]);
+        // The observer stops the run after the shot it returns false for.
+        let mut seen = vec![];
+        let e = run_observed(&p, 10, 1, &mut r, &mut |n| {
+            seen.push(n);
+            n < 4
+        })
+        .unwrap_err();
+        assert!(matches!(e, VmError::Stopped(4)), "{e}");
+        assert_eq!(seen, [1, 2, 3, 4]);
+        // Word 6 = 0b110: bit 1 set, bit 3 clear, XOR 1.
+        let mut words = WordRounds(6);
+        let s = run(&p, 1, 1, &mut words).unwrap();
+        assert_eq!(s.shot(0), [true, false, true, true]);
+    }
+
+    /// Rounds that always answer `self.0`.
+    struct WordRounds(u64);
+    impl Rounds for WordRounds {
+        fn open(&mut self, _: u32, _: u32) -> Result<(), RoundError> {
+            Ok(())
+        }
+        fn stage(&mut self, _: u32, _: u32, _: &[u8]) -> Result<(), RoundError> {
+            Ok(())
+        }
+        fn post(&mut self, _: u32) -> Result<(), RoundError> {
+            Ok(())
+        }
+        fn collect(&mut self, _: u32) -> Result<u64, RoundError> {
+            Ok(self.0)
+        }
+        fn close(&mut self, _: u32) -> Result<(), RoundError> {
+            Ok(())
+        }
+    }
+
+    #[test]
     fn bad_programs_are_refused() {
         let p = Program {
             num_qubits: 1,

@@ -36,6 +36,11 @@ def steane_c_function() -> backline.CoprocessorFunction:
     built with the system's C compiler into target/examples/, loaded by symbol name."""
     src = ROOT / "host/ffi/examples/c/steane_decoder.c"
     out = ROOT / "target/examples/libsteane_decoder.so"
+    if not os.access(ROOT, os.W_OK) and not out.exists():
+        # A read-only checkout (the VM harness mounts the host's root read-only).
+        import tempfile
+
+        out = Path(tempfile.gettempdir()) / "backline-examples" / "libsteane_decoder.so"
     if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
         out.parent.mkdir(parents=True, exist_ok=True)
         cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or "cc"

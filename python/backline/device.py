@@ -182,6 +182,13 @@ class _Runtime:
             for i, c in enumerate(dev.coprocessors):
                 ep = c.endpoint or Endpoint()
                 t = dev.transport
+                if t == "rdma":
+                    # The rdma transport's device and GID for this process's sessions (the
+                    # executor processes get them as --rdma-device / --gid-index).
+                    if ep.rdma_device is not None:
+                        os.environ["BACKLINE_RDMA_DEVICE"] = ep.rdma_device
+                    if ep.gid_index is not None:
+                        os.environ["BACKLINE_RDMA_GID_INDEX"] = str(ep.gid_index)
                 if t == "rdma" and c.remote is False:
                     raise PlacementError(
                         "rdma connects two processes: put the coprocessor in an executor "

@@ -73,3 +73,10 @@ def test_demo_1a_refuses_clearly_without_rdma():
     if p.returncode == 0:
         pytest.skip("this build has rdma: demo 1a ran (the VM harness checks it)")
     assert "rdma" in p.stderr and "CoprocessorUnreachableError" in p.stderr
+
+
+def test_compare_transports_agrees_on_every_placement():
+    out = run("compare_transports.py", "--shots", "40", "--noise", "0.01").stdout
+    assert "identical samples on every placement: True" in out
+    for label in ("memcpy (server thread)", "shm (executor process)", "udp (executor process)"):
+        assert re.search(rf"{re.escape(label)}\s+519\s", out), out

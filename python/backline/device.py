@@ -313,6 +313,8 @@ class Backline(Device):
         self._seeds = np.random.default_rng(seed)
         self._runtime = None
         self._lock = threading.Lock()
+        # One run at a time: a coprocessor session serves one controller at a time.
+        self._run_lock = threading.Lock()
         self.last_run = RunInfo()
         self._finalizer = weakref.finalize(self, _close_runtime, [None])
 
@@ -341,7 +343,8 @@ class Backline(Device):
                        gradient_method=None if config.gradient_method in ("best", None) else config.gradient_method)
 
     def execute(self, circuits, execution_config: ExecutionConfig | None = None):
-        return tuple(self._execute_one(t) for t in circuits)
+        with self._run_lock:
+            return tuple(self._execute_one(t) for t in circuits)
 
     # ---- placement ----
 

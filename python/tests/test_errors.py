@@ -206,3 +206,26 @@ def test_a_coprocessor_that_dies_mid_run_fails_with_a_timeout(transport):
         proc.wait()
     # The interpreter is fine afterwards.
     assert np.asarray(ghz_qnode(steane_placement(), shots=3)()).shape == (3, 3)
+
+
+def test_ctrl_c_stops_a_long_run_promptly():
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from conftest import ghz_qnode, steane_placement\n"
+        "print('running', flush=True)\n"
+        "try:\n"
+        "    ghz_qnode(steane_placement(), shots=100_000_000)()\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+    )
+    import os
+    import signal
+    from pathlib import Path
+
+    p = subprocess.Popen([sys.executable, "-c", code, str(Path(__file__).parent)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "running"
+    time.sleep(1.5)
+    t0 = time.monotonic()
+    os.kill(p.pid, signal.SIGINT)
+    out, _ = p.communicate(timeout=30)
+    assert "interrupted" in out
+    assert time.monotonic() - t0 < 10

@@ -7,6 +7,7 @@ other host).
     python examples/03_ghz_remote.py --transport udp [--peer decoder-host:7878]
 """
 
+import os
 import subprocess
 import sys
 
@@ -22,7 +23,7 @@ args = arguments(
 proc = None
 peer = args.peer
 if peer is None:
-    where = ["--bind", "127.0.0.1:0"] if args.transport != "shm" else ["--name", "demo3"]
+    where = ["--bind", "127.0.0.1:0"] if args.transport != "shm" else ["--name", f"demo3-{os.getpid()}"]
     proc = subprocess.Popen([sys.executable, "-m", "backline", "serve", "--transport", args.transport, *where,
                              "--fn", "0=steane", "--fn", "1=steane", "--exit-with-parent"],
                             stdout=subprocess.PIPE, text=True)

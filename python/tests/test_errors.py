@@ -3,6 +3,7 @@ that dies mid-run fails the execution with a timeout instead of hanging."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -186,7 +187,7 @@ def test_placement_errors_name_the_setting():
 def test_a_coprocessor_that_dies_mid_run_fails_with_a_timeout(transport):
     """The executor is killed while a long run is under way: the run ends with a timeout
     error within the reply timeout (plus scheduling), and the interpreter stays usable."""
-    name = ["--bind", "127.0.0.1:0"] if transport == "udp" else ["--name", f"dies-{transport}"]
+    name = ["--bind", "127.0.0.1:0"] if transport == "udp" else ["--name", f"dies-{os.getpid()}"]
     proc = subprocess.Popen([sys.executable, "-m", "backline", "serve", "--transport", transport, *name],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
@@ -217,7 +218,6 @@ def test_ctrl_c_stops_a_long_run_promptly():
         "except KeyboardInterrupt:\n"
         "    print('interrupted', flush=True)\n"
     )
-    import os
     import signal
     from pathlib import Path
 

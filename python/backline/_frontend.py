@@ -22,6 +22,7 @@ from pennylane.measurements import (
     VarianceMP,
 )
 from pennylane.ops.mid_measure import MeasurementValue, MidMeasure
+from pennylane.ops.mid_measure.pauli_measure import PauliMeasure
 from pennylane.wires import Wires
 
 from . import _clifford
@@ -114,7 +115,7 @@ class _Builder:
     # ---- classical bits of measurement values ----
 
     def source_bit(self, m) -> int:
-        if isinstance(m, MidMeasure):
+        if isinstance(m, (MidMeasure, PauliMeasure)):
             if m not in self.mcm_bit:
                 raise CompileError(f"{m!r} is used before it is measured")
             return self.mcm_bit[m]
@@ -187,6 +188,9 @@ class _Builder:
             if op.postselect is not None:
                 self.postselect.append((op, int(op.postselect)))
             return
+        if isinstance(op, PauliMeasure):
+            self._pauli_measure(op)
+            return
         if isinstance(op, qml.ops.Conditional):
             base = op.base
             if base.name == "Identity":
@@ -227,6 +231,29 @@ class _Builder:
             return
         for tag, ws in _clifford.sequence(op):
             self.emit(tag, [self.q(w) for w in ws])
+
+    def _pauli_measure(self, op):
+        """A Pauli-product measurement: each factor rotated to Z (X: H; Y: S†, H), the
+        parity gathered onto the last qubit by CNOTs, measured there, and everything undone —
+        which projects onto the product's eigenspace, as the measurement does."""
+        word = op.hyperparameters["pauli_word"]
+        qs = [self.q(w) for w in op.wires]
+        rotate = []
+        for p, q in zip(word, qs):
+            if p == "X":
+                rotate.append(("h", [q]))
+            elif p == "Y":
+                rotate += [("sdg", [q]), ("h", [q])]
+        chain = [("cnot", [q, qs[-1]]) for q in qs[:-1]]
+        for tag, ws in rotate + chain:
+            self.emit(tag, ws)
+        b = self.bit()
+        self.emit("measure", [qs[-1], b])
+        for tag, ws in reversed(rotate + chain):
+            self.emit(_clifford.INVERSE.get(tag, tag), ws)
+        self.mcm_bit[op] = b
+        if op.hyperparameters.get("postselect") is not None:
+            self.postselect.append((op, int(op.hyperparameters["postselect"])))
 
     def _check_coprocessor(self, c: int, what: str):
         if c >= len(self.coprocessors):
@@ -321,7 +348,7 @@ def translate(tape, device_wires: list, qec_code, coprocessors: list[str], name:
     for m in list(b.mcm_bit) + [m for m in used if isinstance(m, ReplyBit)]:
         if m in mcm_cols:
             continue
-        bit = b.mcm_bit[m] if isinstance(m, MidMeasure) else b.source_bit(m)
+        bit = b.mcm_bit[m] if m in b.mcm_bit else b.source_bit(m)
         mcm_cols[m] = len(outputs)
         outputs.append(bit)
     b.emit("output", outputs)

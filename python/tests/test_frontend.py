@@ -301,3 +301,35 @@ def test_the_device_is_the_pennylane_plugin():
     assert isinstance(dev, Backline)
     assert "one-shot" in dev.capabilities.supported_mcm_methods
     assert list(itertools.islice(dev.wires, 2)) == [0, 1]
+
+
+def test_pauli_product_measurements():
+    """qml.pauli_measure: deterministic on a Bell pair (XX = ZZ = +1, YY = -1), and it
+    projects: after measuring XX on |00⟩, XX stays fixed while ZZ stays +1."""
+    dev = Backline(wires=3, seed=4)
+
+    @qml.set_shots(300)
+    @qml.qnode(dev)
+    def bell():
+        qml.Hadamard(0)
+        qml.CNOT([0, 1])
+        xx = qml.pauli_measure("XX", wires=[0, 1])
+        yy = qml.pauli_measure("YY", wires=[0, 1])
+        zz = qml.pauli_measure("ZZ", wires=[0, 1])
+        return qml.sample(xx), qml.sample(yy), qml.sample(zz), qml.sample(wires=[0, 1])
+
+    xx, yy, zz, s = bell()
+    assert (xx == 0).all() and (yy == 1).all() and (zz == 0).all()
+    assert (s[:, 0] == s[:, 1]).all() and 0.3 < s[:, 0].mean() < 0.7
+
+    @qml.set_shots(300)
+    @qml.qnode(dev)
+    def project():
+        a = qml.pauli_measure("XXZ", wires=[0, 1, 2])
+        b = qml.pauli_measure("XXZ", wires=[0, 1, 2])
+        c = qml.pauli_measure("ZZ", wires=[0, 1])
+        return qml.sample(a), qml.sample(b), qml.sample(c)
+
+    a, b, c = project()
+    np.testing.assert_array_equal(a, b)
+    assert 0.3 < a.mean() < 0.7 and (c == 0).all()

@@ -60,6 +60,10 @@ fn main() {
         "-j2",
         "OPT_FAST=-O2",
         "OPT_SLOW=-O1",
+        // Position-independent, so that the model's thread-locals use the dynamic TLS
+        // model: a shared library that links it (the Python extension) can then be loaded
+        // with dlopen, which refuses initial-exec TLS of this size.
+        "OPT=-fPIC",
         "Vtop__ALL.a",
     ]));
     let cxx = env::var("CXX").unwrap_or_else(|_| "g++".into());

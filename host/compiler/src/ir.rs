@@ -24,6 +24,9 @@ pub type BlockId = u32;
 /// A session slot.
 pub type SessionId = u32;
 
+/// Most inputs of a [`Op::Lut`].
+pub const LUT_INPUTS: usize = 6;
+
 /// Clifford gates (physical or logical).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Gate {
@@ -174,6 +177,25 @@ pub enum Op {
         word: Word,
         /// Bound.
         limit: u32,
+    },
+    /// `m = quantum.word_bit r, k`: bit `k` of a reply word (a decoder's correction bit).
+    WordBit {
+        /// Result bit.
+        bit: Bit,
+        /// The word.
+        word: Word,
+        /// Bit index, 0 = least significant.
+        index: u32,
+    },
+    /// `m = quantum.lut 0xT [m…]`: a boolean function of up to six bits, as a truth table
+    /// (bit `i` of the table is the result for inputs whose packed value, LSB first, is `i`).
+    Lut {
+        /// Result bit.
+        bit: Bit,
+        /// Inputs (at most [`LUT_INPUTS`]).
+        bits: Vec<Bit>,
+        /// Truth table.
+        table: u64,
     },
     /// `quantum.output m…`: the bits a shot reports.
     Output {
@@ -453,6 +475,8 @@ pub fn dialect(op: &Op) -> &'static str {
         | Op::Noise { .. }
         | Op::CorrectAt { .. }
         | Op::FlipIfBelow { .. }
+        | Op::WordBit { .. }
+        | Op::Lut { .. }
         | Op::Output { .. } => "quantum",
         Op::LBlock { .. }
         | Op::LGate { .. }
@@ -539,6 +563,12 @@ impl fmt::Display for Op {
             ),
             Op::FlipIfBelow { bit, word, limit } => {
                 write!(f, "quantum.flip_if m{bit} r{word} < {limit}")
+            }
+            Op::WordBit { bit, word, index } => {
+                write!(f, "m{bit} = quantum.word_bit r{word}, {index}")
+            }
+            Op::Lut { bit, bits, table } => {
+                write!(f, "m{bit} = quantum.lut {table:#x} [{}]", list('m', bits))
             }
             Op::Output { bits } => write!(f, "quantum.output {}", list('m', bits)),
             Op::LBlock { block, code } => write!(f, "lqec.block b{block} {}", code.name()),

@@ -156,6 +156,25 @@ pub fn lower(m: &Module) -> Result<Program, CompileError> {
                     word: *word,
                     limit: *limit,
                 },
+                Op::WordBit { bit, word, index } => Instr::WordBit {
+                    bit: *bit,
+                    word: *word,
+                    index: *index,
+                },
+                Op::Lut { bit, bits, table } => {
+                    if bits.len() > ir::LUT_INPUTS {
+                        return Err(CompileError::Invalid(format!(
+                            "`{op}` has {} inputs; a lookup table takes at most {}",
+                            bits.len(),
+                            ir::LUT_INPUTS
+                        )));
+                    }
+                    Instr::Lut {
+                        bit: *bit,
+                        bits: p.list(bits),
+                        table: *table,
+                    }
+                }
                 Op::Output { bits } => {
                     outputs.extend_from_slice(bits);
                     continue;

@@ -26,6 +26,9 @@ pub enum VmError {
     /// The program refers to something it did not declare.
     #[error("invalid program: {0}")]
     Invalid(String),
+    /// The observer of [`run_observed`] stopped the run.
+    #[error("stopped after {0} shots")]
+    Stopped(u64),
     /// A decode round failed.
     #[error("shot {shot}, instruction {index}: {source}")]
     Round {
@@ -177,6 +180,18 @@ impl Machine<'_> {
                     self.tab.pauli(pauli, q as usize);
                 }
             }
+            Instr::WordBit { bit, word, index } => {
+                self.bits[bit as usize] = index < 64 && self.words[word as usize] >> index & 1 == 1;
+            }
+            Instr::Lut { bit, bits, table } => {
+                let i = self
+                    .p
+                    .get(bits)
+                    .iter()
+                    .enumerate()
+                    .fold(0u32, |a, (k, &b)| a | (self.bits[b as usize] as u32) << k);
+                self.bits[bit as usize] = table >> i & 1 == 1;
+            }
             Instr::FlipIfBelow { bit, word, limit } => {
                 if self.words[word as usize] < limit as u64 {
                     self.bits[bit as usize] ^= true;
@@ -195,6 +210,19 @@ pub fn run(
     shots: u64,
     seed: u64,
     rounds: &mut dyn Rounds,
+) -> Result<Shots, VmError> {
+    run_observed(program, shots, seed, rounds, &mut |_| true)
+}
+
+/// [`run`], calling `observer` with the number of shots done after every shot; when it
+/// returns false the run stops (tear-down code still runs) with [`VmError::Stopped`]. Front
+/// ends use it for progress and to let a user interrupt a long run.
+pub fn run_observed(
+    program: &Program,
+    shots: u64,
+    seed: u64,
+    rounds: &mut dyn Rounds,
+    observer: &mut dyn FnMut(u64) -> bool,
 ) -> Result<Shots, VmError> {
     program.validate().map_err(VmError::Invalid)?;
     let mut m = Machine {
@@ -228,6 +256,10 @@ pub fn run(
             }
         }
         out.extend(program.outputs.iter().map(|&b| m.bits[b as usize]));
+        if !observer(k + 1) {
+            result = Err(VmError::Stopped(k + 1));
+            break;
+        }
     }
     for (i, instr) in program.teardown.iter().enumerate() {
         let r = m.exec(instr, rounds).map_err(|e| fail(shots, i, e));
@@ -375,6 +407,98 @@ mod tests {
         let s = run(&p, 20_000, 3, &mut Lookup(vec![], 0)).unwrap();
         let rate = s.bits.iter().filter(|&&b| b).count() as f64 / 20_000.0;
         assert!((rate - 0.25).abs() < 0.015, "{rate}");
+    }
+
+    #[test]
+    fn word_bits_lookup_tables_and_the_observer() {
+        // One decode whose answer is 0b110; bits 1 and 2 of it, their XOR through a table
+        // (0b0110 = XOR of two inputs), and the table of a constant 1.
+        let mut p = Program {
+            num_qubits: 1,
+            num_bits: 5,
+            num_words: 1,
+            num_sessions: 1,
+            ..Default::default()
+        };
+        p.setup = vec![Instr::SessionOpen {
+            session: 0,
+            coprocessor: 0,
+        }];
+        let syn = p.list(&[4]);
+        let xor = p.list(&[0, 1]);
+        let none = p.list(&[]);
+        p.body = vec![
+            Instr::G1(Gate1::X, 0),
+            Instr::Measure { q: 0, bit: 4 },
+            Instr::Stage {
+                session: 0,
+                decoder_id: 0,
+                bits: syn,
+            },
+            Instr::Post { session: 0 },
+            Instr::Collect {
+                session: 0,
+                word: 0,
+            },
+            Instr::WordBit {
+                bit: 0,
+                word: 0,
+                index: 1,
+            },
+            Instr::WordBit {
+                bit: 1,
+                word: 0,
+                index: 3,
+            },
+            Instr::Lut {
+                bit: 2,
+                bits: xor,
+                table: 0b0110,
+            },
+            Instr::Lut {
+                bit: 3,
+                bits: none,
+                table: 1,
+            },
+        ];
+        p.outputs = vec![0, 1, 2, 3];
+        // Syndrome 1 → Steane answer 0 (flip qubit 0): word 0b000; bit 1 = 0.
+        let mut r = Lookup(vec![], 0);
+        let s = run(&p, 2, 1, &mut r).unwrap();
+        assert_eq!(s.shot(0), [false, false, false, true]);
+        // The observer stops the run after the shot it returns false for.
+        let mut seen = vec![];
+        let e = run_observed(&p, 10, 1, &mut r, &mut |n| {
+            seen.push(n);
+            n < 4
+        })
+        .unwrap_err();
+        assert!(matches!(e, VmError::Stopped(4)), "{e}");
+        assert_eq!(seen, [1, 2, 3, 4]);
+        // Word 6 = 0b110: bit 1 set, bit 3 clear, XOR 1.
+        let mut words = WordRounds(6);
+        let s = run(&p, 1, 1, &mut words).unwrap();
+        assert_eq!(s.shot(0), [true, false, true, true]);
+    }
+
+    /// Rounds that always answer `self.0`.
+    struct WordRounds(u64);
+    impl Rounds for WordRounds {
+        fn open(&mut self, _: u32, _: u32) -> Result<(), RoundError> {
+            Ok(())
+        }
+        fn stage(&mut self, _: u32, _: u32, _: &[u8]) -> Result<(), RoundError> {
+            Ok(())
+        }
+        fn post(&mut self, _: u32) -> Result<(), RoundError> {
+            Ok(())
+        }
+        fn collect(&mut self, _: u32) -> Result<u64, RoundError> {
+            Ok(self.0)
+        }
+        fn close(&mut self, _: u32) -> Result<(), RoundError> {
+            Ok(())
+        }
     }
 
     #[test]

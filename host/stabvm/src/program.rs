@@ -131,6 +131,24 @@ pub enum Instr {
         /// Candidate qubits.
         qubits: List,
     },
+    /// `bit ← bit index of word` (0 = least significant; indices ≥ 64 read 0).
+    WordBit {
+        /// Destination.
+        bit: u32,
+        /// Word read.
+        word: u32,
+        /// Bit index.
+        index: u32,
+    },
+    /// `bit ← table[packed bits]`: a boolean function of up to six bits as a truth table.
+    Lut {
+        /// Destination.
+        bit: u32,
+        /// Inputs, least significant first (at most 6).
+        bits: List,
+        /// Truth table: bit `i` is the result for packed inputs `i`.
+        table: u64,
+    },
     /// `bit ^= (word < limit)`: a single flip inside a block flips its logical parity.
     FlipIfBelow {
         /// Bit to flip.
@@ -245,9 +263,17 @@ impl Program {
                     w(word)?;
                     list(qubits)?.iter().try_for_each(|&x| q(x))?;
                 }
-                Instr::FlipIfBelow { bit, word, .. } => {
+                Instr::FlipIfBelow { bit, word, .. } | Instr::WordBit { bit, word, .. } => {
                     b(bit)?;
                     w(word)?;
+                }
+                Instr::Lut { bit, bits, .. } => {
+                    b(bit)?;
+                    let l = list(bits)?;
+                    if l.len() > 6 {
+                        return Err(format!("lookup table with {} inputs (at most 6)", l.len()));
+                    }
+                    l.iter().try_for_each(|&x| b(x))?;
                 }
             }
         }

@@ -80,6 +80,11 @@ impl SessionRounds {
         }
     }
 
+    /// The endpoint of coprocessor `coprocessor`.
+    pub fn endpoint(&self, coprocessor: u32) -> Option<&Endpoint> {
+        self.endpoints.get(coprocessor as usize)
+    }
+
     fn get(&mut self, s: u32) -> Result<&mut Open, RoundError> {
         self.sessions
             .get_mut(s as usize)

@@ -1,0 +1,516 @@
+//! The placement at run time: coprocessors served from this process, the links a run opens
+//! to every coprocessor, and the run itself, with its failures sorted into what a user can
+//! act on (unreachable, timed out, decoder id not served, interrupted).
+
+use std::time::Duration;
+
+use backline_responder::ResponderTable;
+use backline_stabvm::{Endpoint, RoundError, Rounds, SessionRounds, VmError};
+use backline_transport::{CoprocessorSession, ServeOptions, SessionConfig, TransportKind};
+use backline_wire::{Geometry, Status};
+
+/// Why a placement could not be set up or a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PlacementError {
+    /// The transport name is unknown.
+    #[error("unknown transport `{0}` (known: memcpy, shm, udp, rdma)")]
+    UnknownTransport(String),
+    /// A coprocessor function could not be loaded or built.
+    #[error("coprocessor function `{spec}`: {why}")]
+    Function {
+        /// The spec.
+        spec: String,
+        /// Why (the responder crate's error, rendered).
+        why: String,
+    },
+    /// Two functions claim one decoder id.
+    #[error("decoder id {0} is served by two coprocessor functions")]
+    DuplicateId(u32),
+    /// A bad setting.
+    #[error("{0}")]
+    Invalid(String),
+    /// The server could not start.
+    #[error("serving {transport} at `{address}`: {source}")]
+    Serve {
+        /// Transport.
+        transport: TransportKind,
+        /// Address asked for.
+        address: String,
+        /// Why.
+        source: backline_transport::Error,
+    },
+}
+
+/// Parses a transport name.
+pub fn transport_of(name: &str) -> Result<TransportKind, PlacementError> {
+    name.parse()
+        .map_err(|_| PlacementError::UnknownTransport(name.to_string()))
+}
+
+/// The session settings both sides of a placement use: the default ring (8 slots of 64
+/// bytes, 48 bytes of payload, as `backline serve` uses by default), with the timeouts given
+/// and the spin budget of `BACKLINE_SPIN_US` when set.
+pub fn session_config(
+    transport: TransportKind,
+    payload_bytes: usize,
+    reply_timeout: Duration,
+    setup_timeout: Duration,
+) -> Result<SessionConfig, PlacementError> {
+    let mut c = SessionConfig::new(transport);
+    if payload_bytes > c.geometry.payload_capacity() {
+        c.geometry = Geometry {
+            slot_bytes: Geometry::slot_bytes_for(payload_bytes),
+            ..c.geometry
+        };
+    }
+    c.reply_timeout = reply_timeout;
+    c.setup_timeout = setup_timeout;
+    // The spin budget of every wait, as `backline bench` and `serve` take it.
+    if let Ok(v) = std::env::var("BACKLINE_SPIN_US") {
+        let us: i64 = v.trim().parse().map_err(|_| {
+            PlacementError::Invalid(format!(
+                "BACKLINE_SPIN_US={v}: microseconds (0 = always block, -1 = never block)"
+            ))
+        })?;
+        c.wait = backline_transport::WaitPolicy::from_micros(us)
+            .map_err(|e| PlacementError::Invalid(format!("BACKLINE_SPIN_US={v}: {e}")))?;
+    }
+    c.validate()
+        .map_err(|e| PlacementError::Invalid(e.to_string()))?;
+    Ok(c)
+}
+
+/// The responder table of `(decoder id, spec)` pairs (a `bposd:` spec also takes the next id).
+pub fn table_of(fns: &[(u32, String)]) -> Result<ResponderTable, PlacementError> {
+    let mut t = ResponderTable::new();
+    for (base, spec) in fns {
+        let list = backline_responder::functions_of(spec, *base).map_err(|e| {
+            PlacementError::Function {
+                spec: spec.clone(),
+                why: e.to_string(),
+            }
+        })?;
+        for (id, r) in list {
+            if t.insert(id, r).is_some() {
+                return Err(PlacementError::DuplicateId(id));
+            }
+        }
+    }
+    Ok(t)
+}
+
+/// A coprocessor served by a thread of this process (any transport; memcpy needs it).
+pub struct Server {
+    session: CoprocessorSession,
+    peer: String,
+    ids: Vec<u32>,
+    functions: Vec<(u32, String)>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("peer", &self.peer)
+            .field("functions", &self.functions)
+            .finish()
+    }
+}
+
+impl Server {
+    /// Starts serving `fns` at `address` (memcpy: a session key; shm: a segment name; udp:
+    /// `host:port`, port 0 for any).
+    pub fn start(
+        config: SessionConfig,
+        address: &str,
+        key: &str,
+        fns: &[(u32, String)],
+        max_sessions: Option<u64>,
+    ) -> Result<Server, PlacementError> {
+        let table = table_of(fns)?;
+        let transport = config.transport;
+        let options = ServeOptions {
+            max_sessions,
+            ..ServeOptions::default()
+        };
+        let address = if transport == TransportKind::Memcpy && address.is_empty() {
+            key.to_string()
+        } else {
+            address.to_string()
+        };
+        let session = CoprocessorSession::open(key, config, &address, 0, &table, options).map_err(
+            |source| PlacementError::Serve {
+                transport,
+                address: address.clone(),
+                source,
+            },
+        )?;
+        let bound = session.address().unwrap_or_default().to_string();
+        let peer = match transport {
+            TransportKind::Memcpy | TransportKind::Shm => address,
+            _ => bound
+                .strip_prefix(&format!("{transport}:"))
+                .unwrap_or(&bound)
+                .to_string(),
+        };
+        Ok(Server {
+            session,
+            peer,
+            ids: table.entries().map(|(id, _)| id).collect(),
+            functions: table
+                .entries()
+                .map(|(id, r)| (id, r.name().to_string()))
+                .collect(),
+        })
+    }
+
+    /// What a controller passes as its peer.
+    pub fn peer(&self) -> &str {
+        &self.peer
+    }
+
+    /// Decoder ids served, ascending.
+    pub fn ids(&self) -> &[u32] {
+        &self.ids
+    }
+
+    /// `(decoder id, function name)`.
+    pub fn functions(&self) -> &[(u32, String)] {
+        &self.functions
+    }
+
+    /// (sessions, rounds, rounds answered with an error status).
+    pub fn stats(&self) -> (u64, u64, u64) {
+        self.session.stats().snapshot()
+    }
+
+    /// True once the server thread has ended.
+    pub fn finished(&self) -> bool {
+        self.session.is_finished()
+    }
+
+    /// Stops serving.
+    pub fn stop(&mut self) -> Result<(), backline_transport::Error> {
+        use backline_transport::Session as _;
+        self.session.stop()
+    }
+}
+
+/// Why a run failed, sorted for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A coprocessor could not be reached when the run opened its session.
+    #[error("coprocessor {coprocessor} cannot be reached at {peer}: {source}")]
+    Unreachable {
+        /// Coprocessor number.
+        coprocessor: u32,
+        /// Where it was looked for.
+        peer: String,
+        /// Why.
+        source: backline_transport::Error,
+    },
+    /// A reply did not come in time (the coprocessor died or hangs).
+    #[error("shot {shot}: coprocessor {coprocessor} ({peer}) did not answer: {source}")]
+    Timeout {
+        /// Shot.
+        shot: u64,
+        /// Coprocessor number.
+        coprocessor: u32,
+        /// Its peer.
+        peer: String,
+        /// The transport's error.
+        source: backline_transport::Error,
+    },
+    /// The coprocessor serves no function for a decoder id the program uses.
+    #[error(
+        "coprocessor {coprocessor} ({peer}) serves no function for decoder_id {decoder_id} (reply status {status})"
+    )]
+    UnservedDecoder {
+        /// Coprocessor number.
+        coprocessor: u32,
+        /// Its peer.
+        peer: String,
+        /// The decoder id.
+        decoder_id: u32,
+        /// The status.
+        status: &'static str,
+    },
+    /// The observer stopped the run (e.g. Ctrl-C).
+    #[error("interrupted after {0} shots")]
+    Interrupted(u64),
+    /// Anything else the VM or transport reported.
+    #[error("{0}")]
+    Vm(VmError),
+}
+
+/// Where the run's rounds go: the VM's rounds trait plus the timings of the rounds made.
+pub trait Fabric: Rounds {
+    /// Round-trip time of every completed round, ns, in order.
+    fn rtts_ns(&self) -> &[f64];
+    /// The peer of coprocessor `c`, for errors.
+    fn peer(&self, c: u32) -> String;
+}
+
+impl Fabric for SessionRounds {
+    fn rtts_ns(&self) -> &[f64] {
+        &self.rtts_ns
+    }
+    fn peer(&self, c: u32) -> String {
+        self.endpoint(c)
+            .map(|e| format!("{} {}", e.config.transport, e.peer))
+            .unwrap_or_else(|| "nowhere".into())
+    }
+}
+
+/// Remembers the last call and session of a failing round, to say which coprocessor failed.
+struct Tracked<'a> {
+    inner: &'a mut dyn Fabric,
+    last: Option<(&'static str, u32)>,
+}
+
+impl Tracked<'_> {
+    fn note<T>(
+        &mut self,
+        call: &'static str,
+        s: u32,
+        r: Result<T, RoundError>,
+    ) -> Result<T, RoundError> {
+        if r.is_err() {
+            self.last = Some((call, s));
+        }
+        r
+    }
+}
+
+impl Rounds for Tracked<'_> {
+    fn open(&mut self, session: u32, coprocessor: u32) -> Result<(), RoundError> {
+        let r = self.inner.open(session, coprocessor);
+        self.note("open", coprocessor, r)
+    }
+    fn stage(&mut self, session: u32, decoder_id: u32, payload: &[u8]) -> Result<(), RoundError> {
+        let r = self.inner.stage(session, decoder_id, payload);
+        self.note("stage", session, r)
+    }
+    fn post(&mut self, session: u32) -> Result<(), RoundError> {
+        let r = self.inner.post(session);
+        self.note("post", session, r)
+    }
+    fn collect(&mut self, session: u32) -> Result<u64, RoundError> {
+        let r = self.inner.collect(session);
+        self.note("collect", session, r)
+    }
+    fn close(&mut self, session: u32) -> Result<(), RoundError> {
+        let r = self.inner.close(session);
+        self.note("close", session, r)
+    }
+}
+
+/// The samples of a run.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    /// Output bits, one byte (0/1) each, shot-major.
+    pub bits: Vec<u8>,
+    /// Bits per shot.
+    pub width: usize,
+    /// Shots run.
+    pub shots: u64,
+    /// RTT of every decode round, ns, in order.
+    pub rtts_ns: Vec<f64>,
+}
+
+/// Runs `program` for `shots` shots over `fabric`, sorting failures into [`RunError`].
+pub fn run(
+    program: &backline_stabvm::Program,
+    shots: u64,
+    seed: u64,
+    fabric: &mut dyn Fabric,
+    observer: &mut dyn FnMut(u64) -> bool,
+) -> Result<RunOutput, RunError> {
+    let mut t = Tracked {
+        inner: fabric,
+        last: None,
+    };
+    let r = backline_stabvm::run_observed(program, shots, seed, &mut t, observer);
+    let last = t.last;
+    match r {
+        Ok(s) => Ok(RunOutput {
+            bits: s.bits.iter().map(|&b| b as u8).collect(),
+            width: s.width,
+            shots: s.shots,
+            rtts_ns: fabric.rtts_ns().to_vec(),
+        }),
+        Err(VmError::Stopped(n)) => Err(RunError::Interrupted(n)),
+        Err(VmError::Round {
+            shot,
+            index,
+            source,
+        }) => {
+            let c = last.map_or(0, |(_, s)| s);
+            let peer = fabric.peer(c);
+            Err(match (last, source) {
+                (Some(("open", _)), RoundError::Transport(source)) => RunError::Unreachable {
+                    coprocessor: c,
+                    peer,
+                    source,
+                },
+                (_, RoundError::Transport(source)) if source.is_timeout() => RunError::Timeout {
+                    shot,
+                    coprocessor: c,
+                    peer,
+                    source,
+                },
+                (_, RoundError::Status { decoder_id, status })
+                    if status == Status::UnknownDecoder.name() =>
+                {
+                    RunError::UnservedDecoder {
+                        coprocessor: c,
+                        peer,
+                        decoder_id,
+                        status,
+                    }
+                }
+                (_, source) => RunError::Vm(VmError::Round {
+                    shot,
+                    index,
+                    source,
+                }),
+            })
+        }
+        Err(e) => Err(RunError::Vm(e)),
+    }
+}
+
+/// Session rounds to these endpoints (index = coprocessor number).
+pub fn session_rounds(endpoints: Vec<Endpoint>) -> SessionRounds {
+    SessionRounds::new(endpoints)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::{Header, OpSpec, build, compile};
+
+    fn op(tag: &str, ints: &[u64]) -> OpSpec {
+        OpSpec {
+            tag: tag.into(),
+            ints: ints.to_vec(),
+            p: 0.0,
+        }
+    }
+
+    fn ghz() -> crate::program::Compiled {
+        let h = Header {
+            name: "ghz".into(),
+            num_qubits: 3,
+            num_bits: 3,
+            qec_code: Some("steane".into()),
+            coprocessors: vec!["steane".into()],
+            ..Default::default()
+        };
+        let ops = vec![
+            op("h", &[0]),
+            op("cnot", &[0, 1]),
+            op("cnot", &[1, 2]),
+            op("measure", &[0, 0]),
+            op("measure", &[1, 1]),
+            op("measure", &[2, 2]),
+            op("output", &[0, 1, 2]),
+        ];
+        compile(build(&h, &ops).unwrap(), None, &Default::default(), false).unwrap()
+    }
+
+    fn config(t: TransportKind) -> SessionConfig {
+        session_config(t, 48, Duration::from_millis(500), Duration::from_secs(2)).unwrap()
+    }
+
+    fn endpoint(key: &str, s: &Server, t: TransportKind) -> Endpoint {
+        Endpoint {
+            key: key.into(),
+            peer: s.peer().into(),
+            config: config(t),
+        }
+    }
+
+    #[test]
+    fn the_same_samples_over_memcpy_shm_and_udp() {
+        let c = ghz();
+        let fns = [(0, "steane".to_string()), (1, "steane".to_string())];
+        let name = format!("pytest-{}", std::process::id());
+        let mut runs = Vec::new();
+        for (t, addr) in [
+            (TransportKind::Memcpy, ""),
+            (TransportKind::Shm, name.as_str()),
+            (TransportKind::Udp, "127.0.0.1:0"),
+        ] {
+            let s = Server::start(config(t), addr, &format!("{name}-{t}"), &fns, None).unwrap();
+            assert_eq!(s.ids(), [0, 1]);
+            let mut f = session_rounds(vec![endpoint("ctl", &s, t)]);
+            let out = run(&c.program, 50, 7, &mut f, &mut |_| true).unwrap();
+            assert_eq!(out.rtts_ns.len(), 50 * 13, "{t}");
+            runs.push(out.bits);
+        }
+        assert_eq!(runs[0], runs[1]);
+        assert_eq!(runs[0], runs[2]);
+        for shot in runs[0].chunks(3) {
+            assert!(shot == [0, 0, 0] || shot == [1, 1, 1], "{shot:?}");
+        }
+    }
+
+    #[test]
+    fn failures_are_sorted_for_the_user() {
+        let c = ghz();
+        // Nobody serves this name.
+        let mut f = session_rounds(vec![Endpoint {
+            key: "ctl".into(),
+            peer: "nobody-serves-this".into(),
+            config: config(TransportKind::Shm),
+        }]);
+        let e = run(&c.program, 1, 1, &mut f, &mut |_| true).unwrap_err();
+        assert!(
+            matches!(e, RunError::Unreachable { coprocessor: 0, .. }),
+            "{e}"
+        );
+        assert!(e.to_string().contains("nobody-serves-this"), "{e}");
+
+        // A server with only decoder id 0.
+        let s = Server::start(
+            config(TransportKind::Memcpy),
+            "",
+            "only-zero",
+            &[(0, "steane".into())],
+            None,
+        )
+        .unwrap();
+        let mut f = session_rounds(vec![endpoint("ctl", &s, TransportKind::Memcpy)]);
+        let e = run(&c.program, 1, 1, &mut f, &mut |_| true).unwrap_err();
+        assert!(
+            matches!(e, RunError::UnservedDecoder { decoder_id: 1, .. }),
+            "{e}"
+        );
+
+        // Stopped by the observer.
+        let s = Server::start(
+            config(TransportKind::Memcpy),
+            "",
+            "stops",
+            &[(0, "steane".into()), (1, "steane".into())],
+            None,
+        )
+        .unwrap();
+        let mut f = session_rounds(vec![endpoint("ctl", &s, TransportKind::Memcpy)]);
+        let e = run(&c.program, 100, 1, &mut f, &mut |n| n < 3).unwrap_err();
+        assert!(matches!(e, RunError::Interrupted(3)), "{e}");
+    }
+
+    #[test]
+    fn bad_functions_and_transports_are_named() {
+        let e = table_of(&[(0, "./no-such-lib.so:decode".into())]).unwrap_err();
+        assert!(e.to_string().contains("no-such-lib.so"), "{e}");
+        let e = table_of(&[(0, "bposd:hgp13".into()), (1, "steane".into())]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "decoder id 1 is served by two coprocessor functions"
+        );
+        let e = transport_of("carrier-pigeon").unwrap_err();
+        assert!(e.to_string().contains("carrier-pigeon"), "{e}");
+    }
+}

@@ -1,0 +1,399 @@
+//! The Python bindings: `backline._native`. Exceptions are the classes of the pure-Python
+//! module `backline.errors` (one definition, raised from here by name).
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use backline_compiler::NoiseDefaults;
+use backline_stabvm::Endpoint;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyType};
+
+use crate::placement::{self, PlacementError, RunError, Server as RustServer};
+use crate::program::{self, FrontError, Header, OpSpec};
+
+/// An exception of `backline.errors` by class name.
+fn err(py: Python<'_>, class: &str, msg: impl Into<String>) -> PyErr {
+    let msg = msg.into();
+    match py
+        .import("backline.errors")
+        .and_then(|m| m.getattr(class))
+        .and_then(|c| c.cast_into::<PyType>().map_err(PyErr::from))
+    {
+        Ok(ty) => PyErr::from_type(ty, msg),
+        Err(_) => PyRuntimeError::new_err(msg),
+    }
+}
+
+fn front_err(py: Python<'_>, e: FrontError) -> PyErr {
+    match e {
+        FrontError::UnknownQecCode(_) => err(py, "UnknownQecCodeError", e.to_string()),
+        e => err(py, "CompileError", e.to_string()),
+    }
+}
+
+fn placement_err(py: Python<'_>, e: PlacementError) -> PyErr {
+    let class = match &e {
+        PlacementError::UnknownTransport(_) => "UnknownTransportError",
+        PlacementError::Function { .. } => "CoprocessorFunctionError",
+        PlacementError::Serve { .. } => "CoprocessorUnreachableError",
+        _ => "PlacementError",
+    };
+    err(py, class, e.to_string())
+}
+
+fn run_err(py: Python<'_>, e: RunError) -> PyErr {
+    let class = match &e {
+        RunError::Unreachable { .. } => "CoprocessorUnreachableError",
+        RunError::Timeout { .. } => "CoprocessorTimeoutError",
+        RunError::UnservedDecoder { .. } => "DecoderIdError",
+        RunError::Interrupted(_) => {
+            return pyo3::exceptions::PyKeyboardInterrupt::new_err(e.to_string());
+        }
+        RunError::Vm(_) => "RunError",
+    };
+    err(py, class, e.to_string())
+}
+
+/// A compiled program: the VM program, the IR dumps and what it asks of the placement.
+#[pyclass(module = "backline._native", frozen)]
+pub struct Compiled {
+    inner: program::Compiled,
+}
+
+#[pymethods]
+impl Compiled {
+    /// `[(stage, text)]`: the IR before the first pass (`input`) and after every pass.
+    #[getter]
+    fn dumps(&self) -> Vec<(String, String)> {
+        self.inner.dumps.clone()
+    }
+
+    /// `[(coprocessor, decoder_id)]` the program sends requests to.
+    #[getter]
+    fn requests(&self) -> Vec<(u32, u32)> {
+        self.inner.requests.clone()
+    }
+
+    /// Decode rounds per shot.
+    #[getter]
+    fn rounds_per_shot(&self) -> usize {
+        self.inner.rounds_per_shot
+    }
+
+    /// Physical qubits of the lowered program.
+    #[getter]
+    fn num_qubits(&self) -> u32 {
+        self.inner.program.num_qubits
+    }
+
+    /// Instructions per shot.
+    #[getter]
+    fn body_len(&self) -> usize {
+        self.inner.program.body.len()
+    }
+}
+
+/// compile(header, ops, pipeline=None, noise_p=0.0, noise_channel="depolarize", dumps=False)
+///
+/// `header` is `(name, num_qubits, num_bits, num_words, qec_code, coprocessors)`; `ops` a
+/// list of `(tag, ints, p)` (see the crate docs).
+#[pyfunction]
+#[pyo3(signature = (header, ops, pipeline=None, noise_p=0.0, noise_channel="depolarize", dumps=false))]
+#[allow(clippy::type_complexity)]
+fn compile(
+    py: Python<'_>,
+    header: (String, u32, u32, u32, Option<String>, Vec<String>),
+    ops: Vec<(String, Vec<u64>, f64)>,
+    pipeline: Option<&str>,
+    noise_p: f64,
+    noise_channel: &str,
+    dumps: bool,
+) -> PyResult<Compiled> {
+    let (name, num_qubits, num_bits, num_words, qec_code, coprocessors) = header;
+    let h = Header {
+        name,
+        num_qubits,
+        num_bits,
+        num_words,
+        qec_code,
+        coprocessors,
+    };
+    let ops: Vec<OpSpec> = ops
+        .into_iter()
+        .map(|(tag, ints, p)| OpSpec { tag, ints, p })
+        .collect();
+    let m = program::build(&h, &ops).map_err(|e| front_err(py, e))?;
+    let noise = NoiseDefaults {
+        p: noise_p,
+        channel: noise_channel.to_string(),
+    };
+    let inner = program::compile(m, pipeline, &noise, dumps)
+        .map_err(|e| err(py, "CompileError", e.to_string()))?;
+    Ok(Compiled { inner })
+}
+
+/// A coprocessor served by a thread of this process.
+#[pyclass(module = "backline._native", frozen)]
+pub struct Server {
+    inner: Mutex<RustServer>,
+    peer: String,
+    transport: String,
+}
+
+#[pymethods]
+impl Server {
+    /// Server(transport, address, key, fns, payload_bytes=48, max_sessions=None,
+    /// reply_timeout=1.0, setup_timeout=5.0)
+    ///
+    /// `fns` is `[(decoder_id, spec)]` with specs `steane`, `echo`, `LIB:SYMBOL` or
+    /// `bposd:CODE[:SETTINGS]` (which takes its id and the next).
+    #[new]
+    #[pyo3(signature = (transport, address, key, fns, payload_bytes=48, max_sessions=None, reply_timeout=1.0, setup_timeout=5.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        transport: &str,
+        address: &str,
+        key: &str,
+        fns: Vec<(u32, String)>,
+        payload_bytes: usize,
+        max_sessions: Option<u64>,
+        reply_timeout: f64,
+        setup_timeout: f64,
+    ) -> PyResult<Server> {
+        let t = placement::transport_of(transport).map_err(|e| placement_err(py, e))?;
+        let config = placement::session_config(
+            t,
+            payload_bytes,
+            secs(py, reply_timeout)?,
+            secs(py, setup_timeout)?,
+        )
+        .map_err(|e| placement_err(py, e))?;
+        let (address, key) = (address.to_string(), key.to_string());
+        let s = py
+            .detach(move || RustServer::start(config, &address, &key, &fns, max_sessions))
+            .map_err(|e| placement_err(py, e))?;
+        Ok(Server {
+            peer: s.peer().to_string(),
+            inner: Mutex::new(s),
+            transport: transport.to_string(),
+        })
+    }
+
+    /// What a controller passes as its peer (memcpy key, shm name, udp `host:port`).
+    #[getter]
+    fn peer(&self) -> String {
+        self.peer.clone()
+    }
+
+    /// The transport served.
+    #[getter]
+    fn transport(&self) -> String {
+        self.transport.clone()
+    }
+
+    /// `[(decoder_id, function name)]`.
+    #[getter]
+    fn functions(&self) -> Vec<(u32, String)> {
+        self.lock().functions().to_vec()
+    }
+
+    /// Decoder ids served.
+    #[getter]
+    fn decoder_ids(&self) -> Vec<u32> {
+        self.lock().ids().to_vec()
+    }
+
+    /// `(sessions, rounds, rounds answered with an error status)`.
+    fn stats(&self) -> (u64, u64, u64) {
+        self.lock().stats()
+    }
+
+    /// True once the server thread has ended.
+    fn finished(&self) -> bool {
+        self.lock().finished()
+    }
+
+    /// Stops serving (idempotent).
+    fn stop(&self, py: Python<'_>) -> PyResult<()> {
+        let r = py.detach(|| self.lock().stop());
+        r.map_err(|e| err(py, "PlacementError", format!("stopping the server: {e}")))
+    }
+}
+
+impl Server {
+    fn lock(&self) -> std::sync::MutexGuard<'_, RustServer> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn secs(py: Python<'_>, s: f64) -> PyResult<Duration> {
+    if s.is_finite() && s > 0.0 {
+        Ok(Duration::from_secs_f64(s))
+    } else {
+        Err(err(
+            py,
+            "PlacementError",
+            format!("timeout {s} s: must be a positive number of seconds"),
+        ))
+    }
+}
+
+/// The simulated FPGA board a `Controller(hardware="fpga")` runs its rounds through.
+#[cfg(feature = "fpga")]
+#[pyclass(module = "backline._native", frozen)]
+pub struct FpgaBoard {
+    inner: Mutex<crate::fpga::FpgaBoard>,
+}
+
+#[cfg(feature = "fpga")]
+#[pymethods]
+impl FpgaBoard {
+    /// FpgaBoard(function="steane", reply_timeout_us=None): starts a simulated board whose
+    /// modelled coprocessor computes `function` (`steane` or `echo`).
+    #[new]
+    #[pyo3(signature = (function="steane", reply_timeout_us=None))]
+    fn new(py: Python<'_>, function: &str, reply_timeout_us: Option<u32>) -> PyResult<FpgaBoard> {
+        let f = function.to_string();
+        let b = py
+            .detach(move || crate::fpga::FpgaBoard::simulated(&f, reply_timeout_us))
+            .map_err(|e| {
+                let class = match e {
+                    crate::fpga::FpgaError::Function(_) => "CoprocessorFunctionError",
+                    _ => "PlacementError",
+                };
+                err(py, class, e.to_string())
+            })?;
+        Ok(FpgaBoard {
+            inner: Mutex::new(b),
+        })
+    }
+
+    /// The function the board's coprocessor model computes.
+    #[getter]
+    fn function(&self) -> &'static str {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .function()
+    }
+}
+
+/// Interrupt checks: at most every 50 ms, the run re-attaches to the interpreter to see if a
+/// signal (Ctrl-C) is pending.
+struct Watch {
+    last: Instant,
+    interrupted: bool,
+}
+
+impl Watch {
+    fn check(&mut self, _done: u64) -> bool {
+        if self.last.elapsed() < Duration::from_millis(50) {
+            return true;
+        }
+        self.last = Instant::now();
+        let pending = Python::attach(|py| py.check_signals().is_err());
+        if pending {
+            self.interrupted = true;
+        }
+        !pending
+    }
+}
+
+/// run(compiled, shots, seed, endpoints=[], board=None) -> (bits, width, rtts_ns)
+///
+/// `endpoints` is `[(transport, key, peer, payload_bytes, reply_timeout, setup_timeout)]`,
+/// index = coprocessor number; with `board` the rounds go through the FPGA board instead.
+/// `bits` holds one byte (0/1) per output bit, shot-major. The interpreter is released while
+/// the shots run; Ctrl-C stops the run within about 50 ms.
+#[pyfunction]
+#[pyo3(signature = (compiled, shots, seed, endpoints=Vec::new(), board=None))]
+#[allow(clippy::type_complexity)]
+fn run<'py>(
+    py: Python<'py>,
+    compiled: &Compiled,
+    shots: u64,
+    seed: u64,
+    endpoints: Vec<(String, String, String, usize, f64, f64)>,
+    board: Option<Bound<'py, PyAny>>,
+) -> PyResult<(Bound<'py, PyBytes>, usize, Vec<f64>)> {
+    let mut eps = Vec::with_capacity(endpoints.len());
+    for (transport, key, peer, payload_bytes, reply, setup) in endpoints {
+        let t = placement::transport_of(&transport).map_err(|e| placement_err(py, e))?;
+        let config =
+            placement::session_config(t, payload_bytes, secs(py, reply)?, secs(py, setup)?)
+                .map_err(|e| placement_err(py, e))?;
+        eps.push(Endpoint { key, peer, config });
+    }
+    let program = &compiled.inner.program;
+    let mut watch = Watch {
+        last: Instant::now(),
+        interrupted: false,
+    };
+    let out = match board {
+        None => py.detach(|| {
+            let mut f = placement::session_rounds(eps);
+            placement::run(program, shots, seed, &mut f, &mut |n| watch.check(n))
+        }),
+        #[cfg(feature = "fpga")]
+        Some(b) => {
+            let b = b.cast::<FpgaBoard>().map_err(PyErr::from)?;
+            let b = b.get();
+            py.detach(|| {
+                let mut g = b.inner.lock().unwrap_or_else(|p| p.into_inner());
+                g.clear();
+                placement::run(program, shots, seed, &mut *g, &mut |n| watch.check(n))
+            })
+        }
+        #[cfg(not(feature = "fpga"))]
+        Some(_) => {
+            return Err(err(
+                py,
+                "PlacementError",
+                "this build of backline has no FPGA controller (feature `fpga`)",
+            ));
+        }
+    };
+    if watch.interrupted {
+        py.check_signals()?;
+    }
+    let out = out.map_err(|e| run_err(py, e))?;
+    Ok((PyBytes::new(py, &out.bits), out.width, out.rtts_ns))
+}
+
+/// latency_summary(rtts_ns) -> dict | None: mean, median, std, min, max, P99 … P99.999 (ns),
+/// as `backline bench` reports them.
+#[pyfunction]
+fn latency_summary(rtts_ns: Vec<f64>) -> Option<Vec<(&'static str, f64)>> {
+    let s = backline_bench::Summary::of(&rtts_ns)?;
+    Some(vec![
+        ("count", s.count as f64),
+        ("mean_ns", s.mean_ns),
+        ("median_ns", s.median_ns),
+        ("std_ns", s.std_ns),
+        ("min_ns", s.min_ns),
+        ("max_ns", s.max_ns),
+        ("p99_ns", s.p99_ns),
+        ("p999_ns", s.p999_ns),
+        ("p9999_ns", s.p9999_ns),
+        ("p99999_ns", s.p99999_ns),
+    ])
+}
+
+/// The native half of the `backline` package.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Compiled>()?;
+    m.add_class::<Server>()?;
+    #[cfg(feature = "fpga")]
+    m.add_class::<FpgaBoard>()?;
+    m.add_function(wrap_pyfunction!(compile, m)?)?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(latency_summary, m)?)?;
+    m.add("HAS_FPGA", cfg!(feature = "fpga"))?;
+    m.add("IMPLICIT_QEC", backline_compiler::passes::IMPLICIT_QEC)?;
+    m.add("PLAIN", backline_compiler::passes::PLAIN)?;
+    Ok(())
+}

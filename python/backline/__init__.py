@@ -1,0 +1,94 @@
+"""backline: one QEC program, every placement.
+
+A placement — a :class:`Controller`, its :class:`Coprocessor` s and a transport — is a
+PennyLane device (:class:`Backline`, ``"backline.qubit"``). A circuit on it is compiled by
+backline's Rust passes and run shot by shot on a stabilizer VM in Rust; every decode is a
+round through the runtime to a coprocessor in this process, another process, another host
+or behind an (simulated) FPGA board.
+
+.. code-block:: python
+
+    import pennylane as qml
+    from backline import Backline, Controller, Coprocessor, CoprocessorFunction
+
+    dev = Backline(
+        controller=Controller(hardware="cpu", wires=3),
+        coprocessors=[Coprocessor(hardware="cpu",
+                                  coprocessor_fn=CoprocessorFunction.builtin("steane"))],
+        transport="memcpy",
+        qec_code="steane",
+    )
+
+    @qml.set_shots(10)
+    @qml.qnode(dev)
+    def ghz():
+        qml.Hadamard(0)
+        qml.CNOT([0, 1])
+        qml.CNOT([1, 2])
+        return qml.sample(wires=[0, 1, 2])
+"""
+
+from . import _native, errors
+from .device import Backline, RunInfo
+from .errors import *  # noqa: F403
+from .placement import (
+    X_CHECKS,
+    Z_CHECKS,
+    Controller,
+    Coprocessor,
+    CoprocessorFunction,
+    CssDecoder,
+    Endpoint,
+    css_bp_decoder,
+)
+from .qec import (
+    COLLECT,
+    GET_SESSION,
+    POST,
+    STAGE_PAYLOAD,
+    DecodeResult,
+    RuntimeCall,
+    Session,
+    apply_correction,
+    decode,
+    runtime_call,
+)
+from .tools import format_latency, ir_dumps
+
+#: The implicit-QEC pipeline (the default with ``qec_code="steane"``).
+IMPLICIT_QEC = _native.IMPLICIT_QEC
+#: The same without the decodes: what the logical error rate is without correction.
+NO_DECODE = IMPLICIT_QEC.replace("steane-encode", "steane-encode{decode=false}")
+#: The pipeline without a code: noise, then explicit decodes and runtime calls lowered.
+PLAIN = _native.PLAIN
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Backline",
+    "COLLECT",
+    "Controller",
+    "Coprocessor",
+    "CoprocessorFunction",
+    "CssDecoder",
+    "DecodeResult",
+    "Endpoint",
+    "GET_SESSION",
+    "IMPLICIT_QEC",
+    "NO_DECODE",
+    "PLAIN",
+    "POST",
+    "RunInfo",
+    "RuntimeCall",
+    "STAGE_PAYLOAD",
+    "Session",
+    "X_CHECKS",
+    "Z_CHECKS",
+    "apply_correction",
+    "css_bp_decoder",
+    "decode",
+    "errors",
+    "format_latency",
+    "ir_dumps",
+    "runtime_call",
+]

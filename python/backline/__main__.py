@@ -1,0 +1,96 @@
+"""``python -m backline serve``: a coprocessor executor in its own process.
+
+Serves coprocessor functions over shm, udp (or rdma, when the runtime has it) until
+SIGINT/SIGTERM; prints ``ready <peer>`` on stdout once it accepts controllers (what a
+controller gives as ``Endpoint(address=<peer>)``), like ``backline serve``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import signal
+import sys
+import time
+
+
+def _exit_with_parent():
+    # prctl(PR_SET_PDEATHSIG, SIGTERM): the kernel signals us when the parent exits.
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def serve(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m backline serve", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--transport", default="shm", help="shm, udp or rdma (default shm)")
+    p.add_argument("--name", default="backline", help="shm segment name (/dev/shm/backline-NAME)")
+    p.add_argument("--bind", default="127.0.0.1:7878", help="udp/rdma address to bind (port 0: any)")
+    p.add_argument("--fn", action="append", default=[], metavar="ID=SPEC",
+                   help="a coprocessor function per decoder id: steane, echo, LIB:SYMBOL, "
+                        "bposd:CODE[:SETTINGS] (repeatable; default 0=steane 1=steane)")
+    p.add_argument("--payload-bytes", type=int, default=48)
+    p.add_argument("--sessions", type=int, default=None, help="exit after this many controller sessions")
+    p.add_argument("--rdma-device", default=None, help="RDMA device (rdma)")
+    p.add_argument("--gid-index", type=int, default=None, help="GID index (rdma)")
+    p.add_argument("--exit-with-parent", action="store_true", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.exit_with_parent:
+        _exit_with_parent()
+    from . import _native
+    from .errors import BacklineError
+
+    fns = []
+    for f in a.fn or ["0=steane", "1=steane"]:
+        i, sep, spec = f.partition("=")
+        if not sep or not i.strip().isdigit():
+            p.error(f"--fn {f!r}: expected ID=SPEC, e.g. 0=steane")
+        fns.append((int(i), spec))
+    if a.transport == "memcpy":
+        p.error("memcpy keeps controller and coprocessor in one process")
+    if a.transport == "rdma" and (a.rdma_device or a.gid_index is not None):
+        # The hook for the rdma transport's device and GID settings.
+        import os
+
+        if a.rdma_device:
+            os.environ["BACKLINE_RDMA_DEVICE"] = a.rdma_device
+        if a.gid_index is not None:
+            os.environ["BACKLINE_RDMA_GID_INDEX"] = str(a.gid_index)
+    address = a.name if a.transport == "shm" else a.bind
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    try:
+        s = _native.Server(a.transport, address, "serve", fns, a.payload_bytes, a.sessions)
+    except BacklineError as e:
+        print(f"python -m backline serve: {e}", file=sys.stderr)
+        return 2
+    print(f"ready {s.peer}", flush=True)
+    funcs = " ".join(f"{i}={n}" for i, n in s.functions)
+    print(f"backline serve: {a.transport} at {s.peer}, functions {funcs}; Ctrl-C to stop", file=sys.stderr)
+    try:
+        while not stop and not s.finished():
+            time.sleep(0.02)
+    except KeyboardInterrupt:
+        pass
+    sessions, rounds, failed = s.stats()
+    s.stop()
+    print(f"backline serve: stopped after {sessions} sessions, {rounds} rounds "
+          f"({failed} answered with an error status)", file=sys.stderr)
+    return 0
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python -m backline serve [options]   (serve --help for the options)")
+        return 0 if argv else 2
+    if argv[0] != "serve":
+        print(f"python -m backline: unknown command {argv[0]!r} (known: serve)", file=sys.stderr)
+        return 2
+    return serve(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,424 @@
+"""``backline.qubit``: a placement as a PennyLane device (the new device API).
+
+Every execution compiles the circuit with the Rust passes (logical qubits to Steane blocks
+with a correction cycle after each gate when ``qec_code="steane"``, noise, encoding, decodes
+to transport rounds) and runs its shots on the stabilizer VM in Rust, with the interpreter
+released; each decode is a real round through the runtime to the placement's coprocessor.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pennylane as qml
+from pennylane.devices import Device, ExecutionConfig
+from pennylane.devices.modifiers import simulator_tracking, single_tape_support
+from pennylane.transforms import broadcast_expand, diagonalize_measurements, split_non_commuting
+from pennylane.transforms.core import CompilePipeline, transform
+from pennylane.wires import Wires
+
+from . import _frontend, _native
+from .errors import (
+    CompileError,
+    ControllerWiresError,
+    CoprocessorUnreachableError,
+    DecoderIdError,
+    PlacementError,
+    ShotsMissingError,
+    UnknownQecCodeError,
+    UnknownTransportError,
+)
+from .placement import TRANSPORTS, Controller, Coprocessor, Endpoint
+
+QEC_CODES = ("steane", None)
+CHANNELS = ("depolarize", "bit_flip", "phase_flip")
+_keys = itertools.count()
+
+
+@dataclass
+class RunInfo:
+    """What the last execution did: shots, decode rounds and their round-trip times."""
+
+    shots: int = 0
+    rounds: int = 0
+    rtts_ns: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    dumps: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    def latency(self) -> dict | None:
+        """Round-trip statistics of the decode rounds, ns (``backline bench``'s fields:
+        count, mean, median, std, min, max, P99 … P99.999), with round 0 (the connection's
+        cold round) reported apart as ``round0_ns`` and left out of the rest."""
+        if len(self.rtts_ns) == 0:
+            return None
+        rest = self.rtts_ns[1:] if len(self.rtts_ns) > 1 else self.rtts_ns
+        stats = dict(_native.latency_summary([float(x) for x in rest]))
+        stats["round0_ns"] = float(self.rtts_ns[0])
+        return stats
+
+
+def _noise(noise):
+    if noise is None or noise == 0:
+        return 0.0, "depolarize"
+    if isinstance(noise, (int, float)):
+        p, channel = float(noise), "depolarize"
+    elif isinstance(noise, dict):
+        extra = set(noise) - {"p", "channel"}
+        if extra:
+            raise PlacementError(f"noise: unknown keys {sorted(extra)} (p, channel)")
+        p, channel = float(noise.get("p", 0.0)), noise.get("channel", "depolarize")
+    elif isinstance(noise, tuple) and len(noise) == 2:
+        channel, p = noise
+        p = float(p)
+    else:
+        raise PlacementError(f"noise={noise!r}: a probability, {{'p': …, 'channel': …}} or (channel, p)")
+    if not 0.0 <= p <= 1.0:
+        raise PlacementError(f"noise p={p}: a probability in [0, 1]")
+    if channel not in CHANNELS:
+        raise PlacementError(f"noise channel {channel!r}: one of {', '.join(CHANNELS)}")
+    return p, channel
+
+
+@transform
+def _check_shots(tape):
+    if not tape.shots:
+        raise ShotsMissingError(
+            "backline.qubit samples its qubits shot by shot and has no analytic mode: give "
+            "the QNode shots, e.g. @qml.set_shots(1000) above @qml.qnode(dev)"
+        )
+    return (tape,), lambda r: r[0]
+
+
+@transform
+def _check_wires(tape, device_wires=None):
+    if device_wires is None:
+        return (tape,), lambda r: r[0]
+    extra = [w for w in tape.wires if w not in device_wires]
+    if extra:
+        raise ControllerWiresError(
+            f"the circuit uses wire{'s' if len(extra) > 1 else ''} {extra}, beyond the "
+            f"controller's wires {device_wires.tolist()}"
+        )
+    return (tape,), lambda r: r[0]
+
+
+class _Executor:
+    """A local executor process (``python -m backline serve``) for ``remote="process"``."""
+
+    def __init__(self, transport: str, address: str, fns, payload_bytes: int, ep: Endpoint):
+        cmd = [sys.executable, "-m", "backline", "serve", "--transport", transport, "--exit-with-parent",
+               "--payload-bytes", str(payload_bytes)]
+        if ep.rdma_device is not None:
+            cmd += ["--rdma-device", ep.rdma_device]
+        if ep.gid_index is not None:
+            cmd += ["--gid-index", str(ep.gid_index)]
+        cmd += ["--name", address] if transport == "shm" else ["--bind", address]
+        for i, spec in fns:
+            cmd += ["--fn", f"{i}={spec}"]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 20
+        line = ""
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([self.proc.stdout], [], [], 0.1)
+            if r:
+                line = self.proc.stdout.readline()
+                break
+            if self.proc.poll() is not None:
+                break
+        if not line.startswith("ready "):
+            err = ""
+            try:
+                self.proc.wait(timeout=2)
+                err = self.proc.stderr.read()
+            except subprocess.TimeoutExpired:
+                pass
+            self.stop()
+            raise CoprocessorUnreachableError(
+                f"the executor process ({' '.join(cmd[2:])}) did not become ready: {err.strip() or line.strip() or 'no answer in 20 s'}"
+            )
+        self.peer = line.split(None, 1)[1].strip()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class _Runtime:
+    """The running parts of a placement: local servers, executor processes, the board."""
+
+    def __init__(self, dev: Backline):
+        self.servers = []
+        self.executors = []
+        self.endpoints = []
+        self.board = None
+        tag = f"{os.getpid()}-{next(_keys)}"
+        try:
+            if dev.controller.hardware == "fpga":
+                fns = {spec for c in dev.coprocessors for _, spec in c.fns()}
+                if len(dev.coprocessors) != 1 or len(fns) != 1:
+                    raise PlacementError(
+                        "Controller(hardware='fpga') drives one coprocessor with one function "
+                        "(the board's HWHS engine has one queue pair)"
+                    )
+                if not _native.HAS_FPGA:
+                    raise PlacementError("this build of backline has no FPGA controller")
+                self.board = _native.FpgaBoard(fns.pop(), dev.controller.init_args.get("reply_timeout_us"))
+                return
+            for i, c in enumerate(dev.coprocessors):
+                ep = c.endpoint or Endpoint()
+                t = dev.transport
+                if t == "rdma":
+                    # The rdma transport's device and GID for this process's sessions (the
+                    # executor processes get them as --rdma-device / --gid-index).
+                    if ep.rdma_device is not None:
+                        os.environ["BACKLINE_RDMA_DEVICE"] = ep.rdma_device
+                    if ep.gid_index is not None:
+                        os.environ["BACKLINE_RDMA_GID_INDEX"] = str(ep.gid_index)
+                if t == "rdma" and c.remote is False:
+                    raise PlacementError(
+                        "rdma connects two processes: put the coprocessor in an executor "
+                        "(remote='process', or remote=True with its endpoint)"
+                    )
+                if c.remote is False:
+                    addr = {"memcpy": "", "shm": f"bl-{tag}-{i}", "udp": "127.0.0.1:0"}[t]
+                    if ep.address is not None and t != "memcpy":
+                        addr = ep.peer()
+                    s = _native.Server(t, addr, f"backline-{tag}-{i}", c.fns(), dev.payload_bytes,
+                                       None, ep.reply_timeout, ep.setup_timeout)
+                    self.servers.append(s)
+                    peer = s.peer
+                elif c.remote == "process":
+                    if t == "memcpy":
+                        raise PlacementError(
+                            "memcpy keeps the coprocessor in this process: use remote=False, or "
+                            "transport shm, udp or rdma for an executor process"
+                        )
+                    addr = ep.peer() if ep.address else ({"shm": f"bl-{tag}-{i}"}.get(t, "127.0.0.1:0"))
+                    x = _Executor(t, addr, c.fns(), dev.payload_bytes, ep)
+                    self.executors.append(x)
+                    peer = x.peer
+                else:
+                    peer = ep.peer()
+                self.endpoints.append((t, f"controller-{tag}-{i}", peer, dev.payload_bytes,
+                                       float(ep.reply_timeout), float(ep.setup_timeout)))
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self):
+        for s in self.servers:
+            try:
+                s.stop()
+            except Exception:  # noqa: BLE001 — closing, nothing to do
+                pass
+        for x in self.executors:
+            x.stop()
+        self.servers, self.executors, self.board = [], [], None
+
+
+@simulator_tracking
+@single_tape_support
+class Backline(Device):
+    """A placement as a PennyLane device: ``qml.device("backline.qubit", wires=3)`` or
+    ``Backline(controller=…, coprocessors=[…], transport="memcpy", qec_code="steane")``.
+
+    Args:
+        wires: the controller's wires (or give ``controller=Controller(wires=…)``).
+        shots: deprecated by PennyLane; use ``qml.set_shots`` on the QNode.
+        controller (Controller): the controller (default: a CPU one with ``wires``).
+        coprocessors (list[Coprocessor]): the coprocessors, index = coprocessor number.
+        transport (str): ``memcpy``, ``shm``, ``udp`` or ``rdma``.
+        qec_code (str | None): ``"steane"``: every wire is a logical qubit, a Steane block
+            with a correction cycle (syndrome round, two decodes) after every gate;
+            ``None``: the circuit runs as written (explicit ``decode`` and runtime calls).
+        noise: Pauli noise after every gate on the physical qubits: a probability (the
+            depolarizing channel), ``{"p": p, "channel": "bit_flip"}`` or ``(channel, p)``.
+        seed (int | None): seeds every execution's shots (the same seed gives the same
+            samples over every transport).
+        pipeline (str | None): the compiler pipeline (default: implicit QEC with a code,
+            else noise and decode lowering); e.g. ``backline.NO_DECODE`` to measure what
+            decoding buys.
+        print_after_all (bool): print the IR after every pass (to stderr) at each execution.
+        payload_bytes (int): the largest payload of a round (sets the ring's slots).
+    """
+
+    name = "backline.qubit"
+    config_filepath = Path(__file__).with_name("backline_qubit.toml")
+
+    def __init__(
+        self,
+        wires=None,
+        shots=None,
+        *,
+        controller: Controller | None = None,
+        coprocessors=(),
+        transport: str = "memcpy",
+        qec_code: str | None = None,
+        noise=None,
+        seed: int | None = None,
+        pipeline: str | None = None,
+        print_after_all: bool = False,
+        payload_bytes: int = 48,
+    ):
+        if controller is None:
+            controller = Controller(wires=wires)
+        elif wires is not None and controller.wires is not None and Wires(wires) != _wires(controller.wires):
+            raise PlacementError(f"wires={wires!r} differ from the controller's wires {controller.wires!r}")
+        if not isinstance(controller, Controller):
+            raise PlacementError(f"controller={controller!r}: a backline.Controller")
+        dev_wires = _wires(controller.wires) if controller.wires is not None else (Wires(wires) if wires is not None else None)
+        super().__init__(wires=dev_wires, shots=shots)
+        if transport not in TRANSPORTS:
+            raise UnknownTransportError(f"unknown transport {transport!r} (known: {', '.join(TRANSPORTS)})")
+        if qec_code not in QEC_CODES:
+            raise UnknownQecCodeError(f"unknown qec_code {qec_code!r} (known: 'steane', or None for no code)")
+        coprocessors = list(coprocessors)
+        for c in coprocessors:
+            if not isinstance(c, Coprocessor):
+                raise PlacementError(f"coprocessors: {c!r} is not a backline.Coprocessor")
+        if qec_code is not None and not coprocessors and pipeline is None:
+            raise PlacementError(
+                f"qec_code={qec_code!r} decodes every correction cycle on a coprocessor, but the "
+                "placement has none: add coprocessors=[Coprocessor(coprocessor_fn="
+                "CoprocessorFunction.builtin('steane'))]"
+            )
+        if controller.hardware == "fpga" and transport != "rdma":
+            raise PlacementError(
+                f"Controller(hardware='fpga') reaches its coprocessor over rdma, not {transport!r}: "
+                "give transport='rdma'"
+            )
+        self.controller = controller
+        self.coprocessors = coprocessors
+        self.transport = transport
+        self.qec_code = qec_code
+        self.noise_p, self.noise_channel = _noise(noise)
+        self.pipeline = pipeline
+        self.print_after_all = print_after_all
+        self.payload_bytes = int(payload_bytes)
+        self._seeds = np.random.default_rng(seed)
+        self._runtime = None
+        self._lock = threading.Lock()
+        # One run at a time: a coprocessor session serves one controller at a time.
+        self._run_lock = threading.Lock()
+        self.last_run = RunInfo()
+        self._finalizer = weakref.finalize(self, _close_runtime, [None])
+
+    # ---- the device API ----
+
+    def preprocess_transforms(self, execution_config: ExecutionConfig | None = None) -> CompilePipeline:
+        program = CompilePipeline()
+        program.add_transform(_check_shots)
+        program.add_transform(_check_wires, device_wires=self.wires)
+        program.add_transform(split_non_commuting, grouping_strategy="qwc")
+        program.add_transform(diagonalize_measurements, supported_base_obs={qml.Z})
+        program.add_transform(broadcast_expand)
+        return program
+
+    def setup_execution_config(self, config: ExecutionConfig | None = None, circuit=None) -> ExecutionConfig:
+        config = config or ExecutionConfig()
+        m = config.mcm_config.mcm_method
+        if m not in (None, "one-shot", "device"):
+            raise CompileError(
+                f"mcm_method={m!r}: backline.qubit measures mid-circuit natively, shot by shot "
+                "(mcm_method='one-shot')"
+            )
+        from dataclasses import replace
+
+        return replace(config, mcm_config=replace(config.mcm_config, mcm_method="one-shot"),
+                       gradient_method=None if config.gradient_method in ("best", None) else config.gradient_method)
+
+    def execute(self, circuits, execution_config: ExecutionConfig | None = None):
+        with self._run_lock:
+            return tuple(self._execute_one(t) for t in circuits)
+
+    # ---- placement ----
+
+    def runtime(self) -> _Runtime:
+        """Starts the placement's coprocessors (once)."""
+        with self._lock:
+            if self._runtime is None:
+                self._runtime = _Runtime(self)
+                self._finalizer.detach()
+                self._finalizer = weakref.finalize(self, _close_runtime, [self._runtime])
+            return self._runtime
+
+    def close(self):
+        """Stops the coprocessors this device started."""
+        with self._lock:
+            if self._runtime is not None:
+                self._runtime.close()
+                self._runtime = None
+
+    def _wire_list(self, tape) -> list:
+        if self.wires is not None:
+            return list(self.wires)
+        return list(tape.wires)
+
+    def translate(self, tape, name: str = "circuit"):
+        """The native compiler's input for a device-ready tape."""
+        labels = [c.label() for c in self.coprocessors]
+        return _frontend.translate(tape, self._wire_list(tape), self.qec_code, labels, name)
+
+    def compile(self, tape, name: str = "circuit", dumps: bool = False):
+        """``(translation, compiled)`` of a device-ready tape."""
+        tr = self.translate(tape, name)
+        compiled = _native.compile(tr.header, tr.ops, self.pipeline, self.noise_p, self.noise_channel, dumps)
+        return tr, compiled
+
+    def _check_requests(self, compiled):
+        for c, decoder_id in compiled.requests:
+            cop = self.coprocessors[c]
+            ids = cop.decoder_ids()
+            if ids is not None and decoder_id not in ids:
+                raise DecoderIdError(
+                    f"the program sends decoder_id {decoder_id} to coprocessor {c} ({cop.label()}), "
+                    f"which serves decoder ids {sorted(ids)}"
+                )
+
+    def _execute_one(self, tape):
+        t0 = time.perf_counter()
+        shots = tape.shots.total_shots
+        tr, compiled = self.compile(tape, dumps=self.print_after_all)
+        if self.print_after_all:
+            for stage, text in compiled.dumps:
+                print(f"// ----- IR {'before the first pass' if stage == 'input' else 'after ' + stage} -----\n{text}",
+                      file=sys.stderr, end="")
+        self._check_requests(compiled)
+        rt = self.runtime() if (compiled.requests or self.controller.hardware == "fpga") else None
+        seed = int(self._seeds.integers(0, 2**63))
+        if rt is None:
+            bits, width, rtts = _native.run(compiled, shots, seed)
+        elif rt.board is not None:
+            bits, width, rtts = _native.run(compiled, shots, seed, [], rt.board)
+        else:
+            bits, width, rtts = _native.run(compiled, shots, seed, rt.endpoints)
+        self.last_run = RunInfo(shots=shots, rounds=len(rtts), rtts_ns=np.asarray(rtts),
+                                dumps=compiled.dumps, seconds=time.perf_counter() - t0)
+        return _frontend.results(tape, bits, width, shots, tr)
+
+
+def _close_runtime(holder):
+    rt = holder[0]
+    if rt is not None:
+        rt.close()
+
+
+def _wires(w) -> Wires:
+    if isinstance(w, int):
+        return Wires(range(w))
+    return Wires(w)

@@ -1,0 +1,71 @@
+"""The exceptions of backline, one class per problem a user can act on.
+
+Each is raised with a message that names the problem (the gate, the coprocessor and its
+address, the decoder id, the wire). The native module raises these same classes by name.
+"""
+
+from pennylane.exceptions import DeviceError, WireError
+
+
+class BacklineError(Exception):
+    """Base class of every backline error."""
+
+
+class PlacementError(BacklineError, ValueError):
+    """A placement (controller, coprocessors, transport) that cannot work as given."""
+
+
+class UnknownTransportError(PlacementError):
+    """The transport is not one of memcpy, shm, udp, rdma."""
+
+
+class UnknownQecCodeError(PlacementError):
+    """The qec_code names no code the compiler can lower to."""
+
+
+class CoprocessorFunctionError(PlacementError):
+    """A coprocessor function that cannot be found, loaded or built."""
+
+
+class CoprocessorUnreachableError(PlacementError, ConnectionError):
+    """A coprocessor of the placement does not answer at its address."""
+
+
+class CoprocessorTimeoutError(BacklineError, TimeoutError):
+    """A coprocessor stopped answering in the middle of a run (it died or hangs)."""
+
+
+class DecoderIdError(BacklineError, ValueError):
+    """A program sends requests with a decoder_id its coprocessor does not serve."""
+
+
+class ControllerWiresError(PlacementError, WireError):
+    """A circuit uses wires the controller does not have."""
+
+
+class ShotsMissingError(BacklineError, DeviceError):
+    """An execution without shots: the stabilizer VM samples, shot by shot."""
+
+
+class CompileError(BacklineError, DeviceError):
+    """A circuit the compiler cannot lower."""
+
+
+class NonCliffordGateError(CompileError):
+    """A gate outside the Clifford group (the VM is a stabilizer simulator)."""
+
+
+class UnsupportedMeasurementError(CompileError):
+    """A measurement a sampling stabilizer device cannot give (state, density matrix …)."""
+
+
+class DecodeOutsideQNodeError(BacklineError, RuntimeError):
+    """``decode`` or ``runtime_call`` called where no circuit is being recorded."""
+
+
+class RuntimeCallError(CompileError):
+    """Runtime calls out of order (stage, post, collect per session)."""
+
+
+class RunError(BacklineError, RuntimeError):
+    """A run failed for a reason none of the other classes covers."""

@@ -1,0 +1,340 @@
+"""The placement API: where the controller and each coprocessor run, what each coprocessor
+computes, and how they are reached.
+
+A placement is one :class:`Controller`, zero or more :class:`Coprocessor` s and a transport
+(given to :class:`backline.Backline`). Changing any of them never changes the program.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import CoprocessorFunctionError, PlacementError
+
+#: Decoder ids of the two check types of a CSS code (X checks, Z checks).
+X_CHECKS = 0
+Z_CHECKS = 1
+
+TRANSPORTS = ("memcpy", "shm", "udp", "rdma")
+
+
+class CoprocessorFunction:
+    """What a coprocessor computes for each message.
+
+    ``CoprocessorFunction(name="steane_decode", lib_path="./libsteane_decoder.so")`` is a
+    pre-compiled C function of the signature
+    ``size_t fn(const void *in, size_t in_len, void *out, size_t out_cap, void *ctx)``,
+    looked up now (a missing library or symbol raises
+    :class:`~backline.errors.CoprocessorFunctionError`).
+    ``CoprocessorFunction.builtin("steane")`` and ``builtin("echo")`` are the built-in ones.
+
+    A single function serves decoder ids 0 and 1 (the X and Z checks; the Steane code is
+    self-dual, so one lookup decodes both); give ``Coprocessor(coprocessor_fn={0: f, 1: g})``
+    to serve different functions per decoder id.
+    """
+
+    #: Decoder ids one instance serves when given alone to a coprocessor.
+    default_ids = (X_CHECKS, Z_CHECKS)
+    #: Decoder ids one spec registers from its base id (a CSS decoder takes two).
+    width = 1
+
+    def __init__(self, name: str, lib_path: str | os.PathLike | None = None):
+        if lib_path is None:
+            raise CoprocessorFunctionError(
+                f"coprocessor function `{name}`: no lib_path; use "
+                "CoprocessorFunction.builtin(name) for the built-in functions "
+                f"({', '.join(BUILTINS)})"
+            )
+        path = Path(lib_path)
+        if not path.exists():
+            raise CoprocessorFunctionError(
+                f"coprocessor function `{name}`: library {path} not found"
+            )
+        try:
+            lib = ctypes.CDLL(str(path.resolve()))
+        except OSError as e:
+            raise CoprocessorFunctionError(
+                f"coprocessor function `{name}`: cannot load {path}: {e}"
+            ) from None
+        if not hasattr(lib, name):
+            raise CoprocessorFunctionError(
+                f"coprocessor function `{name}`: symbol not found in {path}"
+            )
+        self.name = name
+        self.lib_path = str(path.resolve())
+        self.spec = f"{self.lib_path}:{name}"
+
+    @classmethod
+    def builtin(cls, name: str) -> CoprocessorFunction:
+        """A built-in function: ``steane`` (the [[7,1,3]] lookup: syndrome byte in, qubit
+        index 0–6 or 0x0F out) or ``echo``."""
+        if name not in BUILTINS:
+            raise CoprocessorFunctionError(
+                f"no built-in coprocessor function `{name}` (built in: {', '.join(BUILTINS)})"
+            )
+        f = cls.__new__(cls)
+        f.name = name
+        f.lib_path = None
+        f.spec = name
+        return f
+
+    def specs(self, base: int) -> list[tuple[int, str]]:
+        """``(decoder_id, spec)`` pairs this function registers from decoder id ``base``."""
+        return [(base, self.spec)]
+
+    def ids(self, base: int) -> list[int]:
+        """Decoder ids it serves from ``base``."""
+        return list(range(base, base + self.width))
+
+    def __repr__(self) -> str:
+        if self.lib_path:
+            return f"CoprocessorFunction(name={self.name!r}, lib_path={self.lib_path!r})"
+        return f"CoprocessorFunction.builtin({self.name!r})"
+
+
+BUILTINS = ("steane", "echo")
+
+
+class CssDecoder(CoprocessorFunction):
+    """BP+OSD from a CSS code's parity-check matrices (see :func:`css_bp_decoder`). Serves
+    decoder id ``base`` with the X checks (rows of Hx) and ``base + 1`` with the Z checks.
+
+    Requests carry the syndrome bit-packed LSB-first; the reply is the correction (one bit
+    per qubit, LSB-first), so ``decode(...)[k]`` is the flip of qubit ``k``.
+    """
+
+    default_ids = (X_CHECKS,)
+    width = 2
+
+    def __init__(self, code: str, settings: str, name: str, num_qubits: int, checks: tuple[int, int]):
+        self.name = name
+        self.lib_path = None
+        self.code = code
+        self.settings = settings
+        self.num_qubits = num_qubits
+        self.checks = checks
+        self.spec = f"bposd:{code}:{settings}" if settings else f"bposd:{code}"
+
+    def specs(self, base: int) -> list[tuple[int, str]]:
+        return [(base, self.spec)]
+
+    def __repr__(self) -> str:
+        return f"css_bp_decoder({self.code!r}, {self.settings!r})"
+
+
+_POSTPROCESS = {
+    "osd": "osd_cs",
+    "osd_cs": "osd_cs",
+    "osd0": "osd0",
+    "osd_0": "osd0",
+    "none": "off",
+    None: "off",
+}
+
+
+def _matrix(name: str, h: Any) -> np.ndarray:
+    m = np.asarray(h)
+    if m.ndim != 2 or m.size == 0:
+        raise CoprocessorFunctionError(f"{name}: a parity-check matrix must be 2-D and non-empty, got shape {m.shape}")
+    if not np.isin(m, (0, 1)).all():
+        raise CoprocessorFunctionError(f"{name}: entries must be 0 or 1")
+    return m.astype(np.uint8)
+
+
+def css_bp_decoder(
+    Hx: Any,
+    Hz: Any,
+    postprocess: str | None = "osd",
+    num_iters: int = 10,
+    *,
+    osd_order: int = 7,
+    bp_method: str = "minimum_sum",
+    error_rate: float | None = None,
+    schedule: str = "parallel",
+) -> CssDecoder:
+    """A BP+OSD decoder for the CSS code with parity-check matrices ``Hx`` and ``Hz`` (0/1
+    arrays with one column per qubit), as a coprocessor function.
+
+    ``postprocess``: ``"osd"`` (OSD-CS of order ``osd_order``, as ``ldpc``'s default),
+    ``"osd0"``, or ``None`` (BP alone). ``num_iters``: BP iterations. Also ``bp_method``
+    (``minimum_sum`` or ``product_sum``), ``error_rate`` (the channel prior; default: ldpc's)
+    and ``schedule`` (``parallel`` or ``serial``). Hx or Hz may also be a library code name
+    given as ``Hx`` with ``Hz=None`` (``"hgp13"``, ``"steane"``, ``"surface5"``, ``"bb72"``…),
+    which remote coprocessors can build without the matrix files.
+    """
+    if postprocess not in _POSTPROCESS:
+        raise CoprocessorFunctionError(
+            f"css_bp_decoder: postprocess={postprocess!r} (expected 'osd', 'osd0' or None)"
+        )
+    if not isinstance(num_iters, int) or num_iters < 1:
+        raise CoprocessorFunctionError(f"css_bp_decoder: num_iters={num_iters!r} must be a positive integer")
+    settings = [f"max_iter={num_iters}", f"osd_method={_POSTPROCESS[postprocess]}", f"bp_method={bp_method}", f"schedule={schedule}"]
+    if _POSTPROCESS[postprocess] == "osd_cs":
+        settings.append(f"osd_order={osd_order}")
+    if error_rate is not None:
+        settings.append(f"error_rate={error_rate}")
+    settings = ";".join(settings)
+    if isinstance(Hx, str) and Hz is None:
+        name = Hx
+        from . import _native  # noqa: F401  (the library codes are in Rust)
+
+        f = CssDecoder(Hx, settings, f"bposd:{Hx}", num_qubits=0, checks=(0, 0))
+        _check_spec(f)
+        return f
+    hx, hz = _matrix("Hx", Hx), _matrix("Hz", Hz)
+    if hx.shape[1] != hz.shape[1]:
+        raise CoprocessorFunctionError(
+            f"css_bp_decoder: Hx has {hx.shape[1]} columns but Hz has {hz.shape[1]}; both need one per qubit"
+        )
+    if ((hx.astype(np.int64) @ hz.T.astype(np.int64)) % 2).any():
+        raise CoprocessorFunctionError("css_bp_decoder: Hx Hzᵀ ≠ 0 (mod 2): the X and Z checks do not commute, not a CSS code")
+    # The matrices go to files the responder loads (dense 0/1 text), named by content.
+    digest = hashlib.sha256(hx.tobytes() + b"|" + hz.tobytes() + repr((hx.shape, hz.shape)).encode()).hexdigest()[:16]
+    d = Path(tempfile.gettempdir()) / "backline-css" / digest
+    d.mkdir(parents=True, exist_ok=True)
+    files = []
+    for tag, m in (("hx", hx), ("hz", hz)):
+        p = d / f"{tag}.txt"
+        if not p.exists():
+            tmp = p.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text("\n".join(" ".join(str(int(v)) for v in row) for row in m) + "\n")
+            tmp.replace(p)
+        files.append(str(p))
+    name = f"bposd[[{hx.shape[1]}]]"
+    f = CssDecoder("+".join(files), settings, name, num_qubits=hx.shape[1], checks=(hx.shape[0], hz.shape[0]))
+    _check_spec(f)
+    return f
+
+
+def _check_spec(f: CoprocessorFunction) -> None:
+    """Builds the function once here, so that a bad one fails at its definition."""
+    from . import _native
+
+    try:
+        s = _native.Server("memcpy", "", f"check-{id(f)}-{os.getpid()}", f.specs(0))
+        s.stop()
+    except PlacementError as e:
+        raise CoprocessorFunctionError(str(e)) from None
+
+
+@dataclass
+class Endpoint:
+    """Where a coprocessor is reached.
+
+    ``address``: udp/rdma ``host:port`` (or host, with ``port``); shm: the segment name
+    (``/dev/shm/backline-<name>``); memcpy: a session key (default: one of its own).
+    ``rdma_device`` and ``gid_index`` select the RDMA device and GID (rdma only).
+    ``reply_timeout``: seconds to wait for one reply before the run fails with
+    :class:`~backline.errors.CoprocessorTimeoutError`; ``setup_timeout``: for the handshake.
+    """
+
+    address: str | None = None
+    port: int | None = None
+    rdma_device: str | None = None
+    gid_index: int | None = None
+    reply_timeout: float = 1.0
+    setup_timeout: float = 5.0
+
+    def peer(self) -> str:
+        """The address as the transport takes it."""
+        if self.address is None:
+            raise PlacementError("the endpoint has no address")
+        if self.port is not None and ":" not in self.address:
+            return f"{self.address}:{self.port}"
+        return self.address
+
+
+@dataclass
+class Controller:
+    """The root of a placement: drives the (simulated) qubits and makes every round.
+
+    ``hardware``: ``"cpu"`` (this process) or ``"fpga"`` (the HWHS engine of a board; here
+    the simulated board of backline-apu, whose coprocessor model computes the Steane lookup
+    or echoes). ``wires``: the qubits it drives (an int or labels; None: as many as a
+    circuit uses). ``init_args``: target-specific settings (fpga: ``reply_timeout_us``).
+    """
+
+    hardware: str = "cpu"
+    wires: Any = None
+    init_args: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.hardware not in ("cpu", "fpga"):
+            raise PlacementError(f"Controller(hardware={self.hardware!r}): expected 'cpu' or 'fpga'")
+
+
+@dataclass
+class Coprocessor:
+    """A participant that serves each decode with a coprocessor function.
+
+    ``hardware``: ``"cpu"`` (``"gpu"`` needs the GPU responders, not part of this build).
+    ``coprocessor_fn``: a :class:`CoprocessorFunction`, a :func:`css_bp_decoder`, or a dict
+    ``{decoder_id: function}``. ``remote``: ``False`` — a thread of this process;
+    ``"process"`` — a local executor process that the device starts (``python -m backline
+    serve``) and stops; ``True`` — an executor already running at ``endpoint`` (started with
+    ``backline serve`` or ``python -m backline serve``, here or on another host).
+    """
+
+    hardware: str = "cpu"
+    coprocessor_fn: Any = None
+    endpoint: Endpoint | None = None
+    remote: bool | str = False
+    init_args: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.hardware == "gpu":
+            raise PlacementError(
+                "Coprocessor(hardware='gpu'): the GPU responders are not part of this build; "
+                "use hardware='cpu' (the same functions run on the CPU)"
+            )
+        if self.hardware != "cpu":
+            raise PlacementError(f"Coprocessor(hardware={self.hardware!r}): expected 'cpu' or 'gpu'")
+        if self.remote not in (False, True, "process", "host"):
+            raise PlacementError(f"Coprocessor(remote={self.remote!r}): expected False, 'process' or True")
+        if self.remote in (True, "host") and (self.endpoint is None or self.endpoint.address is None):
+            raise PlacementError("Coprocessor(remote=True) needs endpoint=Endpoint(address=...) of the running executor")
+        if self.coprocessor_fn is None and self.remote in (False, "process"):
+            raise PlacementError("Coprocessor: coprocessor_fn is required (what it computes)")
+        for f in self._functions().values():
+            if not isinstance(f, CoprocessorFunction):
+                raise PlacementError(f"Coprocessor: {f!r} is not a CoprocessorFunction (or css_bp_decoder)")
+
+    def _functions(self) -> dict[int, CoprocessorFunction]:
+        f = self.coprocessor_fn
+        if f is None:
+            return {}
+        if isinstance(f, dict):
+            return {int(k): v for k, v in f.items()}
+        return {i: f for i in f.default_ids}
+
+    def fns(self) -> list[tuple[int, str]]:
+        """``(decoder_id, spec)`` pairs to serve."""
+        out = []
+        for base, f in sorted(self._functions().items()):
+            out.extend(f.specs(base))
+        return out
+
+    def decoder_ids(self) -> set[int] | None:
+        """Decoder ids served (None: unknown, a remote executor's own table)."""
+        if self.remote in (True, "host") and self.coprocessor_fn is None:
+            return None
+        ids = set()
+        for base, f in self._functions().items():
+            ids.update(f.ids(base))
+        return ids
+
+    def label(self) -> str:
+        """The name the IR prints for it."""
+        fs = self._functions()
+        names = sorted({f.name for f in fs.values()})
+        if not names:
+            return self.endpoint.peer() if self.endpoint else "remote"
+        return "+".join(names)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The Python front (python/, examples/): installs the package from the working tree into
+# .venv-py with pip (maturin builds backline._native in release), lints its bindings, runs
+# its tests (done-when checks, bad inputs, the front end against default.qubit, the
+# examples) and PennyLane's own device test suite against backline.qubit.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PY="$PWD/.venv-py/bin/python"
+[ -x "$PY" ] || { echo "50-python: .venv-py missing: run scripts/install-deps.sh" >&2; exit 1; }
+export PATH="$PWD/.venv-py/bin:$PATH"
+
+echo "-- cargo clippy -p backline-py --features python (the bindings)"
+cargo clippy -q --locked -p backline-py --features python --all-targets -- -D warnings
+
+echo "-- pip install ./python (maturin, release)"
+t0=$(date +%s)
+"$PY" -m pip install -q --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps ./python
+echo "   built and installed in $(( $(date +%s) - t0 )) s"
+# The tests must import the installed package, not the source tree.
+(cd /tmp && "$PY" -c "import backline, sys; assert 'site-packages' in backline.__file__, backline.__file__")
+
+echo "-- pytest python/tests"
+"$PY" -m pytest -q -p no:cacheprovider python/tests
+
+# PennyLane's device tests. 10,000 shots: the suite's stochastic tolerance is 0.05, which
+# 10,000 shots meet with a wide margin (σ ≤ 0.01 for an expectation of ±1 outcomes).
+echo "-- pl-device-test --device backline.qubit --shots 10000"
+SKIPS=target/pl-device-test-skips.tsv
+mkdir -p target
+(cd /tmp && BACKLINE_PL_SKIPS="$OLDPWD/$SKIPS" PYTHONPATH="$OLDPWD/python/tests" \
+    pl-device-test --device backline.qubit --shots 10000 -q -p no:cacheprovider -p backline_pl_plugin \
+    -W ignore::DeprecationWarning) | tail -6
+echo "   the skipped tests and why: $SKIPS"

@@ -194,10 +194,18 @@ impl RingView {
     #[inline]
     pub fn publish_written(&self, seq: Seq) {
         let word = self.seq_word(seq);
-        // Release: every byte written into the slot before this store is visible to a reader
-        // whose Acquire load returns this value.
-        word.store(seq.0, Ordering::Release);
-        wait::wake_if_sleeping(word, self.doorbell());
+        match self.doorbell() {
+            // Release: every byte written into the slot before this store is visible to a
+            // reader whose Acquire load returns this value.
+            None => word.store(seq.0, Ordering::Release),
+            // A reader may sleep: the store must also be ordered before our look at the
+            // sleeper count (see `wait_on`). A SeqCst swap is a release store and a full
+            // barrier in one locked instruction, cheaper than a store followed by a fence.
+            Some(db) => {
+                word.swap(seq.0, Ordering::SeqCst);
+                wait::wake_if_sleeping(word, db);
+            }
+        }
     }
 
     /// The contiguous bytes of the slot of `seq` that a message of `payload_len` occupies

@@ -11,6 +11,10 @@ use backline_ring::CachePadded;
 
 use crate::{Error, Result, os};
 
+/// Polls without PAUSE before the spin loop settles into PAUSEd polling, exactly as the
+/// session's waits do (`backline-ring`'s first burst), so floor and session detect alike.
+const FIRST_BURST: u32 = 64;
+
 /// The client half of the bounce: for each round writes an odd value and spins until the
 /// server answers with the next even one. Returns each round's round-trip time in ns, timed
 /// with the same clock as session rounds.
@@ -24,7 +28,9 @@ pub fn bounce_client(line: &AtomicU32, rounds: u64, timeout: Duration) -> Result
         line.store(ask, Ordering::Release);
         let mut polls = 0u32;
         while line.load(Ordering::Acquire) != want {
-            core::hint::spin_loop();
+            if polls >= FIRST_BURST {
+                core::hint::spin_loop();
+            }
             polls = polls.wrapping_add(1);
             if polls.is_multiple_of(1024) && t0.elapsed() > timeout {
                 return Err(Error::Timeout {
@@ -46,7 +52,9 @@ pub fn bounce_server(line: &AtomicU32, rounds: u64, timeout: Duration) -> Result
         let t0 = Instant::now();
         let mut polls = 0u32;
         while line.load(Ordering::Acquire) != want {
-            core::hint::spin_loop();
+            if polls >= FIRST_BURST {
+                core::hint::spin_loop();
+            }
             polls = polls.wrapping_add(1);
             if polls.is_multiple_of(1024) && t0.elapsed() > timeout {
                 return Err(Error::Timeout {

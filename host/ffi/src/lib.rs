@@ -244,6 +244,7 @@ fn session_config(c: &backline_config) -> Result<SessionConfig, Fail> {
         reply_timeout: std::time::Duration::from_millis(c.reply_timeout_ms as u64),
         setup_timeout: std::time::Duration::from_millis(c.setup_timeout_ms as u64),
         pin_cpu: None,
+        rdma: Default::default(),
     };
     config.validate()?;
     Ok(config)

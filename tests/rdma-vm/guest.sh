@@ -91,6 +91,25 @@ if serve; then
 else
     status "bad-input FAILED: backline serve did not start"
 fi
+# A controller killed mid-run: the server notices (its set-up connection closes), ends that
+# session and serves the next controller.
+if serve; then
+    "${bench[@]}" --peer "$ADDR:7878" --rounds 1000000 --no-baseline >/dev/null 2>&1 &
+    victim=$!
+    sleep 2
+    kill -KILL "$victim"
+    wait "$victim" 2>/dev/null
+    if out=$(timeout 60 "${bench[@]}" --peer "$ADDR:7878" --rounds 1000 2>&1); then
+        status "bad-input controller-killed ok (the next controller was served)"
+    else
+        status "bad-input controller-killed FAILED: $out"
+    fi
+    stop_serve
+    grep -q "stopped after 4 sessions" "$SERVE_LOG" \
+        || status "bad-input controller-killed FAILED: $(tail -1 "$SERVE_LOG") (expected 4 sessions: killed, floor, run, floor)"
+else
+    status "bad-input FAILED: backline serve did not start"
+fi
 
 # -- the transport's rdma tests over the real device -----------------------------------------
 export BACKLINE_RDMA_DEVICE=$DEV BACKLINE_RDMA_GID_INDEX=$GID

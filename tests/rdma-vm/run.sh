@@ -44,7 +44,8 @@ for tool in busybox ib_write_lat rdma ip modprobe taskset cpio python3; do
     command -v "$tool" >/dev/null || fail "$tool missing: run scripts/install-deps.sh"
 done
 busybox=$(command -v busybox)
-file -L "$busybox" 2>/dev/null | grep -q 'statically linked' || [ -x /bin/busybox ] || fail "busybox-static missing"
+# The initramfs has no libc: busybox must be the static build.
+if ldd "$busybox" >/dev/null 2>&1; then fail "$busybox is dynamically linked: install busybox-static"; fi
 ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-*.so >/dev/null 2>&1 || fail "the rxe verbs provider is missing: run scripts/install-deps.sh (ibverbs-providers)"
 
 # What the guest runs: the release binary and the transport's test binaries.

@@ -42,15 +42,16 @@
 //! # Waiting
 //!
 //! A NIC writes the rings, so there is no doorbell to block on: after the spin budget, waits
-//! nap 50 µs at a time and re-poll (so `--spin-us -1`, never block, gives the steadiest
-//! latency; the default 200 µs budget covers any round trip that is not idle).
+//! nap 50 µs at a time and re-poll. On dedicated cores `--spin-us -1` (never block, as
+//! perftest does) gives the steadiest latency. Where a nap costs more than the spin budget
+//! (a 50 µs nap takes ~200 µs in the emulated VM of the tests), the two sides can fall into
+//! napping in turn and stay there; `docs/rdma.md` has the measurements.
 
 mod sys;
 pub(crate) mod verbs;
 
 use std::io::{ErrorKind, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -66,13 +67,8 @@ use crate::link::{ControllerLink, CoprocessorLink, Listener, wait_error};
 use crate::{Error, RdmaOptions, Result, SessionConfig};
 use verbs::{Device, Endpoint, PeerEnd, RemoteRing, WriteError};
 
-/// Names of the RDMA devices on this machine, or why there are none.
-pub fn devices() -> Result<Vec<String>> {
-    verbs::device_names()
-}
-
 /// Opens the device, port and GID that `opts` select and describes them, e.g.
-/// `rxe0 port 1, GID index 1 (RoCE v2 ::ffff:10.0.0.1)`. Fails with
+/// `rxe0 port 1, GID index 1 (RoCE v2 ::ffff:10.0.0.1), MTU 1024`. Fails with
 /// [`Error::Unsupported`] ("no RDMA device …") on machines without RDMA, and with
 /// [`Error::Invalid`] for a device, port or GID index that does not exist.
 pub fn probe(opts: &RdmaOptions) -> Result<String> {
@@ -518,17 +514,8 @@ impl RdmaListener {
     }
 }
 
-/// Waits until `fd` is readable or `timeout` passes.
-fn poll_readable(fd: std::os::fd::RawFd, timeout: Duration) {
-    let mut fds = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
-    // SAFETY: one valid pollfd for the duration of the call.
-    unsafe { libc::poll(&mut fds, 1, ms) };
-}
+/// How long an idle server sleeps between two looks at its listener (set-up only).
+const ACCEPT_NAP: Duration = Duration::from_millis(5);
 
 impl Listener for RdmaListener {
     fn accept<'a>(
@@ -543,7 +530,7 @@ impl Listener for RdmaListener {
             let stream = match self.tcp.accept() {
                 Ok((s, _)) => s,
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
-                    poll_readable(self.tcp.as_raw_fd(), backline_ring::MAX_NAP);
+                    std::thread::sleep(ACCEPT_NAP);
                     continue;
                 }
                 Err(e) => {

@@ -774,6 +774,32 @@ mod tests {
         assert!(matches!(e, Error::Protocol(_)), "{e}");
     }
 
+    /// Runs where a device exists (the VM test): a default slot's message goes inline, and
+    /// the handshake fields of a fresh endpoint are in range.
+    #[test]
+    fn a_fresh_endpoint_is_usable_and_sends_default_slots_inline() {
+        let opts = RdmaOptions {
+            device: std::env::var("BACKLINE_RDMA_DEVICE").ok(),
+            ..RdmaOptions::default()
+        };
+        let Ok(dev) = Device::open(&opts) else {
+            eprintln!("rdma case skipped: no RDMA device");
+            return;
+        };
+        let g = Geometry::default();
+        let ep = Endpoint::new(Arc::new(dev), g, Duration::from_secs(1)).unwrap();
+        eprintln!("granted inline data: {} bytes", ep.max_inline());
+        assert!(ep.max_inline() >= g.slot_bytes, "{}", ep.max_inline());
+        let l = ep.local();
+        assert!(l.qpn != 0 && l.qpn < 1 << 24 && l.psn < 1 << 24);
+        assert!(l.ring_addr.is_multiple_of(4096) && l.gid != [0; 16]);
+        let h = record(HandshakeKind::Hello, &ep, g, 1);
+        assert!(
+            check_hello(&h, g).is_ok(),
+            "our own hello passes our own check"
+        );
+    }
+
     #[test]
     fn without_a_device_the_error_says_so() {
         // On a machine with RDMA this checks nothing; the VM test covers that side.

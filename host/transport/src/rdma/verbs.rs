@@ -839,6 +839,12 @@ impl Endpoint {
         }
     }
 
+    /// Bytes of inline data each WRITE may carry (what the device granted).
+    #[cfg(test)]
+    pub(crate) fn max_inline(&self) -> u32 {
+        self.qp.max_inline
+    }
+
     /// Connects the queue pair to the peer (RTR, then RTS).
     pub(crate) fn connect(&mut self, peer: &PeerEnd) -> Result<()> {
         self.qp.connect(&self.dev, self.psn, peer)?;

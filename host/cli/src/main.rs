@@ -20,7 +20,7 @@ struct Cli {
 enum Command {
     /// Run sw-loop rounds over a placement and report round-trip latency.
     Bench(cmd::bench::Args),
-    /// Serve coprocessor functions to controllers (shm, udp).
+    /// Serve coprocessor functions to controllers (shm, udp, rdma).
     Serve(cmd::serve::Args),
     /// Decode syndromes from a file with BP(+OSD) for a parity-check matrix.
     Decode(cmd::decode::Args),

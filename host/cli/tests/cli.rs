@@ -570,3 +570,37 @@ fn bposd_from_a_tanner_graph_serves_both_check_types() {
     ]);
     assert_clean_error(&o, "bad_length");
 }
+
+#[test]
+fn rdma_says_plainly_whether_it_can_run_here() {
+    let dir = scratch("rdma");
+    let o = backline(&[
+        "bench",
+        "--transport",
+        "rdma",
+        "--rounds",
+        "100",
+        "--json",
+        "--no-plots",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    if o.status.success() {
+        // A machine with an RDMA device: bench started its own rdma server.
+        let j = json_of(&o);
+        assert_eq!(j["transport"], "rdma");
+        assert_eq!(j["completed"], 100);
+    } else {
+        // No RDMA here: one plain line, before anything was started.
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("no RDMA device") || err.contains("no RDMA support"),
+            "{err}"
+        );
+        assert_clean_error(&o, "RDMA");
+        let o = backline(&["serve", "--transport", "rdma", "--bind", "127.0.0.1:0"]);
+        assert_clean_error(&o, "RDMA");
+    }
+    let o = backline(&["bench", "--transport", "rdma", "--gid-index", "300"]);
+    assert_clean_error(&o, "invalid value '300' for '--gid-index");
+}

@@ -96,7 +96,7 @@ typedef struct {
 extern "C" {
 #endif // __cplusplus
 
-// Writes the defaults (memcpy, 256 × 64-byte slots, 1 in flight, 200 µs spin, 1 s reply
+// Writes the defaults (memcpy, 8 × 64-byte slots, 1 in flight, 200 µs spin, 1 s reply
 // timeout, 5 s set-up timeout) into `*out`.
 //
 // # Safety

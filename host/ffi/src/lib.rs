@@ -197,7 +197,7 @@ unsafe fn cstr<'a>(p: *const c_char, what: &str) -> Result<&'a str, Fail> {
         .map_err(|_| invalid(format!("{what} is not UTF-8")))
 }
 
-/// Writes the defaults (memcpy, 256 × 64-byte slots, 1 in flight, 200 µs spin, 1 s reply
+/// Writes the defaults (memcpy, 8 × 64-byte slots, 1 in flight, 200 µs spin, 1 s reply
 /// timeout, 5 s set-up timeout) into `*out`.
 ///
 /// # Safety
@@ -244,6 +244,7 @@ fn session_config(c: &backline_config) -> Result<SessionConfig, Fail> {
         reply_timeout: std::time::Duration::from_millis(c.reply_timeout_ms as u64),
         setup_timeout: std::time::Duration::from_millis(c.setup_timeout_ms as u64),
         pin_cpu: None,
+        rdma: Default::default(),
     };
     config.validate()?;
     Ok(config)

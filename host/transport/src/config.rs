@@ -75,6 +75,31 @@ pub struct SessionConfig {
     pub setup_timeout: Duration,
     /// Pin the coprocessor's serving thread to this CPU.
     pub pin_cpu: Option<usize>,
+    /// Device, port and GID of the rdma transport (ignored by the others).
+    pub rdma: RdmaOptions,
+}
+
+/// Which RDMA device, port and GID the `rdma` transport uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RdmaOptions {
+    /// Device name (e.g. `rxe0`, `mlx5_0`); `None` = the first device found.
+    pub device: Option<String>,
+    /// Port number on the device (1-based).
+    pub port: u8,
+    /// Index into the port's GID table; `None` = the first RoCE v2 GID that holds an IPv4
+    /// address (else the first RoCE v2 GID, else the first non-zero GID). RoCE v2 is index 1
+    /// on a Soft-RoCE device over an interface with one IPv4 address.
+    pub gid_index: Option<u8>,
+}
+
+impl Default for RdmaOptions {
+    fn default() -> Self {
+        RdmaOptions {
+            device: None,
+            port: 1,
+            gid_index: None,
+        }
+    }
 }
 
 impl Default for SessionConfig {
@@ -87,6 +112,7 @@ impl Default for SessionConfig {
             reply_timeout: Duration::from_secs(1),
             setup_timeout: Duration::from_secs(5),
             pin_cpu: None,
+            rdma: RdmaOptions::default(),
         }
     }
 }

@@ -36,6 +36,7 @@ pub mod floor;
 pub mod link;
 mod memcpy;
 pub mod os;
+pub mod rdma;
 mod registry;
 pub mod server;
 pub mod session;
@@ -43,17 +44,10 @@ pub mod shm;
 pub mod udp;
 
 pub use backline_ring::{SpinBudget, WaitPolicy};
-pub use config::{SessionConfig, TransportKind};
+pub use config::{RdmaOptions, SessionConfig, TransportKind};
 pub use error::{Error, Result};
 pub use registry::{Registry, SessionRef};
 pub use server::{ServeOptions, ServerStats};
 pub use session::{
     Controller, ControllerSession, Coprocessor, CoprocessorSession, Reply, Role, Session, State,
 };
-
-/// The error for the rdma transport in a build without it.
-pub(crate) fn rdma_unavailable() -> Error {
-    Error::Unsupported(
-        "the rdma transport is not built in yet (see issue: RDMA transport over libibverbs)".into(),
-    )
-}

@@ -22,6 +22,7 @@ use backline_ring::CachePadded;
 use backline_wire::{DecoderId, Kind, Seq, Status};
 
 use crate::link::{ControllerLink, Listener};
+use crate::rdma::{RdmaClient, RdmaListener};
 use crate::server::{ServeOptions, ServerStats, serve};
 use crate::shm::{ShmClient, ShmListener};
 use crate::udp::{UdpClient, UdpListener};
@@ -179,6 +180,7 @@ enum Pending {
     Memcpy(Arc<memcpy::Port>),
     Shm(ShmClient),
     Udp(UdpClient),
+    Rdma(Box<RdmaClient>),
 }
 
 /// The controller role.
@@ -335,7 +337,11 @@ impl Session for ControllerSession {
                 self.peer = format!("udp:{addr}");
                 Pending::Udp(UdpClient::connect(&addr)?)
             }
-            TransportKind::Rdma => return Err(crate::rdma_unavailable()),
+            TransportKind::Rdma => {
+                let addr = with_port(peer, oob_port);
+                self.peer = format!("rdma:{addr}");
+                Pending::Rdma(Box::new(RdmaClient::connect(&addr, &self.config)?))
+            }
         };
         self.state = State::Connected;
         Ok(())
@@ -348,10 +354,11 @@ impl Session for ControllerSession {
             self.config.in_flight,
             self.config.setup_timeout,
         );
-        match &self.pending {
+        match &mut self.pending {
             Pending::Memcpy(port) => memcpy::exchange(port, g)?,
             Pending::Shm(c) => c.hello(n, t)?,
             Pending::Udp(c) => c.hello(g, n, t)?,
+            Pending::Rdma(c) => c.hello(g, n, t)?,
             Pending::None => unreachable!("connected sessions have a pending connection"),
         }
         self.state = State::KeysExchanged;
@@ -372,6 +379,7 @@ impl Session for ControllerSession {
             }
             Pending::Shm(c) => Link::Ring(c.into_link()),
             Pending::Udp(c) => Link::Other(Box::new(c.into_link(g)?)),
+            Pending::Rdma(c) => Link::Other(Box::new(c.into_link()?)),
             Pending::None => unreachable!("keys were exchanged over a pending connection"),
         };
         self.link = Some(link);
@@ -654,8 +662,7 @@ impl Session for CoprocessorSession {
         expect(self.state, State::Created, "connect", "created")?;
         self.address = match self.config.transport {
             TransportKind::Memcpy if peer.is_empty() => self.key.clone(),
-            TransportKind::Udp => with_port(peer, oob_port),
-            TransportKind::Rdma => return Err(crate::rdma_unavailable()),
+            TransportKind::Udp | TransportKind::Rdma => with_port(peer, oob_port),
             _ => peer.to_string(),
         };
         self.state = State::Connected;
@@ -673,7 +680,11 @@ impl Session for CoprocessorSession {
                 self.address = l.local_addr().to_string();
                 Box::new(l)
             }
-            TransportKind::Rdma => return Err(crate::rdma_unavailable()),
+            TransportKind::Rdma => {
+                let l = RdmaListener::bind(&self.address, &self.config)?;
+                self.address = l.local_addr().to_string();
+                Box::new(l)
+            }
         };
         self.bound = Some(listener.address());
         self.listener = Some(listener);

@@ -416,3 +416,447 @@ fn floors_run_against_the_same_servers() {
         backline_transport::udp::udp_floor(&peer, n, &cfg.wait, Duration::from_secs(5)).unwrap();
     assert_eq!(r.len() as u64, n);
 }
+
+// ---- rdma over real verbs: these cases run where an RDMA device exists (the Soft-RoCE VM of
+// tests/rdma-vm runs them with BACKLINE_RDMA_DEVICE and BACKLINE_RDMA_GID_INDEX set) and say
+// that they skipped elsewhere. `rdma_absent_device_is_reported_plainly` is the other half.
+
+/// A config on the device named by the environment (default: the first one), or `None`.
+fn rdma_config() -> Option<SessionConfig> {
+    let mut cfg = SessionConfig::new(TransportKind::Rdma);
+    cfg.rdma.device = std::env::var("BACKLINE_RDMA_DEVICE").ok();
+    cfg.rdma.gid_index = std::env::var("BACKLINE_RDMA_GID_INDEX")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    match backline_transport::rdma::probe(&cfg.rdma) {
+        Ok(_) => Some(cfg),
+        Err(e) => {
+            eprintln!("rdma case skipped: {e}");
+            None
+        }
+    }
+}
+
+fn rdma_server(cfg: &SessionConfig) -> (CoprocessorSession, String) {
+    let s = CoprocessorSession::open(
+        &unique("rdma"),
+        cfg.clone(),
+        "127.0.0.1:0",
+        0,
+        &table(),
+        ServeOptions::default(),
+    )
+    .unwrap();
+    let address = s.address().unwrap().to_string();
+    assert!(address.starts_with("rdma:127.0.0.1:"), "{address}");
+    assert!(address.contains(" GID index "), "{address}");
+    let peer = address
+        .trim_start_matches("rdma:")
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    (s, peer)
+}
+
+#[test]
+fn rdma_absent_device_is_reported_plainly() {
+    let cfg = SessionConfig::new(TransportKind::Rdma);
+    if backline_transport::rdma::probe(&cfg.rdma).is_ok() {
+        eprintln!("rdma case skipped: this machine has an RDMA device");
+        return;
+    }
+    let t0 = Instant::now();
+    let e = ControllerSession::open("c", cfg.clone(), "127.0.0.1:7878", 0).unwrap_err();
+    assert!(matches!(e, Error::Unsupported(_)), "{e}");
+    assert!(e.to_string().contains("RDMA"), "{e}");
+    let e = CoprocessorSession::open(
+        "s",
+        cfg,
+        "127.0.0.1:0",
+        0,
+        &table(),
+        ServeOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::Unsupported(_)), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(2));
+}
+
+#[test]
+fn rdma_every_responder_and_wait_policy() {
+    let Some(base) = rdma_config() else { return };
+    for spin in [200, 0, -1] {
+        let mut cfg = base.clone();
+        cfg.wait = WaitPolicy::from_micros(spin).unwrap();
+        let (srv, peer) = rdma_server(&cfg);
+        let mut c = ControllerSession::open(&unique("c"), cfg, &peer, 0).unwrap();
+        for round in 0..300u64 {
+            let payload = round.to_le_bytes();
+            c.stage_payload(&payload, 0).unwrap();
+            c.post().unwrap();
+            let r = c.collect().unwrap();
+            assert_eq!(
+                (r.status, r.decoder_id, r.payload),
+                (Status::Ok, 0, &payload[..])
+            );
+            let s = (round % 8) as u8;
+            c.stage_payload(&[s, 0, 0, 0, 0, 0, 0, 0], 1).unwrap();
+            c.post().unwrap();
+            let r = c.collect().unwrap();
+            assert_eq!((r.status, r.decoder_id), (Status::Ok, 1));
+            assert_eq!(r.payload, &[backline_decode::steane::decode(s)]);
+        }
+        assert_eq!(c.collected(), 600);
+        assert_eq!(
+            srv.stats().snapshot().1,
+            600,
+            "the server counted every round"
+        );
+    }
+}
+
+#[test]
+fn rdma_failures_become_statuses_and_the_server_lives_on() {
+    let Some(cfg) = rdma_config() else { return };
+    let (srv, peer) = rdma_server(&cfg);
+    let mut c = ControllerSession::open(&unique("c"), cfg, &peer, 0).unwrap();
+    let mut round = |id: u32, p: &[u8]| {
+        c.stage_payload(p, id).unwrap();
+        c.post().unwrap();
+        let r = c.collect().unwrap();
+        assert_eq!(r.decoder_id, id, "decoder_id is echoed");
+        (r.status, r.payload.to_vec())
+    };
+    assert_eq!(round(5, b"x"), (Status::UnknownDecoder, vec![]));
+    assert_eq!(round(1, b""), (Status::BadLength, vec![]));
+    assert_eq!(round(9, &[0xEE]), (Status::DecoderFailed, vec![]));
+    assert_eq!(round(0, b"alive"), (Status::Ok, b"alive".to_vec()));
+    // The largest payload the slot takes, both ways.
+    let full = [0x5A; 48];
+    assert_eq!(round(0, &full), (Status::Ok, full.to_vec()));
+    let (_, rounds, failed) = srv.stats().snapshot();
+    assert_eq!((rounds, failed), (5, 3));
+}
+
+#[test]
+fn rdma_rounds_in_flight_with_backpressure_and_send_queue_wrap() {
+    let Some(base) = rdma_config() else { return };
+    // 4 of 8 slots in flight; then the whole ring, for longer than the send queue is deep
+    // (128 entries, every 64th WRITE signalled), with a payload too large to go inline.
+    for (depth, slot, in_flight, n, len) in [(8, 128, 4, 1000u64, 8), (8, 1024, 8, 3000, 900)] {
+        let mut cfg = base.clone();
+        cfg.geometry = Geometry {
+            depth,
+            slot_bytes: slot,
+        };
+        cfg.in_flight = in_flight;
+        let (_srv, peer) = rdma_server(&cfg);
+        let mut c = ControllerSession::open(&unique("c"), cfg, &peer, 0).unwrap();
+        let payload = |i: u64| {
+            let mut p = vec![(i % 251) as u8; len];
+            p[..8].copy_from_slice(&i.to_le_bytes());
+            p
+        };
+        let (mut sent, mut got) = (0u64, 0u64);
+        while got < n {
+            while c.outstanding() < in_flight && sent < n {
+                c.stage_payload(&payload(sent), 0).unwrap();
+                assert_eq!(c.post().unwrap(), sent);
+                sent += 1;
+            }
+            if sent < n {
+                assert!(matches!(
+                    c.stage_payload(b"one too many", 0),
+                    Err(Error::Backpressure(k)) if k == in_flight
+                ));
+            }
+            let r = c.collect().unwrap();
+            assert_eq!(r.round, got);
+            assert_eq!(r.payload, &payload(got)[..], "replies in order");
+            got += 1;
+        }
+    }
+}
+
+#[test]
+fn rdma_payload_larger_than_the_slot_is_refused_and_loses_nothing() {
+    let Some(cfg) = rdma_config() else { return };
+    let (_srv, peer) = rdma_server(&cfg);
+    let mut c = ControllerSession::create(&unique("c"), cfg).unwrap();
+    c.connect(&peer, 0).unwrap();
+    c.exchange_keys().unwrap();
+    c.establish_channel().unwrap();
+    assert!(matches!(
+        c.set_message_sizes(49, 8),
+        Err(Error::MessageTooLarge {
+            size: 49,
+            capacity: 48
+        })
+    ));
+    c.set_message_sizes(48, 48).unwrap();
+    c.start().unwrap();
+    assert!(matches!(
+        c.stage_payload(&[0; 49], 0),
+        Err(Error::MessageTooLarge { size: 49, .. })
+    ));
+    c.stage_payload(&[7; 48], 0).unwrap();
+    c.post().unwrap();
+    assert_eq!(c.collect().unwrap().payload, &[7; 48]);
+}
+
+#[test]
+fn rdma_geometry_mismatch_busy_and_the_next_controller() {
+    let Some(cfg) = rdma_config() else { return };
+    let (_srv, peer) = rdma_server(&cfg);
+    let mut other = cfg.clone();
+    other.geometry.depth = 64;
+    let t0 = Instant::now();
+    let e = ControllerSession::open(&unique("c"), other, &peer, 0).unwrap_err();
+    assert!(matches!(e, Error::GeometryMismatch { .. }), "{e}");
+    assert!(e.to_string().contains("this side wants 64 slots"), "{e}");
+    assert!(
+        t0.elapsed() < Duration::from_secs(3),
+        "a mismatch must not stall"
+    );
+
+    let mut first = ControllerSession::open(&unique("c"), cfg.clone(), &peer, 0).unwrap();
+    first.stage_payload(b"1", 0).unwrap();
+    first.post().unwrap();
+    first.collect().unwrap();
+    let e = ControllerSession::open(&unique("c"), cfg.clone(), &peer, 0).unwrap_err();
+    assert!(matches!(e, Error::Rejected(RejectReason::Busy)), "{e}");
+    // The first one was not disturbed.
+    first.stage_payload(b"2", 0).unwrap();
+    first.post().unwrap();
+    assert_eq!(first.collect().unwrap().payload, b"2");
+    first.stop().unwrap();
+    let mut next = ControllerSession::open(&unique("c"), cfg, &peer, 0).unwrap();
+    for i in 0..10u8 {
+        next.stage_payload(&[i], 0).unwrap();
+        next.post().unwrap();
+        assert_eq!(next.collect().unwrap().payload, &[i]);
+    }
+}
+
+#[test]
+fn rdma_a_server_that_goes_away_is_reported_within_the_bound() {
+    let Some(mut cfg) = rdma_config() else { return };
+    cfg.reply_timeout = Duration::from_millis(300);
+    let (mut srv, peer) = rdma_server(&cfg);
+    let mut c = ControllerSession::open(&unique("c"), cfg, &peer, 0).unwrap();
+    for _ in 0..3 {
+        c.stage_payload(b"a", 0).unwrap();
+        c.post().unwrap();
+        c.collect().unwrap();
+    }
+    srv.stop().unwrap();
+    let t0 = Instant::now();
+    let posted = c.stage_payload(b"b", 0).and_then(|_| c.post());
+    if posted.is_ok() {
+        let e = c.collect().unwrap_err();
+        assert!(matches!(e, Error::PeerGone(_)), "{e}");
+        assert!(e.to_string().contains(&peer), "{e}");
+    }
+    assert!(t0.elapsed() < Duration::from_secs(3), "bounded");
+    let e = c.stage_payload(b"c", 0).unwrap_err();
+    assert!(matches!(e, Error::Failed(_)), "{e}");
+    assert_eq!(c.collected(), 3, "three rounds completed");
+}
+
+#[test]
+fn rdma_floor_runs_against_the_same_server() {
+    let Some(cfg) = rdma_config() else { return };
+    let (_srv, peer) = rdma_server(&cfg);
+    let r =
+        backline_transport::rdma::rdma_floor(&peer, &cfg, 2000, Duration::from_secs(5)).unwrap();
+    assert_eq!(r.len(), 2000);
+    assert!(r.iter().all(|&t| t > 0.0));
+    let mut c = ControllerSession::open(&unique("c"), cfg, &peer, 0).unwrap();
+    c.stage_payload(b"after", 0).unwrap();
+    c.post().unwrap();
+    assert_eq!(c.collect().unwrap().payload, b"after");
+}
+
+#[test]
+fn rdma_bad_device_port_and_gid_are_clear_errors() {
+    let Some(cfg) = rdma_config() else { return };
+    let mut bad = cfg.clone();
+    bad.rdma.device = Some("nosuch0".into());
+    let e = ControllerSession::open("c", bad, "127.0.0.1:1", 0).unwrap_err();
+    assert!(matches!(e, Error::Invalid(_)), "{e}");
+    assert!(
+        e.to_string()
+            .contains("RDMA device `nosuch0` does not exist (devices here: "),
+        "{e}"
+    );
+    let mut bad = cfg.clone();
+    bad.rdma.port = 9;
+    let e = ControllerSession::open("c", bad, "127.0.0.1:1", 0).unwrap_err();
+    assert!(e.to_string().contains("port 9 does not exist on "), "{e}");
+    let mut bad = cfg;
+    bad.rdma.gid_index = Some(250);
+    let e = CoprocessorSession::open(
+        "s",
+        bad,
+        "127.0.0.1:0",
+        0,
+        &table(),
+        ServeOptions::default(),
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("GID index 250")
+            && (text.contains("is empty") || text.contains("out of range")),
+        "{text}"
+    );
+}
+
+/// A handshake record re-sealed with another version byte (so only the version is wrong).
+fn with_version(mut b: [u8; backline_wire::HANDSHAKE_BYTES], version: u8) -> Vec<u8> {
+    b[4] = version;
+    // CRC-32 (IEEE) of bytes 0..64, as the record carries it.
+    let mut c = !0u32;
+    for &x in &b[..64] {
+        c ^= x as u32;
+        for _ in 0..8 {
+            c = (c >> 1) ^ (0xEDB8_8320 & (c & 1).wrapping_neg());
+        }
+    }
+    b[64..].copy_from_slice(&(!c).to_le_bytes());
+    b.to_vec()
+}
+
+/// A one-connection TCP peer that answers with `answer` (or stays silent / hangs up).
+fn fake_coprocessor(answer: Option<Vec<u8>>, hold: Duration) -> String {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut hello = [0u8; backline_wire::HANDSHAKE_BYTES];
+        let _ = s.read_exact(&mut hello);
+        if let Some(a) = answer {
+            let _ = s.write_all(&a);
+        }
+        std::thread::sleep(hold);
+    });
+    addr
+}
+
+#[test]
+fn rdma_bad_answers_to_a_hello_are_clear_errors() {
+    use backline_wire::{Handshake, HandshakeError, HandshakeKind};
+    let Some(mut cfg) = rdma_config() else { return };
+    cfg.setup_timeout = Duration::from_millis(500);
+    let g = cfg.geometry;
+    let check = |answer: Option<Vec<u8>>, hold: Duration, what: &str| -> Error {
+        let peer = fake_coprocessor(answer, hold);
+        let t0 = Instant::now();
+        let e = ControllerSession::open(&unique("c"), cfg.clone(), &peer, 0).unwrap_err();
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "{what}: within the set-up timeout"
+        );
+        e
+    };
+    let e = check(Some(vec![0x42; 68]), Duration::ZERO, "garbage");
+    assert!(matches!(e, Error::Handshake(HandshakeError::Magic)), "{e}");
+    let v2 = with_version(Handshake::new(HandshakeKind::Accept, g, 1).encode(), 2);
+    let e = check(Some(v2), Duration::ZERO, "version");
+    assert!(
+        matches!(e, Error::Handshake(HandshakeError::Version(2))),
+        "{e}"
+    );
+    let wrong = Geometry {
+        depth: g.depth * 2,
+        ..g
+    };
+    let e = check(
+        Some(
+            Handshake::new(HandshakeKind::Accept, wrong, 1)
+                .encode()
+                .to_vec(),
+        ),
+        Duration::ZERO,
+        "geometry",
+    );
+    assert!(matches!(e, Error::GeometryMismatch { .. }), "{e}");
+    let e = check(
+        Some(
+            Handshake::new(HandshakeKind::Accept, g, 1)
+                .encode()
+                .to_vec(),
+        ),
+        Duration::ZERO,
+        "no queue pair",
+    );
+    assert!(e.to_string().contains("unusable queue pair"), "{e}");
+    let e = check(None, Duration::from_secs(2), "silence");
+    assert!(e.is_timeout(), "{e}");
+    let e = check(None, Duration::ZERO, "hang-up");
+    assert!(
+        e.to_string().contains("closed the set-up connection"),
+        "{e}"
+    );
+    // Nobody listening.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let e = ControllerSession::open("c", cfg, &format!("127.0.0.1:{port}"), 0).unwrap_err();
+    assert!(matches!(e, Error::NoPeer(_)), "{e}");
+}
+
+#[test]
+fn rdma_a_server_refuses_bad_hellos_and_serves_on() {
+    use backline_wire::{HANDSHAKE_BYTES, Handshake, HandshakeKind, oob};
+    use std::io::Write;
+    let Some(cfg) = rdma_config() else { return };
+    let (_srv, peer) = rdma_server(&cfg);
+    let t = Duration::from_secs(5);
+    let ask = |bytes: &[u8]| -> Handshake {
+        let mut s = oob::connect(&peer, t).unwrap();
+        s.write_all(bytes).unwrap();
+        oob::recv(&mut s, t).unwrap()
+    };
+    let r = ask(&[0x42; HANDSHAKE_BYTES]);
+    assert_eq!(
+        (r.kind, r.reason),
+        (HandshakeKind::Reject, Some(RejectReason::Malformed))
+    );
+    let v2 = with_version(
+        Handshake::new(HandshakeKind::Hello, cfg.geometry, 1).encode(),
+        2,
+    );
+    let r = ask(&v2);
+    assert_eq!(
+        (r.kind, r.reason),
+        (HandshakeKind::Reject, Some(RejectReason::Version))
+    );
+    let other = Geometry {
+        depth: cfg.geometry.depth * 2,
+        ..cfg.geometry
+    };
+    let r = ask(&Handshake::new(HandshakeKind::Hello, other, 1).encode());
+    assert_eq!(
+        (r.kind, r.reason),
+        (HandshakeKind::Reject, Some(RejectReason::Geometry))
+    );
+    assert_eq!(
+        r.geometry, cfg.geometry,
+        "the reject names the server's geometry"
+    );
+    // A hello without a queue pair.
+    let r = ask(&Handshake::new(HandshakeKind::Hello, cfg.geometry, 1).encode());
+    assert_eq!(
+        (r.kind, r.reason),
+        (HandshakeKind::Reject, Some(RejectReason::Malformed))
+    );
+    let mut c = ControllerSession::open(&unique("c"), cfg, &peer, 0).unwrap();
+    c.stage_payload(b"still here", 0).unwrap();
+    c.post().unwrap();
+    assert_eq!(c.collect().unwrap().payload, b"still here");
+}

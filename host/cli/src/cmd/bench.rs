@@ -16,13 +16,16 @@ use backline_transport::{
     ControllerSession, CoprocessorSession, ServeOptions, SessionConfig, TransportKind, os,
 };
 
-use super::common::{RingArgs, base_ids, builtin_name, load_responder, parse_u32, table_of};
+use super::common::{
+    RdmaArgs, RingArgs, base_ids, builtin_name, load_responder, parse_u32, table_of,
+};
 
 /// Flags of `backline bench`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The fabric: memcpy (threads in this process), shm (a server process over shared
-    /// memory), udp (a server over UDP) or rdma.
+    /// memory), udp (a server over UDP) or rdma (a server over RDMA WRITEs; see --device,
+    /// --gid-index).
     #[arg(long, default_value = "memcpy")]
     pub transport: String,
     /// The coprocessor function: echo, steane or LIB:SYMBOL (a C function in a shared
@@ -59,8 +62,10 @@ pub struct Args {
     pub in_flight: u32,
     #[command(flatten)]
     pub ring: RingArgs,
-    /// shm: the segment name of a running `backline serve`; udp: its host:port. Without it,
-    /// bench starts its own server process.
+    #[command(flatten)]
+    pub rdma: RdmaArgs,
+    /// shm: the segment name of a running `backline serve`; udp: its host:port; rdma: the
+    /// host:port of its set-up listener. Without it, bench starts its own server process.
     #[arg(long)]
     pub peer: Option<String>,
     /// Decoder id of the requests when --peer serves a single function.
@@ -175,6 +180,9 @@ impl ServerProcess {
             TransportKind::Shm => cmd.arg("--name").arg(&name),
             _ => cmd.arg("--bind").arg("127.0.0.1:0"),
         };
+        if transport == TransportKind::Rdma {
+            cmd.args(a.rdma.to_args());
+        }
         for (id, r) in base_ids(responders).into_iter().zip(responders) {
             cmd.arg("--fn").arg(format!("{id}={r}"));
         }
@@ -297,6 +305,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     config.in_flight = a.in_flight;
     config.reply_timeout = Duration::from_millis(a.timeout_ms.max(1));
     config.pin_cpu = pin_resp;
+    config.rdma = a.rdma.options();
+    if transport == TransportKind::Rdma {
+        // Say plainly, before anything starts, when this machine cannot do RDMA.
+        let dev = backline_transport::rdma::probe(&config.rdma)?;
+        if !a.quiet && !a.json {
+            eprintln!("rdma: {dev}");
+        }
+    }
     let _dma = if a.ring.hold_dma_latency {
         Some(os::DmaLatencyGuard::hold()?)
     } else {
@@ -328,9 +344,6 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             key
         }
         (_, Some(p)) => p.clone(),
-        (TransportKind::Rdma, None) => bail!(
-            "--transport rdma needs --peer (the host running `backline serve --transport rdma`)"
-        ),
         (_, None) => {
             let s = ServerProcess::spawn(transport, &responders, &a, config.geometry)?;
             let p = s.peer.clone();
@@ -354,7 +367,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             TransportKind::Udp => {
                 backline_transport::udp::udp_floor(&peer, rounds, &config.wait, t)
             }
-            TransportKind::Rdma => bail!("rdma floor is not available in this build"),
+            TransportKind::Rdma => backline_transport::rdma::rdma_floor(&peer, &config, rounds, t),
         };
         r.with_context(|| format!("measuring the {floor_label}"))
     };
@@ -508,6 +521,18 @@ fn set_meta(
     );
     if let [c, r] = a.pin[..] {
         t.set_meta("pin", format!("controller={c} responder={r}"));
+    }
+    if transport == TransportKind::Rdma {
+        let o = &config.rdma;
+        t.set_meta(
+            "rdma",
+            format!(
+                "device={} port={} gid_index={}",
+                o.device.as_deref().unwrap_or("first"),
+                o.port,
+                o.gid_index.map_or("auto".to_string(), |g| g.to_string())
+            ),
+        );
     }
 }
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use backline_responder::{Responder, ResponderTable};
-use backline_transport::{SessionConfig, TransportKind, WaitPolicy};
+use backline_transport::{RdmaOptions, SessionConfig, TransportKind, WaitPolicy};
 use backline_wire::{DecoderId, Geometry};
 
 /// Ring, waiting and pinning flags.
@@ -72,6 +72,43 @@ impl RingArgs {
         c.geometry = self.geometry(payload_bytes)?;
         c.wait = self.wait()?;
         Ok(c)
+    }
+}
+
+/// The device flags of the rdma transport.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RdmaArgs {
+    /// rdma: the RDMA device, e.g. rxe0 or mlx5_0 (default: the first one found).
+    #[arg(long, env = "BACKLINE_RDMA_DEVICE")]
+    pub device: Option<String>,
+    /// rdma: the device's port.
+    #[arg(long, default_value_t = 1)]
+    pub ib_port: u8,
+    /// rdma: index into the port's GID table (RoCE v2 is 1 on Soft-RoCE). Default: the first
+    /// RoCE v2 GID holding an IPv4 address.
+    #[arg(long, env = "BACKLINE_RDMA_GID_INDEX")]
+    pub gid_index: Option<u8>,
+}
+
+impl RdmaArgs {
+    pub fn options(&self) -> RdmaOptions {
+        RdmaOptions {
+            device: self.device.clone(),
+            port: self.ib_port,
+            gid_index: self.gid_index,
+        }
+    }
+
+    /// The flags again, for a `backline serve` this process starts.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut v = vec!["--ib-port".to_string(), self.ib_port.to_string()];
+        if let Some(d) = &self.device {
+            v.extend(["--device".to_string(), d.clone()]);
+        }
+        if let Some(g) = self.gid_index {
+            v.extend(["--gid-index".to_string(), g.to_string()]);
+        }
+        v
     }
 }
 

@@ -1,4 +1,4 @@
-//! `backline serve`: a coprocessor in its own process, for the shm and udp transports.
+//! `backline serve`: a coprocessor in its own process, for the shm, udp and rdma transports.
 //!
 //! The first line on stdout is `ready <address>` once the server accepts controllers, so that
 //! scripts (and `backline bench`) can wait for it. Human-readable lines go to stderr.
@@ -13,18 +13,18 @@ use backline_transport::{
     CoprocessorSession, ServeOptions, Session as _, TransportKind, os::DmaLatencyGuard,
 };
 
-use super::common::{RingArgs, parse_fn, table_of};
+use super::common::{RdmaArgs, RingArgs, parse_fn, table_of};
 
 /// Flags of `backline serve`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The transport to serve: shm or udp (memcpy runs inside `backline bench`).
+    /// The transport to serve: shm, udp or rdma (memcpy runs inside `backline bench`).
     #[arg(long, default_value = "shm")]
     pub transport: String,
     /// Shared-memory segment name (shm): /dev/shm/backline-NAME.
     #[arg(long, default_value = "backline")]
     pub name: String,
-    /// Address to bind (udp). Loopback unless told otherwise.
+    /// Address to bind (udp; rdma: its TCP set-up listener). Loopback unless told otherwise.
     #[arg(long, default_value = "127.0.0.1:7878")]
     pub bind: String,
     /// The coprocessor function for decoder id 0: echo, steane or LIB:SYMBOL.
@@ -39,6 +39,8 @@ pub struct Args {
     pub payload_bytes: usize,
     #[command(flatten)]
     pub ring: RingArgs,
+    #[command(flatten)]
+    pub rdma: RdmaArgs,
     /// Pin the serving thread to this CPU.
     #[arg(long)]
     pub pin: Option<usize>,
@@ -75,6 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let table = table_of(&fns)?;
     let mut config = args.ring.config(transport, args.payload_bytes)?;
     config.pin_cpu = args.pin;
+    config.rdma = args.rdma.options();
     let _dma = if args.ring.hold_dma_latency {
         Some(DmaLatencyGuard::hold()?)
     } else {
@@ -100,9 +103,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // What a controller passes as --peer.
     let peer = match transport {
         TransportKind::Shm => args.name.clone(),
+        // `udp:HOST:PORT`, `rdma:HOST:PORT on DEVICE …`
         _ => bound
             .strip_prefix(&format!("{transport}:"))
             .unwrap_or(&bound)
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
             .to_string(),
     };
     println!("ready {peer}");

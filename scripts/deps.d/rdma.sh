@@ -1,0 +1,20 @@
+# Sourced by scripts/install-deps.sh (repository root, `set -euo pipefail`, $SUDO set): what
+# scripts/test.d/30-rdma-vm.sh needs to test the rdma transport over real verbs inside a VM —
+# qemu (TCG), Debian's kernel image and modules (Soft-RoCE: rdma_rxe), a static busybox for
+# the initramfs, rdma-core's libibverbs with the rxe provider and headers, perftest's
+# ib_write_lat, and iproute2's `rdma` tool. The kernel is only booted inside qemu, never on
+# this machine. Safe to run twice.
+RDMA_APT_PACKAGES=(
+    qemu-system-x86 linux-image-amd64 busybox-static
+    rdma-core libibverbs1 ibverbs-providers libibverbs-dev perftest
+    iproute2 kmod cpio util-linux
+)
+rdma_missing=()
+for p in "${RDMA_APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || rdma_missing+=("$p")
+done
+if [ ${#rdma_missing[@]} -gt 0 ]; then
+    echo "install-deps: apt packages: ${rdma_missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${rdma_missing[@]}"
+fi

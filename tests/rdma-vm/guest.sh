@@ -1,0 +1,129 @@
+#!/bin/bash
+# Runs inside the VM (as root, in the host's root file system mounted read-only; /run and
+# /dev/shm are the guest's tmpfs, $OUT is the results share). Creates a Soft-RoCE device
+# rxe0 on a dummy interface, so no packet leaves the VM, and runs in one boot:
+#   1. perftest's ib_write_lat (the reference), half before and half after the rest;
+#   2. backline serve + backline bench --transport rdma, steane, $ROUNDS rounds, every reply
+#      checked, with the same-run floor (bare RDMA WRITE ping-pong);
+#   3. the CLI's bad-input cases over real verbs;
+#   4. the rdma cases of the transport's tests (test binaries listed in $TESTS).
+# Every step writes its output under $OUT and one line "STEP ok|FAILED ..." to $OUT/status.
+# The host side (run.sh) prints the report and decides the verdict. Timings never fail.
+set -uo pipefail
+cd "$REPO" || exit 1
+ROUNDS=${ROUNDS:-100000}
+# shellcheck source=tests/rdma-vm/rxe.sh
+. tests/rdma-vm/rxe.sh
+setup_rxe || exit 1
+
+half=$((ROUNDS / 2))
+if write_lat "$OUT/ib_write_lat-1.txt" "$half"; then
+    status "ib_write_lat-1 ok"
+else
+    status "ib_write_lat-1 FAILED"
+fi
+
+# -- backline serve + bench ------------------------------------------------------------------
+# Placement and wait policy as measured for a 2-CPU TCG guest (docs/rdma.md): server on CPU
+# 1, controller on CPU 0 (ib_write_lat's placement above), both spinning without ever
+# blocking, as ib_write_lat does. A 50 us nap costs ~200 us in this guest, so a spin budget
+# of 200 us lets both sides fall into napping in turn for whole runs.
+if serve --pin 1 --spin-us -1; then
+    t0=$(elapsed)
+    timeout 600 "$BIN" bench --transport rdma --device "$DEV" --gid-index "$GID" \
+        --peer "$ADDR:7878" --responder steane --rounds "$ROUNDS" --pin 0,1 --spin-us -1 \
+        --out-dir "$OUT/bench" --no-plots --quiet >"$OUT/bench.txt" 2>"$OUT/bench.err"
+    rc=$?
+    t1=$(elapsed)
+    stop_serve
+    cp "$SERVE_LOG" "$OUT/serve.log"
+    if [ $rc = 0 ]; then
+        status "bench ok ($ROUNDS steane rounds, every reply checked, $t0..$t1 s)"
+    else
+        status "bench FAILED (exit $rc): $(tail -1 "$OUT/bench.err")"
+    fi
+else
+    status "bench FAILED: backline serve did not start"
+fi
+
+if write_lat "$OUT/ib_write_lat-2.txt" "$half"; then
+    status "ib_write_lat-2 ok"
+else
+    status "ib_write_lat-2 FAILED"
+fi
+
+# -- bad input through the CLI ---------------------------------------------------------------
+expect_error() { # name, expected text, command...
+    local name=$1 want=$2
+    shift 2
+    local t0 t1 out rc
+    t0=$(date +%s.%N)
+    out=$(timeout 30 "$@" 2>&1)
+    rc=$?
+    t1=$(date +%s.%N)
+    local took
+    took=$(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }")
+    echo "$name (exit $rc, ${took} s): $out" >>"$OUT/bad-input.txt"
+    if [ $rc != 0 ] && [ $rc != 124 ] && grep -qF -- "$want" <<<"$out"; then
+        status "bad-input $name ok"
+    else
+        status "bad-input $name FAILED (exit $rc): $out"
+    fi
+}
+bench=("$BIN" bench --transport rdma --device "$DEV" --gid-index "$GID" --no-plots --quiet --out-dir /run/bad)
+expect_error not-listening "no coprocessor at rdma:$ADDR:7999" "${bench[@]}" --peer "$ADDR:7999" --rounds 10
+expect_error no-such-device "RDMA device \`mlx9_9\` does not exist (devices here: $DEV)" \
+    "$BIN" bench --transport rdma --device mlx9_9 --peer "$ADDR:7878" --rounds 10
+# rxe has 1024 GID entries, more than a u8 index reaches: 200 is in the table but empty.
+expect_error gid-empty "GID index 200 of $DEV port 1 is empty" \
+    "$BIN" bench --transport rdma --device "$DEV" --gid-index 200 --peer "$ADDR:7878" --rounds 10
+expect_error gid-out-of-range "invalid value '300' for '--gid-index" \
+    "$BIN" bench --transport rdma --device "$DEV" --gid-index 300 --peer "$ADDR:7878" --rounds 10
+expect_error port-out-of-range "port 2 does not exist on $DEV" \
+    "$BIN" bench --transport rdma --device "$DEV" --ib-port 2 --peer "$ADDR:7878" --rounds 10
+if serve; then
+    expect_error geometry-mismatch "ring geometry mismatch" "${bench[@]}" --peer "$ADDR:7878" --rounds 10 --ring-depth 16
+    # A peer killed mid-run: the controller says how many rounds completed.
+    (sleep 2; kill -KILL "$SERVE_PID") &
+    expect_error peer-killed "rounds completed, then: the coprocessor at rdma:$ADDR:7878 has gone away" \
+        "${bench[@]}" --peer "$ADDR:7878" --rounds 1000000 --no-baseline
+    wait "$SERVE_PID" 2>/dev/null
+else
+    status "bad-input FAILED: backline serve did not start"
+fi
+# A controller killed mid-run: the server notices (its set-up connection closes), ends that
+# session and serves the next controller.
+if serve; then
+    "${bench[@]}" --peer "$ADDR:7878" --rounds 1000000 --no-baseline >/dev/null 2>&1 &
+    victim=$!
+    sleep 2
+    kill -KILL "$victim"
+    wait "$victim" 2>/dev/null
+    if out=$(timeout 60 "${bench[@]}" --peer "$ADDR:7878" --rounds 1000 2>&1); then
+        status "bad-input controller-killed ok (the next controller was served)"
+    else
+        status "bad-input controller-killed FAILED: $out"
+    fi
+    stop_serve
+    grep -q "stopped after 4 sessions" "$SERVE_LOG" \
+        || status "bad-input controller-killed FAILED: $(tail -1 "$SERVE_LOG") (expected 4 sessions: killed, floor, run, floor)"
+else
+    status "bad-input FAILED: backline serve did not start"
+fi
+
+# -- the transport's rdma tests over the real device -----------------------------------------
+export BACKLINE_RDMA_DEVICE=$DEV BACKLINE_RDMA_GID_INDEX=$GID
+for t in ${TESTS//,/ }; do
+    name=$(basename "$t")
+    if timeout 600 "$t" rdma --test-threads 1 --nocapture >"$OUT/test-$name.txt" 2>&1; then
+        # Here the rdma cases must run, not skip (only the device-less case may).
+        if grep 'rdma case skipped' "$OUT/test-$name.txt" | grep -v 'has an RDMA device'; then
+            status "tests $name FAILED: rdma cases skipped inside the VM"
+        else
+            status "tests $name ok: $(grep -E '^test result' "$OUT/test-$name.txt" | tail -1)"
+        fi
+    else
+        status "tests $name FAILED: $(grep -E '^test result|panicked' "$OUT/test-$name.txt" | head -3 | tr '\n' ' ')"
+    fi
+done
+status "done at $(elapsed) s"

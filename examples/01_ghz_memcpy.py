@@ -19,4 +19,4 @@ dev = Backline(
     seed=args.seed,
     print_after_all=args.print_after_all,
 )
-report(ghz_program(dev, args.shots)(), dev, "demo 1 (memcpy, implicit QEC, C Steane function)")
+report(ghz_program(dev, args.shots)(), dev, "demo 1 (memcpy, implicit QEC, C Steane function)", save=args.save_samples)

@@ -28,4 +28,4 @@ dev = Backline(
     seed=args.seed,
     print_after_all=args.print_after_all,
 )
-report(ghz_program(dev, args.shots)(), dev, "demo 1a (rdma, implicit QEC, C Steane function)")
+report(ghz_program(dev, args.shots)(), dev, "demo 1a (rdma, implicit QEC, C Steane function)", save=args.save_samples)

@@ -42,7 +42,7 @@ try:
         seed=args.seed,
         print_after_all=args.print_after_all,
     )
-    report(ghz_program(dev, args.shots)(), dev, f"demo 3 ({args.transport}, coprocessor in another process)")
+    report(ghz_program(dev, args.shots)(), dev, f"demo 3 ({args.transport}, coprocessor in another process)", save=args.save_samples)
 finally:
     if proc is not None:
         proc.terminate()

@@ -20,4 +20,4 @@ dev = Backline(
     seed=args.seed,
     print_after_all=args.print_after_all,
 )
-report(ghz_program(dev, args.shots)(), dev, "demo 4 (FPGA controller, simulated board)")
+report(ghz_program(dev, args.shots)(), dev, "demo 4 (FPGA controller, simulated board)", save=args.save_samples)

@@ -54,14 +54,18 @@ def arguments(description: str, shots: int = 10, **extra) -> argparse.Namespace:
     p.add_argument("--noise", type=float, default=0.0, help="depolarizing p after every gate (default 0)")
     p.add_argument("--seed", type=int, default=None, help="seed of the shots")
     p.add_argument("--print-after-all", action="store_true", help="print the IR after every pass")
+    p.add_argument("--save-samples", default=None, metavar="FILE", help="write every shot's bits, one line per shot")
     for flag, kw in extra.items():
         p.add_argument(f"--{flag.replace('_', '-')}", **kw)
     return p.parse_args()
 
 
-def report(samples, dev, label: str, show: int = 10) -> None:
-    """Prints the samples and the latency statistics of the run's decode rounds."""
+def report(samples, dev, label: str, show: int = 10, save: str | None = None) -> None:
+    """Prints the samples and the latency statistics of the run's decode rounds; writes every
+    shot to ``save`` when given (to compare placements shot by shot)."""
     rows = ["".join(str(int(b)) for b in row) for row in samples]
+    if save:
+        Path(save).write_text("".join(r + "\n" for r in rows))
     print(f"{label}: {len(rows)} shots")
     for r in rows[:show]:
         print(f"  {r}")

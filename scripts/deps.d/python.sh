@@ -1,8 +1,8 @@
 # Sourced by scripts/install-deps.sh (repository root, `set -euo pipefail`, $SUDO set): the
-# Python front (scripts/test.d/50-python.sh) in a venv at .venv-py — PennyLane (a release with
+# Python front (scripts/test.d/30-python.sh) in a venv at .venv-py — PennyLane (a release with
 # the new device API), maturin, pytest — and the package itself, built from python/ with
 # maturin. Safe to run twice: pip runs only when a pin is missing, the package is built only
-# when it is not installed (50-python.sh reinstalls it from the working tree every run).
+# when it is not installed (30-python.sh reinstalls it from the working tree every run).
 # pytest-mock and flaky: what PennyLane's device test suite (pl-device-test) needs.
 PY_PACKAGES=("pennylane==0.45.1" "maturin==1.16.0" "pytest==9.0.2" "pytest-mock==3.17.0" "flaky==3.8.1")
 if ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then

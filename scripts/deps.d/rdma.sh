@@ -1,5 +1,5 @@
 # Sourced by scripts/install-deps.sh (repository root, `set -euo pipefail`, $SUDO set): what
-# scripts/test.d/30-rdma-vm.sh needs to test the rdma transport over real verbs inside a VM —
+# scripts/test.d/50-rdma-vm.sh needs to test the rdma transport over real verbs inside a VM —
 # qemu (TCG), Debian's kernel image and modules (Soft-RoCE: rdma_rxe), a static busybox for
 # the initramfs, rdma-core's libibverbs with the rxe provider and headers, perftest's
 # ib_write_lat, and iproute2's `rdma` tool. The kernel is only booted inside qemu, never on

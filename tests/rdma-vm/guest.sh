@@ -111,6 +111,29 @@ else
     status "bad-input FAILED: backline serve did not start"
 fi
 
+# -- demo 1a: the unchanged Python program of demo 1 over rdma --------------------------------
+# The same QNode, seed and noise over memcpy and over rdma must give the same samples, shot by
+# shot (the package is installed in the host's .venv-py by scripts/test.d/30-python.sh).
+PY="$REPO/.venv-py/bin/python"
+if [ -x "$PY" ] && "$PY" -c "import backline" >/dev/null 2>&1; then
+    demo=(--shots 300 --seed 7 --noise 0.001)
+    if timeout 900 "$PY" examples/01_ghz_memcpy.py "${demo[@]}" --save-samples /run/demo1.txt \
+            >"$OUT/demo1.txt" 2>&1 \
+        && BACKLINE_SPIN_US=-1 timeout 900 "$PY" examples/01a_ghz_rdma.py "${demo[@]}" \
+            --rdma-device "$DEV" --gid-index "$GID" --bind "$ADDR:7878" \
+            --save-samples /run/demo1a.txt >"$OUT/demo1a.txt" 2>&1; then
+        if cmp -s /run/demo1.txt /run/demo1a.txt && [ "$(wc -l </run/demo1a.txt)" = 300 ]; then
+            status "demo-1a ok (300 shots over rdma, identical to memcpy shot by shot)"
+        else
+            status "demo-1a FAILED: the samples over rdma differ from those over memcpy"
+        fi
+    else
+        status "demo-1a FAILED: $(tail -1 "$OUT/demo1a.txt" 2>/dev/null || tail -1 "$OUT/demo1.txt")"
+    fi
+else
+    status "demo-1a skipped: the Python package is not installed in .venv-py (scripts/test.d/30-python.sh installs it)"
+fi
+
 # -- the transport's rdma tests over the real device -----------------------------------------
 export BACKLINE_RDMA_DEVICE=$DEV BACKLINE_RDMA_GID_INDEX=$GID
 for t in ${TESTS//,/ }; do

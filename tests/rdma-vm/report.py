@@ -113,11 +113,11 @@ def main():
             print(f"   median RTT / backline floor = {steane['median'] / floor['median']:.3f}x")
     print(f"-- the VM ran {vm_s} s; the whole test {total_s} s")
     if failed:
-        print("30-rdma-vm: FAILED:")
+        print("50-rdma-vm: FAILED:")
         for f in failed:
             print("   " + f)
         sys.exit(1)
-    print("30-rdma-vm: ok")
+    print("50-rdma-vm: ok")
 
 
 main()

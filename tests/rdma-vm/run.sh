@@ -19,8 +19,8 @@ ROUNDS=${BACKLINE_VM_ROUNDS:-100000}
 CPUS=${BACKLINE_VM_CPUS:-2}
 t_start=$(date +%s)
 
-skip() { echo "30-rdma-vm: SKIPPED: $*"; echo "30-rdma-vm: the rdma transport was NOT tested on this machine"; exit 0; }
-fail() { echo "30-rdma-vm: FAILED: $*" >&2; exit 1; }
+skip() { echo "50-rdma-vm: SKIPPED: $*"; echo "50-rdma-vm: the rdma transport was NOT tested on this machine"; exit 0; }
+fail() { echo "50-rdma-vm: FAILED: $*" >&2; exit 1; }
 
 case "$ROOT" in *[[:space:]]*) fail "the repository path must not contain spaces (it goes on the kernel command line)";; esac
 [ "$(uname -m)" = x86_64 ] || skip "the VM image is x86-64 and this machine is $(uname -m)"

@@ -75,6 +75,21 @@ pub fn session_config(
         c.wait = backline_transport::WaitPolicy::from_micros(us)
             .map_err(|e| PlacementError::Invalid(format!("BACKLINE_SPIN_US={v}: {e}")))?;
     }
+    // The rdma device and GID index, as the Python placement (`Endpoint(rdma_device=…,
+    // gid_index=…)`) or `python -m backline serve --rdma-device … --gid-index …` sets them.
+    if transport == TransportKind::Rdma {
+        if let Ok(d) = std::env::var("BACKLINE_RDMA_DEVICE")
+            && !d.trim().is_empty()
+        {
+            c.rdma.device = Some(d.trim().to_string());
+        }
+        if let Ok(v) = std::env::var("BACKLINE_RDMA_GID_INDEX") {
+            let i: u8 = v.trim().parse().map_err(|_| {
+                PlacementError::Invalid(format!("BACKLINE_RDMA_GID_INDEX={v}: a GID index 0-255"))
+            })?;
+            c.rdma.gid_index = Some(i);
+        }
+    }
     c.validate()
         .map_err(|e| PlacementError::Invalid(e.to_string()))?;
     Ok(c)
@@ -144,13 +159,9 @@ impl Server {
                 source,
             },
         )?;
-        let bound = session.address().unwrap_or_default().to_string();
         let peer = match transport {
             TransportKind::Memcpy | TransportKind::Shm => address,
-            _ => bound
-                .strip_prefix(&format!("{transport}:"))
-                .unwrap_or(&bound)
-                .to_string(),
+            _ => session.peer_address().unwrap_or_default().to_string(),
         };
         Ok(Server {
             session,

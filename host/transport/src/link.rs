@@ -70,8 +70,11 @@ pub trait Listener: Send {
         wait: &WaitPolicy,
         stop: &'a (dyn Fn() -> bool + Sync),
     ) -> Result<Option<Box<dyn CoprocessorLink + 'a>>>;
-    /// Where it listens, for messages.
+    /// Where it listens, for messages (e.g. `shm:NAME (/dev/shm/backline-NAME)`).
     fn address(&self) -> String;
+    /// What a controller passes as its peer to reach it: a session key (memcpy), a segment
+    /// name (shm), `IP:PORT` (udp, rdma).
+    fn peer_address(&self) -> String;
 }
 
 /// Two rings in memory both sides can reach: requests (controller writes) and replies

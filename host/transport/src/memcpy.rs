@@ -111,6 +111,10 @@ impl Listener for MemcpyListener {
     fn address(&self) -> String {
         format!("memcpy:{}", self.port.key)
     }
+
+    fn peer_address(&self) -> String {
+        self.port.key.clone()
+    }
 }
 
 /// Finds the coprocessor port `key` in this process.

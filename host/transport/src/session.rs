@@ -553,6 +553,7 @@ pub struct CoprocessorSession {
     address: String,
     listener: Option<Box<dyn Listener>>,
     bound: Option<String>,
+    peer_address: Option<String>,
     table: ResponderTable,
     options: ServeOptions,
     stats: Arc<ServerStats>,
@@ -582,6 +583,7 @@ impl CoprocessorSession {
             address: String::new(),
             listener: None,
             bound: None,
+            peer_address: None,
             table: ResponderTable::new(),
             options: ServeOptions::default(),
             stats: Arc::default(),
@@ -619,6 +621,12 @@ impl CoprocessorSession {
     /// Where the server listens (after `exchange_keys`), e.g. `udp:127.0.0.1:7878`.
     pub fn address(&self) -> Option<&str> {
         self.bound.as_deref()
+    }
+
+    /// What a controller passes as its peer to reach this server (after `exchange_keys`): a
+    /// session key (memcpy), a segment name (shm) or `IP:PORT` (udp, rdma).
+    pub fn peer_address(&self) -> Option<&str> {
+        self.peer_address.as_deref()
     }
 
     /// Live counters of the server.
@@ -687,6 +695,7 @@ impl Session for CoprocessorSession {
             }
         };
         self.bound = Some(listener.address());
+        self.peer_address = Some(listener.peer_address());
         self.listener = Some(listener);
         self.state = State::KeysExchanged;
         Ok(())

@@ -337,6 +337,10 @@ impl Listener for ShmListener {
     fn address(&self) -> String {
         format!("shm:{} ({})", self.name, self.path.display())
     }
+
+    fn peer_address(&self) -> String {
+        self.name.clone()
+    }
 }
 
 /// A controller's open segment, holding the controller lock until dropped.

@@ -250,6 +250,10 @@ impl Listener for UdpListener {
     fn address(&self) -> String {
         format!("udp:{}", self.addr)
     }
+
+    fn peer_address(&self) -> String {
+        self.addr.to_string()
+    }
 }
 
 struct UdpServerLink<'a> {

@@ -101,17 +101,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map(|(id, r)| format!("{id}={}", r.name()))
         .collect();
     // What a controller passes as --peer.
-    let peer = match transport {
-        TransportKind::Shm => args.name.clone(),
-        // `udp:HOST:PORT`, `rdma:HOST:PORT on DEVICE …`
-        _ => bound
-            .strip_prefix(&format!("{transport}:"))
-            .unwrap_or(&bound)
-            .split_whitespace()
-            .next()
-            .unwrap_or_default()
-            .to_string(),
-    };
+    let peer = session.peer_address().unwrap_or_default().to_string();
     println!("ready {peer}");
     eprintln!(
         "backline serve: {bound}, {} slots of {} bytes, functions {}; Ctrl-C to stop",

@@ -565,6 +565,10 @@ impl Listener for RdmaListener {
     fn address(&self) -> String {
         format!("rdma:{} on {}", self.addr, self.dev.describe())
     }
+
+    fn peer_address(&self) -> String {
+        self.addr.to_string()
+    }
 }
 
 /// How often a waiting server looks at its set-up connection, its listener and its

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY="$PWD/.venv-py/bin/python"
-[ -x "$PY" ] || { echo "50-python: .venv-py missing: run scripts/install-deps.sh" >&2; exit 1; }
+[ -x "$PY" ] || { echo "30-python: .venv-py missing: run scripts/install-deps.sh" >&2; exit 1; }
 export PATH="$PWD/.venv-py/bin:$PATH"
 
 echo "-- cargo clippy -p backline-py --features python (the bindings)"

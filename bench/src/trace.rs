@@ -266,6 +266,28 @@ impl Trace {
         self.write_csv(&mut f).map_err(io)
     }
 
+    /// Appends the rounds of an engine's trace RAM: one 16-bit RTT in cycles per round, with
+    /// the engine's two reserved values (`TRACE_TIMEOUT`: the round timed out;
+    /// `TRACE_SATURATED`: the counter saturated) turned into statuses, and the quiet period
+    /// before round `k` from `quiet_cycles(k)`. Round 0 is marked cold.
+    pub fn push_engine_rounds(&mut self, entries: &[u16], quiet_cycles: impl Fn(usize) -> u64) {
+        use backline_regmap as rm;
+        let clock = self.clock;
+        self.rows
+            .extend(entries.iter().enumerate().map(|(k, &c)| TraceRow {
+                round: k as u64,
+                rtt_ns: clock.cycles_to_ns(u64::from(c)),
+                rtt_cycles: Some(u64::from(c)),
+                quiet_ns: clock.cycles_to_ns(quiet_cycles(k)),
+                status: match c {
+                    rm::TRACE_TIMEOUT => RoundStatus::Timeout,
+                    rm::TRACE_SATURATED => RoundStatus::Saturated,
+                    _ => RoundStatus::Ok,
+                },
+                cold: k == 0,
+            }));
+    }
+
     /// Reads a trace file.
     pub fn load(path: &Path) -> Result<Trace, TraceError> {
         let f = std::fs::File::open(path).map_err(|source| TraceError::Io {
@@ -405,6 +427,25 @@ mod tests {
         assert_eq!(text.lines().filter(|l| !l.starts_with('#')).count(), 1 + 3);
         let back = Trace::read_csv(&buf[..], "mem").unwrap();
         assert_eq!(back, t);
+    }
+
+    #[test]
+    fn engine_rounds_decode_the_reserved_values() {
+        let mut t = Trace::with_capacity(Clock::Cycles { mhz: 200.0 }, 4);
+        t.push_engine_rounds(&[456, 0, 0xFFFF, 460], |k| 10 * k as u64);
+        let st: Vec<RoundStatus> = t.rows.iter().map(|r| r.status).collect();
+        assert_eq!(
+            st,
+            [
+                RoundStatus::Ok,
+                RoundStatus::Timeout,
+                RoundStatus::Saturated,
+                RoundStatus::Ok
+            ]
+        );
+        assert_eq!(t.rows[0].rtt_ns, 2280.0);
+        assert!(t.rows[0].cold && !t.rows[3].cold);
+        assert_eq!(t.rows[3].quiet_ns, 150.0);
     }
 
     #[test]

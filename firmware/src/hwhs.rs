@@ -8,8 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use backline_bench::trace::RoundStatus;
-use backline_bench::{Clock, Trace, TraceRow};
+use backline_bench::{Clock, Trace};
 use backline_pacer::{Pacer, PacerConfig, PacerError};
 use backline_regmap as rm;
 
@@ -17,24 +16,7 @@ use crate::bringup::{poll_status, poll_status_timed, rd, status_text, wait_idle,
 use crate::error::Error;
 use crate::mmio::{Block, Mmio};
 
-/// Who starts each round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// The Arm writes `CTRL.start` for each round and polls `STATUS.done`.
-    SwLoop,
-    /// The engine's pacer starts each round; the Arm starts the run and watches.
-    HwLoop,
-}
-
-impl Mode {
-    /// Name on the command line and in traces.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Mode::SwLoop => "sw-loop",
-            Mode::HwLoop => "hw-loop",
-        }
-    }
-}
+pub use backline_regmap::Mode;
 
 /// What the replies are checked against (the reference memory's expected words).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -430,25 +412,19 @@ pub fn read_trace<M: Mmio + ?Sized>(m: &mut M, source: &str) -> Result<Trace, Er
     trace.set_meta("trace_full", rm::TRACE_STATUS_FULL.get(ts));
     trace.set_meta("trace_saturated", rm::TRACE_STATUS_SATURATED.get(ts));
     trace.set_meta("version", env!("CARGO_PKG_VERSION"));
-    let mut sw = Pacer::new(pacer).ok();
-    for (k, &c) in entries.iter().enumerate() {
-        let quiet = sw
-            .as_mut()
-            .map_or(0, |p| u64::from(p.next_interval_cycles()));
-        let status = match c {
-            rm::TRACE_TIMEOUT => RoundStatus::Timeout,
-            rm::TRACE_SATURATED => RoundStatus::Saturated,
-            _ => RoundStatus::Ok,
-        };
-        trace.rows.push(TraceRow {
-            round: k as u64,
-            rtt_ns: clock.cycles_to_ns(u64::from(c)),
-            rtt_cycles: Some(u64::from(c)),
-            quiet_ns: clock.cycles_to_ns(if pacer.is_b2b() { 0 } else { quiet }),
-            status,
-            cold: k == 0,
-        });
-    }
+    // The quiet periods are the pacer's sequence (the engine draws them the same way).
+    let quiet: Vec<u64> = if pacer.is_b2b() {
+        vec![0; entries.len()]
+    } else {
+        let mut sw = Pacer::new(pacer).ok();
+        (0..entries.len())
+            .map(|_| {
+                sw.as_mut()
+                    .map_or(0, |p| u64::from(p.next_interval_cycles()))
+            })
+            .collect()
+    };
+    trace.push_engine_rounds(&entries, |k| quiet[k]);
     Ok(trace)
 }
 

@@ -17,7 +17,6 @@ use backline_apu::{BackendSpec, Board, Config, Expect, Mmio, Mode, RunSpec};
 use backline_bench::report::JsonStats;
 use backline_bench::trace::RoundStatus;
 use backline_bench::{JsonReport, Table, Trace};
-use backline_pacer::PacerConfig;
 
 /// The board's Arm control plane: ERNIC queue-pair bring-up and the HWHS engine.
 #[derive(Debug, Parser)]
@@ -343,25 +342,20 @@ impl Progress {
 }
 
 fn run_spec(a: &RunArgs, simulated: bool) -> anyhow::Result<RunSpec> {
-    let pacer = match a.cadence {
-        Cadence::B2b => {
-            if a.freq.unwrap_or(0) != 0 || a.span.unwrap_or(0) != 0 {
-                bail!(
-                    "--cadence b2b means freq = span = 0; use --cadence random-delayed to set them"
-                );
-            }
-            PacerConfig {
-                freq: 0,
-                span: 0,
-                seed: a.seed,
-            }
-        }
-        Cadence::RandomDelayed => PacerConfig {
-            freq: a.freq.unwrap_or(backline_pacer::REFERENCE_FREQ),
-            span: a.span.unwrap_or(backline_pacer::REFERENCE_SPAN),
-            seed: a.seed,
-        },
+    let cadence = match a.cadence {
+        Cadence::B2b => backline_pacer::Cadence::B2b,
+        Cadence::RandomDelayed => backline_pacer::Cadence::RandomDelayed,
     };
+    // The board's reference cadence by default (freq 1,000,000, span 0x0FFFFFFF at 200 MHz).
+    let pacer = cadence.settings(
+        a.freq,
+        a.span,
+        a.seed,
+        (
+            backline_pacer::REFERENCE_FREQ,
+            backline_pacer::REFERENCE_SPAN,
+        ),
+    )?;
     let spec = RunSpec {
         mode: match a.mode {
             ModeArg::SwLoop => Mode::SwLoop,

@@ -17,24 +17,7 @@ use backline_regmap as rm;
 
 use crate::{HwhsSim, ModelConfig, Responder, SimError};
 
-/// Who starts each round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// The host loop writes CTRL.start for every round and polls STATUS.done.
-    SwLoop,
-    /// The engine's pacer starts every round; the host only starts the run.
-    HwLoop,
-}
-
-impl Mode {
-    /// Name on the command line.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Mode::SwLoop => "sw-loop",
-            Mode::HwLoop => "hw-loop",
-        }
-    }
-}
+pub use backline_regmap::Mode;
 
 /// Settings of one run.
 #[derive(Debug, Clone)]

@@ -179,6 +179,104 @@ impl PacerConfig {
     }
 }
 
+/// How rounds follow each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cadence {
+    /// The next round goes out as soon as the last reply lands (freq = span = 0).
+    B2b,
+    /// A quiet interval of `freq + (lfsr & span)` cycles before each round.
+    RandomDelayed,
+}
+
+/// Why cadence settings are refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CadenceError {
+    /// Not `b2b` or `random-delayed`.
+    Unknown,
+    /// b2b with a quiet period.
+    B2bWithQuiet,
+    /// The pacer refused the settings.
+    Pacer(PacerError),
+}
+
+impl core::fmt::Display for CadenceError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            CadenceError::Unknown => write!(f, "unknown cadence (expected b2b or random-delayed)"),
+            CadenceError::B2bWithQuiet => write!(
+                f,
+                "cadence b2b means freq = span = 0: use cadence random-delayed to set them"
+            ),
+            CadenceError::Pacer(e) => write!(f, "pacer: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for CadenceError {}
+
+impl core::str::FromStr for Cadence {
+    type Err = CadenceError;
+    fn from_str(s: &str) -> Result<Cadence, CadenceError> {
+        match s {
+            "b2b" => Ok(Cadence::B2b),
+            "random-delayed" => Ok(Cadence::RandomDelayed),
+            _ => Err(CadenceError::Unknown),
+        }
+    }
+}
+
+impl Cadence {
+    /// Name on the command line and in traces.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Cadence::B2b => "b2b",
+            Cadence::RandomDelayed => "random-delayed",
+        }
+    }
+
+    /// Pacer settings from command-line style options, validated: b2b refuses a non-zero
+    /// `freq` or `span`; random-delayed takes what is missing from `defaults` (freq, span).
+    pub fn config(
+        self,
+        freq: Option<u32>,
+        span: Option<u32>,
+        seed: u32,
+        defaults: (u32, u32),
+    ) -> Result<PacerConfig, CadenceError> {
+        self.settings(freq, span, seed, defaults)?
+            .validate()
+            .map_err(CadenceError::Pacer)
+    }
+
+    /// As [`Cadence::config`], but leaves [`PacerConfig::validate`] to the caller (the board
+    /// driver reports a bad span with the register it would go to).
+    pub fn settings(
+        self,
+        freq: Option<u32>,
+        span: Option<u32>,
+        seed: u32,
+        defaults: (u32, u32),
+    ) -> Result<PacerConfig, CadenceError> {
+        Ok(match self {
+            Cadence::B2b => {
+                if freq.unwrap_or(0) != 0 || span.unwrap_or(0) != 0 {
+                    return Err(CadenceError::B2bWithQuiet);
+                }
+                PacerConfig {
+                    freq: 0,
+                    span: 0,
+                    seed,
+                }
+            }
+            Cadence::RandomDelayed => PacerConfig {
+                freq: freq.unwrap_or(defaults.0),
+                span: span.unwrap_or(defaults.1),
+                seed,
+            },
+        })
+    }
+}
+
 /// True when `span` is 2^N − 1 for some N in 0..=32.
 pub const fn is_mask(span: u32) -> bool {
     span & span.wrapping_add(1) == 0
@@ -339,6 +437,26 @@ mod tests {
             .validate(),
             Err(PacerError::IntervalOverflow { .. })
         ));
+    }
+
+    #[test]
+    fn cadence_options() {
+        let d = (REFERENCE_FREQ, REFERENCE_SPAN);
+        assert_eq!(Cadence::B2b.config(None, None, 1, d), Ok(PacerConfig::B2B));
+        assert_eq!(
+            Cadence::B2b.config(Some(5), None, 1, d),
+            Err(CadenceError::B2bWithQuiet)
+        );
+        assert_eq!(
+            Cadence::RandomDelayed.config(None, None, 1, d),
+            Ok(PacerConfig::REFERENCE_RANDOM_DELAYED)
+        );
+        assert_eq!(
+            Cadence::RandomDelayed.config(None, Some(6), 1, d),
+            Err(CadenceError::Pacer(PacerError::SpanNotMask(6)))
+        );
+        assert_eq!("b2b".parse(), Ok(Cadence::B2b));
+        assert_eq!("sometimes".parse::<Cadence>(), Err(CadenceError::Unknown));
     }
 
     #[test]

@@ -517,3 +517,22 @@ mod tests {
         check_generated("docs/register-map.md", &s);
     }
 }
+
+/// Who starts each round of the engine (the meaning of `FLAGS.hw_loop`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Software writes `CTRL.start` for every round and polls `STATUS.done`.
+    SwLoop,
+    /// The engine's pacer starts every round; software only starts the run and watches.
+    HwLoop,
+}
+
+impl Mode {
+    /// Name on the command line and in traces.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Mode::SwLoop => "sw-loop",
+            Mode::HwLoop => "hw-loop",
+        }
+    }
+}

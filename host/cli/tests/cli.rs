@@ -295,7 +295,10 @@ fn bad_inputs_get_one_line_errors() {
             ],
             "does not fit",
         ),
-        (vec!["--freq".into(), "5".into()], "--cadence b2b"),
+        (
+            vec!["--freq".into(), "5".into()],
+            "cadence b2b means freq = span = 0",
+        ),
         (
             vec![
                 "--cadence".into(),

@@ -240,3 +240,64 @@ pub(crate) fn wait_error(e: WaitError, peer: &str) -> Error {
         WaitError::Stopped { seq } => Error::Failed(format!("wait for seq {seq} was stopped")),
     }
 }
+
+/// The coprocessor's check of a hello against its own ring (every transport): a hello, our
+/// geometry, and a number of rounds in flight the ring can hold.
+pub(crate) fn check_hello(
+    hello: &backline_wire::Handshake,
+    geometry: Geometry,
+) -> std::result::Result<(), backline_wire::RejectReason> {
+    use backline_wire::{HandshakeKind, RejectReason};
+    if hello.kind != HandshakeKind::Hello {
+        return Err(RejectReason::Malformed);
+    }
+    if hello.geometry != geometry {
+        return Err(RejectReason::Geometry);
+    }
+    if hello.in_flight == 0 || hello.in_flight > geometry.depth {
+        return Err(RejectReason::Malformed);
+    }
+    Ok(())
+}
+
+/// The coprocessor's answer to a hello without transport keys: accept with our geometry, or
+/// reject with the reason (and our geometry, so the controller can say what was expected).
+pub(crate) fn answer_hello(
+    hello: &backline_wire::Handshake,
+    geometry: Geometry,
+) -> backline_wire::Handshake {
+    use backline_wire::{Handshake, HandshakeKind};
+    match check_hello(hello, geometry) {
+        Ok(()) => Handshake::new(HandshakeKind::Accept, geometry, hello.in_flight),
+        Err(reason) => Handshake::reject(reason, geometry),
+    }
+}
+
+/// The controller's reading of the answer to its hello (every transport): accept with our
+/// geometry, or the error the answer stands for.
+pub(crate) fn read_answer(
+    answer: &backline_wire::Handshake,
+    geometry: Geometry,
+    peer: &str,
+) -> Result<()> {
+    use backline_wire::{HandshakeKind, RejectReason};
+    match answer.kind {
+        HandshakeKind::Accept if answer.geometry == geometry => Ok(()),
+        HandshakeKind::Accept => Err(Error::GeometryMismatch {
+            local: geometry,
+            peer: answer.geometry,
+        }),
+        HandshakeKind::Reject if answer.reason == Some(RejectReason::Geometry) => {
+            Err(Error::GeometryMismatch {
+                local: geometry,
+                peer: answer.geometry,
+            })
+        }
+        HandshakeKind::Reject => Err(Error::Rejected(
+            answer.reason.unwrap_or(RejectReason::Malformed),
+        )),
+        k => Err(Error::Protocol(format!(
+            "{peer} answered our hello with {k:?}"
+        ))),
+    }
+}

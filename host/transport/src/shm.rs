@@ -245,16 +245,7 @@ impl ShmListener {
         }
         self.hello_handled = seq;
         let answer = match Handshake::decode(&load_words(&ctl.hello)) {
-            Ok(h) if h.kind != HandshakeKind::Hello => {
-                Handshake::reject(RejectReason::Malformed, self.seg.geometry)
-            }
-            Ok(h) if h.geometry != self.seg.geometry => {
-                Handshake::reject(RejectReason::Geometry, self.seg.geometry)
-            }
-            Ok(h) if h.in_flight == 0 || h.in_flight > self.seg.geometry.depth => {
-                Handshake::reject(RejectReason::Malformed, self.seg.geometry)
-            }
-            Ok(h) => Handshake::new(HandshakeKind::Accept, self.seg.geometry, h.in_flight),
+            Ok(h) => crate::link::answer_hello(&h, self.seg.geometry),
             Err(backline_wire::HandshakeError::Version(_)) => {
                 Handshake::reject(RejectReason::Version, self.seg.geometry)
             }
@@ -509,13 +500,7 @@ impl ShmClient {
             ctl.accept_seq.load(Ordering::Acquire) == seq
         })?;
         let answer = Handshake::decode(&load_words(&ctl.accept))?;
-        match answer.kind {
-            HandshakeKind::Accept => Ok(()),
-            HandshakeKind::Reject => Err(Error::Rejected(
-                answer.reason.unwrap_or(RejectReason::Malformed),
-            )),
-            k => Err(Error::Protocol(format!("answer of kind {k:?} to a hello"))),
-        }
+        crate::link::read_answer(&answer, self.seg.geometry, &format!("shm:{}", self.name))
     }
 
     /// Turns the accepted session into a controller link; `close` says bye and unlocks.

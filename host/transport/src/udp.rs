@@ -135,15 +135,7 @@ impl UdpListener {
     }
 
     fn answer(&self, hello: &Handshake) -> Handshake {
-        if hello.kind != HandshakeKind::Hello {
-            Handshake::reject(RejectReason::Malformed, self.geometry)
-        } else if hello.geometry != self.geometry {
-            Handshake::reject(RejectReason::Geometry, self.geometry)
-        } else if hello.in_flight == 0 || hello.in_flight > self.geometry.depth {
-            Handshake::reject(RejectReason::Malformed, self.geometry)
-        } else {
-            Handshake::new(HandshakeKind::Accept, self.geometry, hello.in_flight)
-        }
+        crate::link::answer_hello(hello, self.geometry)
     }
 }
 
@@ -435,23 +427,11 @@ impl UdpClient {
                             continue; // a stale reply of an earlier session
                         }
                         let h = Handshake::decode(&buf[..n])?;
-                        return match h.kind {
-                            HandshakeKind::Accept if h.geometry == geometry => Ok(()),
-                            HandshakeKind::Accept => Err(Error::GeometryMismatch {
-                                local: geometry,
-                                peer: h.geometry,
-                            }),
-                            HandshakeKind::Reject if h.reason == Some(RejectReason::Geometry) => {
-                                Err(Error::GeometryMismatch {
-                                    local: geometry,
-                                    peer: h.geometry,
-                                })
-                            }
-                            HandshakeKind::Reject => {
-                                Err(Error::Rejected(h.reason.unwrap_or(RejectReason::Malformed)))
-                            }
-                            k => Err(Error::Protocol(format!("{k:?} in answer to hello"))),
-                        };
+                        return crate::link::read_answer(
+                            &h,
+                            geometry,
+                            &format!("udp:{}", self.peer),
+                        );
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {}
                     Err(e) if refused(&e) => return Err(no_server()),

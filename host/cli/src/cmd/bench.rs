@@ -119,28 +119,15 @@ impl Run {
 }
 
 fn pacer_config(a: &Args) -> anyhow::Result<PacerConfig> {
-    let cfg = match a.cadence.as_str() {
-        "b2b" => {
-            if a.freq.is_some_and(|f| f != 0) || a.span.is_some_and(|s| s != 0) {
-                bail!(
-                    "--freq/--span set a quiet period, which --cadence b2b does not have: use --cadence random-delayed"
-                );
-            }
-            PacerConfig {
-                seed: a.seed,
-                ..PacerConfig::B2B
-            }
-        }
-        "random-delayed" => PacerConfig {
-            // Defaults for a host run: 10 µs + up to 82 µs at 200 MHz. The reference board
-            // used --freq 1000000 --span 0x0FFFFFFF (5 ms … 1.35 s).
-            freq: a.freq.unwrap_or(2_000),
-            span: a.span.unwrap_or(0x3FFF),
-            seed: a.seed,
-        },
-        other => bail!("unknown cadence `{other}` (expected b2b or random-delayed)"),
-    };
-    cfg.validate().map_err(|e| anyhow::anyhow!("pacer: {e}"))?;
+    let cadence: backline_pacer::Cadence = a.cadence.parse().map_err(|_| {
+        anyhow::anyhow!(
+            "unknown cadence `{}` (expected b2b or random-delayed)",
+            a.cadence
+        )
+    })?;
+    // Defaults for a host run: 10 µs + up to 82 µs at 200 MHz. The reference board used
+    // --freq 1000000 --span 0x0FFFFFFF (5 ms … 1.35 s).
+    let cfg = cadence.config(a.freq, a.span, a.seed, (2_000, 0x3FFF))?;
     if !(a.clock_mhz > 0.0 && a.clock_mhz.is_finite()) {
         bail!("--clock-mhz must be a positive number");
     }

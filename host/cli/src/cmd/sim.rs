@@ -11,10 +11,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use backline_bench::{
-    Clock, JsonReport, Table, Trace, TraceRow, report::JsonStats, trace::RoundStatus,
-};
-use backline_pacer::PacerConfig;
+use backline_bench::{Clock, JsonReport, Table, Trace, report::JsonStats, trace::RoundStatus};
 use backline_regmap as rm;
 use backline_sim::{HwhsSim, Mode, ModelConfig, Responder, RunConfig};
 
@@ -111,25 +108,20 @@ fn ns_to_cycles(ns: u64) -> u64 {
 
 /// Turns the flags into a validated run configuration.
 fn config(a: &Args) -> anyhow::Result<RunConfig> {
-    let pacer = match a.cadence {
-        Cadence::B2b => {
-            if a.freq.unwrap_or(0) != 0 || a.span.unwrap_or(0) != 0 {
-                bail!(
-                    "--cadence b2b means freq = span = 0; use --cadence random-delayed to set them"
-                );
-            }
-            PacerConfig {
-                freq: 0,
-                span: 0,
-                seed: a.seed,
-            }
-        }
-        Cadence::RandomDelayed => PacerConfig {
-            freq: a.freq.unwrap_or(backline_pacer::REFERENCE_FREQ),
-            span: a.span.unwrap_or(backline_pacer::REFERENCE_SPAN),
-            seed: a.seed,
-        },
+    let cadence = match a.cadence {
+        Cadence::B2b => backline_pacer::Cadence::B2b,
+        Cadence::RandomDelayed => backline_pacer::Cadence::RandomDelayed,
     };
+    // The board's reference cadence by default (freq 1,000,000, span 0x0FFFFFFF at 200 MHz).
+    let pacer = cadence.config(
+        a.freq,
+        a.span,
+        a.seed,
+        (
+            backline_pacer::REFERENCE_FREQ,
+            backline_pacer::REFERENCE_SPAN,
+        ),
+    )?;
     let pacer = pacer
         .validate()
         .map_err(|e| anyhow::anyhow!("invalid pacer setting: {e}"))?;
@@ -247,21 +239,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     trace.set_meta("jitter_ns", cfg.model.jitter_cycles * NS_PER_CYCLE);
     trace.set_meta("fsm_overhead_cycles", rep.fsm_overhead_cycles);
     trace.set_meta("version", env!("CARGO_PKG_VERSION"));
-    for (k, &c) in rep.trace.iter().enumerate() {
-        let status = match c {
-            rm::TRACE_TIMEOUT => RoundStatus::Timeout,
-            rm::TRACE_SATURATED => RoundStatus::Saturated,
-            _ => RoundStatus::Ok,
-        };
-        trace.rows.push(TraceRow {
-            round: k as u64,
-            rtt_ns: clock.cycles_to_ns(u64::from(c)),
-            rtt_cycles: Some(u64::from(c)),
-            quiet_ns: clock.cycles_to_ns(rep.quiet_cycles.get(k).copied().unwrap_or(0)),
-            status,
-            cold: k == 0,
-        });
-    }
+    trace.push_engine_rounds(&rep.trace, |k| {
+        rep.quiet_cycles.get(k).copied().unwrap_or(0)
+    });
     if let Some(path) = &a.csv {
         trace
             .save(path)
@@ -381,7 +361,10 @@ mod tests {
         );
         assert_eq!(c.model.wire_latency_cycles, 200);
         let c = cfg(&["--cadence", "random-delayed", "--mode", "hw-loop"]).unwrap();
-        assert_eq!(c.pacer, PacerConfig::REFERENCE_RANDOM_DELAYED);
+        assert_eq!(
+            c.pacer,
+            backline_pacer::PacerConfig::REFERENCE_RANDOM_DELAYED
+        );
         assert_eq!(c.rounds, 10_000);
         let c = cfg(&[
             "--cadence",

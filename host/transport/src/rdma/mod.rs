@@ -101,47 +101,22 @@ fn peer_end(h: &Handshake) -> Option<PeerEnd> {
 
 /// The coprocessor's check of a hello against its own geometry.
 pub(crate) fn check_hello(hello: &Handshake, geometry: Geometry) -> Result<PeerEnd, RejectReason> {
-    if hello.kind != HandshakeKind::Hello {
-        return Err(RejectReason::Malformed);
-    }
-    if hello.geometry != geometry {
-        return Err(RejectReason::Geometry);
-    }
-    if hello.in_flight == 0 || hello.in_flight > geometry.depth {
-        return Err(RejectReason::Malformed);
-    }
+    crate::link::check_hello(hello, geometry)?;
     peer_end(hello).ok_or(RejectReason::Malformed)
 }
 
 /// The controller's reading of the coprocessor's answer to its hello.
 pub(crate) fn check_answer(answer: &Handshake, geometry: Geometry, peer: &str) -> Result<PeerEnd> {
-    match answer.kind {
-        HandshakeKind::Accept if answer.geometry != geometry => Err(Error::GeometryMismatch {
-            local: geometry,
-            peer: answer.geometry,
-        }),
-        HandshakeKind::Accept => peer_end(answer).ok_or_else(|| {
-            Error::Protocol(format!(
-                "{peer} accepted with an unusable queue pair (QPN {:#x}, PSN {:#x}, ring address {:#x}, GID {})",
-                answer.qpn,
-                answer.psn,
-                answer.ring_addr,
-                verbs::gid_text(&answer.gid)
-            ))
-        }),
-        HandshakeKind::Reject if answer.reason == Some(RejectReason::Geometry) => {
-            Err(Error::GeometryMismatch {
-                local: geometry,
-                peer: answer.geometry,
-            })
-        }
-        HandshakeKind::Reject => Err(Error::Rejected(
-            answer.reason.unwrap_or(RejectReason::Malformed),
-        )),
-        k => Err(Error::Protocol(format!(
-            "{peer} answered our hello with {k:?}"
-        ))),
-    }
+    crate::link::read_answer(answer, geometry, peer)?;
+    peer_end(answer).ok_or_else(|| {
+        Error::Protocol(format!(
+            "{peer} accepted with an unusable queue pair (QPN {:#x}, PSN {:#x}, ring address {:#x}, GID {})",
+            answer.qpn,
+            answer.psn,
+            answer.ring_addr,
+            verbs::gid_text(&answer.gid)
+        ))
+    })
 }
 
 fn oob_error(e: OobError, peer: &str, what: &str) -> Error {

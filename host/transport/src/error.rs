@@ -113,6 +113,19 @@ impl Error {
         move |source| Error::Io { what, source }
     }
 
+    /// The error of binding `what` at `addr`: a port already taken is [`Error::InUse`].
+    pub(crate) fn bind(what: &str, addr: std::net::SocketAddr, e: std::io::Error) -> Error {
+        match e.kind() {
+            std::io::ErrorKind::AddrInUse => {
+                Error::InUse(format!("{what} {addr} (another backline serve?)"))
+            }
+            _ => Error::Io {
+                what: format!("binding {what} {addr}"),
+                source: e,
+            },
+        }
+    }
+
     /// True for timeouts (the C ABI maps these to their own status).
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::Timeout { .. })

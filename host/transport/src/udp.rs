@@ -26,12 +26,17 @@ const FLOOR_MAGIC: [u8; 4] = *b"BKFP";
 /// How long a quiet controller keeps its claim on a server against another's hello.
 const IDLE_TAKEOVER: Duration = Duration::from_secs(1);
 
-/// Resolves `addr` (host:port).
-pub(crate) fn resolve(addr: &str) -> Result<SocketAddr> {
+/// Resolves `addr` (host:port) of a `what` (e.g. "udp address").
+pub(crate) fn resolve_as(what: &str, addr: &str) -> Result<SocketAddr> {
     addr.to_socket_addrs()
-        .map_err(|e| Error::Invalid(format!("udp address `{addr}`: {e}")))?
+        .map_err(|e| Error::Invalid(format!("{what} `{addr}`: {e}")))?
         .next()
-        .ok_or_else(|| Error::Invalid(format!("udp address `{addr}` resolves to nothing")))
+        .ok_or_else(|| Error::Invalid(format!("{what} `{addr}` resolves to nothing")))
+}
+
+/// Resolves a udp `addr` (host:port).
+pub(crate) fn resolve(addr: &str) -> Result<SocketAddr> {
+    resolve_as("udp address", addr)
 }
 
 /// Waits until `sock` is readable or `timeout` passes.
@@ -108,13 +113,7 @@ impl UdpListener {
     /// Binds `addr` (e.g. `127.0.0.1:7878`).
     pub(crate) fn bind(addr: &str, geometry: Geometry) -> Result<UdpListener> {
         let a = resolve(addr)?;
-        let sock = UdpSocket::bind(a).map_err(|e| match e.kind() {
-            ErrorKind::AddrInUse => Error::InUse(format!("udp {a} (another backline serve?)")),
-            _ => Error::Io {
-                what: format!("binding udp {a}"),
-                source: e,
-            },
-        })?;
+        let sock = UdpSocket::bind(a).map_err(|e| Error::bind("udp", a, e))?;
         sock.set_nonblocking(true)
             .map_err(Error::io("setting the socket non-blocking"))?;
         let addr = sock

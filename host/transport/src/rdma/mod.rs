@@ -51,7 +51,7 @@ mod sys;
 pub(crate) mod verbs;
 
 use std::io::{ErrorKind, Read};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -393,20 +393,8 @@ impl RdmaListener {
     pub(crate) fn bind(addr: &str, config: &SessionConfig) -> Result<RdmaListener> {
         let geometry = config.geometry.validate()?;
         let dev = Arc::new(Device::open(&config.rdma)?);
-        let a = addr
-            .to_socket_addrs()
-            .map_err(|e| Error::Invalid(format!("rdma set-up address `{addr}`: {e}")))?
-            .next()
-            .ok_or_else(|| {
-                Error::Invalid(format!("rdma set-up address `{addr}` resolves to nothing"))
-            })?;
-        let tcp = TcpListener::bind(a).map_err(|e| match e.kind() {
-            ErrorKind::AddrInUse => Error::InUse(format!("tcp {a} (another backline serve?)")),
-            _ => Error::Io {
-                what: format!("binding tcp {a}"),
-                source: e,
-            },
-        })?;
+        let a = crate::udp::resolve_as("rdma set-up address", addr)?;
+        let tcp = TcpListener::bind(a).map_err(|e| Error::bind("tcp", a, e))?;
         tcp.set_nonblocking(true)
             .map_err(Error::io("setting the listener non-blocking"))?;
         let addr = tcp

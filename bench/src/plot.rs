@@ -126,7 +126,7 @@ impl Canvas {
     }
 
     fn line(&mut self, x0: i32, y0: i32, x1: i32, y1: i32, c: Rgb<u8>) {
-        // Bresenham.
+        // Integer line stepping.
         let (dx, dy) = ((x1 - x0).abs(), -(y1 - y0).abs());
         let (sx, sy) = (if x0 < x1 { 1 } else { -1 }, if y0 < y1 { 1 } else { -1 });
         let (mut x, mut y, mut err) = (x0, y0, dx + dy);

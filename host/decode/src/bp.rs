@@ -1,7 +1,7 @@
 //! Belief propagation on the Tanner graph of a parity-check matrix, in the log-likelihood
 //! domain: product-sum and (scaled) min-sum, flooding ("parallel") and serial schedules.
 //!
-//! The update rules, their order and their floating-point operations follow `ldpc` 2.x (Roffe's
+//! The update rules, their order and their floating-point operations follow `ldpc` 2.x (its
 //! `BpDecoder`), so that with the same settings the messages, the soft output and therefore the
 //! hard decision come out bit for bit the same:
 //!

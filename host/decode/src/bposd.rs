@@ -1,5 +1,5 @@
 //! BP+OSD: belief propagation, and ordered-statistics decoding when BP does not converge
-//! (Roffe et al., Phys. Rev. Research 2, 043423, 2020), with `ldpc`'s parameter names.
+//! (Phys. Rev. Research 2, 043423, 2020), with `ldpc`'s parameter names.
 //!
 //! ```
 //! use backline_decode::{BitMatrix, BpOsdConfig, BpOsdDecoder, OsdMethod};

@@ -213,7 +213,7 @@ impl CssCode {
         CssCode::new(format!("surface{d}"), build(&xs), build(&zs))
     }
 
-    /// The bivariate-bicycle code of Bravyi et al. (2024) for `l, m ≥ 1` and polynomials `A`,
+    /// The bivariate-bicycle code (Nature 627, 778, 2024) for `l, m ≥ 1` and polynomials `A`,
     /// `B` in `x, y` (with `x^l = y^m = 1`): `n = 2·l·m`, `hx = [A | B]`, `hz = [Bᵀ | Aᵀ]`,
     /// where `x = S_l ⊗ I_m` and `y = I_l ⊗ S_m` with `S` the cyclic shift
     /// (`S e_i = e_{i+1}`). Qubit `i·m + j` of each half is the monomial `x^i y^j`.

@@ -1,4 +1,4 @@
-//! A stabilizer tableau (Aaronson–Gottesman, with destabilizers), rows bit-packed in `u64`
+//! A stabilizer tableau with destabilizers (the CHP algorithm), rows bit-packed in `u64`
 //! words so that multiplying two rows is word-parallel.
 //!
 //! Rows `0..n` are destabilizers, rows `n..2n` stabilizers, row `2n` is scratch for

@@ -28,12 +28,13 @@ pub struct Args {
     /// --gid-index).
     #[arg(long, default_value = "memcpy")]
     pub transport: String,
-    /// The coprocessor function: echo, steane or LIB:SYMBOL (a C function in a shared
-    /// library).
+    /// The coprocessor function: echo, steane, bposd:CODE[:SETTINGS] (BP+OSD from a CSS
+    /// code's Tanner graph, e.g. bposd:hgp13:max_iter=10) or LIB:SYMBOL (a C function in a
+    /// shared library).
     #[arg(long, default_value = "steane")]
     pub responder: String,
     /// Run several responders side by side, e.g. echo,steane (one session each; decoder ids
-    /// 0, 1, … in this order).
+    /// 0, 1, … in this order, two for a bposd: function).
     #[arg(long, value_delimiter = ',', conflicts_with = "responder")]
     pub compare: Vec<String>,
     /// Rounds per responder, round 0 included.

@@ -27,7 +27,8 @@ pub struct Args {
     /// Address to bind (udp; rdma: its TCP set-up listener). Loopback unless told otherwise.
     #[arg(long, default_value = "127.0.0.1:7878")]
     pub bind: String,
-    /// The coprocessor function for decoder id 0: echo, steane or LIB:SYMBOL.
+    /// The coprocessor function for decoder id 0: echo, steane, LIB:SYMBOL, or
+    /// bposd:CODE[:SETTINGS] (X checks on id 0, Z checks on id 1).
     #[arg(long, default_value = "steane", conflicts_with = "fns")]
     pub responder: String,
     /// A coprocessor function per decoder id, ID=SPEC (repeatable), e.g. --fn 0=steane --fn

@@ -69,6 +69,13 @@ typedef struct {
   uint32_t reply_timeout_ms;
   // Longest wait for connection set-up, ms.
   uint32_t setup_timeout_ms;
+  // rdma: the device name, e.g. "rxe0" or "mlx5_0" (NUL-terminated; NULL = the first one).
+  const char *rdma_device;
+  // rdma: the device's port (1-based).
+  uint8_t rdma_port;
+  // rdma: index into the port's GID table, or -1 for the first RoCE v2 GID holding an
+  // IPv4 address (RoCE v2 is index 1 on Soft-RoCE).
+  int16_t rdma_gid_index;
 } backline_config;
 
 // A coprocessor function, as in SPEC §3: returns the bytes written to `out` (at most

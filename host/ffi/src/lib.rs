@@ -84,6 +84,13 @@ pub struct backline_config {
     pub reply_timeout_ms: u32,
     /// Longest wait for connection set-up, ms.
     pub setup_timeout_ms: u32,
+    /// rdma: the device name, e.g. "rxe0" or "mlx5_0" (NUL-terminated; NULL = the first one).
+    pub rdma_device: *const c_char,
+    /// rdma: the device's port (1-based).
+    pub rdma_port: u8,
+    /// rdma: index into the port's GID table, or -1 for the first RoCE v2 GID holding an
+    /// IPv4 address (RoCE v2 is index 1 on Soft-RoCE).
+    pub rdma_gid_index: i16,
 }
 
 /// A reply. `payload` points into the session's ring and stays valid until the next
@@ -219,6 +226,9 @@ pub unsafe extern "C" fn backline_config_default(out: *mut backline_config) -> b
                 spin_us: d.wait.as_micros(),
                 reply_timeout_ms: d.reply_timeout.as_millis() as u32,
                 setup_timeout_ms: d.setup_timeout.as_millis() as u32,
+                rdma_device: std::ptr::null(),
+                rdma_port: d.rdma.port,
+                rdma_gid_index: -1,
             })
         };
         Ok(())
@@ -244,7 +254,24 @@ fn session_config(c: &backline_config) -> Result<SessionConfig, Fail> {
         reply_timeout: std::time::Duration::from_millis(c.reply_timeout_ms as u64),
         setup_timeout: std::time::Duration::from_millis(c.setup_timeout_ms as u64),
         pin_cpu: None,
-        rdma: Default::default(),
+        rdma: backline_transport::RdmaOptions {
+            device: if c.rdma_device.is_null() {
+                None
+            } else {
+                // SAFETY: non-null, NUL-terminated by the caller's contract for config strings.
+                Some(unsafe { cstr(c.rdma_device, "config.rdma_device") }?.to_string())
+            },
+            port: c.rdma_port,
+            gid_index: match c.rdma_gid_index {
+                -1 => None,
+                i @ 0..=255 => Some(i as u8),
+                i => {
+                    return Err(invalid(format!(
+                        "config.rdma_gid_index {i}: 0 to 255, or -1 for automatic"
+                    )));
+                }
+            },
+        },
     };
     config.validate()?;
     Ok(config)

@@ -50,6 +50,9 @@ int main(void) {
     cfg.ring_depth = 3;
     EXPECT(backline_session_create("cpu", "controller", "k", &cfg, &s), BACKLINE_STATUS_INVALID_ARGUMENT);
     cfg.ring_depth = 4;
+    cfg.rdma_gid_index = 300;
+    EXPECT(backline_session_create("cpu", "controller", "k", &cfg, &s), BACKLINE_STATUS_INVALID_ARGUMENT);
+    cfg.rdma_gid_index = -1;
     cfg.in_flight = 2;
 
     /* Out of order. */

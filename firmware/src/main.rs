@@ -110,13 +110,13 @@ struct RunArgs {
     #[arg(long, value_enum, default_value = "b2b")]
     cadence: Cadence,
     /// Fixed part of the quiet interval, cycles (random-delayed; default 1,000,000 = 5 ms).
-    #[arg(long, value_parser = parse_u32)]
+    #[arg(long, value_parser = backline_pacer::parse_setting)]
     freq: Option<u32>,
     /// Mask of the random part, 2^N-1, decimal or 0x-hex (random-delayed; default 0x0FFFFFFF).
-    #[arg(long, value_parser = parse_u32)]
+    #[arg(long, value_parser = backline_pacer::parse_setting)]
     span: Option<u32>,
     /// LFSR seed, non-zero.
-    #[arg(long, value_parser = parse_u32, default_value = "1")]
+    #[arg(long, value_parser = backline_pacer::parse_setting, default_value = "1")]
     seed: u32,
     /// Rounds, round 0 included.
     #[arg(long)]
@@ -180,12 +180,6 @@ struct SimBoardArgs {
     /// What XRNICVER reports, as MAJOR.MINOR (to rehearse a version check).
     #[arg(long, default_value = "3.1")]
     ernic_version: String,
-}
-
-fn parse_u32(s: &str) -> Result<u32, String> {
-    backline_apu::config::parse_u64(s)
-        .and_then(|v| u32::try_from(v).ok())
-        .ok_or_else(|| format!("`{s}` is not a 32-bit number (decimal or 0x-hex)"))
 }
 
 /// A small stderr logger for the `log` facade.

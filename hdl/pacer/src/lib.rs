@@ -277,6 +277,38 @@ impl Cadence {
     }
 }
 
+/// A pacer setting (`freq`, `span`, `seed`) that is not a 32-bit number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotANumber;
+
+impl core::fmt::Display for NotANumber {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("not a 32-bit number (decimal or 0x-hex, `_` separators allowed)")
+    }
+}
+
+impl core::error::Error for NotANumber {}
+
+/// Parses a pacer setting as every tool takes it: decimal or `0x` hex, with `_` separators
+/// (`1_000_000`, `0x0FFF_FFFF`).
+pub fn parse_setting(s: &str) -> Result<u32, NotANumber> {
+    let (digits, radix) = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => (h, 16),
+        None => (s, 10),
+    };
+    let mut v: u32 = 0;
+    let mut any = false;
+    for c in digits.chars().filter(|&c| c != '_') {
+        let d = c.to_digit(radix).ok_or(NotANumber)?;
+        v = v
+            .checked_mul(radix)
+            .and_then(|v| v.checked_add(d))
+            .ok_or(NotANumber)?;
+        any = true;
+    }
+    if any { Ok(v) } else { Err(NotANumber) }
+}
+
 /// True when `span` is 2^N − 1 for some N in 0..=32.
 pub const fn is_mask(span: u32) -> bool {
     span & span.wrapping_add(1) == 0
@@ -437,6 +469,17 @@ mod tests {
             .validate(),
             Err(PacerError::IntervalOverflow { .. })
         ));
+    }
+
+    #[test]
+    fn settings_parse_as_every_tool_takes_them() {
+        assert_eq!(parse_setting("1_000_000"), Ok(1_000_000));
+        assert_eq!(parse_setting("0x0FFF_FFFF"), Ok(0x0FFF_FFFF));
+        assert_eq!(parse_setting("0XfF"), Ok(255));
+        assert_eq!(parse_setting("4294967295"), Ok(u32::MAX));
+        for bad in ["", "0x", "_", "4294967296", "0x1_0000_0000", "12a", "-1"] {
+            assert_eq!(parse_setting(bad), Err(NotANumber), "{bad}");
+        }
     }
 
     #[test]

@@ -16,9 +16,7 @@ use backline_transport::{
     ControllerSession, CoprocessorSession, ServeOptions, SessionConfig, TransportKind, os,
 };
 
-use super::common::{
-    RdmaArgs, RingArgs, base_ids, builtin_name, load_responder, parse_u32, table_of,
-};
+use super::common::{RdmaArgs, RingArgs, base_ids, builtin_name, load_responder, table_of};
 
 /// Flags of `backline bench`.
 #[derive(Debug, clap::Args)]
@@ -44,13 +42,13 @@ pub struct Args {
     #[arg(long, default_value = "b2b")]
     pub cadence: String,
     /// Pacer: fixed part of each quiet interval, in clock cycles (random-delayed).
-    #[arg(long, value_parser = parse_u32)]
+    #[arg(long, value_parser = backline_pacer::parse_setting)]
     pub freq: Option<u32>,
     /// Pacer: mask of the random part, 2^N-1, decimal or 0x… (random-delayed).
-    #[arg(long, value_parser = parse_u32)]
+    #[arg(long, value_parser = backline_pacer::parse_setting)]
     pub span: Option<u32>,
     /// Pacer: LFSR seed (non-zero).
-    #[arg(long, value_parser = parse_u32, default_value_t = REFERENCE_SEED)]
+    #[arg(long, value_parser = backline_pacer::parse_setting, default_value_t = REFERENCE_SEED)]
     pub seed: u32,
     /// Pacer clock in MHz (the FPGA engine's is 200).
     #[arg(long, default_value_t = 200.0)]

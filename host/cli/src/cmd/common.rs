@@ -162,12 +162,3 @@ pub fn base_ids(specs: &[String]) -> Vec<DecoderId> {
         })
         .collect()
 }
-
-/// Parses a number given in decimal or with a `0x` prefix.
-pub fn parse_u32(s: &str) -> Result<u32, String> {
-    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u32::from_str_radix(&h.replace('_', ""), 16),
-        None => s.replace('_', "").parse(),
-    };
-    r.map_err(|e| format!("`{s}`: {e}"))
-}

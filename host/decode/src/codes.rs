@@ -72,6 +72,24 @@ pub struct CssCode {
     pub lz: BitMatrix,
 }
 
+/// Checks that `hx` and `hz` are the checks of one CSS code: the same number of columns, and
+/// every X check commutes with every Z check (`hx · hzᵀ = 0`).
+pub(crate) fn check_css(hx: &BitMatrix, hz: &BitMatrix) -> Result<(), CodeError> {
+    if hx.cols() != hz.cols() {
+        return Err(CodeError::LengthMismatch {
+            hx: hx.cols(),
+            hz: hz.cols(),
+        });
+    }
+    let prod = hx.mul(&hz.transpose());
+    for x in 0..prod.rows() {
+        if let Some(z) = prod.row_ones(x).next() {
+            return Err(CodeError::NotCommuting { x, z });
+        }
+    }
+    Ok(())
+}
+
 impl CssCode {
     /// A code from its check matrices; computes the logical operators.
     pub fn new(
@@ -79,18 +97,7 @@ impl CssCode {
         hx: BitMatrix,
         hz: BitMatrix,
     ) -> Result<CssCode, CodeError> {
-        if hx.cols() != hz.cols() {
-            return Err(CodeError::LengthMismatch {
-                hx: hx.cols(),
-                hz: hz.cols(),
-            });
-        }
-        let prod = hx.mul(&hz.transpose());
-        for x in 0..prod.rows() {
-            if let Some(z) = prod.row_ones(x).next() {
-                return Err(CodeError::NotCommuting { x, z });
-            }
-        }
+        check_css(&hx, &hz)?;
         let (lx, lz) = gf2::css_logicals(&hx, &hz);
         Ok(CssCode {
             name: name.into(),

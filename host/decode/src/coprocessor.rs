@@ -103,7 +103,7 @@ impl CssDecoder {
         hz: &BitMatrix,
         config: &BpOsdConfig,
     ) -> Result<CssDecoder, CssDecoderError> {
-        check_css(hx, hz)?;
+        crate::codes::check_css(hx, hz)?;
         let x = BpOsdDecoder::new(hx, config).map_err(CssDecoderError::X)?;
         let z = BpOsdDecoder::new(hz, config).map_err(CssDecoderError::Z)?;
         let n = hx.cols();
@@ -189,23 +189,6 @@ impl CssDecoder {
         }
         Ok(needed)
     }
-}
-
-fn check_css(hx: &BitMatrix, hz: &BitMatrix) -> Result<(), crate::codes::CodeError> {
-    use crate::codes::CodeError;
-    if hx.cols() != hz.cols() {
-        return Err(CodeError::LengthMismatch {
-            hx: hx.cols(),
-            hz: hz.cols(),
-        });
-    }
-    let prod = hx.mul(&hz.transpose());
-    for x in 0..prod.rows() {
-        if let Some(z) = prod.row_ones(x).next() {
-            return Err(CodeError::NotCommuting { x, z });
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

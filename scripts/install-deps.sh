@@ -7,22 +7,26 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
-APT_PACKAGES=(
-    build-essential pkg-config
-    verilator yosys iverilog
-)
-
-missing=()
-for p in "${APT_PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
+# apt_install PKG…: installs those of the Debian packages that are missing, with at most one
+# `apt-get update` per run. The scripts in deps.d/ use it too.
+APT_UPDATED=0
+apt_install() {
+    local missing=() p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -gt 0 ] || return 0
     echo "install-deps: apt packages: ${missing[*]}"
-    $SUDO apt-get update -qq
+    if [ "$APT_UPDATED" = 0 ]; then
+        $SUDO apt-get update -qq
+        APT_UPDATED=1
+    fi
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+}
 
-# Python packages for the dev-only and RTL checks live in a venv inside the repo.
+apt_install build-essential pkg-config verilator yosys iverilog
+
+# What each part of the test suite needs beyond that: deps.d/<part>.sh, sourced in order.
 for f in scripts/deps.d/*.sh; do
     [ -e "$f" ] || continue
     # shellcheck disable=SC1090

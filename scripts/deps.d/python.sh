@@ -1,4 +1,4 @@
-# Sourced by scripts/install-deps.sh (repository root, `set -euo pipefail`, $SUDO set): the
+# Sourced by scripts/install-deps.sh (repository root, `set -euo pipefail`, `apt_install` defined): the
 # Python front (scripts/test.d/30-python.sh) in a venv at .venv-py — PennyLane (a release with
 # the new device API), maturin, pytest — and the package itself, built from python/ with
 # maturin. Safe to run twice: pip runs only when a pin is missing, the package is built only
@@ -6,9 +6,7 @@
 # pytest-mock and flaky: what PennyLane's device test suite (pl-device-test) needs.
 PY_PACKAGES=("pennylane==0.45.1" "maturin==1.16.0" "pytest==9.0.2" "pytest-mock==3.17.0" "flaky==3.8.1")
 if ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
-    echo "install-deps: apt packages: python3-venv"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-venv
+    apt_install python3-venv
 fi
 if [ ! -x .venv-py/bin/python ]; then
     python3 -m venv .venv-py

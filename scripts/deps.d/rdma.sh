@@ -1,4 +1,4 @@
-# Sourced by scripts/install-deps.sh (repository root, `set -euo pipefail`, $SUDO set): what
+# Sourced by scripts/install-deps.sh (repository root, `set -euo pipefail`, `apt_install` defined): what
 # scripts/test.d/50-rdma-vm.sh needs to test the rdma transport over real verbs inside a VM —
 # qemu (TCG), Debian's kernel image and modules (Soft-RoCE: rdma_rxe), a static busybox for
 # the initramfs, rdma-core's libibverbs with the rxe provider and headers, perftest's
@@ -9,12 +9,4 @@ RDMA_APT_PACKAGES=(
     rdma-core libibverbs1 ibverbs-providers libibverbs-dev perftest
     iproute2 kmod cpio util-linux
 )
-rdma_missing=()
-for p in "${RDMA_APT_PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || rdma_missing+=("$p")
-done
-if [ ${#rdma_missing[@]} -gt 0 ]; then
-    echo "install-deps: apt packages: ${rdma_missing[*]}"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${rdma_missing[@]}"
-fi
+apt_install "${RDMA_APT_PACKAGES[@]}"

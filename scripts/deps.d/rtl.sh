@@ -4,9 +4,7 @@
 # at .venv, pinned.
 RTL_PY_PACKAGES=("cocotb==1.9.2" "cocotb-bus==0.3.0" "cocotbext-axi==0.1.28")
 if ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
-    echo "install-deps: apt packages: python3-venv"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-venv
+    apt_install python3-venv
 fi
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv

@@ -115,9 +115,21 @@ fn settings(spec: &str, text: &str) -> Result<BpOsdConfig, BpOsdSpecError> {
     Ok(c)
 }
 
-/// Builds the two halves of a `bposd:` spec, for decoder ids `base` and `base + 1`.
-pub fn bposd_functions(spec: &str, base: u32) -> Result<crate::Functions, BpOsdSpecError> {
+/// The checks and settings of a `bposd:CODE[:SETTINGS]` spec (also used by `gpu:bposd:`):
+/// `(hx, hz, settings)`; building a `CssDecoder` from them checks the rest.
+pub(crate) fn parse_bposd(
+    spec: &str,
+) -> Result<
+    (
+        backline_decode::BitMatrix,
+        backline_decode::BitMatrix,
+        BpOsdConfig,
+    ),
+    BpOsdSpecError,
+> {
     let rest = spec
+        .strip_prefix("gpu:")
+        .unwrap_or(spec)
         .strip_prefix("bposd:")
         .ok_or_else(|| BpOsdSpecError::Spec {
             spec: spec.to_string(),
@@ -133,21 +145,29 @@ pub fn bposd_functions(spec: &str, base: u32) -> Result<crate::Functions, BpOsdS
         spec: spec.to_string(),
         msg,
     };
-    let dec = match code.split_once('+') {
-        Some((hx, hz)) => {
-            let hx = backline_decode::io::load_matrix(Path::new(hx), None)
-                .map_err(|e| build(e.to_string()))?;
-            let hz = backline_decode::io::load_matrix(Path::new(hz), None)
-                .map_err(|e| build(e.to_string()))?;
-            CssDecoder::new(&hx, &hz, &config)
-        }
+    let (hx, hz) = match code.split_once('+') {
+        Some((hx, hz)) => (
+            backline_decode::io::load_matrix(Path::new(hx), None)
+                .map_err(|e| build(e.to_string()))?,
+            backline_decode::io::load_matrix(Path::new(hz), None)
+                .map_err(|e| build(e.to_string()))?,
+        ),
         None => {
             let c =
                 backline_decode::codes::CssCode::by_name(code).map_err(|e| build(e.to_string()))?;
-            CssDecoder::from_code(&c, &config)
+            (c.hx, c.hz)
         }
-    }
-    .map_err(|e| build(e.to_string()))?;
+    };
+    Ok((hx, hz, config))
+}
+
+/// Builds the two halves of a `bposd:` spec, for decoder ids `base` and `base + 1`.
+pub fn bposd_functions(spec: &str, base: u32) -> Result<crate::Functions, BpOsdSpecError> {
+    let (hx, hz, config) = parse_bposd(spec)?;
+    let dec = CssDecoder::new(&hx, &hz, &config).map_err(|e| BpOsdSpecError::Build {
+        spec: spec.to_string(),
+        msg: e.to_string(),
+    })?;
     let dec = Arc::new(Mutex::new(dec));
     Ok((0..2)
         .map(|k| {

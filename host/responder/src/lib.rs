@@ -1,14 +1,17 @@
-//! CPU coprocessor functions and their dispatch: what a coprocessor runs for each message.
+//! Coprocessor functions and their dispatch: what a coprocessor runs for each message.
 //!
 //! A [`Responder`] turns a request payload into a reply payload. Built in: [`Echo`],
-//! [`Steane`] (the Hamming lookup of SPEC §5), and [`CSymbol`], any C function in a shared
-//! library loaded at run time. A [`ResponderTable`] maps each `decoder_id` to one responder;
+//! [`Steane`] (the Hamming lookup of SPEC §5), [`CSymbol`] (any C function in a shared
+//! library loaded at run time), BP+OSD from a CSS code ([`bposd_functions`]) and the GPU
+//! functions of `backline-gpu` ([`gpu_functions`]: `gpu:echo`, `gpu:steane`, `gpu:bposd:…`,
+//! `gpu:FILE:FUNCTION`). A [`ResponderTable`] maps each `decoder_id` to one responder;
 //! [`ResponderTable::dispatch`] runs it behind a panic boundary and turns every failure into a
 //! reply status, so a failing function never takes the server down.
 #![deny(missing_docs)]
 
 mod bposd;
 mod csym;
+mod gpu;
 mod table;
 
 use backline_wire::{DecoderId, Status};
@@ -18,7 +21,10 @@ pub type Functions = Vec<(DecoderId, std::sync::Arc<dyn Responder>)>;
 
 pub use bposd::{BpOsdSpecError, CssHalf, bposd_functions};
 pub use csym::{CSymbol, CoprocessorFn};
-pub use table::{ResponderTable, functions_of, parse_spec};
+pub use gpu::{GpuResponder, GpuSpecError, gpu_functions, spec_width};
+pub use table::{
+    ResponderTable, SpecContext, SpecError, functions_of, functions_of_with, parse_spec,
+};
 
 /// Why a responder produced no reply payload.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,6 +64,15 @@ pub trait Responder: Send + Sync {
     fn respond(&self, input: &[u8], out: &mut [u8]) -> Result<usize, ResponderError>;
     /// For the built-in functions: which one, so a table can run it without a virtual call.
     fn builtin(&self) -> Option<Builtin> {
+        None
+    }
+    /// A coprocessor that serves its own rings (a GPU kernel): a controller in this process
+    /// may attach to it directly instead of going through a serving thread.
+    fn ring_server(&self) -> Option<std::sync::Arc<dyn backline_ring::RingServer>> {
+        None
+    }
+    /// A line for the shutdown report of a server (counters, hop times), if it keeps any.
+    fn report(&self) -> Option<String> {
         None
     }
 }
@@ -123,10 +138,11 @@ impl Responder for Steane {
 }
 
 /// The reply a correct coprocessor gives to `request` under the named built-in responder, for
-/// end-to-end checks: `None` for responders this crate cannot predict (C symbols).
+/// end-to-end checks: `None` for responders this crate cannot predict (C symbols). The GPU
+/// versions of the built-ins (`gpu:echo`, `gpu:steane`) answer as they do.
 pub fn expected_reply(responder: &str, request: &[u8], out: &mut Vec<u8>) -> Option<()> {
     out.clear();
-    match responder {
+    match responder.strip_prefix("gpu:").unwrap_or(responder) {
         "echo" => out.extend_from_slice(request),
         "steane" => out.push(backline_decode::steane::decode(*request.first()?)),
         _ => return None,

@@ -95,6 +95,26 @@ impl ResponderTable {
         self.len() == 0
     }
 
+    /// The one coprocessor that serves every entry from its own rings, if there is one (all
+    /// entries are functions of the same GPU kernel).
+    pub fn common_ring_server(&self) -> Option<Arc<dyn backline_ring::RingServer>> {
+        let mut common: Option<Arc<dyn backline_ring::RingServer>> = None;
+        for (_, r) in self.entries() {
+            let s = r.ring_server()?;
+            match &common {
+                Some(c) if !Arc::ptr_eq(c, &s) => return None,
+                Some(_) => {}
+                None => common = Some(s),
+            }
+        }
+        common
+    }
+
+    /// The shutdown report lines of the entries that keep one.
+    pub fn reports(&self) -> Vec<String> {
+        self.entries().filter_map(|(_, r)| r.report()).collect()
+    }
+
     /// Runs the responder of `id` on `input`, writing into `out`. Never panics: an unknown
     /// id, a rejected length, a failure or a panic in the function each become a status with
     /// an empty reply.
@@ -147,8 +167,17 @@ impl ResponderTable {
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
     /// Not one of the known forms.
-    #[error("unknown responder `{0}` (expected echo, steane, bposd:CODE[:SETTINGS] or LIB:SYMBOL)")]
+    #[error(
+        "unknown responder `{0}` (expected echo, steane, bposd:CODE[:SETTINGS], LIB:SYMBOL, or a \
+         GPU function: gpu:echo, gpu:steane, gpu:bposd:CODE[:SETTINGS], gpu:FILE:FUNCTION)"
+    )]
     Unknown(String),
+    /// A `gpu:` spec was refused.
+    #[error(transparent)]
+    Gpu(#[from] crate::GpuSpecError),
+    /// A `BACKLINE_GPU_*` variable is malformed.
+    #[error(transparent)]
+    GpuOptions(#[from] backline_gpu::Error),
     /// The C library or symbol could not be loaded.
     #[error(transparent)]
     Load(#[from] LoadError),
@@ -157,9 +186,41 @@ pub enum SpecError {
     BpOsd(#[from] crate::BpOsdSpecError),
 }
 
-/// The functions a spec registers, starting at decoder id `base`: one for `echo`, `steane`
-/// and C symbols; two for `bposd:` (X checks at `base`, Z checks at `base + 1`).
+/// What specs need from their surroundings: where GPU kernels run.
+#[derive(Debug, Clone, Default)]
+pub struct SpecContext {
+    /// Backend, device and kernel settings of `gpu:` specs.
+    pub gpu: backline_gpu::GpuOptions,
+}
+
+impl SpecContext {
+    /// The defaults with the `BACKLINE_GPU_*` variables applied.
+    pub fn from_env() -> Result<SpecContext, SpecError> {
+        Ok(SpecContext {
+            gpu: backline_gpu::GpuOptions::from_env()?,
+        })
+    }
+}
+
+/// The functions a spec registers, starting at decoder id `base`: one for `echo`, `steane`,
+/// C symbols and GPU functions; two for `bposd:` and `gpu:bposd:` (X checks at `base`, Z
+/// checks at `base + 1`). GPU settings come from the `BACKLINE_GPU_*` variables.
 pub fn functions_of(spec: &str, base: DecoderId) -> Result<crate::Functions, SpecError> {
+    if spec.starts_with("gpu:") {
+        return functions_of_with(spec, base, &SpecContext::from_env()?);
+    }
+    functions_of_with(spec, base, &SpecContext::default())
+}
+
+/// [`functions_of`] with explicit GPU settings.
+pub fn functions_of_with(
+    spec: &str,
+    base: DecoderId,
+    ctx: &SpecContext,
+) -> Result<crate::Functions, SpecError> {
+    if spec.starts_with("gpu:") {
+        return Ok(crate::gpu_functions(spec, base, &ctx.gpu)?);
+    }
     if spec.starts_with("bposd:") {
         return Ok(crate::bposd_functions(spec, base)?);
     }
@@ -174,6 +235,7 @@ pub fn parse_spec(spec: &str) -> Result<Arc<dyn Responder>, SpecError> {
         "echo" => Ok(Arc::new(Echo)),
         "steane" => Ok(Arc::new(Steane)),
         s if s.starts_with("bposd:") => Ok(crate::bposd_functions(s, 0)?.remove(0).1),
+        s if s.starts_with("gpu:") => Ok(functions_of(s, 0)?.remove(0).1),
         _ => match spec.rsplit_once(':') {
             Some((lib, sym)) if !lib.is_empty() && !sym.is_empty() => {
                 Ok(Arc::new(CSymbol::load(Path::new(lib), sym)?))

@@ -24,11 +24,13 @@
 
 mod heap;
 mod padded;
+mod server;
 mod view;
 mod wait;
 
 pub use heap::HeapRing;
 pub use padded::CachePadded;
+pub use server::{AttachError, AttachedRings, RingServer};
 pub use view::{Message, RingView, copy_small};
 pub use wait::{Doorbell, MAX_NAP, SpinBudget, WaitError, WaitPolicy, futex_wait, futex_wake};
 

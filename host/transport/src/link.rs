@@ -75,6 +75,12 @@ pub trait Listener: Send {
     /// What a controller passes as its peer to reach it: a session key (memcpy), a segment
     /// name (shm), `IP:PORT` (udp, rdma).
     fn peer_address(&self) -> String;
+    /// Hands the endpoint to a coprocessor that serves rings of its own (a GPU kernel), so
+    /// controllers attach to it without a serving thread. `false` when the transport cannot
+    /// (only in-process memcpy can).
+    fn serve_externally(&mut self, _server: std::sync::Arc<dyn backline_ring::RingServer>) -> bool {
+        false
+    }
 }
 
 /// Two rings in memory both sides can reach: requests (controller writes) and replies

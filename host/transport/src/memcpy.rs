@@ -1,13 +1,17 @@
 //! `memcpy`: controller and coprocessor threads in one process. The coprocessor opens a port
 //! under its session key; a controller finds it by that key, allocates the two rings on the
 //! heap, and hands them over. No fabric: a round is two cache-line transfers.
+//!
+//! A coprocessor that serves rings of its own (a GPU kernel polling mapped host memory, see
+//! [`backline_ring::RingServer`]) takes the port over instead: the controller then attaches to
+//! those rings and writes where the kernel polls, with no thread in between.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
-use backline_ring::{CachePadded, HeapRing, WaitPolicy};
+use backline_ring::{CachePadded, HeapRing, RingServer, WaitPolicy};
 use backline_wire::{Geometry, RejectReason};
 
 use crate::link::{CoprocessorLink, Listener, RingController, RingCoprocessor, RingPair};
@@ -23,6 +27,8 @@ struct Attach {
 struct PortState {
     pending: Option<Attach>,
     active: Option<Arc<CachePadded<AtomicBool>>>,
+    /// A coprocessor serving its own rings; controllers attach to it directly.
+    external: Option<Arc<dyn RingServer>>,
 }
 
 /// One in-process coprocessor endpoint.
@@ -115,6 +121,12 @@ impl Listener for MemcpyListener {
     fn peer_address(&self) -> String {
         self.port.key.clone()
     }
+
+    fn serve_externally(&mut self, server: Arc<dyn RingServer>) -> bool {
+        let mut st = self.port.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.external = Some(server);
+        true
+    }
 }
 
 /// Finds the coprocessor port `key` in this process.
@@ -152,6 +164,10 @@ pub(crate) fn attach(
 ) -> Result<RingController> {
     exchange(&port, geometry)?;
     let mut st = port.state.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(server) = st.external.clone() {
+        drop(st);
+        return attach_external(&port, server, geometry);
+    }
     let busy = st.pending.is_some()
         || st
             .active
@@ -209,3 +225,30 @@ pub(crate) fn attach(
         }),
     ))
 }
+
+/// Attaches a controller to the rings of a coprocessor that serves its own.
+fn attach_external(
+    port: &Arc<Port>,
+    server: Arc<dyn RingServer>,
+    geometry: Geometry,
+) -> Result<RingController> {
+    let rings = server.attach(geometry).map_err(|e| match e {
+        backline_ring::AttachError::Busy => Error::Rejected(RejectReason::Busy),
+        e => Error::Failed(format!("{}: {e}", server.describe())),
+    })?;
+    let (bye, alive) = (server.clone(), server.clone());
+    Ok(RingController::new(
+        RingPair {
+            req: rings.req,
+            rep: rings.rep,
+            // The rings belong to the server: keep it alive while they are used.
+            _keep: Box::new(ServerRef(server)),
+        },
+        format!("memcpy:{} ({})", port.key, alive.describe()),
+        Box::new(move || bye.detach()),
+        Box::new(move || alive.alive()),
+    ))
+}
+
+/// Keeps a ring server alive (its rings are in use).
+struct ServerRef(#[allow(dead_code)] Arc<dyn RingServer>);

@@ -558,6 +558,8 @@ pub struct CoprocessorSession {
     options: ServeOptions,
     stats: Arc<ServerStats>,
     server: Option<Server>,
+    /// The endpoint handed to a coprocessor that serves its own rings.
+    external: Option<Box<dyn Listener>>,
     outcome: Option<Result<()>>,
 }
 
@@ -588,6 +590,7 @@ impl CoprocessorSession {
             options: ServeOptions::default(),
             stats: Arc::default(),
             server: None,
+            external: None,
             outcome: None,
         })
     }
@@ -634,8 +637,16 @@ impl CoprocessorSession {
         &self.stats
     }
 
+    /// The shutdown report lines of its functions (e.g. a GPU kernel's counters and proxy hop).
+    pub fn reports(&self) -> Vec<String> {
+        self.table.reports()
+    }
+
     /// True once the server thread has ended (its session budget is spent, or it failed).
     pub fn is_finished(&self) -> bool {
+        if self.external.is_some() {
+            return self.table.common_ring_server().is_none_or(|s| !s.alive());
+        }
         self.server.as_ref().is_none_or(|s| s.thread.is_finished())
     }
 
@@ -715,6 +726,15 @@ impl Session for CoprocessorSession {
     fn start(&mut self) -> Result<()> {
         expect(self.state, State::Configured, "start", "configured")?;
         let mut listener = self.listener.take().expect("established sessions listen");
+        // Every function is one GPU kernel's, and the controllers are in this process: they
+        // attach to the kernel's rings directly; no serving thread.
+        if let Some(server) = self.table.common_ring_server()
+            && listener.serve_externally(server)
+        {
+            self.external = Some(listener);
+            self.state = State::Started;
+            return Ok(());
+        }
         // Padded: the serving thread reads it while spinning.
         let stop = Arc::new(CachePadded(AtomicBool::new(false)));
         let (stop2, stats) = (stop.clone(), self.stats.clone());
@@ -748,6 +768,7 @@ impl Session for CoprocessorSession {
     fn stop(&mut self) -> Result<()> {
         self.state = State::Stopped;
         self.listener = None;
+        self.external = None;
         if let Some(s) = self.server.take() {
             s.stop.store(true, Ordering::Relaxed);
             let r = s

@@ -16,7 +16,9 @@ use backline_transport::{
     ControllerSession, CoprocessorSession, ServeOptions, SessionConfig, TransportKind, os,
 };
 
-use super::common::{RdmaArgs, RingArgs, base_ids, builtin_name, load_responder, table_of};
+use super::common::{
+    GpuArgs, RdmaArgs, RingArgs, base_ids, builtin_name, is_gpu, load_responder, table_of,
+};
 
 /// Flags of `backline bench`.
 #[derive(Debug, clap::Args)]
@@ -27,8 +29,9 @@ pub struct Args {
     #[arg(long, default_value = "memcpy")]
     pub transport: String,
     /// The coprocessor function: echo, steane, bposd:CODE[:SETTINGS] (BP+OSD from a CSS
-    /// code's Tanner graph, e.g. bposd:hgp13:max_iter=10) or LIB:SYMBOL (a C function in a
-    /// shared library).
+    /// code's Tanner graph, e.g. bposd:hgp13:max_iter=10), LIB:SYMBOL (a C function in a
+    /// shared library), or on a GPU: gpu:echo, gpu:steane, gpu:bposd:CODE[:SETTINGS],
+    /// gpu:FILE.cu:FUNCTION (a device function compiled into the persistent kernel).
     #[arg(long, default_value = "steane")]
     pub responder: String,
     /// Run several responders side by side, e.g. echo,steane (one session each; decoder ids
@@ -63,6 +66,8 @@ pub struct Args {
     pub ring: RingArgs,
     #[command(flatten)]
     pub rdma: RdmaArgs,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
     /// shm: the segment name of a running `backline serve`; udp: its host:port; rdma: the
     /// host:port of its set-up listener. Without it, bench starts its own server process.
     #[arg(long)]
@@ -168,6 +173,9 @@ impl ServerProcess {
         };
         if transport == TransportKind::Rdma {
             cmd.args(a.rdma.to_args());
+        }
+        if responders.iter().any(|r| is_gpu(r)) {
+            cmd.args(a.gpu.to_args());
         }
         for (id, r) in base_ids(responders).into_iter().zip(responders) {
             cmd.arg("--fn").arg(format!("{id}={r}"));
@@ -283,9 +291,22 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         [] => (None, None),
         _ => bail!("--pin takes two CPU numbers, CTRL,RESP (e.g. --pin 0,1)"),
     };
-    // Load responders here first: a bad spec is our error, not the server's.
-    for r in &responders {
-        load_responder(r)?;
+    let gpu_runs = responders.iter().filter(|r| is_gpu(r)).count();
+    let gpu_floor = transport == TransportKind::Memcpy && gpu_runs > 0;
+    if gpu_floor && gpu_runs < responders.len() && !a.no_baseline {
+        bail!(
+            "--compare mixes CPU and GPU responders over memcpy, whose floors differ (a cache \
+             line between two threads, a kernel polling mapped memory): run them separately, or \
+             add --no-baseline"
+        );
+    }
+    let ctx = a.gpu.context()?;
+    // Load responders here first: a bad spec is our error, not the server's. (With --peer a
+    // GPU function runs on the peer's machine, not here; memcpy builds its table below.)
+    if transport != TransportKind::Memcpy {
+        for r in responders.iter().filter(|r| a.peer.is_none() || !is_gpu(r)) {
+            load_responder(r, &ctx)?;
+        }
     }
     let mut config: SessionConfig = a.ring.config(transport, a.payload_bytes)?;
     config.in_flight = a.in_flight;
@@ -317,7 +338,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 .into_iter()
                 .zip(responders.iter().cloned())
                 .collect();
-            let table = table_of(&fns)?;
+            let table = table_of(&fns, &ctx)?;
             let key = format!("bench-{}", std::process::id());
             local = Some(CoprocessorSession::open(
                 &key,
@@ -339,6 +360,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
 
     let floor_label = match transport {
+        TransportKind::Memcpy if gpu_floor => "floor (gpu kernel)",
         TransportKind::Udp => "floor (raw udp)",
         TransportKind::Rdma => "floor (rdma write)",
         _ => "floor (cache line)",
@@ -346,6 +368,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let floor_half = |rounds: u64| -> anyhow::Result<Vec<f64>> {
         let t = config.reply_timeout.max(Duration::from_secs(1));
         let r = match transport {
+            // A bare persistent kernel bouncing seq through one mapped line.
+            TransportKind::Memcpy if gpu_floor => {
+                return backline_gpu::GpuFloor::measure(&ctx.gpu, rounds, t)
+                    .with_context(|| format!("measuring the {floor_label}"));
+            }
             TransportKind::Memcpy => backline_transport::floor::memcpy_floor(rounds, pin_resp, t),
             TransportKind::Shm => {
                 backline_transport::shm::shm_floor(&peer, config.geometry, rounds, t)
@@ -388,6 +415,17 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         drop(session);
         let mut trace = r.trace;
         set_meta(&mut trace, &a, transport, spec, &config, pacer);
+        if let Some(t) = &local
+            && is_gpu(spec)
+        {
+            trace.set_meta(
+                "placement",
+                format!("controller=cpu coprocessor=gpu transport={transport}"),
+            );
+            if let Some(line) = t.reports().first() {
+                trace.set_meta("gpu", line.clone());
+            }
+        }
         if let Some(e) = r.error {
             failure = Some(anyhow::anyhow!(
                 "{spec} over {transport}: {} of {} rounds completed, then: {e}",
@@ -418,6 +456,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         floor_rtts.append(&mut second);
     }
     // Stop the coprocessor (thread or process) before writing outputs.
+    if let Some(l) = &local
+        && !a.quiet
+        && !a.json
+    {
+        for line in l.reports() {
+            eprintln!("{line}");
+        }
+    }
     drop(local);
     drop(child);
 

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use backline_responder::{Responder, ResponderTable};
+use backline_responder::{Responder, ResponderTable, SpecContext};
 use backline_transport::{RdmaOptions, SessionConfig, TransportKind, WaitPolicy};
 use backline_wire::{DecoderId, Geometry};
 
@@ -112,14 +112,66 @@ impl RdmaArgs {
     }
 }
 
-/// A built-in responder name, or `None` for others (C symbols).
+/// Where `gpu:` functions run.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GpuArgs {
+    /// gpu: functions: the GPU runtime: auto (CUDA, then HIP), cuda, hip, or emu (the same
+    /// kernels on CPU threads, for machines without a GPU).
+    #[arg(long, env = "BACKLINE_GPU_BACKEND", default_value = "auto")]
+    pub gpu_backend: String,
+    /// gpu: functions: the device number.
+    #[arg(long, env = "BACKLINE_GPU_DEVICE", default_value_t = 0)]
+    pub gpu_device: u32,
+    /// gpu: functions: threads of the persistent kernel's block (default 32 on a GPU, 1
+    /// emulated).
+    #[arg(long, env = "BACKLINE_GPU_THREADS")]
+    pub gpu_threads: Option<u32>,
+}
+
+impl GpuArgs {
+    /// The GPU settings of responder specs.
+    pub fn context(&self) -> anyhow::Result<SpecContext> {
+        let mut ctx = SpecContext::default();
+        ctx.gpu.backend = self
+            .gpu_backend
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--gpu-backend: {e}"))?;
+        ctx.gpu.device = self.gpu_device;
+        ctx.gpu.threads = self.gpu_threads;
+        Ok(ctx)
+    }
+
+    /// The flags again, for a `backline serve` this process starts.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut v = vec![
+            "--gpu-backend".to_string(),
+            self.gpu_backend.clone(),
+            "--gpu-device".to_string(),
+            self.gpu_device.to_string(),
+        ];
+        if let Some(t) = self.gpu_threads {
+            v.extend(["--gpu-threads".to_string(), t.to_string()]);
+        }
+        v
+    }
+}
+
+/// Whether a spec is a GPU function.
+pub fn is_gpu(spec: &str) -> bool {
+    spec.starts_with("gpu:")
+}
+
+/// A built-in responder name (`echo`, `steane`, or their GPU versions), or `None` for others
+/// (C symbols): the replies a bench can check.
 pub fn builtin_name(spec: &str) -> Option<&str> {
-    matches!(spec, "echo" | "steane").then_some(spec)
+    matches!(spec, "echo" | "steane" | "gpu:echo" | "gpu:steane").then_some(spec)
 }
 
 /// Loads a responder spec with a message that says what was asked for.
-pub fn load_responder(spec: &str) -> anyhow::Result<Arc<dyn Responder>> {
-    backline_responder::parse_spec(spec).with_context(|| format!("responder `{spec}`"))
+pub fn load_responder(spec: &str, ctx: &SpecContext) -> anyhow::Result<Arc<dyn Responder>> {
+    let mut f = backline_responder::functions_of_with(spec, 0, ctx)
+        .with_context(|| format!("responder `{spec}`"))?;
+    Ok(f.remove(0).1)
 }
 
 /// Parses `ID=SPEC`.
@@ -135,10 +187,10 @@ pub fn parse_fn(s: &str) -> anyhow::Result<(DecoderId, String)> {
 }
 
 /// A table from `(id, spec)` pairs (a `bposd:` spec takes its id and the next).
-pub fn table_of(fns: &[(DecoderId, String)]) -> anyhow::Result<ResponderTable> {
+pub fn table_of(fns: &[(DecoderId, String)], ctx: &SpecContext) -> anyhow::Result<ResponderTable> {
     let mut t = ResponderTable::new();
     for (base, spec) in fns {
-        let list = backline_responder::functions_of(spec, *base)
+        let list = backline_responder::functions_of_with(spec, *base, ctx)
             .with_context(|| format!("responder `{spec}`"))?;
         for (id, r) in list {
             if t.insert(id, r).is_some() {
@@ -150,14 +202,14 @@ pub fn table_of(fns: &[(DecoderId, String)]) -> anyhow::Result<ResponderTable> {
 }
 
 /// Decoder ids for a list of responders run side by side: each starts after the ids of the
-/// previous one (`bposd:` specs take two).
+/// previous one (`bposd:` and `gpu:bposd:` specs take two).
 pub fn base_ids(specs: &[String]) -> Vec<DecoderId> {
     let mut next = 0;
     specs
         .iter()
         .map(|s| {
             let id = next;
-            next += if s.starts_with("bposd:") { 2 } else { 1 };
+            next += backline_responder::spec_width(s);
             id
         })
         .collect()

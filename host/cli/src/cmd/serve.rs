@@ -13,7 +13,7 @@ use backline_transport::{
     CoprocessorSession, ServeOptions, Session as _, TransportKind, os::DmaLatencyGuard,
 };
 
-use super::common::{RdmaArgs, RingArgs, parse_fn, table_of};
+use super::common::{GpuArgs, RdmaArgs, RingArgs, parse_fn, table_of};
 
 /// Flags of `backline serve`.
 #[derive(Debug, clap::Args)]
@@ -27,8 +27,10 @@ pub struct Args {
     /// Address to bind (udp; rdma: its TCP set-up listener). Loopback unless told otherwise.
     #[arg(long, default_value = "127.0.0.1:7878")]
     pub bind: String,
-    /// The coprocessor function for decoder id 0: echo, steane, LIB:SYMBOL, or
-    /// bposd:CODE[:SETTINGS] (X checks on id 0, Z checks on id 1).
+    /// The coprocessor function for decoder id 0: echo, steane, LIB:SYMBOL,
+    /// bposd:CODE[:SETTINGS] (X checks on id 0, Z checks on id 1), or a GPU function:
+    /// gpu:echo, gpu:steane, gpu:bposd:CODE[:SETTINGS], gpu:FILE.cu:FUNCTION (served through a
+    /// CPU proxy thread, whose hop is timed and reported at shutdown).
     #[arg(long, default_value = "steane", conflicts_with = "fns")]
     pub responder: String,
     /// A coprocessor function per decoder id, ID=SPEC (repeatable), e.g. --fn 0=steane --fn
@@ -42,6 +44,8 @@ pub struct Args {
     pub ring: RingArgs,
     #[command(flatten)]
     pub rdma: RdmaArgs,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
     /// Pin the serving thread to this CPU.
     #[arg(long)]
     pub pin: Option<usize>,
@@ -75,7 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .map(|f| parse_fn(f))
             .collect::<anyhow::Result<Vec<_>>>()?
     };
-    let table = table_of(&fns)?;
+    let table = table_of(&fns, &args.gpu.context()?)?;
     let mut config = args.ring.config(transport, args.payload_bytes)?;
     config.pin_cpu = args.pin;
     config.rdma = args.rdma.options();
@@ -115,6 +119,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let (sessions, rounds, failed) = session.stats().snapshot();
     let outcome = session.stop();
+    for line in table.reports() {
+        eprintln!("backline serve: {line}");
+    }
     eprintln!(
         "backline serve: stopped after {sessions} sessions, {rounds} rounds ({failed} answered with an error status)"
     );

@@ -2,7 +2,7 @@
 itself; the coprocessor is BP-OSD built from the [[13,1,3]] code's Hx and Hz with
 ``css_bp_decoder``; the reply (one bit per qubit) is applied with ``qml.cond``.
 
-    python examples/02_explicit_bposd.py [--shots 1000] [--p 0.03] [--transport udp]
+    python examples/02_explicit_bposd.py [--shots 1000] [--p 0.03] [--gpu [BACKEND]] [--transport udp]
 """
 
 import pennylane as qml

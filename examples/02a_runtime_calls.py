@@ -1,7 +1,7 @@
 """Demo 2a: the same decoding written as the four runtime calls a decode expands to:
 ``GET_SESSION``, ``STAGE_PAYLOAD`` (with the decoder id), ``POST``, ``COLLECT``.
 
-    python examples/02a_runtime_calls.py [--shots 1000] [--p 0.03]
+    python examples/02a_runtime_calls.py [--shots 1000] [--p 0.03] [--gpu [BACKEND]]
 """
 
 import pennylane as qml

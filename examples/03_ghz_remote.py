@@ -4,7 +4,10 @@ host — over shm or udp. By default this starts the executor itself
 connects to one you started (``backline serve --transport udp --bind 0.0.0.0:7878`` on the
 other host).
 
-    python examples/03_ghz_remote.py --transport udp [--peer decoder-host:7878]
+    python examples/03_ghz_remote.py --transport udp [--peer decoder-host:7878] [--gpu [BACKEND]]
+
+With ``--gpu`` the executor serves the Steane lookup from a persistent GPU kernel (backend
+auto, cuda, hip, or emu: the same kernels on CPU threads).
 """
 
 import os
@@ -19,19 +22,23 @@ args = arguments(
     __doc__,
     transport=dict(default="shm", choices=["shm", "udp", "rdma"], help="shm, udp or rdma (default shm)"),
     peer=dict(default=None, help="address of a running executor (udp/rdma HOST:PORT, shm NAME)"),
+    gpu=dict(nargs="?", const="auto", default=None, metavar="BACKEND",
+             help="the executor's coprocessor on a GPU: auto, cuda, hip or emu"),
 )
 proc = None
 peer = args.peer
 if peer is None:
     where = ["--bind", "127.0.0.1:0"] if args.transport != "shm" else ["--name", f"demo3-{os.getpid()}"]
+    fn = "gpu:steane" if args.gpu else "steane"
+    gpu = ["--gpu-backend", args.gpu] if args.gpu else []
     proc = subprocess.Popen([sys.executable, "-m", "backline", "serve", "--transport", args.transport, *where,
-                             "--fn", "0=steane", "--fn", "1=steane", "--exit-with-parent"],
+                             "--fn", f"0={fn}", "--fn", f"1={fn}", *gpu, "--exit-with-parent"],
                             stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if not line.startswith("ready "):
         sys.exit(f"the executor did not start: {line!r}")
     peer = line.split()[1]
-    print(f"executor process {proc.pid} serves {args.transport} at {peer}")
+    print(f"executor process {proc.pid} serves {args.transport} at {peer}" + (" from a GPU kernel" if args.gpu else ""))
 try:
     dev = Backline(
         controller=Controller(hardware="cpu", wires=3),

@@ -26,6 +26,9 @@ def arguments(description: str) -> argparse.Namespace:
     p.add_argument("--iters", type=int, default=10, help="BP iterations (default 10)")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--transport", default="memcpy", help="memcpy (default), shm, udp or rdma")
+    p.add_argument("--gpu", nargs="?", const="auto", default=None, metavar="BACKEND",
+                   help="run BP+OSD on a GPU: auto (CUDA, else HIP), cuda, hip, or emu (the same "
+                        "kernels on CPU threads, for machines without a GPU)")
     p.add_argument("--print-after-all", action="store_true")
     return p.parse_args()
 
@@ -33,9 +36,10 @@ def arguments(description: str) -> argparse.Namespace:
 def placement(args) -> Backline:
     decoder = backline.css_bp_decoder(HX, HZ, postprocess="osd", num_iters=args.iters)
     remote = False if args.transport in ("memcpy", "shm", "udp") else "process"
+    gpu = {"hardware": "gpu", "init_args": {"backend": args.gpu}} if args.gpu else {"hardware": "cpu"}
     return Backline(
         controller=Controller(hardware="cpu", wires=N + 1),
-        coprocessors=[Coprocessor(hardware="cpu", coprocessor_fn=decoder, remote=remote)],
+        coprocessors=[Coprocessor(coprocessor_fn=decoder, remote=remote, **gpu)],
         transport=args.transport,
         seed=args.seed,
         print_after_all=args.print_after_all,

@@ -11,6 +11,7 @@ fn main() {
         "bposd.cuh",
         "persistent.cu",
         "emu.cpp",
+        "triton.cu",
     ] {
         println!("cargo::rerun-if-changed={}", dir.join(f).display());
     }

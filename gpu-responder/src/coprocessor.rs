@@ -103,6 +103,12 @@ pub enum GpuFunction {
         /// The function's name.
         function: String,
     },
+    /// A decoder written in Triton, compiled ahead to PTX (`backline.triton_decoder`), linked
+    /// into the persistent template (CUDA only).
+    Triton {
+        /// The decoder file.
+        path: PathBuf,
+    },
 }
 
 impl GpuFunction {
@@ -111,7 +117,7 @@ impl GpuFunction {
             GpuFunction::Echo => abi::FN_ECHO,
             GpuFunction::Steane => abi::FN_STEANE,
             GpuFunction::BpOsd { .. } => abi::FN_BPOSD,
-            GpuFunction::User { .. } => abi::FN_USER,
+            GpuFunction::User { .. } | GpuFunction::Triton { .. } => abi::FN_USER,
         }
     }
 }
@@ -253,7 +259,21 @@ impl GpuCoprocessor {
         }
         // The user function, if any, and the module.
         let mut user: Option<UserKernel> = None;
+        let mut triton: Option<(PathBuf, crate::triton::TritonDecoder)> = None;
         for (_, f) in &functions {
+            if let GpuFunction::Triton { path } = f {
+                match &triton {
+                    Some((p, _)) if p != path => {
+                        return Err(Error::Unsupported(
+                            "one GPU coprocessor takes one Triton decoder".into(),
+                        ));
+                    }
+                    Some(_) => {}
+                    None => {
+                        triton = Some((path.clone(), crate::triton::TritonDecoder::read(path)?))
+                    }
+                }
+            }
             if let GpuFunction::User { path, function } = f {
                 if !crate::source::is_identifier(function) {
                     return Err(Error::Unsupported(format!(
@@ -290,9 +310,16 @@ impl GpuCoprocessor {
                 images.push(img);
             }
         }
-        let module = match &user {
-            Some(u) => device.load_user(u)?,
-            None => device.load_builtin()?,
+        let (module, threads) = match (&user, &triton) {
+            (Some(_), Some(_)) => {
+                return Err(Error::Unsupported(
+                    "one GPU coprocessor takes a user kernel or a Triton decoder, not both".into(),
+                ));
+            }
+            (Some(u), None) => (device.load_user(u)?, threads),
+            // Triton's code assumes the block it was compiled for.
+            (None, Some((_, t))) => (device.load_triton(t)?, 32 * t.num_warps),
+            (None, None) => (device.load_builtin()?, threads),
         };
 
         let mut mem = Memory {
@@ -704,6 +731,7 @@ fn describe(f: &GpuFunction) -> String {
             format!("bposd ({} × {} checks)", checks.rows(), checks.cols())
         }
         GpuFunction::User { path, function } => format!("{}:{function}", path.display()),
+        GpuFunction::Triton { path } => format!("triton:{}", path.display()),
     }
 }
 

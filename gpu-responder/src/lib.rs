@@ -36,13 +36,14 @@ mod error;
 mod floor;
 pub mod source;
 mod stats;
+pub mod triton;
 
 pub use coprocessor::{GpuCoprocessor, GpuFunction, GpuOptions};
 pub use device::Backend;
 #[cfg(feature = "hip")]
 pub use device::hiprtc_compile;
 #[cfg(feature = "cuda")]
-pub use device::{nvrtc_compile, nvrtc_version};
+pub use device::{nvrtc_compile, nvrtc_compile_with, nvrtc_version};
 pub use error::{Error, Result};
 pub use floor::GpuFloor;
 
@@ -50,4 +51,10 @@ pub use floor::GpuFloor;
 #[cfg(feature = "cuda")]
 pub fn builtin_ptx() -> (&'static str, &'static str) {
     (device::cuda_builtin_arch(), device::cuda_builtin_ptx())
+}
+
+/// The Triton template's PTX (relocatable, declaring `bl_triton_decode`) as shipped.
+#[cfg(feature = "cuda")]
+pub fn triton_template_ptx() -> &'static str {
+    device::cuda_triton_template_ptx()
 }

@@ -16,6 +16,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("bposd.cuh", include_str!("../kernels/bposd.cuh")),
     ("persistent.cu", include_str!("../kernels/persistent.cu")),
     ("emu.cpp", include_str!("../kernels/emu.cpp")),
+    ("triton.cu", include_str!("../kernels/triton.cu")),
 ];
 
 /// The directory the `#line` directives name.
@@ -75,6 +76,18 @@ pub fn with_user(function: &str, user_path: &Path, user_source: &str, host: bool
         expand(&mut s, "emu.cpp", &mut seen);
     }
     s
+}
+
+/// The persistent template with the Triton adapter (`kernels/triton.cu`), for NVRTC with
+/// relocatable device code: its PTX declares `bl_triton_decode`, which the Triton linker
+/// supplies.
+pub fn triton_template() -> String {
+    with_user(
+        "bl_triton_user",
+        Path::new(&format!("{KERNEL_DIR}/triton.cu")),
+        file("triton.cu").expect("embedded"),
+        false,
+    )
 }
 
 /// Whether `name` is a C identifier (a user function must be one).

@@ -134,6 +134,83 @@ fn shipped_ptx_is_what_nvrtc_makes_of_the_sources() {
     );
 }
 
+#[cfg(feature = "cuda")]
+#[test]
+fn shipped_triton_template_is_what_nvrtc_makes_of_the_sources() {
+    let Some(version) = backline_gpu::nvrtc_version() else {
+        return skip("NVRTC (libnvrtc.so.12)");
+    };
+    let fresh = backline_gpu::nvrtc_compile_with(
+        &backline_gpu::source::triton_template(),
+        "triton.cu",
+        "compute_80",
+        &["-rdc=true"],
+    )
+    .expect("the Triton template compiles");
+    assert!(
+        fresh.contains(".extern .func bl_triton_decode"),
+        "declares the Triton function"
+    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/ptx/persistent_triton.ptx");
+    if std::env::var_os("BACKLINE_BLESS").is_some() {
+        std::fs::write(path, &fresh).unwrap();
+        return;
+    }
+    if version != PINNED_NVRTC {
+        eprintln!("skipped: NVRTC {version:?} is not the pinned {PINNED_NVRTC:?}");
+        return;
+    }
+    assert!(
+        backline_gpu::triton_template_ptx() == fresh,
+        "gpu-responder/ptx/persistent_triton.ptx is stale: run `BACKLINE_BLESS=1 cargo test -p backline-gpu --test compile` with NVRTC {PINNED_NVRTC:?}"
+    );
+}
+
+/// The Steane decoder of `examples/steane_triton.py` as Triton 3.9 compiles it
+/// (`scripts/dev/triton_fixture.py` writes it), linked into the shipped template: ptxas must
+/// accept the whole for sm_80 and sm_90.
+#[cfg(feature = "cuda")]
+#[test]
+fn a_triton_decoder_links_into_the_template_and_ptxas_accepts_it() {
+    let Some(ptxas) = tool("BACKLINE_PTXAS", "ptxas") else {
+        return skip("ptxas");
+    };
+    let fixture = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/steane_triton.ptx"
+    ));
+    let decoder = backline_gpu::triton::TritonDecoder::read(fixture).unwrap();
+    assert_eq!(
+        (decoder.kernel.as_str(), decoder.num_warps),
+        ("steane_decode", 1)
+    );
+    let linked = backline_gpu::triton::link(
+        backline_gpu::triton_template_ptx(),
+        &decoder.ptx,
+        &decoder.kernel,
+    )
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("backline-gpu-triton-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("linked.ptx");
+    std::fs::write(&file, &linked).unwrap();
+    for sm in ["sm_80", "sm_90"] {
+        let out = Command::new(&ptxas)
+            .args(["-v", "-arch", sm, "-o"])
+            .arg(dir.join(format!("linked.{sm}.cubin")))
+            .arg(&file)
+            .output()
+            .expect("running ptxas");
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "ptxas {sm} rejects the linked module:\n{log}"
+        );
+        assert!(log.contains("bl_persistent"), "{log}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The NVRTC release `scripts/deps.d/gpu.sh` installs (`nvidia-cuda-nvrtc-cu12==12.9.86`).
 #[cfg(feature = "cuda")]
 const PINNED_NVRTC: (i32, i32) = (12, 9);

@@ -54,6 +54,7 @@ from .qec import (
     runtime_call,
 )
 from .tools import format_latency, ir_dumps
+from .triton import triton_decoder
 
 #: The implicit-QEC pipeline (the default with ``qec_code="steane"``).
 IMPLICIT_QEC = _native.IMPLICIT_QEC
@@ -91,4 +92,5 @@ __all__ = [
     "format_latency",
     "ir_dumps",
     "runtime_call",
+    "triton_decoder",
 ]

@@ -30,11 +30,15 @@ def serve(argv=None) -> int:
     p.add_argument("--bind", default="127.0.0.1:7878", help="udp/rdma address to bind (port 0: any)")
     p.add_argument("--fn", action="append", default=[], metavar="ID=SPEC",
                    help="a coprocessor function per decoder id: steane, echo, LIB:SYMBOL, "
-                        "bposd:CODE[:SETTINGS] (repeatable; default 0=steane 1=steane)")
+                        "bposd:CODE[:SETTINGS], or on a GPU gpu:echo, gpu:steane, gpu:bposd:..., "
+                        "gpu:FILE.cu:FUNCTION (repeatable; default 0=steane 1=steane)")
     p.add_argument("--payload-bytes", type=int, default=48)
     p.add_argument("--sessions", type=int, default=None, help="exit after this many controller sessions")
     p.add_argument("--rdma-device", default=None, help="RDMA device (rdma)")
     p.add_argument("--gid-index", type=int, default=None, help="GID index (rdma)")
+    p.add_argument("--gpu-backend", default=None, choices=["auto", "cuda", "hip", "emu"],
+                   help="gpu: functions: the runtime (default BACKLINE_GPU_BACKEND, else auto)")
+    p.add_argument("--gpu-device", type=int, default=None, help="gpu: functions: the device number")
     p.add_argument("--exit-with-parent", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.exit_with_parent:
@@ -58,6 +62,12 @@ def serve(argv=None) -> int:
             os.environ["BACKLINE_RDMA_DEVICE"] = a.rdma_device
         if a.gid_index is not None:
             os.environ["BACKLINE_RDMA_GID_INDEX"] = str(a.gid_index)
+    import os
+
+    if a.gpu_backend:
+        os.environ["BACKLINE_GPU_BACKEND"] = a.gpu_backend
+    if a.gpu_device is not None:
+        os.environ["BACKLINE_GPU_DEVICE"] = str(a.gpu_device)
     address = a.name if a.transport == "shm" else a.bind
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))

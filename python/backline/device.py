@@ -182,6 +182,8 @@ class _Runtime:
             for i, c in enumerate(dev.coprocessors):
                 ep = c.endpoint or Endpoint()
                 t = dev.transport
+                # Where GPU functions run, for this process's kernels and its executors.
+                os.environ.update(c.gpu_environment())
                 if t == "rdma":
                     # The rdma transport's device and GID for this process's sessions (the
                     # executor processes get them as --rdma-device / --gid-index).

@@ -34,7 +34,11 @@ class CoprocessorFunction:
     ``size_t fn(const void *in, size_t in_len, void *out, size_t out_cap, void *ctx)``,
     looked up now (a missing library or symbol raises
     :class:`~backline.errors.CoprocessorFunctionError`).
-    ``CoprocessorFunction.builtin("steane")`` and ``builtin("echo")`` are the built-in ones.
+    ``CoprocessorFunction.builtin("steane")`` and ``builtin("echo")`` are the built-in ones
+    (on a GPU coprocessor they run as persistent-kernel functions).
+    ``CoprocessorFunction.gpu_kernel("decode.cu", "my_decode")`` is a device function of the
+    documented signature (see ``gpu-responder/README.md``), compiled into backline's persistent
+    kernel when the coprocessor starts; it needs ``Coprocessor(hardware="gpu")``.
 
     A single function serves decoder ids 0 and 1 (the X and Z checks; the Steane code is
     self-dual, so one lookup decodes both); give ``Coprocessor(coprocessor_fn={0: f, 1: g})``
@@ -45,6 +49,9 @@ class CoprocessorFunction:
     default_ids = (X_CHECKS, Z_CHECKS)
     #: Decoder ids one spec registers from its base id (a CSS decoder takes two).
     width = 1
+    #: Where it can run: ``("cpu", "gpu")``, ``("cpu",)`` for a C function, ``("gpu",)`` for a
+    #: GPU kernel.
+    hardware = ("cpu", "gpu")
 
     def __init__(self, name: str, lib_path: str | os.PathLike | None = None):
         if lib_path is None:
@@ -71,6 +78,7 @@ class CoprocessorFunction:
         self.name = name
         self.lib_path = str(path.resolve())
         self.spec = f"{self.lib_path}:{name}"
+        self.hardware = ("cpu",)
 
     @classmethod
     def builtin(cls, name: str) -> CoprocessorFunction:
@@ -86,6 +94,25 @@ class CoprocessorFunction:
         f.spec = name
         return f
 
+    @classmethod
+    def gpu_kernel(cls, source: str | os.PathLike, function: str) -> CoprocessorFunction:
+        """A GPU device function ``function`` in the CUDA/HIP source file ``source``, of the
+        signature ``BL_USER_FUNCTION bl_u32 function(const bl_u8 *in, bl_u32 in_len, bl_u8
+        *out, bl_u32 out_cap, bl_u32 decoder_id)`` (called by every thread of the kernel's
+        block; thread 0's return value is the reply length, ``BL_USER_FAILED`` a failure). It
+        is compiled when the coprocessor starts; compiler errors name the file and line."""
+        path = Path(source)
+        if not path.is_file():
+            raise CoprocessorFunctionError(f"gpu kernel `{function}`: source {path} not found")
+        if not function.isidentifier():
+            raise CoprocessorFunctionError(f"gpu kernel `{function}`: not a C identifier")
+        f = cls.__new__(cls)
+        f.name = function
+        f.lib_path = None
+        f.spec = f"{path.resolve()}:{function}"
+        f.hardware = ("gpu",)
+        return f
+
     def specs(self, base: int) -> list[tuple[int, str]]:
         """``(decoder_id, spec)`` pairs this function registers from decoder id ``base``."""
         return [(base, self.spec)]
@@ -97,6 +124,8 @@ class CoprocessorFunction:
     def __repr__(self) -> str:
         if self.lib_path:
             return f"CoprocessorFunction(name={self.name!r}, lib_path={self.lib_path!r})"
+        if self.hardware == ("gpu",):
+            return f"CoprocessorFunction.gpu_kernel({self.spec.rsplit(':', 1)[0]!r}, {self.name!r})"
         return f"CoprocessorFunction.builtin({self.name!r})"
 
 
@@ -271,16 +300,27 @@ class Controller:
             raise PlacementError(f"Controller(hardware={self.hardware!r}): expected 'cpu' or 'fpga'")
 
 
+#: ``init_args`` a GPU coprocessor takes, and the variable each sets for the runtime.
+GPU_INIT_ARGS = {"backend": "BACKLINE_GPU_BACKEND", "device": "BACKLINE_GPU_DEVICE", "threads": "BACKLINE_GPU_THREADS"}
+GPU_BACKENDS = ("auto", "cuda", "hip", "emu")
+
+
 @dataclass
 class Coprocessor:
     """A participant that serves each decode with a coprocessor function.
 
-    ``hardware``: ``"cpu"`` (``"gpu"`` needs the GPU responders, not part of this build).
-    ``coprocessor_fn``: a :class:`CoprocessorFunction`, a :func:`css_bp_decoder`, or a dict
-    ``{decoder_id: function}``. ``remote``: ``False`` — a thread of this process;
-    ``"process"`` — a local executor process that the device starts (``python -m backline
-    serve``) and stops; ``True`` — an executor already running at ``endpoint`` (started with
-    ``backline serve`` or ``python -m backline serve``, here or on another host).
+    ``hardware``: ``"cpu"`` or ``"gpu"`` (its functions run in a persistent GPU kernel: the
+    built-ins, :func:`css_bp_decoder` as real BP+OSD on the GPU, or
+    :meth:`CoprocessorFunction.gpu_kernel`). ``coprocessor_fn``: a :class:`CoprocessorFunction`,
+    a :func:`css_bp_decoder`, or a dict ``{decoder_id: function}``. ``remote``: ``False`` — a
+    thread of this process (on a GPU over memcpy, the controller writes straight into the
+    kernel's rings); ``"process"`` — a local executor process that the device starts
+    (``python -m backline serve``) and stops; ``True`` — an executor already running at
+    ``endpoint`` (started with ``backline serve`` or ``python -m backline serve``, here or on
+    another host). ``init_args`` of a GPU coprocessor: ``backend`` (``"auto"``: CUDA, else
+    HIP; ``"cuda"``, ``"hip"``, or ``"emu"``: the same kernels on CPU threads, for machines
+    without a GPU), ``device`` (its number) and ``threads`` (of the kernel's block); they apply
+    to every GPU coprocessor of the process and its executors.
     """
 
     hardware: str = "cpu"
@@ -290,13 +330,22 @@ class Coprocessor:
     init_args: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        if self.hardware == "gpu":
-            raise PlacementError(
-                "Coprocessor(hardware='gpu'): the GPU responders are not part of this build; "
-                "use hardware='cpu' (the same functions run on the CPU)"
-            )
-        if self.hardware != "cpu":
+        if self.hardware not in ("cpu", "gpu"):
             raise PlacementError(f"Coprocessor(hardware={self.hardware!r}): expected 'cpu' or 'gpu'")
+        if self.hardware == "gpu":
+            for k, v in self.init_args.items():
+                if k not in GPU_INIT_ARGS:
+                    raise PlacementError(
+                        f"Coprocessor(hardware='gpu'): unknown init_args key {k!r} (known: {', '.join(GPU_INIT_ARGS)})"
+                    )
+                if k == "backend" and v not in GPU_BACKENDS:
+                    raise PlacementError(
+                        f"Coprocessor(hardware='gpu'): backend={v!r} (expected one of {', '.join(GPU_BACKENDS)})"
+                    )
+                if k == "device" and (not isinstance(v, int) or v < 0):
+                    raise PlacementError(f"Coprocessor(hardware='gpu'): device={v!r} must be an integer ≥ 0")
+                if k == "threads" and (not isinstance(v, int) or not 1 <= v <= 1024):
+                    raise PlacementError(f"Coprocessor(hardware='gpu'): threads={v!r} must be an integer in 1..1024")
         if self.remote not in (False, True, "process", "host"):
             raise PlacementError(f"Coprocessor(remote={self.remote!r}): expected False, 'process' or True")
         if self.remote in (True, "host") and (self.endpoint is None or self.endpoint.address is None):
@@ -306,6 +355,11 @@ class Coprocessor:
         for f in self._functions().values():
             if not isinstance(f, CoprocessorFunction):
                 raise PlacementError(f"Coprocessor: {f!r} is not a CoprocessorFunction (or css_bp_decoder)")
+            if self.hardware not in f.hardware:
+                where = "on a GPU" if f.hardware == ("gpu",) else "on the CPU"
+                raise PlacementError(
+                    f"Coprocessor(hardware={self.hardware!r}): {f!r} runs {where} only"
+                )
 
     def _functions(self) -> dict[int, CoprocessorFunction]:
         f = self.coprocessor_fn
@@ -316,11 +370,19 @@ class Coprocessor:
         return {i: f for i in f.default_ids}
 
     def fns(self) -> list[tuple[int, str]]:
-        """``(decoder_id, spec)`` pairs to serve."""
+        """``(decoder_id, spec)`` pairs to serve (``gpu:`` specs on a GPU)."""
         out = []
         for base, f in sorted(self._functions().items()):
             out.extend(f.specs(base))
+        if self.hardware == "gpu":
+            out = [(i, spec if spec.startswith("gpu:") else f"gpu:{spec}") for i, spec in out]
         return out
+
+    def gpu_environment(self) -> dict[str, str]:
+        """The ``BACKLINE_GPU_*`` settings of a GPU coprocessor's ``init_args``."""
+        if self.hardware != "gpu":
+            return {}
+        return {GPU_INIT_ARGS[k]: str(v) for k, v in self.init_args.items()}
 
     def decoder_ids(self) -> set[int] | None:
         """Decoder ids served (None: unknown, a remote executor's own table)."""

@@ -170,8 +170,11 @@ def test_runtime_calls_out_of_order_and_conditions_on_non_paulis():
 
 
 def test_placement_errors_name_the_setting():
-    with pytest.raises(errors.PlacementError, match="hardware='gpu'"):
-        Coprocessor(hardware="gpu", coprocessor_fn=CoprocessorFunction.builtin("steane"))
+    with pytest.raises(errors.PlacementError, match="hardware='tpu'"):
+        Coprocessor(hardware="tpu", coprocessor_fn=CoprocessorFunction.builtin("steane"))
+    with pytest.raises(errors.PlacementError, match="backend='cuda12'"):
+        Coprocessor(hardware="gpu", coprocessor_fn=CoprocessorFunction.builtin("steane"),
+                    init_args={"backend": "cuda12"})
     with pytest.raises(errors.PlacementError, match="needs endpoint"):
         Coprocessor(remote=True)
     with pytest.raises(errors.PlacementError, match="placement has none"):

@@ -68,6 +68,23 @@ def test_the_bposd_demos_decode(name):
     assert "400 decode rounds" in out
 
 
+@pytest.mark.parametrize("name", ["02_explicit_bposd.py", "02a_runtime_calls.py"])
+def test_the_bposd_demos_give_the_same_samples_with_the_decoder_on_a_gpu(name):
+    cpu = run(name, "--shots", "200", "--seed", "3").stdout
+    gpu = run(name, "--shots", "200", "--seed", "3", "--gpu", "emu").stdout
+    pick = lambda out: re.findall(r"data [01]+|logical failures: \d+ with decoding", out)  # noqa: E731
+    assert pick(gpu) == pick(cpu)
+    assert "every corrected shot has a zero Z syndrome: True" in gpu
+
+
+def test_demo_3_with_its_executor_on_a_gpu_gives_the_same_samples():
+    a = run("01_ghz_memcpy.py", "--shots", "30", "--seed", "9", "--noise", "0.01").stdout
+    b = run("03_ghz_remote.py", "--shots", "30", "--seed", "9", "--noise", "0.01", "--transport", "udp",
+            "--gpu", "emu").stdout
+    assert "from a GPU kernel" in b
+    assert re.search(r"counts: .*", a).group(0) == re.search(r"counts: .*", b).group(0)
+
+
 def test_demo_1a_refuses_clearly_without_rdma():
     p = run("01a_ghz_rdma.py", "--shots", "2", ok=False)
     if p.returncode == 0:

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Formatting, lints and every Rust test of the workspace.
 set -euo pipefail
+# The GPU kernels compile for real here (NVRTC, ptxas, hipcc, hiprtc): see scripts/deps.d/gpu.sh.
+. scripts/gpu-env.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked

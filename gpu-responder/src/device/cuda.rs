@@ -23,6 +23,9 @@ use crate::{Error, Result};
 
 /// The built-in kernels, compiled ahead by NVRTC for `compute_80` (runs on sm_80 and later).
 pub(crate) const BUILTIN_PTX: &str = include_str!("../../ptx/persistent.ptx");
+/// The persistent template with the Triton adapter, compiled ahead with relocatable device
+/// code: it declares `bl_triton_decode`, which [`crate::triton::link`] supplies.
+pub(crate) const TRITON_TEMPLATE_PTX: &str = include_str!("../../ptx/persistent_triton.ptx");
 /// The architecture of [`BUILTIN_PTX`].
 pub(crate) const BUILTIN_ARCH: &str = "compute_80";
 
@@ -331,6 +334,16 @@ pub(crate) fn nvrtc_version() -> Option<(i32, i32)> {
 
 /// Compiles `source` (one translation unit, named `name` in diagnostics) to PTX for `arch`.
 pub(crate) fn compile_ptx(source: &str, name: &str, arch: &str) -> Result<String> {
+    compile_ptx_with(source, name, arch, &[])
+}
+
+/// [`compile_ptx`] with further NVRTC options (e.g. `-rdc=true`).
+pub(crate) fn compile_ptx_with(
+    source: &str,
+    name: &str,
+    arch: &str,
+    extra: &[&str],
+) -> Result<String> {
     if !nvrtc_loaded() {
         return Err(Error::NoDriver(
             "NVRTC not found (libnvrtc.so.12; `pip install nvidia-cuda-nvrtc-cu12` and add its \
@@ -348,6 +361,7 @@ pub(crate) fn compile_ptx(source: &str, name: &str, arch: &str) -> Result<String
     let prog = nvrtc::create_program(&src, Some(&cname)).map_err(|e| fail(format!("{e:?}")))?;
     let mut options: Vec<String> = NVRTC_OPTIONS.iter().map(|s| s.to_string()).collect();
     options.push(format!("--gpu-architecture={arch}"));
+    options.extend(extra.iter().map(|o| o.to_string()));
     // SAFETY: `prog` is live until destroyed below.
     let compiled = unsafe { nvrtc::compile_program(prog, &options) };
     // SAFETY: as above.

@@ -142,6 +142,13 @@ pub(crate) trait Device: Send + Sync {
     fn load_builtin(&self) -> Result<Arc<dyn Module>>;
     /// The persistent template with a user device function.
     fn load_user(&self, kernel: &UserKernel) -> Result<Arc<dyn Module>>;
+    /// The persistent template with a decoder written in Triton, linked from its PTX.
+    fn load_triton(&self, _decoder: &crate::triton::TritonDecoder) -> Result<Arc<dyn Module>> {
+        Err(Error::Unsupported(format!(
+            "a Triton decoder is PTX for an NVIDIA GPU; the {} backend cannot run it",
+            self.backend()
+        )))
+    }
 }
 
 /// Loaded kernels.
@@ -226,6 +233,12 @@ pub fn nvrtc_compile(source: &str, name: &str, arch: &str) -> Result<String> {
     cuda::compile_ptx(source, name, arch)
 }
 
+/// [`nvrtc_compile`] with further options (e.g. `-rdc=true` for the Triton template).
+#[cfg(feature = "cuda")]
+pub fn nvrtc_compile_with(source: &str, name: &str, arch: &str, extra: &[&str]) -> Result<String> {
+    cuda::compile_ptx_with(source, name, arch, extra)
+}
+
 /// The NVRTC version that would compile kernels, if NVRTC loads.
 #[cfg(feature = "cuda")]
 pub fn nvrtc_version() -> Option<(i32, i32)> {
@@ -247,4 +260,9 @@ pub(crate) fn cuda_builtin_ptx() -> &'static str {
 #[cfg(feature = "cuda")]
 pub(crate) fn cuda_builtin_arch() -> &'static str {
     cuda::BUILTIN_ARCH
+}
+
+#[cfg(feature = "cuda")]
+pub(crate) fn cuda_triton_template_ptx() -> &'static str {
+    cuda::TRITON_TEMPLATE_PTX
 }

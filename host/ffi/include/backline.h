@@ -111,8 +111,10 @@ extern "C" {
 backline_status backline_config_default(backline_config *out);
 
 // `create(target, role, key, config)`: a new session in state created, registered under
-// (role, key). `target` is the node's hardware ("cpu"; "gpu" and "fpga" are placements this
-// host library drives through other crates). `config` NULL means the defaults.
+// (role, key). `target` is the node's hardware: "cpu", or "gpu" for a coprocessor whose
+// functions run on a GPU (`gpu:` specs; see `backline_session_set_coprocessor_builtin`).
+// FPGA controllers are driven by `backline-apu` / `backline sim`, not by this library.
+// `config` NULL means the defaults.
 //
 // # Safety
 // String arguments are NUL-terminated; `config` is NULL or valid; `out` is valid for writing.
@@ -153,8 +155,13 @@ backline_status backline_session_set_message_sizes(backline_session *session, si
 // serving thread; `ctx` stays valid until the session is destroyed.
 backline_status backline_session_set_coprocessor_fn(backline_session *session, uint32_t decoder_id, backline_coprocessor_fn func, void *ctx);
 
-// Coprocessor role setup: registers a built-in function (`"echo"`, `"steane"`) or a C
-// symbol by name (`"path/to/lib.so:symbol"`) under `decoder_id`.
+// Coprocessor role setup: registers the functions of a spec from `decoder_id` on: a built-in
+// (`"echo"`, `"steane"`), a C symbol by name (`"path/to/lib.so:symbol"`), BP+OSD from a CSS
+// code (`"bposd:CODE[:SETTINGS]"`: X checks on `decoder_id`, Z checks on `decoder_id + 1`), or
+// on a session of target "gpu" the GPU functions (`"gpu:echo"`, `"gpu:steane"`,
+// `"gpu:bposd:…"`, `"gpu:FILE.cu:FUNCTION"`; the `gpu:` prefix may be left out there). GPU
+// functions run where `BACKLINE_GPU_BACKEND` / `BACKLINE_GPU_DEVICE` say (default: the first
+// CUDA, else HIP, device; `emu` runs the kernels on CPU threads).
 //
 // # Safety
 // `spec` is NUL-terminated.

@@ -11,6 +11,8 @@ use crate::{Fail, backline_session, backline_status};
 struct Slot {
     generation: u32,
     entry: Option<(Role, String, SessionRef)>,
+    /// The session was created for target "gpu" (a coprocessor whose functions run on a GPU).
+    gpu: bool,
 }
 
 /// The process-wide handle table.
@@ -37,20 +39,28 @@ impl Handles {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Issues a handle for a new session.
-    pub(crate) fn insert(&self, role: Role, key: &str, s: SessionRef) -> *mut backline_session {
+    /// Issues a handle for a new session (`gpu`: created for target "gpu").
+    pub(crate) fn insert(
+        &self,
+        role: Role,
+        key: &str,
+        s: SessionRef,
+        gpu: bool,
+    ) -> *mut backline_session {
         let mut slots = self.lock();
         let entry = Some((role, key.to_string(), s));
         let i = match slots.iter().position(|s| s.entry.is_none()) {
             Some(i) => {
                 slots[i].generation = slots[i].generation.wrapping_add(1);
                 slots[i].entry = entry;
+                slots[i].gpu = gpu;
                 i
             }
             None => {
                 slots.push(Slot {
                     generation: 1,
                     entry,
+                    gpu,
                 });
                 slots.len() - 1
             }
@@ -83,6 +93,13 @@ impl Handles {
         let slots = self.lock();
         let i = Self::check(&slots, h)?;
         Ok(slots[i].entry.as_ref().expect("checked").2.clone())
+    }
+
+    /// Whether the session behind a handle was created for target "gpu".
+    pub(crate) fn is_gpu(&self, h: *mut backline_session) -> Result<bool, Fail> {
+        let slots = self.lock();
+        let i = Self::check(&slots, h)?;
+        Ok(slots[i].gpu)
     }
 
     /// The live handle of (role, key).

@@ -288,8 +288,10 @@ fn parse_role(s: &str) -> Result<Role, Fail> {
 }
 
 /// `create(target, role, key, config)`: a new session in state created, registered under
-/// (role, key). `target` is the node's hardware ("cpu"; "gpu" and "fpga" are placements this
-/// host library drives through other crates). `config` NULL means the defaults.
+/// (role, key). `target` is the node's hardware: "cpu", or "gpu" for a coprocessor whose
+/// functions run on a GPU (`gpu:` specs; see `backline_session_set_coprocessor_builtin`).
+/// FPGA controllers are driven by `backline-apu` / `backline sim`, not by this library.
+/// `config` NULL means the defaults.
 ///
 /// # Safety
 /// String arguments are NUL-terminated; `config` is NULL or valid; `out` is valid for writing.
@@ -313,12 +315,21 @@ pub unsafe extern "C" fn backline_session_create(
                 cstr(key, "key")?,
             )
         };
-        if target != "cpu" {
-            return Err(invalid(format!(
-                "target `{target}`: this library runs cpu nodes"
-            )));
-        }
         let role = parse_role(role)?;
+        let gpu = match (target, role) {
+            ("cpu", _) => false,
+            ("gpu", Role::Coprocessor) => true,
+            ("gpu", Role::Controller) => {
+                return Err(invalid(
+                    "target `gpu`: a GPU node is a coprocessor; controllers run on a cpu (or an fpga)",
+                ));
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "target `{target}`: expected \"cpu\" or \"gpu\" (FPGA controllers are driven by backline-apu and backline sim)"
+                )));
+            }
+        };
         let config = if config.is_null() {
             SessionConfig::default()
         } else {
@@ -326,7 +337,7 @@ pub unsafe extern "C" fn backline_session_create(
             session_config(unsafe { &*config })?
         };
         let s = Registry::global().create(role, key, config)?;
-        let h = HANDLES.insert(role, key, s);
+        let h = HANDLES.insert(role, key, s, gpu);
         // SAFETY: `out` is non-null and writable by contract.
         unsafe { out.write(h) };
         Ok(())
@@ -506,7 +517,13 @@ pub unsafe extern "C" fn backline_session_set_coprocessor_fn(
     func: backline_coprocessor_fn,
     ctx: *mut c_void,
 ) -> backline_status {
+    let gpu = HANDLES.is_gpu(session);
     coprocessor(session, "set_coprocessor_fn", |c| {
+        if gpu? {
+            return Err(invalid(
+                "a GPU coprocessor runs GPU functions: register a gpu: spec with set_coprocessor_builtin",
+            ));
+        }
         let Some(func) = func else {
             return Err(invalid("func is NULL"));
         };
@@ -518,8 +535,13 @@ pub unsafe extern "C" fn backline_session_set_coprocessor_fn(
     })
 }
 
-/// Coprocessor role setup: registers a built-in function (`"echo"`, `"steane"`) or a C
-/// symbol by name (`"path/to/lib.so:symbol"`) under `decoder_id`.
+/// Coprocessor role setup: registers the functions of a spec from `decoder_id` on: a built-in
+/// (`"echo"`, `"steane"`), a C symbol by name (`"path/to/lib.so:symbol"`), BP+OSD from a CSS
+/// code (`"bposd:CODE[:SETTINGS]"`: X checks on `decoder_id`, Z checks on `decoder_id + 1`), or
+/// on a session of target "gpu" the GPU functions (`"gpu:echo"`, `"gpu:steane"`,
+/// `"gpu:bposd:…"`, `"gpu:FILE.cu:FUNCTION"`; the `gpu:` prefix may be left out there). GPU
+/// functions run where `BACKLINE_GPU_BACKEND` / `BACKLINE_GPU_DEVICE` say (default: the first
+/// CUDA, else HIP, device; `emu` runs the kernels on CPU threads).
 ///
 /// # Safety
 /// `spec` is NUL-terminated.
@@ -531,10 +553,25 @@ pub unsafe extern "C" fn backline_session_set_coprocessor_builtin(
 ) -> backline_status {
     // SAFETY: NUL-terminated by contract.
     let spec = unsafe { cstr(spec, "spec") };
+    let gpu = HANDLES.is_gpu(session);
     coprocessor(session, "set_coprocessor_builtin", |c| {
-        let r: Arc<dyn Responder> =
-            backline_responder::parse_spec(spec?).map_err(|e| invalid(e.to_string()))?;
-        Ok(c.set_coprocessor_fn(decoder_id, r)?)
+        let spec = spec?;
+        let spec = match (gpu?, spec.starts_with("gpu:")) {
+            (true, true) | (false, false) => spec.to_string(),
+            (true, false) => format!("gpu:{spec}"),
+            (false, true) => {
+                return Err(invalid(format!(
+                    "`{spec}` runs on a GPU: create the coprocessor session with target \"gpu\""
+                )));
+            }
+        };
+        let functions = backline_responder::functions_of(&spec, decoder_id)
+            .map_err(|e| invalid(e.to_string()))?;
+        for (id, r) in functions {
+            let r: Arc<dyn Responder> = r;
+            c.set_coprocessor_fn(id, r)?;
+        }
+        Ok(())
     })
 }
 

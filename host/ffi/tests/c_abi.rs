@@ -17,6 +17,10 @@ fn lib_dir() -> PathBuf {
 }
 
 fn build_and_run(src: &Path, name: &str) -> String {
+    build_and_run_with(src, name, &[])
+}
+
+fn build_and_run_with(src: &Path, name: &str, env: &[(&str, &str)]) -> String {
     let dir = env!("CARGO_MANIFEST_DIR");
     let lib = lib_dir();
     assert!(
@@ -38,7 +42,10 @@ fn build_and_run(src: &Path, name: &str) -> String {
         .status()
         .unwrap_or_else(|e| panic!("running {cc}: {e}"));
     assert!(st.success(), "compiling {}", src.display());
-    let o = Command::new(&out).output().unwrap();
+    let o = Command::new(&out)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(
         o.status.success(),
@@ -66,4 +73,15 @@ fn bad_calls_return_their_status_codes() {
         "abi_errors",
     );
     assert!(out.contains("abi errors ok"), "{out}");
+}
+
+#[test]
+fn a_gpu_coprocessor_serves_c_controllers_through_its_rings() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let out = build_and_run_with(
+        Path::new(&format!("{dir}/tests/c/gpu_rounds.c")),
+        "gpu_rounds",
+        &[("BACKLINE_GPU_BACKEND", "emu")],
+    );
+    assert!(out.contains("1000 gpu rounds ok"), "{out}");
 }

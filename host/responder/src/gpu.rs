@@ -1,6 +1,7 @@
 //! GPU coprocessor functions (`backline-gpu`) as responders: `gpu:echo`, `gpu:steane`,
 //! `gpu:bposd:CODE[:SETTINGS]` (X checks on decoder id `base`, Z checks on `base + 1`, one
-//! kernel) and `gpu:FILE:FUNCTION` (a user device function in a `.cu`/HIP file).
+//! kernel), `gpu:FILE:FUNCTION` (a user device function in a `.cu`/HIP file) and
+//! `gpu:triton:FILE` (a decoder written in Triton, compiled ahead by `backline.triton_decoder`).
 //!
 //! Each spec launches one persistent kernel. A CPU thread that serves a message through one of
 //! these responders hands it to the kernel and waits for the reply (the proxy hop, timed and
@@ -120,12 +121,18 @@ pub fn gpu_functions(
         .strip_prefix("gpu:")
         .ok_or_else(|| GpuSpecError::Spec {
             spec: spec.to_string(),
-            msg: "expected gpu:echo, gpu:steane, gpu:bposd:CODE[:SETTINGS] or gpu:FILE:FUNCTION"
+            msg: "expected gpu:echo, gpu:steane, gpu:bposd:CODE[:SETTINGS], gpu:FILE:FUNCTION or gpu:triton:FILE"
                 .into(),
         })?;
     let functions: Vec<(DecoderId, GpuFunction)> = match rest {
         "echo" => vec![(base, GpuFunction::Echo)],
         "steane" => vec![(base, GpuFunction::Steane)],
+        r if r.starts_with("triton:") => vec![(
+            base,
+            GpuFunction::Triton {
+                path: PathBuf::from(&r["triton:".len()..]),
+            },
+        )],
         r if r.starts_with("bposd:") => {
             let (hx, hz, config) = crate::bposd::parse_bposd(spec)?;
             // The CPU decoder validates the code and the settings, with its messages.
@@ -159,8 +166,8 @@ pub fn gpu_functions(
             _ => {
                 return Err(GpuSpecError::Spec {
                     spec: spec.to_string(),
-                    msg: "expected gpu:echo, gpu:steane, gpu:bposd:CODE[:SETTINGS] or \
-                          gpu:FILE:FUNCTION"
+                    msg: "expected gpu:echo, gpu:steane, gpu:bposd:CODE[:SETTINGS], \
+                          gpu:FILE:FUNCTION or gpu:triton:FILE"
                         .into(),
                 });
             }
@@ -243,6 +250,7 @@ mod tests {
             ("gpu:bposd:hgp13:schedule=serial", "parallel"),
             ("gpu:/nonexistent/dec.cu:f", "/nonexistent/dec.cu"),
             ("gpu:x.cu:not-an-identifier", "identifier"),
+            ("gpu:triton:/nonexistent/dec.ptx", "/nonexistent/dec.ptx"),
         ] {
             let e = gpu_functions(spec, 0, &emu()).err().unwrap().to_string();
             assert!(e.contains(needle), "{spec}: {e}");

@@ -144,7 +144,7 @@ impl Server {
         let table = table_of(fns)?;
         let transport = config.transport;
         let options = ServeOptions {
-            max_sessions,
+            total_sessions: max_sessions,
             ..ServeOptions::default()
         };
         let address = if transport == TransportKind::Memcpy && address.is_empty() {

@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 
 mod config;
+mod connect;
 mod error;
 pub mod floor;
 pub mod link;
@@ -38,6 +39,7 @@ mod memcpy;
 pub mod os;
 pub mod rdma;
 mod registry;
+pub mod rounds;
 pub mod server;
 pub mod session;
 pub mod shm;
@@ -46,8 +48,9 @@ pub mod udp;
 pub use backline_ring::{SpinBudget, WaitPolicy};
 pub use config::{RdmaOptions, SessionConfig, TransportKind};
 pub use error::{Error, Result};
+pub use link::StopFlag;
 pub use registry::{Registry, SessionRef};
-pub use server::{ServeOptions, ServerStats};
+pub use server::{DEFAULT_MAX_SESSIONS, ServeOptions, ServerStats, SessionReport};
 pub use session::{
     Controller, ControllerSession, Coprocessor, CoprocessorSession, Reply, Role, Session, State,
 };

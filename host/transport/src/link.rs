@@ -1,18 +1,111 @@
 //! The transport trait: what a session needs from a fabric, per side, once connected.
 //!
 //! Every transport implements [`ControllerLink`] (controller side of an established channel),
-//! and [`Listener`] + [`CoprocessorLink`] (coprocessor side, which serves one controller after
-//! another). The memory transports (memcpy, shm) share one implementation, [`RingPair`]; the
-//! others reuse [`backline_ring::RingView`] for their local reply and request rings, so no
-//! ring logic is written twice.
+//! and [`Listener`] + [`CoprocessorLink`] (coprocessor side: a listener accepts controllers,
+//! each accepted link serves one of them on its own thread, several at once). The memory
+//! transports (memcpy, shm) share one implementation, [`RingPair`]; the others reuse
+//! [`backline_ring::RingView`] for their local reply and request rings, so no ring logic is
+//! written twice. A listener admits a controller only while [`Admission`] has room; a hello
+//! beyond that is answered "full".
 
 use std::any::Any;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use backline_ring::{Message, RingView, WaitError, WaitPolicy};
+use backline_ring::{CachePadded, Message, RingView, WaitError, WaitPolicy};
 use backline_wire::{DecoderId, Geometry, Kind, Seq, Status};
 
+use crate::rounds::{Polled, RoundCtx, RoundIo};
 use crate::{Error, Result};
+
+/// Set once to stop a server: its listener and every session it serves look at it now and
+/// then. Cloning shares the flag.
+#[derive(Debug, Clone, Default)]
+pub struct StopFlag(Arc<CachePadded<AtomicBool>>);
+
+impl StopFlag {
+    /// A flag not set.
+    pub fn new() -> StopFlag {
+        StopFlag::default()
+    }
+    /// Sets it.
+    pub fn set(&self) {
+        // Relaxed: the readers only need to see the store eventually (every few ms).
+        self.0.0.store(true, Ordering::Relaxed);
+    }
+    /// Whether it is set.
+    #[inline]
+    pub fn is_set(&self) -> bool {
+        self.0.0.load(Ordering::Relaxed)
+    }
+}
+
+/// How many controller sessions a server holds at once.
+#[derive(Debug)]
+pub struct Admission {
+    max: usize,
+    active: AtomicUsize,
+}
+
+impl Admission {
+    /// Room for `max` sessions at once.
+    pub fn new(max: usize) -> Arc<Admission> {
+        Arc::new(Admission {
+            max: max.max(1),
+            active: AtomicUsize::new(0),
+        })
+    }
+
+    /// A place for one more session, or `None` when all are taken.
+    pub fn try_admit(self: &Arc<Self>) -> Option<AdmitGuard> {
+        // AcqRel: the count is the only shared state; a failed CAS retries with the latest.
+        let mut cur = self.active.load(Ordering::Acquire);
+        loop {
+            if cur >= self.max {
+                return None;
+            }
+            match self.active.compare_exchange_weak(
+                cur,
+                cur + 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some(AdmitGuard(self.clone())),
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Sessions being served.
+    pub fn active(&self) -> usize {
+        self.active.load(Ordering::Acquire)
+    }
+
+    /// The most sessions at once.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+}
+
+/// One admitted session; its place is freed when dropped (the session ended).
+#[derive(Debug)]
+pub struct AdmitGuard(Arc<Admission>);
+
+impl Drop for AdmitGuard {
+    fn drop(&mut self) {
+        // Release: pairs with the Acquire of `try_admit`.
+        self.0.active.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// A controller a listener accepted: its link and its place in the admission.
+pub struct Accepted {
+    /// The coprocessor side of the session.
+    pub link: Box<dyn CoprocessorLink>,
+    /// Frees the session's place when dropped.
+    pub guard: AdmitGuard,
+}
 
 /// The controller side of an established channel.
 pub trait ControllerLink: Send {
@@ -37,39 +130,36 @@ pub trait ControllerLink: Send {
     fn peer_alive(&self) -> bool {
         true
     }
-}
-
-/// The coprocessor side of one controller's session.
-pub trait CoprocessorLink {
-    /// The agreed ring shape.
-    fn geometry(&self) -> Geometry;
-    /// Waits for the request of `seq`. `Ok(None)` means the controller ended the session (or
-    /// the server is stopping).
-    fn wait_request(&mut self, seq: Seq, wait: &WaitPolicy) -> Result<Option<Message<'_>>>;
-    /// Sends the reply of `seq`.
-    fn reply(
-        &mut self,
-        seq: Seq,
-        decoder_id: DecoderId,
-        status: Status,
-        payload: &[u8],
-    ) -> Result<()>;
-    /// Serves rounds until the session ends. The default runs [`crate::server::rounds`]
-    /// instantiated for the implementing type, so one virtual call per session replaces
-    /// several per round.
-    fn serve_rounds(&mut self, ctx: &mut crate::server::RoundCtx<'_>) -> Result<()> {
-        crate::server::rounds(self, ctx)
+    /// Hop probes are on: a transport with a hop of its own (the udp datagram's arrival)
+    /// returns the cell where it stores when it received the latest reply.
+    fn enable_probes(&mut self) -> Option<Arc<std::sync::atomic::AtomicU64>> {
+        None
     }
 }
 
-/// The coprocessor's endpoint: accepts one controller at a time.
+/// The coprocessor side of one controller's session, served on a thread of its own (or polled
+/// by a serving thread with others).
+pub trait CoprocessorLink: RoundIo + Send {
+    /// Who the controller is, for reports (`udp:10.0.0.2:4100`, `shm:NAME#3`…).
+    fn peer(&self) -> String;
+    /// Serves rounds until the session ends. The default runs [`crate::rounds::run`]
+    /// instantiated for the implementing type, so one virtual call per session replaces
+    /// several per round.
+    fn serve_rounds(&mut self, ctx: &mut RoundCtx<'_>) -> Result<()> {
+        crate::rounds::run(self, ctx)
+    }
+    /// Serves the next round if its request is there ([`crate::rounds::step`]).
+    fn serve_step(&mut self, ctx: &mut RoundCtx<'_>) -> Result<Option<bool>> {
+        crate::rounds::step(self, ctx)
+    }
+}
+
+/// The coprocessor's endpoint: accepts controllers, each into a session of its own, while the
+/// [`Admission`] it was made with has room.
 pub trait Listener: Send {
-    /// Waits for the next controller. `Ok(None)` when `stop()` says so.
-    fn accept<'a>(
-        &'a mut self,
-        wait: &WaitPolicy,
-        stop: &'a (dyn Fn() -> bool + Sync),
-    ) -> Result<Option<Box<dyn CoprocessorLink + 'a>>>;
+    /// Waits for the next controller, answering what is not one (floor pings, hellos beyond
+    /// the admission, strays) meanwhile. `Ok(None)` once `stop` is set.
+    fn accept(&mut self, wait: &WaitPolicy, stop: &StopFlag) -> Result<Option<Accepted>>;
     /// Where it listens, for messages (e.g. `shm:NAME (/dev/shm/backline-NAME)`).
     fn address(&self) -> String;
     /// What a controller passes as its peer to reach it: a session key (memcpy), a segment
@@ -195,12 +285,21 @@ impl Drop for RingController {
 
 /// The coprocessor side of a [`RingPair`]. `ended` says the controller left or the server
 /// stops.
-pub(crate) struct RingCoprocessor<'a> {
+pub(crate) struct RingCoprocessor {
     pub rings: RingPair,
-    pub ended: Box<dyn Fn() -> bool + 'a>,
+    pub ended: Box<dyn Fn() -> bool + Send>,
+    pub peer: String,
+    /// Polls since `ended` was last asked (by `poll_request`).
+    pub polls: u32,
 }
 
-impl CoprocessorLink for RingCoprocessor<'_> {
+impl CoprocessorLink for RingCoprocessor {
+    fn peer(&self) -> String {
+        self.peer.clone()
+    }
+}
+
+impl RoundIo for RingCoprocessor {
     fn geometry(&self) -> Geometry {
         self.rings.req.geometry()
     }
@@ -220,6 +319,18 @@ impl CoprocessorLink for RingCoprocessor<'_> {
                 Err(WaitError::Timeout { .. }) => continue,
             }
         }
+    }
+
+    #[inline]
+    fn poll_request(&mut self, seq: Seq) -> Result<Polled<'_>> {
+        self.polls = self.polls.wrapping_add(1);
+        if self.polls.is_multiple_of(256) && (self.ended)() {
+            return Ok(Polled::Ended);
+        }
+        Ok(match self.rings.req.poll(seq) {
+            Some(m) => Polled::Ready(m),
+            None => Polled::Pending,
+        })
     }
 
     #[inline]

@@ -1,32 +1,38 @@
 //! `memcpy`: controller and coprocessor threads in one process. The coprocessor opens a port
 //! under its session key; a controller finds it by that key, allocates the two rings on the
-//! heap, and hands them over. No fabric: a round is two cache-line transfers.
+//! heap, and hands them over; the server serves each controller on a thread of its own. No
+//! fabric: a round is two cache-line transfers.
 //!
 //! A coprocessor that serves rings of its own (a GPU kernel polling mapped host memory, see
 //! [`backline_ring::RingServer`]) takes the port over instead: the controller then attaches to
 //! those rings and writes where the kernel polls, with no thread in between.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
 use backline_ring::{CachePadded, HeapRing, RingServer, WaitPolicy};
 use backline_wire::{Geometry, RejectReason};
 
-use crate::link::{CoprocessorLink, Listener, RingController, RingCoprocessor, RingPair};
+use crate::link::{
+    Accepted, Admission, AdmitGuard, Listener, RingController, RingCoprocessor, RingPair, StopFlag,
+};
 use crate::{Error, Result};
 
+/// A controller's rings on their way to the server.
 struct Attach {
     req: Arc<HeapRing>,
     rep: Arc<HeapRing>,
     bye: Arc<CachePadded<AtomicBool>>,
+    guard: AdmitGuard,
+    /// Set by the server when it took the rings.
+    taken: Arc<AtomicBool>,
 }
 
 #[derive(Default)]
 struct PortState {
-    pending: Option<Attach>,
-    active: Option<Arc<CachePadded<AtomicBool>>>,
+    pending: VecDeque<Attach>,
     /// A coprocessor serving its own rings; controllers attach to it directly.
     external: Option<Arc<dyn RingServer>>,
 }
@@ -35,8 +41,10 @@ struct PortState {
 pub(crate) struct Port {
     key: String,
     geometry: Geometry,
+    admission: Arc<Admission>,
     state: Mutex<PortState>,
     cv: Condvar,
+    sessions: AtomicU64,
 }
 
 fn ports() -> &'static Mutex<HashMap<String, Arc<Port>>> {
@@ -51,7 +59,11 @@ pub(crate) struct MemcpyListener {
 
 impl MemcpyListener {
     /// Opens the port `key`; fails if another coprocessor in this process holds it.
-    pub(crate) fn open(key: &str, geometry: Geometry) -> Result<MemcpyListener> {
+    pub(crate) fn open(
+        key: &str,
+        geometry: Geometry,
+        admission: Arc<Admission>,
+    ) -> Result<MemcpyListener> {
         let mut map = ports().lock().unwrap_or_else(|p| p.into_inner());
         if map.contains_key(key) {
             return Err(Error::InUse(format!("memcpy port `{key}`")));
@@ -59,8 +71,10 @@ impl MemcpyListener {
         let port = Arc::new(Port {
             key: key.to_string(),
             geometry,
+            admission,
             state: Mutex::default(),
             cv: Condvar::new(),
+            sessions: AtomicU64::new(0),
         });
         map.insert(key.to_string(), port.clone());
         Ok(MemcpyListener { port })
@@ -80,30 +94,33 @@ impl Drop for MemcpyListener {
 }
 
 impl Listener for MemcpyListener {
-    fn accept<'a>(
-        &'a mut self,
-        _wait: &WaitPolicy,
-        stop: &'a (dyn Fn() -> bool + Sync),
-    ) -> Result<Option<Box<dyn CoprocessorLink + 'a>>> {
+    fn accept(&mut self, _wait: &WaitPolicy, stop: &StopFlag) -> Result<Option<Accepted>> {
         let mut st = self.port.state.lock().unwrap_or_else(|p| p.into_inner());
         loop {
-            if stop() {
+            if stop.is_set() {
                 return Ok(None);
             }
-            if let Some(a) = st.pending.take() {
-                st.active = Some(a.bye.clone());
-                // The controller waits for this hand-over.
+            if let Some(a) = st.pending.pop_front() {
+                // Release: the controller waiting for this hand-over sees it (pairs with its
+                // Acquire load under the same lock).
+                a.taken.store(true, Ordering::Release);
                 self.port.cv.notify_all();
-                let bye = a.bye;
+                let n = self.port.sessions.fetch_add(1, Ordering::Relaxed) + 1;
+                let (bye, stop) = (a.bye, stop.clone());
                 let rings = RingPair {
                     req: a.req.view(),
                     rep: a.rep.view(),
                     _keep: Box::new((a.req, a.rep)),
                 };
-                return Ok(Some(Box::new(RingCoprocessor {
-                    rings,
-                    ended: Box::new(move || bye.load(Ordering::Relaxed) || stop()),
-                })));
+                return Ok(Some(Accepted {
+                    link: Box::new(RingCoprocessor {
+                        rings,
+                        ended: Box::new(move || bye.load(Ordering::Relaxed) || stop.is_set()),
+                        peer: format!("memcpy:{}#{n}", self.port.key),
+                        polls: 0,
+                    }),
+                    guard: a.guard,
+                }));
             }
             st = self
                 .port
@@ -154,7 +171,6 @@ pub(crate) fn exchange(port: &Port, geometry: Geometry) -> Result<()> {
     Ok(())
 }
 
-/// Allocates the rings and hands them to the port's server.
 /// Allocates the rings, hands them to the port's server and waits (up to `timeout`) until the
 /// server has taken them, so that round 0 does not include the server's wake-up.
 pub(crate) fn attach(
@@ -168,28 +184,27 @@ pub(crate) fn attach(
         drop(st);
         return attach_external(&port, server, geometry);
     }
-    let busy = st.pending.is_some()
-        || st
-            .active
-            .as_ref()
-            .is_some_and(|b| !b.load(Ordering::Relaxed));
-    if busy {
-        return Err(Error::Rejected(RejectReason::Busy));
-    }
+    let guard = port
+        .admission
+        .try_admit()
+        .ok_or(Error::Rejected(RejectReason::Full))?;
     let req = Arc::new(HeapRing::new(geometry)?);
     let rep = Arc::new(HeapRing::new(geometry)?);
     let bye = Arc::new(CachePadded(AtomicBool::new(false)));
-    st.pending = Some(Attach {
+    let taken = Arc::new(AtomicBool::new(false));
+    st.pending.push_back(Attach {
         req: req.clone(),
         rep: rep.clone(),
         bye: bye.clone(),
+        guard,
+        taken: taken.clone(),
     });
     port.cv.notify_all();
     let t0 = std::time::Instant::now();
-    while st.pending.is_some() {
+    while !taken.load(Ordering::Acquire) {
         let left = timeout.saturating_sub(t0.elapsed());
         if left.is_zero() {
-            st.pending = None;
+            st.pending.retain(|a| !Arc::ptr_eq(&a.taken, &taken));
             return Err(Error::Timeout {
                 what: format!(
                     "the coprocessor memcpy:{} to take the session (is it started?)",

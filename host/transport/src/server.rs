@@ -1,120 +1,387 @@
-//! The coprocessor's serving loop: direct dispatch on the transport's own thread (SPEC §10).
-//! No queue, no hand-off: the thread that sees a request runs the function and writes the
-//! reply. The responder table is read-only while serving.
+//! The coprocessor's server: a listener thread accepts controllers, and each session is
+//! served by direct dispatch (SPEC §10) — on a thread of its own by default, or, with
+//! [`ServeOptions::serve_threads`], by one of K threads that poll their share of the sessions
+//! (for machines with fewer cores than sessions). The responder table is shared read-only, so
+//! no lock sits on the round path, and a slow or vanished controller holds up only its own
+//! session. Sessions beyond [`ServeOptions::max_sessions`] are refused "full".
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
+use backline_probe::{Recorder, Table};
 use backline_responder::ResponderTable;
 use backline_ring::WaitPolicy;
-use backline_wire::Seq;
 
-use crate::Result;
-use crate::link::{CoprocessorLink, Listener};
+use crate::link::{Accepted, Listener, StopFlag};
+use crate::rounds::{RoundCtx, SessionStats};
+use crate::{Error, Result, os};
 
-/// How long a server serves.
-#[derive(Debug, Clone, Default)]
+/// Sessions a server holds at once unless told otherwise.
+pub const DEFAULT_MAX_SESSIONS: usize = 16;
+
+/// How a server serves.
+#[derive(Debug, Clone)]
 pub struct ServeOptions {
-    /// End after this many controller sessions (None = until stopped).
-    pub max_sessions: Option<u64>,
+    /// End after this many controller sessions in total (None = until stopped).
+    pub total_sessions: Option<u64>,
+    /// Controller sessions served at once; a controller beyond is answered "full"
+    /// (default [`DEFAULT_MAX_SESSIONS`]).
+    pub max_sessions: usize,
+    /// `None`: one serving thread per session (direct dispatch on the ring's own thread).
+    /// `Some(k)`: k threads, each polling its share of the sessions; an idle thread naps
+    /// 50 µs between looks instead of blocking, so its sessions pay up to that after a pause.
+    pub serve_threads: Option<usize>,
     /// Reply scratch to allocate (and touch) before the first controller arrives, so that
     /// round 0 does not pay for the serving thread's first allocation. 0 = decide later.
     pub scratch_bytes: usize,
+    /// Hop probes: rounds to record per session (0 = off).
+    pub probe_rounds: u64,
+    /// Pin every serving thread to this CPU.
+    pub pin_cpu: Option<usize>,
+    /// Names the serving threads (`s<N>:<name>`, cut to Linux's 15 bytes).
+    pub name: String,
+    /// udp: a session whose controller sends nothing this long is ended (its controller
+    /// vanished). The other transports see their controller leave.
+    pub idle_timeout: Duration,
 }
 
-/// Counters a server keeps while it runs (relaxed atomics: for reporting only).
-///
-/// Aligned to 128 bytes so that no allocation of the controller's (a memcpy controller runs
-/// in the same process) shares its lines: the serving thread writes it every round.
+impl Default for ServeOptions {
+    fn default() -> ServeOptions {
+        ServeOptions {
+            total_sessions: None,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            serve_threads: None,
+            scratch_bytes: 0,
+            probe_rounds: 0,
+            pin_cpu: None,
+            name: "serve".into(),
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// One session as the server saw it.
+#[derive(Debug, Clone)]
+pub struct SessionReport {
+    /// Its number (1 = the first accepted).
+    pub number: u64,
+    /// The controller.
+    pub peer: String,
+    /// Requests answered.
+    pub rounds: u64,
+    /// Replies with a status other than ok.
+    pub failed: u64,
+    /// How it ended: `None` while it runs; `Some(Ok)` when the controller left (or the server
+    /// stopped); `Some(Err(text))` when serving it failed (e.g. the controller vanished).
+    pub ended: Option<std::result::Result<(), String>>,
+    /// Its hop probes (when on).
+    pub hops: Option<Table>,
+}
+
+/// Counters a server keeps while it runs (relaxed atomics: for reporting only), and its
+/// sessions.
 #[derive(Debug, Default)]
 #[repr(align(128))]
 pub struct ServerStats {
     /// Controller sessions accepted.
     pub sessions: AtomicU64,
-    /// Requests answered.
-    pub rounds: AtomicU64,
-    /// Replies with a status other than ok.
-    pub failed_rounds: AtomicU64,
+    /// Datagrams that belonged to no session (udp: strangers, garbage, late strays), dropped.
+    pub strays: Arc<AtomicU64>,
+    live: Mutex<Vec<(u64, String, Arc<SessionStats>)>>,
+    done: Mutex<Vec<SessionReport>>,
 }
 
 impl ServerStats {
-    /// (sessions, rounds, failed rounds).
+    /// (sessions, rounds, failed rounds), over every session so far.
     pub fn snapshot(&self) -> (u64, u64, u64) {
-        (
-            self.sessions.load(Ordering::Relaxed),
-            self.rounds.load(Ordering::Relaxed),
-            self.failed_rounds.load(Ordering::Relaxed),
-        )
-    }
-}
-
-/// What the rounds of one session need besides the link.
-pub struct RoundCtx<'a> {
-    /// The functions.
-    pub table: &'a ResponderTable,
-    /// How waits spin and block.
-    pub wait: &'a WaitPolicy,
-    /// Counters to publish.
-    pub stats: &'a ServerStats,
-    /// Reply scratch, at least the slot's payload capacity.
-    pub scratch: &'a mut Vec<u8>,
-}
-
-/// Serves one controller's rounds until it says bye (or the server stops). Generic, so that
-/// each link type gets its own copy with its calls inlined: the hot loop makes no virtual
-/// call but the coprocessor function's.
-pub fn rounds<L: CoprocessorLink + ?Sized>(link: &mut L, ctx: &mut RoundCtx<'_>) -> Result<()> {
-    let mut round = 0u64;
-    // Counted locally and published with plain stores: no atomic read-modify-write on the
-    // path of a reply.
-    let (mut rounds, mut failed) = (
-        ctx.stats.rounds.load(Ordering::Relaxed),
-        ctx.stats.failed_rounds.load(Ordering::Relaxed),
-    );
-    loop {
-        let seq = Seq::of_round(round);
-        let Some(m) = link.wait_request(seq, ctx.wait)? else {
-            return Ok(()); // the controller said bye, or we stop
-        };
-        let id = m.header.decoder_id;
-        let (status, n) = ctx.table.dispatch(id, m.payload, ctx.scratch);
-        // Counted before the reply leaves, so a controller that saw the reply sees it.
-        rounds += 1;
-        ctx.stats.rounds.store(rounds, Ordering::Relaxed);
-        if status != backline_wire::Status::Ok {
-            failed += 1;
-            ctx.stats.failed_rounds.store(failed, Ordering::Relaxed);
+        let (mut rounds, mut failed) = (0, 0);
+        for r in self.sessions_report() {
+            rounds += r.rounds;
+            failed += r.failed;
         }
-        link.reply(seq, id, status, &ctx.scratch[..n])?;
-        round += 1;
+        (self.sessions.load(Ordering::Relaxed), rounds, failed)
+    }
+
+    /// Every session so far, running or ended, in the order they were accepted.
+    pub fn sessions_report(&self) -> Vec<SessionReport> {
+        let mut all: Vec<SessionReport> =
+            self.done.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for (n, peer, s) in self.live.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            all.push(SessionReport {
+                number: *n,
+                peer: peer.clone(),
+                rounds: s.rounds.load(Ordering::Relaxed),
+                failed: s.failed.load(Ordering::Relaxed),
+                ended: None,
+                hops: None,
+            });
+        }
+        all.sort_by_key(|r| r.number);
+        all
+    }
+
+    fn begin(&self, number: u64, peer: String, s: Arc<SessionStats>) {
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((number, peer, s));
+    }
+
+    fn end(&self, number: u64, ended: std::result::Result<(), String>, hops: Option<Table>) {
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(i) = live.iter().position(|l| l.0 == number) else {
+            return;
+        };
+        let (n, peer, s) = live.swap_remove(i);
+        drop(live);
+        self.done
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(SessionReport {
+                number: n,
+                peer,
+                rounds: s.rounds.load(Ordering::Relaxed),
+                failed: s.failed.load(Ordering::Relaxed),
+                ended: Some(ended),
+                hops,
+            });
     }
 }
 
-/// Serves controllers from `listener` until `stop()` or the session budget is spent.
+/// A session on its way to a serving thread.
+struct Session {
+    number: u64,
+    accepted: Accepted,
+    stats: Arc<SessionStats>,
+}
+
+/// What a serving thread needs besides its sessions.
+#[derive(Clone)]
+struct Shared {
+    table: ResponderTable,
+    wait: WaitPolicy,
+    options: ServeOptions,
+    stats: Arc<ServerStats>,
+    stop: StopFlag,
+}
+
+/// Serves one session to its end on this thread.
+fn serve_session(sh: &Shared, mut s: Session) {
+    let cap = s.accepted.link.geometry().payload_capacity();
+    let mut scratch = vec![0u8; cap.max(sh.options.scratch_bytes)];
+    let mut probes = match sh.options.probe_rounds {
+        0 => Recorder::off(),
+        n => Recorder::with_rounds(n).unwrap_or_else(|e| {
+            log::warn!("session {}: {e}; serving it without hop probes", s.number);
+            Recorder::off()
+        }),
+    };
+    backline_probe::enable_marks(probes.enabled());
+    let mut ctx = RoundCtx::new(&sh.table, &sh.wait, &s.stats, &mut scratch, &mut probes);
+    let r = s.accepted.link.serve_rounds(&mut ctx);
+    let served = ctx.round;
+    end_session(sh, s.number, r, probes, served);
+}
+
+fn end_session(sh: &Shared, number: u64, r: Result<()>, probes: Recorder, served: u64) {
+    let hops = probes.enabled().then(|| {
+        let mut t = Table::new();
+        t.merge(probes.rows());
+        t.truncate(served as usize);
+        t
+    });
+    sh.stats.end(number, r.map_err(|e| e.to_string()), hops);
+}
+
+/// Serves sessions handed over on `rx`, polling each in turn, until stopped and empty.
+fn poll_sessions(sh: Shared, rx: mpsc::Receiver<Session>) {
+    struct Live {
+        s: Session,
+        scratch: Vec<u8>,
+        probes: Recorder,
+        round: u64,
+        counted: (u64, u64),
+    }
+    let mut live: Vec<Live> = Vec::new();
+    let mut idle_since = Instant::now();
+    let mut open = true;
+    loop {
+        while open {
+            match rx.try_recv() {
+                Ok(s) => {
+                    let cap = s.accepted.link.geometry().payload_capacity();
+                    let probes = match sh.options.probe_rounds {
+                        0 => Recorder::off(),
+                        n => Recorder::with_rounds(n).unwrap_or_else(|_| Recorder::off()),
+                    };
+                    live.push(Live {
+                        s,
+                        scratch: vec![0u8; cap.max(sh.options.scratch_bytes)],
+                        probes,
+                        round: 0,
+                        counted: (0, 0),
+                    });
+                }
+                Err(mpsc::TryRecvError::Empty) => break,
+                Err(mpsc::TryRecvError::Disconnected) => open = false,
+            }
+        }
+        if !open && live.is_empty() {
+            return;
+        }
+        let mut served_any = false;
+        let mut i = 0;
+        while i < live.len() {
+            let l = &mut live[i];
+            backline_probe::enable_marks(l.probes.enabled());
+            let mut ctx = RoundCtx::new(
+                &sh.table,
+                &sh.wait,
+                &l.s.stats,
+                &mut l.scratch,
+                &mut l.probes,
+            );
+            ctx.round = l.round;
+            ctx.counted = l.counted;
+            let r = l.s.accepted.link.serve_step(&mut ctx);
+            let (round, counted) = (ctx.round, ctx.counted);
+            l.round = round;
+            l.counted = counted;
+            match r {
+                Ok(Some(served)) => {
+                    served_any |= served;
+                    i += 1;
+                }
+                Ok(None) | Err(_) => {
+                    let l = live.swap_remove(i);
+                    let r = r.map(|_| ());
+                    end_session(&sh, l.s.number, r, l.probes, l.round);
+                }
+            }
+        }
+        if served_any {
+            idle_since = Instant::now();
+        } else if sh.stop.is_set() && live.is_empty() {
+            return;
+        } else if sh
+            .wait
+            .spin_until(idle_since, idle_since + Duration::from_secs(3600))
+            <= Instant::now()
+        {
+            std::thread::sleep(Duration::from_micros(50));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Serves controllers from `listener` until `stop` is set or the session budget is spent;
+/// returns once every session it started has ended.
 pub fn serve(
-    listener: &mut dyn Listener,
+    mut listener: Box<dyn Listener>,
     table: &ResponderTable,
     wait: &WaitPolicy,
     options: &ServeOptions,
-    stats: &ServerStats,
-    stop: &(dyn Fn() -> bool + Sync),
+    stats: &Arc<ServerStats>,
+    stop: &StopFlag,
 ) -> Result<()> {
-    // The thread's first allocation (and its allocator arena) happens here, not in round 0.
-    let mut scratch = vec![0u8; options.scratch_bytes];
-    let mut sessions = 0u64;
-    while !stop() && options.max_sessions.is_none_or(|m| sessions < m) {
-        let Some(mut link) = listener.accept(wait, stop)? else {
-            break;
-        };
-        sessions += 1;
-        stats.sessions.fetch_add(1, Ordering::Relaxed);
-        scratch.resize(link.geometry().payload_capacity(), 0u8);
-        let mut ctx = RoundCtx {
-            table,
-            wait,
-            stats,
-            scratch: &mut scratch,
-        };
-        link.serve_rounds(&mut ctx)?;
+    let sh = Shared {
+        table: table.clone(),
+        wait: *wait,
+        options: options.clone(),
+        stats: stats.clone(),
+        stop: stop.clone(),
+    };
+    let spawn = |name: String, f: Box<dyn FnOnce() + Send>| -> Result<JoinHandle<()>> {
+        let pin = sh.options.pin_cpu;
+        std::thread::Builder::new()
+            .name(name)
+            .spawn(move || {
+                if let Some(cpu) = pin
+                    && let Err(e) = os::pin_current_thread(cpu)
+                {
+                    log::warn!("{e}");
+                }
+                f()
+            })
+            .map_err(Error::io("spawning a serving thread"))
+    };
+    // Shared serving threads, when asked for.
+    let mut pollers: Vec<(mpsc::Sender<Session>, JoinHandle<()>)> = Vec::new();
+    if let Some(k) = options.serve_threads {
+        for i in 0..k.max(1) {
+            let (tx, rx) = mpsc::channel();
+            let s = sh.clone();
+            let h = spawn(
+                os::thread_name(&format!("p{i}:"), &options.name),
+                Box::new(move || poll_sessions(s, rx)),
+            )?;
+            pollers.push((tx, h));
+        }
     }
-    Ok(())
+    let mut threads: Vec<JoinHandle<()>> = Vec::new();
+    let mut accepted = 0u64;
+    let mut outcome = Ok(());
+    while !stop.is_set() && options.total_sessions.is_none_or(|m| accepted < m) {
+        let a = match listener.accept(wait, stop) {
+            Ok(Some(a)) => a,
+            Ok(None) => break,
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
+        };
+        accepted += 1;
+        stats.sessions.fetch_add(1, Ordering::Relaxed);
+        let s = Session {
+            number: accepted,
+            stats: Arc::default(),
+            accepted: a,
+        };
+        stats.begin(accepted, s.accepted.link.peer(), s.stats.clone());
+        if pollers.is_empty() {
+            let sh2 = sh.clone();
+            threads.push(spawn(
+                os::thread_name(&format!("s{accepted}:"), &options.name),
+                Box::new(move || serve_session(&sh2, s)),
+            )?);
+        } else {
+            // The pollers take the sessions in turn.
+            let i = (accepted as usize - 1) % pollers.len();
+            if let Err(mpsc::SendError(s)) = pollers[i].0.send(s) {
+                stats.end(s.number, Err("no serving thread".into()), None);
+            }
+        }
+        threads.retain(|t| !t.is_finished());
+    }
+    // The listener goes first (no new controllers); sessions end when their controllers
+    // leave, or at once when stopping.
+    drop(listener);
+    for t in threads {
+        let _ = t.join();
+    }
+    for (tx, h) in pollers {
+        drop(tx);
+        let _ = h.join();
+    }
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::link::Admission;
+
+    #[test]
+    fn admission_has_room_for_max_sessions() {
+        let a = Admission::new(2);
+        let g1 = a.try_admit().unwrap();
+        let _g2 = a.try_admit().unwrap();
+        assert!(a.try_admit().is_none());
+        assert_eq!(a.active(), 2);
+        drop(g1);
+        assert!(a.try_admit().is_some());
+    }
 }

@@ -13,20 +13,17 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use backline_probe::{Hop, Recorder};
 use backline_responder::{Responder, ResponderTable};
-use backline_ring::CachePadded;
 use backline_wire::{DecoderId, Kind, Seq, Status};
 
-use crate::link::{ControllerLink, Listener};
-use crate::rdma::{RdmaClient, RdmaListener};
+use crate::connect::{Connecting, Link, ListenArgs, transport};
+use crate::link::{Admission, ControllerLink, Listener, StopFlag};
 use crate::server::{ServeOptions, ServerStats, serve};
-use crate::shm::{ShmClient, ShmListener};
-use crate::udp::{UdpClient, UdpListener};
-use crate::{Error, Result, SessionConfig, TransportKind, memcpy};
+use crate::{Error, Result, SessionConfig};
 
 /// Where a session is in its life cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,13 +155,6 @@ pub trait Coprocessor: Session {
     ) -> Result<()>;
 }
 
-/// An established link. The ring transports (memcpy, shm) are called directly, so their
-/// per-round calls inline; others go through the trait object.
-enum Link {
-    Ring(crate::link::RingController),
-    Other(Box<dyn ControllerLink>),
-}
-
 /// Runs `$body` with `$l` bound to the concrete link.
 macro_rules! on_link {
     ($link:expr, $l:ident => $body:expr) => {
@@ -175,21 +165,13 @@ macro_rules! on_link {
     };
 }
 
-enum Pending {
-    None,
-    Memcpy(Arc<memcpy::Port>),
-    Shm(ShmClient),
-    Udp(UdpClient),
-    Rdma(Box<RdmaClient>),
-}
-
 /// The controller role.
 pub struct ControllerSession {
     key: String,
     config: SessionConfig,
     state: State,
     peer: String,
-    pending: Pending,
+    pending: Option<Box<dyn Connecting>>,
     link: Option<Link>,
     max_request: usize,
     max_reply: usize,
@@ -199,6 +181,10 @@ pub struct ControllerSession {
     /// decoder_id of each outstanding round, by slot, to check the echo.
     ids: Vec<DecoderId>,
     failed: Option<String>,
+    /// Hop probes of the controller's side (off unless enabled).
+    probes: Recorder,
+    /// Where the link stores when it received the latest reply (a transport-level hop).
+    received: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl fmt::Debug for ControllerSession {
@@ -223,7 +209,7 @@ impl ControllerSession {
             config,
             state: State::Created,
             peer: String::new(),
-            pending: Pending::None,
+            pending: None,
             link: None,
             max_request: 0,
             max_reply: 0,
@@ -231,7 +217,24 @@ impl ControllerSession {
             collected: 0,
             staged: false,
             failed: None,
+            probes: Recorder::off(),
+            received: None,
         })
+    }
+
+    /// Records hop probes (stage, post, the transport's reply arrival, collect) for the first
+    /// `rounds` rounds. Allocates now; call before the first round.
+    pub fn enable_probes(&mut self, rounds: u64) -> Result<()> {
+        self.probes = Recorder::with_rounds(rounds).map_err(|e| Error::Invalid(e.to_string()))?;
+        if let Some(l) = self.link.as_mut() {
+            self.received = on_link!(l, l => l.enable_probes());
+        }
+        Ok(())
+    }
+
+    /// The hop probes recorded so far (rows by round; empty when off).
+    pub fn probes(&self) -> &Recorder {
+        &self.probes
     }
 
     /// All set-up calls in order: create, connect, exchange keys, establish, message sizes
@@ -321,46 +324,20 @@ impl Session for ControllerSession {
 
     fn connect(&mut self, peer: &str, oob_port: u16) -> Result<()> {
         expect(self.state, State::Created, "connect", "created")?;
-        let g = self.config.geometry;
-        self.pending = match self.config.transport {
-            TransportKind::Memcpy => {
-                let key = if peer.is_empty() { &self.key } else { peer };
-                self.peer = format!("memcpy:{key}");
-                Pending::Memcpy(memcpy::find(key)?)
-            }
-            TransportKind::Shm => {
-                self.peer = format!("shm:{peer}");
-                Pending::Shm(ShmClient::open(peer, g)?)
-            }
-            TransportKind::Udp => {
-                let addr = with_port(peer, oob_port);
-                self.peer = format!("udp:{addr}");
-                Pending::Udp(UdpClient::connect(&addr)?)
-            }
-            TransportKind::Rdma => {
-                let addr = with_port(peer, oob_port);
-                self.peer = format!("rdma:{addr}");
-                Pending::Rdma(Box::new(RdmaClient::connect(&addr, &self.config)?))
-            }
-        };
+        let (desc, pending) =
+            (transport(self.config.transport).connect)(&self.key, peer, oob_port, &self.config)?;
+        self.peer = desc;
+        self.pending = Some(pending);
         self.state = State::Connected;
         Ok(())
     }
 
     fn exchange_keys(&mut self) -> Result<()> {
         expect(self.state, State::Connected, "exchange_keys", "connected")?;
-        let (g, n, t) = (
-            self.config.geometry,
-            self.config.in_flight,
-            self.config.setup_timeout,
-        );
-        match &mut self.pending {
-            Pending::Memcpy(port) => memcpy::exchange(port, g)?,
-            Pending::Shm(c) => c.hello(n, t)?,
-            Pending::Udp(c) => c.hello(g, n, t)?,
-            Pending::Rdma(c) => c.hello(g, n, t)?,
-            Pending::None => unreachable!("connected sessions have a pending connection"),
-        }
+        self.pending
+            .as_mut()
+            .expect("connected sessions have a pending connection")
+            .hello(&self.config)?;
         self.state = State::KeysExchanged;
         Ok(())
     }
@@ -372,16 +349,14 @@ impl Session for ControllerSession {
             "establish_channel",
             "keys-exchanged",
         )?;
-        let g = self.config.geometry;
-        let link = match std::mem::replace(&mut self.pending, Pending::None) {
-            Pending::Memcpy(port) => {
-                Link::Ring(memcpy::attach(port, g, self.config.setup_timeout)?)
-            }
-            Pending::Shm(c) => Link::Ring(c.into_link()),
-            Pending::Udp(c) => Link::Other(Box::new(c.into_link(g)?)),
-            Pending::Rdma(c) => Link::Other(Box::new(c.into_link()?)),
-            Pending::None => unreachable!("keys were exchanged over a pending connection"),
-        };
+        let pending = self
+            .pending
+            .take()
+            .expect("keys were exchanged over a pending connection");
+        let mut link = pending.establish(&self.config)?;
+        if self.probes.enabled() {
+            self.received = on_link!(&mut link, l => l.enable_probes());
+        }
         self.link = Some(link);
         self.state = State::Established;
         Ok(())
@@ -397,7 +372,7 @@ impl Session for ControllerSession {
         if let Some(mut link) = self.link.take() {
             on_link!(&mut link, l => l.close());
         }
-        self.pending = Pending::None;
+        self.pending = None;
         self.state = State::Stopped;
         Ok(())
     }
@@ -436,6 +411,7 @@ impl Controller for ControllerSession {
                 capacity: self.max_request,
             });
         }
+        self.probes.stamp(Hop::Stage, self.posted);
         let seq = Seq::of_round(self.posted);
         on_link!(self.link(), l => l.stage(seq, decoder_id, payload))?;
         let slot = seq.slot(self.config.geometry.depth) as usize;
@@ -452,6 +428,7 @@ impl Controller for ControllerSession {
         }
         let round = self.posted;
         on_link!(self.link(), l => l.post(Seq::of_round(round)))?;
+        self.probes.stamp(Hop::Post, round);
         self.staged = false;
         self.posted += 1;
         Ok(round)
@@ -486,6 +463,8 @@ impl Controller for ControllerSession {
             link,
             failed,
             collected,
+            probes,
+            received,
             ..
         } = self;
         let link = link.as_mut().expect("started");
@@ -504,6 +483,13 @@ impl Controller for ControllerSession {
         };
         match Self::make_reply(round, seq, want, m) {
             Ok(reply) => {
+                if probes.enabled() {
+                    probes.stamp(Hop::ReplySeen, round);
+                    if let Some(r) = received {
+                        let t = r.load(std::sync::atomic::Ordering::Relaxed);
+                        probes.stamp_at(Hop::ReplyReceived, round, t);
+                    }
+                }
                 *collected += 1;
                 Ok(reply)
             }
@@ -525,32 +511,19 @@ impl Drop for ControllerSession {
     }
 }
 
-fn with_port(peer: &str, port: u16) -> String {
-    if peer.parse::<std::net::SocketAddr>().is_ok()
-        || peer
-            .rsplit_once(':')
-            .is_some_and(|(h, p)| !h.is_empty() && !h.ends_with(':') && p.parse::<u16>().is_ok())
-    {
-        peer.to_string()
-    } else if peer.is_empty() {
-        format!("127.0.0.1:{port}")
-    } else {
-        format!("{peer}:{port}")
-    }
-}
-
 struct Server {
-    stop: Arc<CachePadded<AtomicBool>>,
+    stop: StopFlag,
     thread: JoinHandle<Result<()>>,
 }
 
-/// The coprocessor role: a server thread that accepts one controller at a time and answers
-/// each message by direct dispatch on its own thread.
+/// The coprocessor role: a listener that accepts controllers, each served on a thread of its
+/// own (or by one of `serve_threads` polling threads) by direct dispatch.
 pub struct CoprocessorSession {
     key: String,
     config: SessionConfig,
     state: State,
     address: String,
+    oob_port: u16,
     listener: Option<Box<dyn Listener>>,
     bound: Option<String>,
     peer_address: Option<String>,
@@ -583,6 +556,7 @@ impl CoprocessorSession {
             config,
             state: State::Created,
             address: String::new(),
+            oob_port: 0,
             listener: None,
             bound: None,
             peer_address: None,
@@ -679,32 +653,23 @@ impl Session for CoprocessorSession {
 
     fn connect(&mut self, peer: &str, oob_port: u16) -> Result<()> {
         expect(self.state, State::Created, "connect", "created")?;
-        self.address = match self.config.transport {
-            TransportKind::Memcpy if peer.is_empty() => self.key.clone(),
-            TransportKind::Udp | TransportKind::Rdma => with_port(peer, oob_port),
-            _ => peer.to_string(),
-        };
+        self.address = peer.to_string();
+        self.oob_port = oob_port;
         self.state = State::Connected;
         Ok(())
     }
 
     fn exchange_keys(&mut self) -> Result<()> {
         expect(self.state, State::Connected, "exchange_keys", "connected")?;
-        let g = self.config.geometry;
-        let listener: Box<dyn Listener> = match self.config.transport {
-            TransportKind::Memcpy => Box::new(memcpy::MemcpyListener::open(&self.address, g)?),
-            TransportKind::Shm => Box::new(ShmListener::create(&self.address, g)?),
-            TransportKind::Udp => {
-                let l = UdpListener::bind(&self.address, g)?;
-                self.address = l.local_addr().to_string();
-                Box::new(l)
-            }
-            TransportKind::Rdma => {
-                let l = RdmaListener::bind(&self.address, &self.config)?;
-                self.address = l.local_addr().to_string();
-                Box::new(l)
-            }
+        let args = ListenArgs {
+            key: &self.key,
+            config: &self.config,
+            admission: Admission::new(self.options.max_sessions),
+            idle_timeout: self.options.idle_timeout,
+            strays: self.stats.strays.clone(),
         };
+        let listener =
+            (transport(self.config.transport).listen)(&self.address, self.oob_port, args)?;
         self.bound = Some(listener.address());
         self.peer_address = Some(listener.peer_address());
         self.listener = Some(listener);
@@ -725,7 +690,8 @@ impl Session for CoprocessorSession {
 
     fn start(&mut self) -> Result<()> {
         expect(self.state, State::Configured, "start", "configured")?;
-        let mut listener = self.listener.take().expect("established sessions listen");
+        let mut listener: Box<dyn Listener> =
+            self.listener.take().expect("established sessions listen");
         // Every function is one GPU kernel's, and the controllers are in this process: they
         // attach to the kernel's rings directly; no serving thread.
         if let Some(server) = self.table.common_ring_server()
@@ -735,29 +701,24 @@ impl Session for CoprocessorSession {
             self.state = State::Started;
             return Ok(());
         }
-        // Padded: the serving thread reads it while spinning.
-        let stop = Arc::new(CachePadded(AtomicBool::new(false)));
+        let stop = StopFlag::new();
         let (stop2, stats) = (stop.clone(), self.stats.clone());
         let table = self.table.clone();
-        let (config, mut options) = (self.config.clone(), self.options.clone());
+        let config = self.config.clone();
+        let mut options = self.options.clone();
         options.scratch_bytes = options
             .scratch_bytes
             .max(config.geometry.payload_capacity());
+        options.pin_cpu = options.pin_cpu.or(config.pin_cpu);
+        options.name = self.key.clone();
+        if let Some(cpu) = options.pin_cpu {
+            // Said here, not later as a timeout: a CPU that does not exist.
+            crate::os::check_cpu(cpu)?;
+        }
         let thread = std::thread::Builder::new()
-            .name(format!("backline-serve-{}", self.key))
+            .name(crate::os::thread_name("srv:", &self.key))
             .spawn(move || -> Result<()> {
-                if let Some(cpu) = config.pin_cpu {
-                    crate::os::pin_current_thread(cpu)?;
-                }
-                let stop_fn = move || stop2.load(Ordering::Relaxed);
-                serve(
-                    &mut *listener,
-                    &table,
-                    &config.wait,
-                    &options,
-                    &stats,
-                    &stop_fn,
-                )
+                serve(listener, &table, &config.wait, &options, &stats, &stop2)
             })
             .map_err(Error::io("spawning the server thread"))?;
         self.server = Some(Server { stop, thread });
@@ -770,7 +731,7 @@ impl Session for CoprocessorSession {
         self.listener = None;
         self.external = None;
         if let Some(s) = self.server.take() {
-            s.stop.store(true, Ordering::Relaxed);
+            s.stop.set();
             let r = s
                 .thread
                 .join()
@@ -806,19 +767,5 @@ impl Coprocessor for CoprocessorSession {
 impl Drop for CoprocessorSession {
     fn drop(&mut self) {
         let _ = self.stop();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ports_are_added_only_when_missing() {
-        assert_eq!(with_port("127.0.0.1:9", 7), "127.0.0.1:9");
-        assert_eq!(with_port("localhost", 7), "localhost:7");
-        assert_eq!(with_port("", 7), "127.0.0.1:7");
-        assert_eq!(with_port("[::1]:5", 7), "[::1]:5");
-        assert_eq!(with_port("10.0.0.2", 7878), "10.0.0.2:7878");
     }
 }

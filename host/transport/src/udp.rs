@@ -5,11 +5,17 @@
 //! budget, then block in `poll(2)`.
 //!
 //! Besides messages, a server socket understands the [`Handshake`] record (hello, bye) and the
-//! floor ping: 8 bytes, `"BKFP"` and a counter, echoed as they are.
+//! floor ping: 8 bytes, `"BKFP"` and a counter, echoed as they are. Each accepted controller
+//! gets a socket of its own on the server, connected to it (its port travels in the accept's
+//! `session_port`), so sessions proceed side by side, datagrams from anyone else never reach a
+//! session, and a session's thread reads only its own socket. A session whose controller sends
+//! nothing for the idle timeout (`backline serve --idle-timeout`, 60 s by default) is ended.
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use backline_ring::{HeapRing, Message, RingView, WaitPolicy};
@@ -18,13 +24,14 @@ use backline_wire::{
     RejectReason, Seq, SlotHeader, Status, WIRE_VERSION, decode_message, encode_message,
 };
 
-use crate::link::{ControllerLink, CoprocessorLink, Listener, wait_error};
+use crate::link::{
+    Accepted, Admission, ControllerLink, CoprocessorLink, Listener, StopFlag, wait_error,
+};
+use crate::rounds::{Polled, RoundIo};
 use crate::{Error, Result};
 
 /// Magic of a floor ping.
 const FLOOR_MAGIC: [u8; 4] = *b"BKFP";
-/// How long a quiet controller keeps its claim on a server against another's hello.
-const IDLE_TAKEOVER: Duration = Duration::from_secs(1);
 
 /// Resolves `addr` (host:port) of a `what` (e.g. "udp address").
 pub(crate) fn resolve_as(what: &str, addr: &str) -> Result<SocketAddr> {
@@ -100,18 +107,35 @@ fn in_window(seq: u32, from: Seq, depth: u32) -> bool {
     seq.wrapping_sub(from.0) < depth
 }
 
-/// The coprocessor side: a bound socket serving one controller at a time.
+/// How long a hello's answer is remembered, so that a retransmitted hello (its accept was
+/// lost) gets the same session instead of a second one.
+const HELLO_MEMORY: Duration = Duration::from_secs(5);
+
+/// The coprocessor side: a bound socket that answers hellos (each accepted controller gets a
+/// socket of its own, connected to it, whose port the accept names), floor pings, and nothing
+/// else; datagrams from strangers are counted and dropped.
 pub(crate) struct UdpListener {
     sock: UdpSocket,
     addr: SocketAddr,
     geometry: Geometry,
+    admission: Arc<Admission>,
+    idle_timeout: Duration,
     buf: Vec<u8>,
-    pending: Option<(SocketAddr, Handshake)>,
+    /// Recent accepts: (controller, session port, when).
+    recent: Vec<(SocketAddr, u16, Instant)>,
+    /// Datagrams dropped because no session of theirs exists (strays, garbage).
+    strays: Arc<AtomicU64>,
 }
 
 impl UdpListener {
     /// Binds `addr` (e.g. `127.0.0.1:7878`).
-    pub(crate) fn bind(addr: &str, geometry: Geometry) -> Result<UdpListener> {
+    pub(crate) fn bind(
+        addr: &str,
+        geometry: Geometry,
+        admission: Arc<Admission>,
+        idle_timeout: Duration,
+        strays: Arc<AtomicU64>,
+    ) -> Result<UdpListener> {
         let a = resolve(addr)?;
         let sock = UdpSocket::bind(a).map_err(|e| Error::bind("udp", a, e))?;
         sock.set_nonblocking(true)
@@ -123,18 +147,24 @@ impl UdpListener {
             sock,
             addr,
             geometry,
+            admission,
+            idle_timeout,
             buf: vec![0u8; geometry.slot_bytes as usize + HANDSHAKE_BYTES],
-            pending: None,
+            recent: Vec::new(),
+            strays,
         })
     }
 
-    /// The bound address (useful with port 0).
-    pub(crate) fn local_addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    fn answer(&self, hello: &Handshake) -> Handshake {
-        crate::link::answer_hello(hello, self.geometry)
+    /// A socket for a new session: the listener's address with a port of its own, connected
+    /// to the controller (so that the kernel drops whatever else arrives on it).
+    fn session_socket(&self, peer: SocketAddr) -> Result<UdpSocket> {
+        let local = SocketAddr::new(self.addr.ip(), 0);
+        let sock = UdpSocket::bind(local).map_err(|e| Error::bind("udp", local, e))?;
+        sock.connect(peer)
+            .map_err(Error::io(format!("connecting a session socket to {peer}")))?;
+        sock.set_nonblocking(true)
+            .map_err(Error::io("setting the socket non-blocking"))?;
+        Ok(sock)
     }
 }
 
@@ -162,79 +192,106 @@ fn classify(d: &[u8]) -> Option<Control> {
 }
 
 impl Listener for UdpListener {
-    fn accept<'a>(
-        &'a mut self,
-        wait: &WaitPolicy,
-        stop: &'a (dyn Fn() -> bool + Sync),
-    ) -> Result<Option<Box<dyn CoprocessorLink + 'a>>> {
-        // Between sessions the server answers floor pings; it waits for the next datagram
-        // with the same spin-then-block policy as in a session, counted from the last one,
-        // so the floor it serves is the best case, not a wake-up per ping.
+    fn accept(&mut self, wait: &WaitPolicy, stop: &StopFlag) -> Result<Option<Accepted>> {
+        // The listener answers floor pings between and during sessions; it waits for the next
+        // datagram with the same spin-then-block policy as a session, counted from the last
+        // one, so the floor it serves is the best case, not a wake-up per ping.
         let mut last = Instant::now();
         let mut polls = 0u32;
         loop {
             polls = polls.wrapping_add(1);
-            if polls.is_multiple_of(64) && stop() {
+            if polls.is_multiple_of(64) && stop.is_set() {
                 return Ok(None);
             }
-            let (from, hello) = match self.pending.take() {
-                Some(p) => p,
-                None => {
-                    let now = Instant::now();
-                    let spin_until = wait.spin_until(last, last + Duration::from_secs(3600));
-                    let got = recv_one(
-                        &self.sock,
-                        &mut self.buf,
-                        spin_until,
-                        now + backline_ring::MAX_NAP,
-                    )
-                    .map_err(Error::io(format!("receiving on udp {}", self.addr)))?;
-                    let Some((n, from)) = got else {
-                        if now >= spin_until && stop() {
-                            return Ok(None);
-                        }
-                        continue;
-                    };
-                    last = Instant::now();
-                    match classify(&self.buf[..n]) {
-                        Some(Control::Floor) => {
-                            let _ = send_all(&self.sock, &self.buf[..n], Some(from));
-                            continue;
-                        }
-                        Some(Control::Handshake(h)) if h.kind == HandshakeKind::Reject => {
-                            // A hello of another version: say so.
-                            let r = Handshake::reject(RejectReason::Version, self.geometry);
-                            let _ = send_all(&self.sock, &r.encode(), Some(from));
-                            continue;
-                        }
-                        Some(Control::Handshake(h)) if h.kind == HandshakeKind::Hello => (from, h),
-                        Some(Control::Garbage) => {
-                            let r = Handshake::reject(RejectReason::Malformed, self.geometry);
-                            let _ = send_all(&self.sock, &r.encode(), Some(from));
-                            continue;
-                        }
-                        // Byes and stray messages of ended sessions.
-                        _ => continue,
-                    }
+            let now = Instant::now();
+            let spin_until = wait.spin_until(last, last + Duration::from_secs(3600));
+            let got = recv_one(
+                &self.sock,
+                &mut self.buf,
+                spin_until,
+                now + backline_ring::MAX_NAP,
+            )
+            .map_err(Error::io(format!("receiving on udp {}", self.addr)))?;
+            let Some((n, from)) = got else {
+                if now >= spin_until && stop.is_set() {
+                    return Ok(None);
+                }
+                continue;
+            };
+            last = Instant::now();
+            let hello = match classify(&self.buf[..n]) {
+                Some(Control::Floor) => {
+                    let _ = send_all(&self.sock, &self.buf[..n], Some(from));
+                    continue;
+                }
+                Some(Control::Handshake(h)) if h.kind == HandshakeKind::Reject => {
+                    // A hello of another version: say so.
+                    let r = Handshake::reject(RejectReason::Version, self.geometry);
+                    let _ = send_all(&self.sock, &r.encode(), Some(from));
+                    continue;
+                }
+                Some(Control::Handshake(h)) if h.kind == HandshakeKind::Hello => h,
+                Some(Control::Garbage) => {
+                    self.strays.fetch_add(1, Ordering::Relaxed);
+                    let r = Handshake::reject(RejectReason::Malformed, self.geometry);
+                    let _ = send_all(&self.sock, &r.encode(), Some(from));
+                    continue;
+                }
+                // Byes of ended sessions, messages of no session: strays.
+                _ => {
+                    self.strays.fetch_add(1, Ordering::Relaxed);
+                    continue;
                 }
             };
-            let answer = self.answer(&hello);
-            send_all(&self.sock, &answer.encode(), Some(from))
-                .map_err(Error::io(format!("answering {from}")))?;
-            if answer.kind != HandshakeKind::Accept {
+            self.recent.retain(|r| r.2.elapsed() < HELLO_MEMORY);
+            let mut answer = crate::link::answer_hello(&hello, self.geometry);
+            if let Some(r) = self.recent.iter().find(|r| r.0 == from)
+                && answer.kind == HandshakeKind::Accept
+            {
+                // A retransmitted hello: the same session again.
+                answer.session_port = r.1;
+                let _ = send_all(&self.sock, &answer.encode(), Some(from));
                 continue;
             }
+            if answer.kind != HandshakeKind::Accept {
+                let _ = send_all(&self.sock, &answer.encode(), Some(from));
+                continue;
+            }
+            let Some(guard) = self.admission.try_admit() else {
+                let r = Handshake::reject(RejectReason::Full, self.geometry);
+                let _ = send_all(&self.sock, &r.encode(), Some(from));
+                continue;
+            };
+            let sock = self.session_socket(from)?;
+            let port = sock
+                .local_addr()
+                .map_err(Error::io("reading a session socket's address"))?
+                .port();
+            answer.session_port = port;
+            send_all(&self.sock, &answer.encode(), Some(from))
+                .map_err(Error::io(format!("answering {from}")))?;
+            self.recent.push((from, port, Instant::now()));
             let ring = HeapRing::new(self.geometry)?;
             let view = ring.view();
-            return Ok(Some(Box::new(UdpServerLink {
-                l: self,
+            let link = UdpServerLink {
+                sock,
                 peer: from,
+                geometry: self.geometry,
+                buf: vec![0u8; self.geometry.slot_bytes as usize + HANDSHAKE_BYTES],
                 _ring: ring,
                 view,
-                out: vec![0u8; 0],
+                out: Vec::with_capacity(self.geometry.slot_bytes as usize),
                 last_seen: Instant::now(),
-                stop,
-            })));
+                idle_timeout: self.idle_timeout,
+                stop: stop.clone(),
+                probes: false,
+                received_ns: 0,
+                polls: 0,
+            };
+            return Ok(Some(Accepted {
+                link: Box::new(link),
+                guard,
+            }));
         }
     }
 
@@ -247,64 +304,71 @@ impl Listener for UdpListener {
     }
 }
 
-struct UdpServerLink<'a> {
-    l: &'a mut UdpListener,
+/// The coprocessor side of one udp session: a socket connected to its controller.
+struct UdpServerLink {
+    sock: UdpSocket,
     peer: SocketAddr,
+    geometry: Geometry,
+    buf: Vec<u8>,
     _ring: HeapRing,
     view: RingView,
     out: Vec<u8>,
     last_seen: Instant,
-    stop: &'a (dyn Fn() -> bool + Sync),
+    idle_timeout: Duration,
+    stop: StopFlag,
+    probes: bool,
+    received_ns: u64,
+    polls: u32,
 }
 
-impl UdpServerLink<'_> {
+impl UdpServerLink {
     /// Files one datagram. Returns false when the session is over.
-    fn file(&mut self, n: usize, from: SocketAddr, expect: Seq) -> bool {
-        let d = &self.l.buf[..n];
+    fn file(&mut self, n: usize, expect: Seq) -> bool {
+        self.last_seen = Instant::now();
+        let d = &self.buf[..n];
         match classify(d) {
-            Some(Control::Floor) => {
-                let _ = send_all(&self.l.sock, d, Some(from));
-                true
-            }
-            Some(Control::Handshake(h)) => match (from == self.peer, h.kind) {
-                (true, HandshakeKind::Bye) => false,
-                (true, HandshakeKind::Hello) => {
-                    // The same controller starts over.
-                    self.l.pending = Some((from, h));
-                    false
-                }
-                (false, HandshakeKind::Hello) if self.last_seen.elapsed() > IDLE_TAKEOVER => {
-                    self.l.pending = Some((from, h));
-                    false
-                }
-                (false, HandshakeKind::Hello) => {
-                    let r = Handshake::reject(RejectReason::Busy, self.l.geometry);
-                    let _ = send_all(&self.l.sock, &r.encode(), Some(from));
-                    true
-                }
-                _ => true,
-            },
-            Some(Control::Garbage) => true,
-            None if from == self.peer => {
-                self.last_seen = Instant::now();
+            Some(Control::Handshake(h)) => h.kind != HandshakeKind::Bye,
+            Some(_) => true,
+            None => {
                 if let Ok((h, payload)) = decode_message(d)
                     && h.kind == Kind::Request as u8
                     && in_window(h.seq, expect, self.view.geometry().depth)
                 {
+                    if self.probes {
+                        self.received_ns = backline_probe::now_ns();
+                    }
                     let _ = self
                         .view
                         .publish(Seq(h.seq), Kind::Request, h.decoder_id, 0, payload);
                 }
                 true
             }
-            None => true,
+        }
+    }
+
+    /// Receives what is there (or waits until `spin_until` / a nap): `Ok(false)` when the
+    /// session is over.
+    fn pump(&mut self, spin_until: Instant, nap_until: Instant, expect: Seq) -> Result<bool> {
+        let got = recv_one(&self.sock, &mut self.buf, spin_until, nap_until);
+        match got {
+            Ok(Some((n, _))) => Ok(self.file(n, expect)),
+            Ok(None) => Ok(!self.stop.is_set() && self.last_seen.elapsed() < self.idle_timeout),
+            // The controller's socket is gone (ICMP port unreachable).
+            Err(e) if refused(&e) => Ok(false),
+            Err(e) => Err(Error::io(format!("receiving from {}", self.peer))(e)),
         }
     }
 }
 
-impl CoprocessorLink for UdpServerLink<'_> {
+impl CoprocessorLink for UdpServerLink {
+    fn peer(&self) -> String {
+        format!("udp:{}", self.peer)
+    }
+}
+
+impl RoundIo for UdpServerLink {
     fn geometry(&self) -> Geometry {
-        self.l.geometry
+        self.geometry
     }
 
     fn wait_request(&mut self, seq: Seq, wait: &WaitPolicy) -> Result<Option<Message<'_>>> {
@@ -313,7 +377,7 @@ impl CoprocessorLink for UdpServerLink<'_> {
         let mut polls = 0u32;
         while self.view.poll(seq).is_none() {
             polls = polls.wrapping_add(1);
-            if polls.is_multiple_of(64) && (self.stop)() {
+            if polls.is_multiple_of(64) && self.stop.is_set() {
                 return Ok(None);
             }
             let now = Instant::now();
@@ -321,22 +385,26 @@ impl CoprocessorLink for UdpServerLink<'_> {
                 start = now;
                 spin_until = wait.spin_until(start, start + Duration::from_secs(3600));
             }
-            let got = recv_one(
-                &self.l.sock,
-                &mut self.l.buf,
-                spin_until,
-                now + backline_ring::MAX_NAP,
-            )
-            .map_err(Error::io(format!("receiving on udp {}", self.l.addr)))?;
-            if let Some((n, from)) = got {
-                if !self.file(n, from, seq) {
-                    return Ok(None);
-                }
-            } else if (self.stop)() {
+            if !self.pump(spin_until, now + backline_ring::MAX_NAP, seq)? {
                 return Ok(None);
             }
         }
         Ok(self.view.poll(seq))
+    }
+
+    fn poll_request(&mut self, seq: Seq) -> Result<Polled<'_>> {
+        if self.view.poll(seq).is_none() {
+            self.polls = self.polls.wrapping_add(1);
+            let now = Instant::now();
+            // One non-blocking look (spin_until in the past: no nap either).
+            if !self.pump(now + Duration::from_secs(1), now, seq)? {
+                return Ok(Polled::Ended);
+            }
+        }
+        Ok(match self.view.poll(seq) {
+            Some(m) => Polled::Ready(m),
+            None => Polled::Pending,
+        })
     }
 
     fn reply(
@@ -356,8 +424,20 @@ impl CoprocessorLink for UdpServerLink<'_> {
         };
         self.out.resize(payload.len() + HEADER_BYTES, 0);
         encode_message(&mut self.out, &h, payload);
-        send_all(&self.l.sock, &self.out, Some(self.peer))
-            .map_err(Error::io(format!("replying to {}", self.peer)))
+        match send_all(&self.sock, &self.out, None) {
+            Ok(()) => Ok(()),
+            // The controller went away between its request and our reply.
+            Err(e) if refused(&e) => Err(Error::PeerGone(format!("udp:{}", self.peer))),
+            Err(e) => Err(Error::io(format!("replying to {}", self.peer))(e)),
+        }
+    }
+
+    fn enable_probes(&mut self, on: bool) {
+        self.probes = on;
+    }
+
+    fn received_ns(&self) -> u64 {
+        self.received_ns
     }
 }
 
@@ -395,9 +475,10 @@ impl UdpClient {
         })
     }
 
-    /// Hello → accept, retransmitting every 100 ms until `timeout`.
+    /// Hello → accept, retransmitting every 100 ms until `timeout`; then the socket talks to
+    /// the session's own port.
     pub(crate) fn hello(
-        &self,
+        &mut self,
         geometry: Geometry,
         in_flight: u32,
         timeout: Duration,
@@ -426,11 +507,15 @@ impl UdpClient {
                             continue; // a stale reply of an earlier session
                         }
                         let h = Handshake::decode(&buf[..n])?;
-                        return crate::link::read_answer(
-                            &h,
-                            geometry,
-                            &format!("udp:{}", self.peer),
-                        );
+                        crate::link::read_answer(&h, geometry, &format!("udp:{}", self.peer))?;
+                        if h.session_port != 0 {
+                            let session = SocketAddr::new(self.peer.ip(), h.session_port);
+                            self.sock.connect(session).map_err(Error::io(format!(
+                                "connecting udp to the session port {session}"
+                            )))?;
+                            self.peer = session;
+                        }
+                        return Ok(());
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {}
                     Err(e) if refused(&e) => return Err(no_server()),
@@ -457,6 +542,7 @@ impl UdpClient {
             staged_seq: None,
             buf: vec![0u8; geometry.slot_bytes as usize + HANDSHAKE_BYTES],
             closed: false,
+            received: None,
         })
     }
 }
@@ -471,6 +557,8 @@ pub(crate) struct UdpController {
     staged_seq: Option<Seq>,
     buf: Vec<u8>,
     closed: bool,
+    /// When the latest reply datagram was received (hop probes on).
+    received: Option<Arc<AtomicU64>>,
 }
 
 impl UdpController {
@@ -490,6 +578,9 @@ impl UdpController {
             && h.kind == Kind::Reply as u8
             && in_window(h.seq, expect, self.view.geometry().depth)
         {
+            if let Some(r) = &self.received {
+                r.store(backline_probe::now_ns(), Ordering::Relaxed);
+            }
             let _ = self
                 .view
                 .publish(Seq(h.seq), Kind::Reply, h.decoder_id, h.status, payload);
@@ -575,6 +666,10 @@ impl ControllerLink for UdpController {
 
     fn peer(&self) -> String {
         format!("udp:{}", self.peer)
+    }
+
+    fn enable_probes(&mut self) -> Option<Arc<AtomicU64>> {
+        Some(self.received.get_or_insert_with(Arc::default).clone())
     }
 }
 

@@ -45,20 +45,21 @@ impl Responder for Panics {
 
 /// A server on `transport` and the peer string a controller uses to reach it.
 fn server(transport: TransportKind, config: &SessionConfig) -> (CoprocessorSession, String) {
+    server_with(transport, config, ServeOptions::default())
+}
+
+/// [`server`] with serving options.
+fn server_with(
+    transport: TransportKind,
+    config: &SessionConfig,
+    options: ServeOptions,
+) -> (CoprocessorSession, String) {
     let name = unique(transport.name());
     let addr = match transport {
         TransportKind::Udp => "127.0.0.1:0".to_string(),
         _ => name.clone(),
     };
-    let s = CoprocessorSession::open(
-        &name,
-        config.clone(),
-        &addr,
-        0,
-        &table(),
-        ServeOptions::default(),
-    )
-    .unwrap();
+    let s = CoprocessorSession::open(&name, config.clone(), &addr, 0, &table(), options).unwrap();
     let peer = match transport {
         TransportKind::Udp => s.address().unwrap().trim_start_matches("udp:").to_string(),
         _ => name,
@@ -315,23 +316,69 @@ fn a_second_server_on_the_same_name_or_port_is_refused() {
 }
 
 #[test]
-fn a_second_controller_is_refused_while_one_is_attached() {
+fn controllers_are_served_side_by_side_up_to_max_sessions() {
     for t in TRANSPORTS {
-        let cfg = SessionConfig::new(t);
-        let (_srv, peer) = server(t, &cfg);
-        let mut first = ControllerSession::open(&unique("c"), cfg.clone(), &peer, 0).unwrap();
-        first.stage_payload(b"1", 0).unwrap();
-        first.post().unwrap();
-        first.collect().unwrap();
-        let e = ControllerSession::open(&unique("c"), cfg.clone(), &peer, 0).unwrap_err();
-        assert!(matches!(e, Error::Rejected(RejectReason::Busy)), "{t}: {e}");
-        // After the first one stops, the next is served from round 0.
-        first.stop().unwrap();
-        let mut next = ControllerSession::open(&unique("c"), cfg, &peer, 0).unwrap();
-        for i in 0..10u8 {
-            next.stage_payload(&[i], 0).unwrap();
-            next.post().unwrap();
-            assert_eq!(next.collect().unwrap().payload, &[i], "{t}");
+        for threads in [None, Some(1)] {
+            let cfg = SessionConfig::new(t);
+            let options = ServeOptions {
+                max_sessions: 2,
+                serve_threads: threads,
+                ..ServeOptions::default()
+            };
+            let (srv, peer) = server_with(t, &cfg, options);
+            let mut a = ControllerSession::open(&unique("c"), cfg.clone(), &peer, 0).unwrap();
+            let mut b = ControllerSession::open(&unique("c"), cfg.clone(), &peer, 0).unwrap();
+            // Interleaved rounds, each session from its own round 0.
+            for i in 0..200u8 {
+                for (c, tag) in [(&mut a, 0u8), (&mut b, 1u8)] {
+                    c.stage_payload(&[tag, i], 0).unwrap();
+                    c.post().unwrap();
+                    assert_eq!(c.collect().unwrap().payload, &[tag, i], "{t} {threads:?}");
+                }
+            }
+            // A third is told the server is full; the two go on.
+            let e = ControllerSession::open(&unique("c"), cfg.clone(), &peer, 0).unwrap_err();
+            assert!(matches!(e, Error::Rejected(RejectReason::Full)), "{t}: {e}");
+            a.stage_payload(b"still", 0).unwrap();
+            a.post().unwrap();
+            assert_eq!(a.collect().unwrap().payload, b"still");
+            // After one leaves, a newcomer gets its place and starts at round 0.
+            a.stop().unwrap();
+            let mut c = (0..100)
+                .find_map(|_| {
+                    let r = ControllerSession::open(&unique("c"), cfg.clone(), &peer, 0);
+                    if r.is_err() {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    r.ok()
+                })
+                .expect("a place frees up once a controller left");
+            for i in 0..10u8 {
+                c.stage_payload(&[i], 0).unwrap();
+                c.post().unwrap();
+                assert_eq!(c.collect().unwrap().payload, &[i], "{t}");
+            }
+            drop((b, c));
+            // The server saw every session, with its rounds.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while srv
+                .stats()
+                .sessions_report()
+                .iter()
+                .any(|r| r.ended.is_none())
+                && Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let report = srv.stats().sessions_report();
+            assert_eq!(report.len(), 3, "{t}: {report:?}");
+            assert_eq!(report[0].rounds, 201, "{t}");
+            assert_eq!(report[1].rounds, 200, "{t}");
+            assert_eq!(report[2].rounds, 10, "{t}");
+            assert!(
+                report.iter().all(|r| r.ended == Some(Ok(()))),
+                "{t}: {report:?}"
+            );
         }
     }
 }

@@ -18,7 +18,7 @@
 //! | 32 | 8  | virtual address of the sender's receive ring (RDMA) |
 //! | 40 | 16 | GID (RDMA; an IPv4-mapped IPv6 address for RoCE v2) |
 //! | 56 | 6  | MAC address (FPGA peers; zero otherwise) |
-//! | 62 | 2  | reserved, zero |
+//! | 62 | 2  | session port: in a udp accept, the port the session's own socket listens on (0: the one the hello went to) |
 //! | 64 | 4  | CRC-32 (IEEE) of bytes 0..64 |
 //!
 //! All integers are little-endian.
@@ -65,6 +65,12 @@ pub enum RejectReason {
     /// The hello asks for something this coprocessor cannot do (e.g. another transport).
     #[cfg_attr(feature = "std", error("unsupported request"))]
     Unsupported = 5,
+    /// The coprocessor serves as many controllers as it takes (`--max-sessions`).
+    #[cfg_attr(
+        feature = "std",
+        error("the coprocessor serves its maximum number of controllers")
+    )]
+    Full = 6,
 }
 
 impl RejectReason {
@@ -75,6 +81,7 @@ impl RejectReason {
             3 => RejectReason::Busy,
             4 => RejectReason::Malformed,
             5 => RejectReason::Unsupported,
+            6 => RejectReason::Full,
             _ => return None,
         })
     }
@@ -133,6 +140,8 @@ pub struct Handshake {
     pub gid: [u8; 16],
     /// MAC address (FPGA peers).
     pub mac: [u8; 6],
+    /// udp accept: the port of the socket that serves this session (0: the hello's).
+    pub session_port: u16,
 }
 
 impl Handshake {
@@ -149,6 +158,7 @@ impl Handshake {
             ring_addr: 0,
             gid: [0; 16],
             mac: [0; 6],
+            session_port: 0,
         }
     }
 
@@ -176,6 +186,7 @@ impl Handshake {
         b[32..40].copy_from_slice(&self.ring_addr.to_le_bytes());
         b[40..56].copy_from_slice(&self.gid);
         b[56..62].copy_from_slice(&self.mac);
+        b[62..64].copy_from_slice(&self.session_port.to_le_bytes());
         let crc = crc32(&b[0..64]);
         b[64..68].copy_from_slice(&crc.to_le_bytes());
         b
@@ -229,6 +240,7 @@ impl Handshake {
             ring_addr: u64::from_le_bytes([b[32], b[33], b[34], b[35], b[36], b[37], b[38], b[39]]),
             gid,
             mac,
+            session_port: u16::from_le_bytes([b[62], b[63]]),
         })
     }
 }
@@ -277,10 +289,14 @@ mod tests {
         h.ring_addr = 0x7FFF_0000_1000;
         h.gid = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 10, 0, 0, 1];
         h.mac = [2, 0, 0, 0, 0, 1];
+        h.session_port = 40_123;
         let b = h.encode();
+        assert_eq!(&b[62..64], &40_123u16.to_le_bytes());
         assert_eq!(Handshake::decode(&b), Ok(h));
-        let r = Handshake::reject(RejectReason::Geometry, Geometry::default());
-        assert_eq!(Handshake::decode(&r.encode()), Ok(r));
+        for reason in [RejectReason::Geometry, RejectReason::Full] {
+            let r = Handshake::reject(reason, Geometry::default());
+            assert_eq!(Handshake::decode(&r.encode()), Ok(r));
+        }
     }
 
     #[test]

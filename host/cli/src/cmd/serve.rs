@@ -52,6 +52,28 @@ pub struct Args {
     /// Exit after serving this many controller sessions.
     #[arg(long)]
     pub sessions: Option<u64>,
+    /// Controllers served at once, each on its own rings and thread; one more is answered
+    /// "full".
+    #[arg(long, default_value_t = backline_transport::DEFAULT_MAX_SESSIONS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub max_sessions: u64,
+    /// Serving threads that each poll a share of the sessions (for fewer cores than
+    /// sessions); default: one thread per session.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub serve_threads: Option<u64>,
+    /// udp: end a session whose controller sends nothing for this many seconds.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub idle_timeout: u64,
+    /// Hop probes: per-hop median/P99/P99.9 of every session at shutdown.
+    #[arg(long)]
+    pub hop_stats: bool,
+    /// Hop probes: one row per round of every session (CLOCK_MONOTONIC ns per hop), written
+    /// at shutdown.
+    #[arg(long, value_name = "FILE")]
+    pub hop_csv: Option<std::path::PathBuf>,
+    /// Hop probes: rounds recorded per session (allocated when a session starts).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub hop_rounds: u64,
     /// Exit when the parent process exits (used when `backline bench` starts the server).
     #[arg(long, hide = true)]
     pub exit_with_parent: bool,
@@ -93,8 +115,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, term.clone()).context("installing signal handlers")?;
     }
+    let probes = args.hop_stats || args.hop_csv.is_some();
+    if let Some(p) = &args.hop_csv {
+        // Checked now, not after the run: a path that cannot be written.
+        std::fs::File::create(p).with_context(|| format!("--hop-csv {}", p.display()))?;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    if let Some(k) = args.serve_threads
+        && (k > args.max_sessions || k > cpus)
+    {
+        eprintln!(
+            "backline serve: --serve-threads {k} is more than --max-sessions {} or the {cpus} CPUs; threads beyond them only poll",
+            args.max_sessions
+        );
+    }
     let options = ServeOptions {
-        max_sessions: args.sessions,
+        total_sessions: args.sessions,
+        max_sessions: args.max_sessions as usize,
+        serve_threads: args.serve_threads.map(|k| k as usize),
+        probe_rounds: if probes { args.hop_rounds } else { 0 },
+        idle_timeout: Duration::from_secs(args.idle_timeout),
         ..ServeOptions::default()
     };
     let mut session =
@@ -108,22 +148,79 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // What a controller passes as --peer.
     let peer = session.peer_address().unwrap_or_default().to_string();
     println!("ready {peer}");
+    let threads = match args.serve_threads {
+        Some(k) => format!("{k} serving threads"),
+        None => "a thread per session".into(),
+    };
     eprintln!(
-        "backline serve: {bound}, {} slots of {} bytes, functions {}; Ctrl-C to stop",
+        "backline serve: {bound}, up to {} controllers at once ({threads}), {} slots of {} bytes, functions {}; Ctrl-C to stop",
+        args.max_sessions,
         config.geometry.depth,
         config.geometry.slot_bytes,
         list.join(" ")
     );
+    if !bound.contains("127.0.0.1") && !bound.contains("[::1]") && !bound.starts_with("shm:") {
+        eprintln!(
+            "backline serve: {bound} is not loopback: controllers on other hosts can reach it"
+        );
+    }
     while !term.load(Ordering::Relaxed) && !session.is_finished() {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let (sessions, rounds, failed) = session.stats().snapshot();
     let outcome = session.stop();
+    let (sessions, rounds, failed) = session.stats().snapshot();
+    let reports = session.stats().sessions_report();
+    for r in &reports {
+        let how = match &r.ended {
+            None => "still running".to_string(),
+            Some(Ok(())) => "ended".to_string(),
+            Some(Err(e)) => format!("ended: {e}"),
+        };
+        eprintln!(
+            "backline serve: session {} ({}): {} rounds, {} with an error status, {how}",
+            r.number, r.peer, r.rounds, r.failed
+        );
+        if args.hop_stats
+            && let Some(h) = &r.hops
+        {
+            eprint!(
+                "{}",
+                h.render(&format!("backline serve: hops of session {}", r.number))
+            );
+        }
+    }
+    if probes && transport != TransportKind::Udp {
+        eprintln!(
+            "backline serve: hop probes: {transport} has no transport hop of its own (received = request_seen)"
+        );
+    }
+    if let Some(p) = &args.hop_csv {
+        let tables: Vec<(u64, &backline_probe::Table)> = reports
+            .iter()
+            .filter_map(|r| r.hops.as_ref().map(|h| (r.number, h)))
+            .collect();
+        backline_probe::save_csv(&tables, p)
+            .with_context(|| format!("--hop-csv {}", p.display()))?;
+        eprintln!(
+            "backline serve: wrote the hops of {} sessions to {}",
+            tables.len(),
+            p.display()
+        );
+    }
     for line in table.reports() {
         eprintln!("backline serve: {line}");
     }
+    let strays = session
+        .stats()
+        .strays
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let strays = if strays > 0 {
+        format!(", {strays} datagrams of no session dropped")
+    } else {
+        String::new()
+    };
     eprintln!(
-        "backline serve: stopped after {sessions} sessions, {rounds} rounds ({failed} answered with an error status)"
+        "backline serve: stopped after {sessions} sessions, {rounds} rounds ({failed} answered with an error status){strays}"
     );
     outcome.context("the server failed")?;
     Ok(ExitCode::SUCCESS)

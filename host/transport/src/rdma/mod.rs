@@ -63,7 +63,11 @@ use backline_wire::{
     RejectReason, Seq, Status,
 };
 
-use crate::link::{ControllerLink, CoprocessorLink, Listener, wait_error};
+use crate::link::{
+    Accepted, Admission, AdmitGuard, ControllerLink, CoprocessorLink, Listener, StopFlag,
+    wait_error,
+};
+use crate::rounds::{Polled, RoundIo};
 use crate::{Error, RdmaOptions, Result, SessionConfig};
 use verbs::{Device, Endpoint, PeerEnd, RemoteRing, WriteError};
 
@@ -383,6 +387,7 @@ pub(crate) struct RdmaListener {
     tcp: TcpListener,
     addr: SocketAddr,
     dev: Arc<Device>,
+    admission: Arc<Admission>,
     geometry: Geometry,
     setup_timeout: Duration,
     drain_timeout: Duration,
@@ -390,7 +395,11 @@ pub(crate) struct RdmaListener {
 
 impl RdmaListener {
     /// Opens the device of `config.rdma` and binds `addr` (host:port) for set-up connections.
-    pub(crate) fn bind(addr: &str, config: &SessionConfig) -> Result<RdmaListener> {
+    pub(crate) fn bind(
+        addr: &str,
+        config: &SessionConfig,
+        admission: Arc<Admission>,
+    ) -> Result<RdmaListener> {
         let geometry = config.geometry.validate()?;
         let dev = Arc::new(Device::open(&config.rdma)?);
         let a = crate::udp::resolve_as("rdma set-up address", addr)?;
@@ -404,20 +413,19 @@ impl RdmaListener {
             tcp,
             addr,
             dev,
+            admission,
             geometry,
             setup_timeout: config.setup_timeout,
             drain_timeout: drain_timeout(config),
         })
     }
 
-    /// The bound set-up address (useful with port 0).
-    pub(crate) fn local_addr(&self) -> SocketAddr {
-        self.addr
-    }
-
     /// Runs the coprocessor's half of the handshake on a fresh connection. `Ok(None)` when the
     /// hello was refused or the controller went quiet; errors only for local failures.
-    fn handshake(&mut self, mut stream: TcpStream) -> Result<Option<(Endpoint, TcpStream)>> {
+    fn handshake(
+        &mut self,
+        mut stream: TcpStream,
+    ) -> Result<Option<(Endpoint, TcpStream, AdmitGuard)>> {
         let _ = stream.set_nonblocking(false);
         let _ = stream.set_nodelay(true);
         let _ = stream.set_write_timeout(Some(self.setup_timeout));
@@ -444,6 +452,10 @@ impl RdmaListener {
                 return Ok(None);
             }
         };
+        let Some(guard) = self.admission.try_admit() else {
+            reject(&mut stream, RejectReason::Full);
+            return Ok(None);
+        };
         let ep = Endpoint::new(self.dev.clone(), self.geometry, self.drain_timeout)
             .and_then(|mut ep| ep.connect(&peer).map(|()| ep));
         let ep = match ep {
@@ -460,20 +472,7 @@ impl RdmaListener {
         stream
             .set_nonblocking(true)
             .map_err(Error::io("setting the set-up connection non-blocking"))?;
-        Ok(Some((ep, stream)))
-    }
-
-    /// Refuses every waiting connection as busy (without reading it: a silent client must not
-    /// hold up the session being served).
-    fn refuse_waiting(&self) {
-        while let Ok((mut s, _)) = self.tcp.accept() {
-            let _ = s.set_nonblocking(false);
-            let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
-            let _ = oob::send(
-                &mut s,
-                &Handshake::reject(RejectReason::Busy, self.geometry),
-            );
-        }
+        Ok(Some((ep, stream, guard)))
     }
 }
 
@@ -481,13 +480,9 @@ impl RdmaListener {
 const ACCEPT_NAP: Duration = Duration::from_millis(5);
 
 impl Listener for RdmaListener {
-    fn accept<'a>(
-        &'a mut self,
-        _wait: &WaitPolicy,
-        stop: &'a (dyn Fn() -> bool + Sync),
-    ) -> Result<Option<Box<dyn CoprocessorLink + 'a>>> {
+    fn accept(&mut self, _wait: &WaitPolicy, stop: &StopFlag) -> Result<Option<Accepted>> {
         loop {
-            if stop() {
+            if stop.is_set() {
                 return Ok(None);
             }
             let stream = match self.tcp.accept() {
@@ -503,25 +498,31 @@ impl Listener for RdmaListener {
                     });
                 }
             };
-            let Some((ep, stream)) = self.handshake(stream)? else {
+            let peer = stream
+                .peer_addr()
+                .map_or_else(|_| "an unknown address".to_string(), |a| a.to_string());
+            let Some((ep, stream, guard)) = self.handshake(stream)? else {
                 continue;
             };
             let (recv, send) = (*ep.recv(), *ep.send());
-            return Ok(Some(Box::new(RdmaServerLink {
-                recv,
-                send,
-                st: ServerState {
-                    l: self,
-                    ep,
-                    stream,
-                    bye: [0; HANDSHAKE_BYTES],
-                    bye_got: 0,
-                    floor_seen: 0,
-                    next_check: Instant::now(),
-                    over: false,
-                    stop,
-                },
-            })));
+            return Ok(Some(Accepted {
+                link: Box::new(RdmaServerLink {
+                    recv,
+                    send,
+                    peer,
+                    st: ServerState {
+                        ep,
+                        stream,
+                        bye: [0; HANDSHAKE_BYTES],
+                        bye_got: 0,
+                        floor_seen: 0,
+                        next_check: Instant::now(),
+                        over: false,
+                        stop: stop.clone(),
+                    },
+                }),
+                guard,
+            }));
         }
     }
 
@@ -539,18 +540,18 @@ impl Listener for RdmaListener {
 const HOUSEKEEPING: Duration = Duration::from_millis(5);
 
 /// The coprocessor side of one controller's session.
-struct RdmaServerLink<'a> {
+struct RdmaServerLink {
     /// Copies of the endpoint's ring views (the endpoint, in `st`, owns their memory and
     /// lives as long). Kept apart from `st` so that a message borrowed from `recv` can be
     /// returned while `st` is used mutably in the same loop.
     recv: RingView,
     send: RingView,
-    st: ServerState<'a>,
+    peer: String,
+    st: ServerState,
 }
 
 /// Everything of a server session but its ring views.
-struct ServerState<'a> {
-    l: &'a mut RdmaListener,
+struct ServerState {
     ep: Endpoint,
     stream: TcpStream,
     bye: [u8; HANDSHAKE_BYTES],
@@ -558,14 +559,14 @@ struct ServerState<'a> {
     floor_seen: u32,
     next_check: Instant,
     over: bool,
-    stop: &'a (dyn Fn() -> bool + Sync),
+    stop: StopFlag,
 }
 
-impl ServerState<'_> {
+impl ServerState {
     /// Bye or a closed set-up connection, a stop request, or a broken queue pair end the
-    /// session (returns true); controllers that knock meanwhile are told we are busy.
+    /// session (returns true).
     fn housekeeping(&mut self) -> bool {
-        if (self.stop)() {
+        if self.stop.is_set() {
             return true;
         }
         loop {
@@ -586,14 +587,51 @@ impl ServerState<'_> {
                 Err(_) => return true,
             }
         }
-        self.l.refuse_waiting();
         self.ep.reap().is_err()
+    }
+
+    /// Echoes a floor ping if one came in; false when there was none.
+    fn floor_ping(&mut self) -> bool {
+        let f = self.ep.floor_recv().load(Ordering::Acquire);
+        if f == self.floor_seen {
+            return false;
+        }
+        self.floor_seen = f;
+        if f % 2 == 1 && self.ep.write_floor(f.wrapping_add(1)).is_err() {
+            self.over = true;
+        }
+        true
     }
 }
 
-impl CoprocessorLink for RdmaServerLink<'_> {
+impl CoprocessorLink for RdmaServerLink {
+    fn peer(&self) -> String {
+        format!("rdma:{}", self.peer)
+    }
+}
+
+impl RoundIo for RdmaServerLink {
     fn geometry(&self) -> Geometry {
         self.recv.geometry()
+    }
+
+    fn poll_request(&mut self, seq: Seq) -> Result<Polled<'_>> {
+        if self.st.over {
+            return Ok(Polled::Ended);
+        }
+        if let Some(m) = self.recv.poll(seq) {
+            return Ok(Polled::Ready(m));
+        }
+        self.st.floor_ping();
+        let now = Instant::now();
+        if now >= self.st.next_check {
+            self.st.next_check = now + HOUSEKEEPING;
+            if self.st.housekeeping() {
+                self.st.over = true;
+                return Ok(Polled::Ended);
+            }
+        }
+        Ok(Polled::Pending)
     }
 
     fn wait_request(&mut self, seq: Seq, wait: &WaitPolicy) -> Result<Option<Message<'_>>> {
@@ -607,12 +645,7 @@ impl CoprocessorLink for RdmaServerLink<'_> {
                 return Ok(Some(m));
             }
             // A floor ping: echo it at once.
-            let f = self.st.ep.floor_recv().load(Ordering::Acquire);
-            if f != self.st.floor_seen {
-                self.st.floor_seen = f;
-                if f % 2 == 1 && self.st.ep.write_floor(f.wrapping_add(1)).is_err() {
-                    self.st.over = true;
-                }
+            if self.st.floor_ping() {
                 // Activity: spin afresh, as a wait for the next request would.
                 spin_until = None;
                 continue;

@@ -113,10 +113,11 @@ BL_DEV bl_u32 bl_wait_request(const BlLaunch *a, BlGeometry g, BlControl *ctl, b
             return BL_ACT_RESET;
         }
 #if defined(BL_HOST)
-        // The emulation shares a CPU with its controller: give it the core when idle.
-        if (batches > 1024)
+        // The emulation shares the CPUs with its controller: spin ~200 µs (as a CPU server's
+        // waits do), then yield, and nap once idle for ~10 ms.
+        if (batches > 4096)
             std::this_thread::sleep_for(std::chrono::microseconds(20));
-        else if (batches > 16)
+        else if (batches > 80)
             std::this_thread::yield();
 #endif
     }

@@ -603,8 +603,12 @@ impl GpuCoprocessor {
         let t0 = Instant::now();
         req.publish(seq, Kind::Request, decoder_id, 0, input)
             .map_err(|e| Error::Unsupported(e.to_string()))?;
+        backline_probe::mark(backline_probe::Hop::ProxyPosted);
         let m = match rep.wait(seq, wait, self.options.reply_timeout, None) {
-            Ok(m) => m,
+            Ok(m) => {
+                backline_probe::mark(backline_probe::Hop::ProxySeen);
+                m
+            }
             Err(_) => {
                 self.hung.store(true, Ordering::Relaxed);
                 log::error!(

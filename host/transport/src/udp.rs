@@ -335,7 +335,7 @@ impl UdpServerLink {
                     && in_window(h.seq, expect, self.view.geometry().depth)
                 {
                     if self.probes {
-                        self.received_ns = backline_probe::now_ns();
+                        self.received_ns = backline_probe::now();
                     }
                     let _ = self
                         .view
@@ -579,7 +579,7 @@ impl UdpController {
             && in_window(h.seq, expect, self.view.geometry().depth)
         {
             if let Some(r) = &self.received {
-                r.store(backline_probe::now_ns(), Ordering::Relaxed);
+                r.store(backline_probe::now(), Ordering::Relaxed);
             }
             let _ = self
                 .view

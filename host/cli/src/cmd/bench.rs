@@ -99,6 +99,13 @@ pub struct Args {
     /// No progress lines on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Hop probes: per-hop median/P99/P99.9 of every run (the coprocessor's hops too when it
+    /// runs in this process or in a `backline serve` this bench starts).
+    #[arg(long)]
+    pub hop_stats: bool,
+    /// Hop probes: one row per round and run (timestamps per hop) into FILE.
+    #[arg(long, value_name = "FILE")]
+    pub hop_csv: Option<PathBuf>,
 }
 
 /// One measured run.
@@ -143,6 +150,8 @@ struct ServerProcess {
     child: Child,
     peer: String,
     name: Option<String>,
+    /// How long it may take to stop (writing hop probes takes a while).
+    grace: Duration,
 }
 
 impl ServerProcess {
@@ -151,6 +160,7 @@ impl ServerProcess {
         responders: &[String],
         a: &Args,
         geometry: backline_wire::Geometry,
+        hop_csv: Option<&Path>,
     ) -> anyhow::Result<ServerProcess> {
         let exe = std::env::current_exe().context("locating the backline executable")?;
         let name = format!("bench-{}", std::process::id());
@@ -176,6 +186,12 @@ impl ServerProcess {
         }
         if responders.iter().any(|r| is_gpu(r)) {
             cmd.args(a.gpu.to_args());
+        }
+        if let Some(p) = hop_csv {
+            cmd.arg("--hop-csv")
+                .arg(p)
+                .arg("--hop-rounds")
+                .arg(a.rounds.to_string());
         }
         for (id, r) in base_ids(responders).into_iter().zip(responders) {
             cmd.arg("--fn").arg(format!("{id}={r}"));
@@ -217,6 +233,11 @@ impl ServerProcess {
             child,
             peer,
             name: (transport == TransportKind::Shm).then_some(name),
+            grace: if hop_csv.is_some() {
+                Duration::from_secs(60)
+            } else {
+                Duration::from_secs(1)
+            },
         })
     }
 }
@@ -226,7 +247,7 @@ impl Drop for ServerProcess {
         if let Ok(None) = self.child.try_wait() {
             let _ = os::terminate(self.child.id());
             let t0 = Instant::now();
-            while t0.elapsed() < Duration::from_secs(1) {
+            while t0.elapsed() < self.grace {
                 if let Ok(Some(_)) = self.child.try_wait() {
                     break;
                 }
@@ -301,6 +322,17 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let ctx = a.gpu.context()?;
+    let hop_args = super::hops::HopArgs {
+        stats: a.hop_stats,
+        csv: a.hop_csv.clone(),
+    };
+    if let Some(p) = &hop_args.csv {
+        // Checked now, not after the run.
+        std::fs::File::create(p).with_context(|| format!("--hop-csv {}", p.display()))?;
+    }
+    // Where a server this bench starts leaves its hop stamps.
+    let server_hops = (hop_args.on() && transport != TransportKind::Memcpy && a.peer.is_none())
+        .then(|| std::env::temp_dir().join(format!("backline-hops-{}.csv", std::process::id())));
     // Load responders here first: a bad spec is our error, not the server's. (With --peer a
     // GPU function runs on the peer's machine, not here; memcpy builds its table below.)
     if transport != TransportKind::Memcpy {
@@ -340,19 +372,29 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 .collect();
             let table = table_of(&fns, &ctx)?;
             let key = format!("bench-{}", std::process::id());
+            let options = ServeOptions {
+                probe_rounds: if hop_args.on() { a.rounds } else { 0 },
+                ..ServeOptions::default()
+            };
             local = Some(CoprocessorSession::open(
                 &key,
                 config.clone(),
                 "",
                 0,
                 &table,
-                ServeOptions::default(),
+                options,
             )?);
             key
         }
         (_, Some(p)) => p.clone(),
         (_, None) => {
-            let s = ServerProcess::spawn(transport, &responders, &a, config.geometry)?;
+            let s = ServerProcess::spawn(
+                transport,
+                &responders,
+                &a,
+                config.geometry,
+                server_hops.as_deref(),
+            )?;
             let p = s.peer.clone();
             child = Some(s);
             p
@@ -392,6 +434,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
 
     let mut runs: Vec<Run> = Vec::new();
+    let mut controller_hops: Vec<(String, backline_probe::Table)> = Vec::new();
     let mut failure: Option<anyhow::Error> = None;
     for (i, spec) in responders.iter().enumerate() {
         let decoder_id = if responders.len() == 1 && a.peer.is_some() {
@@ -401,6 +444,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         };
         let mut session = ControllerSession::open("bench", config.clone(), &peer, 7878)
             .with_context(|| format!("connecting to the coprocessor at {transport}:{peer}"))?;
+        if hop_args.on() {
+            session
+                .enable_probes(a.rounds)
+                .context("--hop-stats / --hop-csv")?;
+        }
         let cfg = SwLoop {
             rounds: a.rounds,
             payload_bytes: a.payload_bytes,
@@ -412,6 +460,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             label: format!("bench {transport} {spec}"),
         };
         let r = swloop::run(&mut session, &cfg);
+        if hop_args.on() {
+            let mut t = backline_probe::Table::new();
+            t.merge(session.probes().rows());
+            t.truncate(r.completed as usize);
+            controller_hops.push((spec.clone(), t));
+        }
         drop(session);
         let mut trace = r.trace;
         set_meta(&mut trace, &a, transport, spec, &config, pacer);
@@ -464,8 +518,47 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             eprintln!("{line}");
         }
     }
+    // The serving threads of this process hand over their stamps when their sessions end:
+    // stop them first.
+    let server_tables = match local.as_mut() {
+        Some(l) if hop_args.on() => {
+            use backline_transport::Session as _;
+            let _ = l.stop();
+            super::hops::server_tables(
+                l.stats()
+                    .sessions_report()
+                    .into_iter()
+                    .filter_map(|r| r.hops.map(|h| (r.number, h)))
+                    .collect(),
+            )
+        }
+        _ => Vec::new(),
+    };
     drop(local);
     drop(child);
+    if hop_args.on() {
+        // A server process writes its stamps when it stops (now).
+        let server_tables = match &server_hops {
+            Some(p) => {
+                let t = super::hops::load_server(p);
+                let _ = std::fs::remove_file(p);
+                t?
+            }
+            None => server_tables,
+        };
+        let mut merged = controller_hops;
+        for ((_, t), s) in merged.iter_mut().zip(&server_tables) {
+            t.merge(s.rows());
+        }
+        let note = if a.peer.is_some() {
+            Some("the coprocessor's own hops: its `backline serve --hop-stats` (another process, maybe another clock)")
+        } else if server_tables.is_empty() {
+            Some("the coprocessor recorded no hops of its own (a GPU kernel attached to the controller's rings has none)")
+        } else {
+            None
+        };
+        super::hops::report(&hop_args, transport.name(), &merged, note)?;
+    }
 
     let baseline = (!a.no_baseline && failure.is_none()).then(|| {
         let mut t = Trace::with_capacity(Clock::HostNs, floor_rtts.len());

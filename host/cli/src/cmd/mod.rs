@@ -3,6 +3,7 @@
 pub mod bench;
 mod common;
 pub mod decode;
+pub mod hops;
 pub mod plot;
 pub mod serve;
 pub mod sim;

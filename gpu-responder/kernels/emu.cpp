@@ -4,6 +4,9 @@
 // kernels, the runtime for a user kernel), never by a GPU compiler.
 #include "persistent.cu"
 
+#include <pthread.h>
+
+#include <cstdio>
 #include <new>
 #include <vector>
 
@@ -22,6 +25,9 @@ static int bl_emu_block_run(unsigned nthreads, F body) {
     try {
         for (unsigned t = 1; t < nthreads; t++)
             others.emplace_back([&block, &body, t] {
+                char name[16];
+                std::snprintf(name, sizeof name, "gpuemu-t%u", t);
+                pthread_setname_np(pthread_self(), name);
                 bl_emu_tid = t;
                 bl_emu_block = &block;
                 body();

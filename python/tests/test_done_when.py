@@ -124,3 +124,30 @@ def test_fpga_controller_through_the_simulated_board_gives_the_same_samples():
     np.testing.assert_array_equal(s, host)
     lat = dev.last_run.latency()
     assert lat["count"] == 100 * 13 - 1 and lat["median_ns"] > 0
+
+
+@pytest.mark.parametrize("transport", ["udp", "shm"])
+def test_two_controllers_share_one_executor_at_once(executor, transport):
+    """Two devices (two controllers) run at the same time against one executor process, each
+    in its own session; both get the samples a lone controller gets."""
+    import threading
+
+    e = executor(transport)
+    alone = ghz_qnode(steane_placement("memcpy", noise=0.01), shots=300)()
+    results, errors = {}, []
+
+    def run(tag):
+        try:
+            dev = steane_placement(transport, remote=True, endpoint=Endpoint(address=e.peer), noise=0.01)
+            results[tag] = ghz_qnode(dev, shots=300)()
+        except Exception as x:  # noqa: BLE001 — reported below
+            errors.append(x)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    for tag in (0, 1):
+        np.testing.assert_array_equal(results[tag], alone, err_msg=str(tag))

@@ -49,7 +49,11 @@ pub fn ticks_per_ns() -> f64 {
         std::thread::sleep(std::time::Duration::from_millis(20));
         let (t1, n1) = (now(), now_ns());
         let rate = (t1.wrapping_sub(t0)) as f64 / (n1 - n0).max(1) as f64;
-        if rate.is_finite() && rate > 0.0 { rate } else { 1.0 }
+        if rate.is_finite() && rate > 0.0 {
+            rate
+        } else {
+            1.0
+        }
     })
 }
 

@@ -227,7 +227,9 @@ impl ServerProcess {
         };
         // Keep draining its stderr so it never blocks on a full pipe.
         if let Some(mut e) = child.stderr.take() {
-            std::thread::spawn(move || std::io::copy(&mut e, &mut std::io::sink()));
+            let _ = std::thread::Builder::new()
+                .name("bench-srv-err".into())
+                .spawn(move || std::io::copy(&mut e, &mut std::io::sink()));
         }
         Ok(ServerProcess {
             child,
@@ -551,9 +553,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             t.merge(s.rows());
         }
         let note = if a.peer.is_some() {
-            Some("the coprocessor's own hops: its `backline serve --hop-stats` (another process, maybe another clock)")
+            Some(
+                "the coprocessor's own hops: its `backline serve --hop-stats` (another process, maybe another clock)",
+            )
         } else if server_tables.is_empty() {
-            Some("the coprocessor recorded no hops of its own (a GPU kernel attached to the controller's rings has none)")
+            Some(
+                "the coprocessor recorded no hops of its own (a GPU kernel attached to the controller's rings has none)",
+            )
         } else {
             None
         };

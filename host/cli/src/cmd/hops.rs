@@ -47,7 +47,12 @@ pub fn load_server(path: &Path) -> anyhow::Result<Vec<Table>> {
 }
 
 /// Prints and writes the runs' hops: `runs` is (label, merged table) per run.
-pub fn report(args: &HopArgs, transport: &str, runs: &[(String, Table)], note: Option<&str>) -> anyhow::Result<()> {
+pub fn report(
+    args: &HopArgs,
+    transport: &str,
+    runs: &[(String, Table)],
+    note: Option<&str>,
+) -> anyhow::Result<()> {
     if args.stats {
         for (label, t) in runs {
             eprint!("{}", t.render(&format!("hops of {label} over {transport}")));
@@ -62,7 +67,8 @@ pub fn report(args: &HopArgs, transport: &str, runs: &[(String, Table)], note: O
             .enumerate()
             .map(|(i, (_, t))| (i as u64 + 1, t))
             .collect();
-        backline_probe::save_csv(&tables, p).with_context(|| format!("--hop-csv {}", p.display()))?;
+        backline_probe::save_csv(&tables, p)
+            .with_context(|| format!("--hop-csv {}", p.display()))?;
     }
     Ok(())
 }

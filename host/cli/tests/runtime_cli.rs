@@ -1,0 +1,279 @@
+//! The runtime's depth from the command line: one `backline serve` serving several `backline
+//! bench` controllers at once, the "full" answer beyond `--max-sessions`, hop probes on every
+//! transport, and thread names.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_backline");
+
+fn out_dir(tag: &str) -> String {
+    let d = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("runtime-cli-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.display().to_string()
+}
+
+/// `backline serve` with `args`; returns the child and its peer address.
+fn serve(args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start backline serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let peer = line
+        .strip_prefix("ready ")
+        .unwrap_or_else(|| panic!("serve did not start: {line:?}"))
+        .trim()
+        .to_string();
+    (child, peer)
+}
+
+/// SIGTERM, then the server's stderr.
+fn stop(child: Child) -> String {
+    let st = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "serve exited {:?}", out.status);
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(
+        o.status.success(),
+        "backline failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim()).expect("one JSON object")
+}
+
+#[test]
+fn two_benches_run_at_once_against_one_server_with_every_reply_checked() {
+    for (transport, args) in [
+        ("udp", vec!["--bind", "127.0.0.1:0"]),
+        ("shm", vec!["--name", "runtime-cli-two"]),
+    ] {
+        // Blocking waits: four spinning threads on a two-core machine would take turns by
+        // time slices.
+        let mut a = vec!["--transport", transport, "--responder", "steane", "--spin-us", "0"];
+        a.extend(&args);
+        let (srv, peer) = serve(&a);
+        let dir = out_dir(transport);
+        let bench = || {
+            Command::new(BIN)
+                .args([
+                    "bench",
+                    "--transport",
+                    transport,
+                    "--peer",
+                    &peer,
+                    "--responder",
+                    "steane",
+                    "--rounds",
+                    "200000",
+                    "--json",
+                    "--no-plots",
+                    "--no-baseline",
+                    "--quiet",
+                    "--out-dir",
+                    &dir,
+                ])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (b1, b2) = (bench(), bench());
+        for b in [b1, b2] {
+            let o = b.wait_with_output().unwrap();
+            let j = json(&o);
+            assert_eq!(j["completed"], 200_000, "{transport}: {j}");
+        }
+        let err = stop(srv);
+        assert!(err.contains("session 1 ("), "{err}");
+        assert!(err.contains("session 2 ("), "{err}");
+        assert_eq!(
+            err.matches(": 200000 rounds, 0 with an error status")
+                .count(),
+            2,
+            "{err}"
+        );
+        assert!(
+            err.contains("stopped after 2 sessions, 400000 rounds"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_controller_beyond_max_sessions_is_told_the_server_is_full() {
+    let (srv, peer) = serve(&[
+        "--transport",
+        "udp",
+        "--bind",
+        "127.0.0.1:0",
+        "--max-sessions",
+        "1",
+    ]);
+    let dir = out_dir("full");
+    // One long run holds the only place...
+    let long = Command::new(BIN)
+        .args([
+            "bench",
+            "--transport",
+            "udp",
+            "--peer",
+            &peer,
+            "--rounds",
+            "100000000",
+            "--no-plots",
+            "--no-baseline",
+            "--quiet",
+            "--out-dir",
+            &dir,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // ...until it is surely in.
+    std::thread::sleep(Duration::from_millis(500));
+    let o = Command::new(BIN)
+        .args([
+            "bench",
+            "--transport",
+            "udp",
+            "--peer",
+            &peer,
+            "--rounds",
+            "10",
+            "--no-plots",
+            "--no-baseline",
+            "--out-dir",
+            &dir,
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("maximum number of controllers"), "{err}");
+    let _ = Command::new("kill")
+        .args(["-INT", &long.id().to_string()])
+        .status();
+    let _ = long.wait_with_output();
+    stop(srv);
+}
+
+#[test]
+fn hop_probes_write_one_row_per_round_on_every_transport() {
+    for transport in ["memcpy", "shm", "udp"] {
+        let dir = out_dir(&format!("hops-{transport}"));
+        let csv = format!("{dir}/hops.csv");
+        let o = Command::new(BIN)
+            .args([
+                "bench",
+                "--transport",
+                transport,
+                "--rounds",
+                "3000",
+                "--no-plots",
+                "--no-baseline",
+                "--quiet",
+                "--hop-stats",
+                "--hop-csv",
+                &csv,
+                "--out-dir",
+                &dir,
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{transport}: {err}");
+        // The coprocessor's hops are there too (its own thread or process).
+        for hop in [
+            "stage → post",
+            "request_seen → fn_start",
+            "fn_start → fn_end",
+        ] {
+            assert!(err.contains(hop), "{transport}: {hop}: {err}");
+        }
+        if transport == "udp" {
+            assert!(err.contains("post → received"), "{err}");
+        }
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let rows = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with("session"))
+            .count();
+        assert_eq!(rows, 3000, "{transport}: one row per round");
+    }
+}
+
+#[test]
+fn every_thread_has_a_name_that_says_whose_it_is() {
+    let (srv, peer) = serve(&["--transport", "udp", "--bind", "127.0.0.1:0", "--name", "x"]);
+    let dir = out_dir("names");
+    let bench = Command::new(BIN)
+        .args([
+            "bench",
+            "--transport",
+            "udp",
+            "--peer",
+            &peer,
+            "--rounds",
+            "100000000",
+            "--no-plots",
+            "--no-baseline",
+            "--quiet",
+            "--out-dir",
+            &dir,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let names = |pid: u32| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+                    .map(|s| s.trim().to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let t0 = Instant::now();
+    let mut server_names = names(srv.id());
+    while !server_names.iter().any(|n| n.starts_with("s1:"))
+        && t0.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+        server_names = names(srv.id());
+    }
+    assert!(
+        server_names.contains(&"srv:serve".to_string()),
+        "{server_names:?}"
+    );
+    assert!(
+        server_names.contains(&"s1:serve".to_string()),
+        "{server_names:?}"
+    );
+    assert!(server_names.iter().all(|n| n.len() <= 15));
+    let _ = Command::new("kill")
+        .args(["-INT", &bench.id().to_string()])
+        .status();
+    let _ = bench.wait_with_output();
+    stop(srv);
+}

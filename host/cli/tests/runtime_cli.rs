@@ -65,7 +65,14 @@ fn two_benches_run_at_once_against_one_server_with_every_reply_checked() {
     ] {
         // Blocking waits: four spinning threads on a two-core machine would take turns by
         // time slices.
-        let mut a = vec!["--transport", transport, "--responder", "steane", "--spin-us", "0"];
+        let mut a = vec![
+            "--transport",
+            transport,
+            "--responder",
+            "steane",
+            "--spin-us",
+            "0",
+        ];
         a.extend(&args);
         let (srv, peer) = serve(&a);
         let dir = out_dir(transport);

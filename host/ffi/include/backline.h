@@ -208,8 +208,10 @@ backline_status backline_session_destroy(backline_session *session);
 // `buf` is NULL or valid for writing `cap` bytes.
 size_t backline_last_error(char *buf, size_t cap);
 
-// A static, NUL-terminated name of a status ("ok", "timeout", …).
-const char *backline_status_name(backline_status status);
+// A static, NUL-terminated name of a status ("ok", "timeout", …); `"unknown status"` for a
+// value that is not a `backline_status`. (The argument is the status's number: a C caller
+// may pass any integer, which a Rust enum could not hold.)
+const char *backline_status_name(uint32_t status);
 
 #ifdef __cplusplus
 }  // extern "C"

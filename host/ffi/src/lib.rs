@@ -21,12 +21,10 @@ use std::sync::Arc;
 
 use backline_responder::{CSymbol, CoprocessorFn, Responder};
 use backline_transport::{
-    Controller as _, Coprocessor as _, Error, Registry, Role, Session as _, SessionConfig,
-    SessionRef, TransportKind, WaitPolicy,
+    Controller as _, Coprocessor as _, Error, Hardware, Registry, Role, Session as _,
+    SessionConfig, SessionRef, TransportKind, WaitPolicy,
 };
 use backline_wire::Geometry;
-
-use handles::HANDLES;
 
 /// Result of every call.
 #[repr(C)]
@@ -156,6 +154,8 @@ fn status_of(e: &Error) -> backline_status {
         Error::Timeout { .. } => BACKLINE_STATUS_TIMEOUT,
         Error::Failed(_) | Error::PeerGone(_) => BACKLINE_STATUS_STUCK,
         Error::Backpressure(_) => BACKLINE_STATUS_BACKPRESSURE,
+        Error::OutOfMemory { .. } => BACKLINE_STATUS_OUT_OF_MEMORY,
+        Error::StaleHandle => BACKLINE_STATUS_STALE_HANDLE,
         Error::Invalid(_)
         | Error::UnknownTransport(_)
         | Error::MessageTooLarge { .. }
@@ -316,9 +316,9 @@ pub unsafe extern "C" fn backline_session_create(
             )
         };
         let role = parse_role(role)?;
-        let gpu = match (target, role) {
-            ("cpu", _) => false,
-            ("gpu", Role::Coprocessor) => true,
+        let hardware = match (target, role) {
+            ("cpu", _) => Hardware::Cpu,
+            ("gpu", Role::Coprocessor) => Hardware::Gpu,
             ("gpu", Role::Controller) => {
                 return Err(invalid(
                     "target `gpu`: a GPU node is a coprocessor; controllers run on a cpu (or an fpga)",
@@ -336,10 +336,9 @@ pub unsafe extern "C" fn backline_session_create(
             // SAFETY: non-null and valid by contract.
             session_config(unsafe { &*config })?
         };
-        let s = Registry::global().create(role, key, config)?;
-        let h = HANDLES.insert(role, key, s, gpu);
+        let (h, _) = Registry::global().create(hardware, role, key, config)?;
         // SAFETY: `out` is non-null and writable by contract.
-        unsafe { out.write(h) };
+        unsafe { out.write(handles::to_ptr(h)) };
         Ok(())
     })
 }
@@ -361,11 +360,11 @@ pub unsafe extern "C" fn backline_get_session(
         // SAFETY: contract of this function.
         let (role, key) = unsafe { (cstr(role, "role")?, cstr(key, "key")?) };
         let role = parse_role(role)?;
-        let h = HANDLES
+        let h = Registry::global()
             .find(role, key)
             .ok_or_else(|| invalid(format!("no {} session with key `{key}`", role.name())))?;
         // SAFETY: non-null and writable by contract.
-        unsafe { out.write(h) };
+        unsafe { out.write(handles::to_ptr(h)) };
         Ok(())
     })
 }
@@ -375,8 +374,8 @@ fn with_session(
     f: impl FnOnce(&SessionRef) -> Result<(), Fail>,
 ) -> backline_status {
     boundary(|| {
-        let s = HANDLES.get(h)?;
-        f(&s)
+        let e = handles::lookup(h)?;
+        f(&e.session)
     })
 }
 
@@ -517,7 +516,7 @@ pub unsafe extern "C" fn backline_session_set_coprocessor_fn(
     func: backline_coprocessor_fn,
     ctx: *mut c_void,
 ) -> backline_status {
-    let gpu = HANDLES.is_gpu(session);
+    let gpu = handles::lookup(session).map(|e| e.hardware == Hardware::Gpu);
     coprocessor(session, "set_coprocessor_fn", |c| {
         if gpu? {
             return Err(invalid(
@@ -553,7 +552,7 @@ pub unsafe extern "C" fn backline_session_set_coprocessor_builtin(
 ) -> backline_status {
     // SAFETY: NUL-terminated by contract.
     let spec = unsafe { cstr(spec, "spec") };
-    let gpu = HANDLES.is_gpu(session);
+    let gpu = handles::lookup(session).map(|e| e.hardware == Hardware::Gpu);
     coprocessor(session, "set_coprocessor_builtin", |c| {
         let spec = spec?;
         let spec = match (gpu?, spec.starts_with("gpu:")) {
@@ -689,8 +688,7 @@ pub extern "C" fn backline_session_stop(session: *mut backline_session) -> backl
 #[unsafe(no_mangle)]
 pub extern "C" fn backline_session_destroy(session: *mut backline_session) -> backline_status {
     boundary(|| {
-        let (role, key, s) = HANDLES.remove(session)?;
-        Registry::global().remove(role, &key);
+        let s = handles::remove(session)?.session;
         let r = match &s {
             SessionRef::Controller(c) => lock!(c).stop(),
             SessionRef::Coprocessor(c) => lock!(c).stop(),
@@ -723,22 +721,35 @@ pub unsafe extern "C" fn backline_last_error(buf: *mut c_char, cap: usize) -> us
     .unwrap_or(0)
 }
 
-/// A static, NUL-terminated name of a status ("ok", "timeout", …).
+/// A static, NUL-terminated name of a status ("ok", "timeout", …); `"unknown status"` for a
+/// value that is not a `backline_status`. (The argument is the status's number: a C caller
+/// may pass any integer, which a Rust enum could not hold.)
 #[unsafe(no_mangle)]
-pub extern "C" fn backline_status_name(status: backline_status) -> *const c_char {
+pub extern "C" fn backline_status_name(status: u32) -> *const c_char {
     let s: &'static CStr = match status {
-        BACKLINE_STATUS_OK => c"ok",
-        BACKLINE_STATUS_ERROR => c"error",
-        BACKLINE_STATUS_OUT_OF_MEMORY => c"out of memory",
-        BACKLINE_STATUS_TIMEOUT => c"timeout",
-        BACKLINE_STATUS_STUCK => c"stuck",
-        BACKLINE_STATUS_NULL_HANDLE => c"null handle",
-        BACKLINE_STATUS_STALE_HANDLE => c"stale handle",
-        BACKLINE_STATUS_OUT_OF_ORDER => c"out of order",
-        BACKLINE_STATUS_INVALID_ARGUMENT => c"invalid argument",
-        BACKLINE_STATUS_NOT_READY => c"not ready",
-        BACKLINE_STATUS_BACKPRESSURE => c"backpressure",
-        BACKLINE_STATUS_PANIC => c"panic",
+        0 => c"ok",
+        1 => c"error",
+        2 => c"out of memory",
+        3 => c"timeout",
+        4 => c"stuck",
+        5 => c"null handle",
+        6 => c"stale handle",
+        7 => c"out of order",
+        8 => c"invalid argument",
+        9 => c"not ready",
+        10 => c"backpressure",
+        11 => c"panic",
+        _ => c"unknown status",
     };
     s.as_ptr()
 }
+
+// The numbers `backline_status_name` knows are the enum's.
+const _: () = {
+    assert!(BACKLINE_STATUS_OK as u32 == 0 && BACKLINE_STATUS_ERROR as u32 == 1);
+    assert!(BACKLINE_STATUS_OUT_OF_MEMORY as u32 == 2 && BACKLINE_STATUS_TIMEOUT as u32 == 3);
+    assert!(BACKLINE_STATUS_STUCK as u32 == 4 && BACKLINE_STATUS_NULL_HANDLE as u32 == 5);
+    assert!(BACKLINE_STATUS_STALE_HANDLE as u32 == 6 && BACKLINE_STATUS_OUT_OF_ORDER as u32 == 7);
+    assert!(BACKLINE_STATUS_INVALID_ARGUMENT as u32 == 8 && BACKLINE_STATUS_NOT_READY as u32 == 9);
+    assert!(BACKLINE_STATUS_BACKPRESSURE as u32 == 10 && BACKLINE_STATUS_PANIC as u32 == 11);
+};

@@ -7,6 +7,17 @@ use backline_wire::{Geometry, GeometryError};
 
 use crate::{CachePadded, Doorbell, RingView};
 
+/// Why a heap ring could not be made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RingError {
+    /// A geometry out of bounds.
+    #[error(transparent)]
+    Geometry(#[from] GeometryError),
+    /// The allocator refused the ring's bytes.
+    #[error("cannot allocate a ring of {0} bytes")]
+    OutOfMemory(usize),
+}
+
 /// Heap memory for one ring (zeroed and pre-faulted) plus its doorbell. Hand out
 /// [`RingView`]s with [`HeapRing::view`]; keep the `HeapRing` alive (e.g. in an `Arc`) while
 /// they are used.
@@ -26,15 +37,15 @@ unsafe impl Sync for HeapRing {}
 
 impl HeapRing {
     /// Allocates a zeroed ring of `geometry`, touching every page so that round 0 does not
-    /// page-fault.
-    pub fn new(geometry: Geometry) -> Result<HeapRing, GeometryError> {
+    /// page-fault. A ring the allocator cannot give is an error, not an abort.
+    pub fn new(geometry: Geometry) -> Result<HeapRing, RingError> {
         let geometry = geometry.validate()?;
         let layout = Layout::from_size_align(geometry.ring_bytes(), 4096)
             .expect("ring size is bounded by the wire format");
         // SAFETY: layout has non-zero size (depth ≥ 1, slot ≥ 64).
         let raw = unsafe { alloc_zeroed(layout) };
         let Some(ptr) = NonNull::new(raw) else {
-            std::alloc::handle_alloc_error(layout)
+            return Err(RingError::OutOfMemory(layout.size()));
         };
         // Pre-fault: zeroed pages from mmap are mapped copy-on-write to the zero page; a
         // write per page gives each its own frame now rather than at round 0.

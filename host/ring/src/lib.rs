@@ -28,7 +28,7 @@ mod server;
 mod view;
 mod wait;
 
-pub use heap::HeapRing;
+pub use heap::{HeapRing, RingError};
 pub use padded::CachePadded;
 pub use server::{AttachError, AttachedRings, RingServer};
 pub use view::{Message, RingView, copy_small};

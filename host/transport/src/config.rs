@@ -139,6 +139,11 @@ impl SessionConfig {
         if self.reply_timeout.is_zero() || self.setup_timeout.is_zero() {
             return Err(Error::Invalid("timeouts must be greater than zero".into()));
         }
+        if self.transport == TransportKind::Rdma && self.rdma.port == 0 {
+            return Err(Error::Invalid(
+                "rdma port 0: ports are numbered from 1".into(),
+            ));
+        }
         Ok(())
     }
 }

@@ -37,6 +37,17 @@ pub enum Error {
     /// No coprocessor answers at the given address.
     #[error("no coprocessor at {0}")]
     NoPeer(String),
+    /// Memory for rings, segments or probes could not be allocated.
+    #[error("cannot allocate {bytes} bytes for {what}")]
+    OutOfMemory {
+        /// What it was for.
+        what: String,
+        /// How much.
+        bytes: usize,
+    },
+    /// A session handle that is not (or no longer) registered.
+    #[error("session handle is stale (destroyed) or was never issued")]
+    StaleHandle,
     /// Something else already serves this name or port.
     #[error("{0} is already in use")]
     InUse(String),
@@ -134,3 +145,15 @@ impl Error {
 
 /// Result with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<backline_ring::RingError> for Error {
+    fn from(e: backline_ring::RingError) -> Error {
+        match e {
+            backline_ring::RingError::Geometry(g) => Error::Geometry(g),
+            backline_ring::RingError::OutOfMemory(bytes) => Error::OutOfMemory {
+                what: "a ring".into(),
+                bytes,
+            },
+        }
+    }
+}

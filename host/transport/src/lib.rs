@@ -49,7 +49,7 @@ pub use backline_ring::{SpinBudget, WaitPolicy};
 pub use config::{RdmaOptions, SessionConfig, TransportKind};
 pub use error::{Error, Result};
 pub use link::StopFlag;
-pub use registry::{Registry, SessionRef};
+pub use registry::{Entry, Handle, Hardware, Registry, SessionRef};
 pub use server::{DEFAULT_MAX_SESSIONS, ServeOptions, ServerStats, SessionReport};
 pub use session::{
     Controller, ControllerSession, Coprocessor, CoprocessorSession, Reply, Role, Session, State,

@@ -442,8 +442,18 @@ impl Controller for ControllerSession {
         let round = self.collected;
         let seq = Seq::of_round(round);
         let want = self.ids[seq.slot(self.config.geometry.depth) as usize];
+        let max_reply = self.max_reply;
         match on_link!(self.link.as_mut().expect("started"), l => l.poll_reply(seq))? {
-            Some(m) => Ok(Some(Self::make_reply(round, seq, want, m)?)),
+            Some(m) => {
+                let r = Self::make_reply(round, seq, want, m)?;
+                if r.payload.len() > max_reply {
+                    return Err(Error::Protocol(format!(
+                        "round {round}: a reply of {} bytes exceeds the reply size of {max_reply} bytes set with set_message_sizes",
+                        r.payload.len()
+                    )));
+                }
+                Ok(Some(r))
+            }
             None => Ok(None),
         }
     }
@@ -465,6 +475,7 @@ impl Controller for ControllerSession {
             collected,
             probes,
             received,
+            max_reply,
             ..
         } = self;
         let link = link.as_mut().expect("started");
@@ -481,7 +492,16 @@ impl Controller for ControllerSession {
                 return Err(e);
             }
         };
+        let max_reply = *max_reply;
         match Self::make_reply(round, seq, want, m) {
+            Ok(reply) if reply.payload.len() > max_reply => {
+                // Answered, but not as agreed: the round is over, its reply is not delivered.
+                *collected += 1;
+                Err(Error::Protocol(format!(
+                    "round {round}: a reply of {} bytes exceeds the reply size of {max_reply} bytes set with set_message_sizes",
+                    reply.payload.len()
+                )))
+            }
             Ok(reply) => {
                 if probes.enabled() {
                     probes.stamp(Hop::ReplySeen, round);

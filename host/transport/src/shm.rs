@@ -279,6 +279,23 @@ impl ShmListener {
         file.set_len(size as u64)
             .map_err(Error::io(format!("sizing {}", path.display())))
             .map_err(cleanup)?;
+        // Reserve the pages now: a segment larger than /dev/shm can hold is an error here,
+        // not a SIGBUS when a session first touches its rings.
+        {
+            use std::os::fd::AsRawFd;
+            // SAFETY: a valid file descriptor; offset and length within the file.
+            let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, size as libc::off_t) };
+            if rc != 0 {
+                return Err(cleanup(Error::OutOfMemory {
+                    what: format!(
+                        "the shm segment {} ({slots} session slots of two {}-byte rings; lower --max-sessions or the ring size)",
+                        path.display(),
+                        geometry.ring_bytes()
+                    ),
+                    bytes: size,
+                }));
+            }
+        }
         let map = map_file(&file, &path.display().to_string()).map_err(cleanup)?;
         let seg = Segment { map, layout };
         // SAFETY: the control blocks of the fresh mapping are ours and writable. (The rings

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use backline_responder::{Echo, Responder, ResponderError, ResponderTable, Steane};
 use backline_transport::{
-    Controller, ControllerSession, Coprocessor, CoprocessorSession, Error, Registry, Role,
-    ServeOptions, Session, SessionConfig, State, TransportKind, WaitPolicy,
+    Controller, ControllerSession, Coprocessor, CoprocessorSession, Error, Hardware, Registry,
+    Role, ServeOptions, Session, SessionConfig, State, TransportKind, WaitPolicy,
 };
 use backline_wire::{Geometry, RejectReason, Status};
 
@@ -418,9 +418,14 @@ fn a_server_that_goes_away_times_out_within_the_bound() {
 fn registry_is_keyed_by_role_and_key() {
     let r = Registry::default();
     let cfg = SessionConfig::new(TransportKind::Memcpy);
-    r.create(Role::Controller, "k", cfg.clone()).unwrap();
-    r.create(Role::Coprocessor, "k", cfg.clone()).unwrap();
-    let e = r.create(Role::Controller, "k", cfg).unwrap_err();
+    let (h, _) = r
+        .create(Hardware::Cpu, Role::Controller, "k", cfg.clone())
+        .unwrap();
+    r.create(Hardware::Cpu, Role::Coprocessor, "k", cfg.clone())
+        .unwrap();
+    let e = r
+        .create(Hardware::Cpu, Role::Controller, "k", cfg)
+        .unwrap_err();
     assert!(matches!(e, Error::DuplicateKey { .. }));
     assert_eq!(
         r.get_session(Role::Controller, "k").unwrap().role(),
@@ -438,8 +443,28 @@ fn registry_is_keyed_by_role_and_key() {
             });
         }
     });
-    r.remove(Role::Controller, "k").unwrap();
+    assert_eq!(r.find(Role::Controller, "k"), Some(h));
+    r.remove(h).unwrap();
     assert!(r.get_session(Role::Controller, "k").is_none());
+    // The handle is stale now, and a forged one is refused, both without touching memory.
+    assert!(matches!(r.get(h), Err(Error::StaleHandle)));
+    assert!(matches!(r.remove(h), Err(Error::StaleHandle)));
+    assert!(matches!(
+        r.get(backline_transport::Handle(0xdead_beef_0000_0007)),
+        Err(Error::StaleHandle)
+    ));
+    // A new session in the freed slot gets a new generation: the old handle stays stale.
+    let (h2, _) = r
+        .create(
+            Hardware::Cpu,
+            Role::Controller,
+            "k",
+            SessionConfig::new(TransportKind::Memcpy),
+        )
+        .unwrap();
+    assert_ne!(h2, h);
+    assert!(r.get(h2).is_ok());
+    assert!(matches!(r.get(h), Err(Error::StaleHandle)));
 }
 
 #[test]

@@ -2,6 +2,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "backline.h"
 
@@ -121,6 +122,69 @@ int main(void) {
     }
     EXPECT(backline_session_stage_payload(ctl, "f", 1, 0), BACKLINE_STATUS_STUCK);
     EXPECT(backline_session_destroy(ctl), BACKLINE_STATUS_OK);
+
+    /* Any number as a status: a name, never a crash. */
+    if (strcmp(backline_status_name(99), "unknown status") != 0 ||
+        strcmp(backline_status_name(0xFFFFFFFFu), "unknown status") != 0 ||
+        strcmp(backline_status_name(BACKLINE_STATUS_TIMEOUT), "timeout") != 0) {
+        fprintf(stderr, "status names wrong\n");
+        failures++;
+    }
+    /* The rdma port is numbered from 1. */
+    backline_config bad = cfg;
+    bad.transport = "rdma";
+    bad.rdma_port = 0;
+    EXPECT(backline_session_create("cpu", "controller", "p0", &bad, &s), BACKLINE_STATUS_INVALID_ARGUMENT);
+
+    /* A reply longer than the reply size the controller set is not delivered. */
+    EXPECT(backline_session_create("cpu", "coprocessor", "long", &cfg, &cop), BACKLINE_STATUS_OK);
+    EXPECT(backline_session_connect(cop, "", 0), BACKLINE_STATUS_OK);
+    EXPECT(backline_session_exchange_keys(cop), BACKLINE_STATUS_OK);
+    EXPECT(backline_session_establish_channel(cop, "memcpy"), BACKLINE_STATUS_OK);
+    EXPECT(backline_session_set_coprocessor_builtin(cop, 0, "echo"), BACKLINE_STATUS_OK);
+    EXPECT(backline_session_start(cop), BACKLINE_STATUS_OK);
+    EXPECT(backline_session_create("cpu", "controller", "long", &cfg, &ctl), BACKLINE_STATUS_OK);
+    EXPECT(backline_session_connect(ctl, "long", 0), BACKLINE_STATUS_OK);
+    EXPECT(backline_session_exchange_keys(ctl), BACKLINE_STATUS_OK);
+    EXPECT(backline_session_establish_channel(ctl, "memcpy"), BACKLINE_STATUS_OK);
+    EXPECT(backline_session_set_message_sizes(ctl, 8, 2), BACKLINE_STATUS_OK);
+    EXPECT(backline_session_start(ctl), BACKLINE_STATUS_OK);
+    EXPECT(backline_session_stage_payload(ctl, "12345", 5, 0), BACKLINE_STATUS_OK);
+    EXPECT(backline_session_post(ctl, NULL), BACKLINE_STATUS_OK);
+    EXPECT(backline_session_collect(ctl, &r), BACKLINE_STATUS_ERROR);
+    {
+        char m[256];
+        backline_last_error(m, sizeof m);
+        if (!strstr(m, "exceeds the reply size")) { fprintf(stderr, "long reply: %s\n", m); failures++; }
+    }
+    /* The round is over; the next one goes on. */
+    EXPECT(backline_session_stage_payload(ctl, "12", 2, 0), BACKLINE_STATUS_OK);
+    EXPECT(backline_session_post(ctl, NULL), BACKLINE_STATUS_OK);
+    EXPECT(backline_session_collect(ctl, &r), BACKLINE_STATUS_OK);
+    if (r.payload_len != 2) { fprintf(stderr, "after a long reply: %zu bytes\n", r.payload_len); failures++; }
+    EXPECT(backline_session_destroy(ctl), BACKLINE_STATUS_OK);
+    EXPECT(backline_session_destroy(cop), BACKLINE_STATUS_OK);
+
+    /* An allocation that fails is a status, not an abort: 4 GiB rings under a 1 GiB limit. */
+    struct rlimit lim = {1ul << 30, 1ul << 30};
+    if (setrlimit(RLIMIT_AS, &lim) == 0) {
+        backline_config huge = cfg;
+        huge.ring_depth = 65536;
+        huge.slot_bytes = 65536;
+        huge.in_flight = 1;
+        EXPECT(backline_session_create("cpu", "coprocessor", "huge", &huge, &cop), BACKLINE_STATUS_OK);
+        EXPECT(backline_session_connect(cop, "", 0), BACKLINE_STATUS_OK);
+        EXPECT(backline_session_exchange_keys(cop), BACKLINE_STATUS_OK);
+        EXPECT(backline_session_establish_channel(cop, "memcpy"), BACKLINE_STATUS_OK);
+        EXPECT(backline_session_set_coprocessor_builtin(cop, 0, "echo"), BACKLINE_STATUS_OK);
+        EXPECT(backline_session_start(cop), BACKLINE_STATUS_OK);
+        EXPECT(backline_session_create("cpu", "controller", "huge", &huge, &ctl), BACKLINE_STATUS_OK);
+        EXPECT(backline_session_connect(ctl, "huge", 0), BACKLINE_STATUS_OK);
+        EXPECT(backline_session_exchange_keys(ctl), BACKLINE_STATUS_OK);
+        EXPECT(backline_session_establish_channel(ctl, "memcpy"), BACKLINE_STATUS_OUT_OF_MEMORY);
+        EXPECT(backline_session_destroy(ctl), BACKLINE_STATUS_OK);
+        EXPECT(backline_session_destroy(cop), BACKLINE_STATUS_OK);
+    }
 
     char small[8];
     size_t n = backline_last_error(small, sizeof small);

@@ -19,11 +19,13 @@
 //! [`RingView::wait`] spins on the slot for a budget, then blocks on a futex on the `seq` word
 //! itself (shared, not process-private, so it works across processes on a shared mapping).
 //! A writer wakes sleepers only when the ring's [`Doorbell`] says someone sleeps, so the fast
-//! path costs one fence and one load of a line nobody writes while rounds flow.
+//! path costs one fence and one load of a line nobody writes while rounds flow. The
+//! orderings of both live in [`protocol`], which `tests/loom.rs` model-checks.
 #![deny(missing_docs)]
 
 mod heap;
 mod padded;
+pub mod protocol;
 mod server;
 mod view;
 mod wait;

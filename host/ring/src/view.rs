@@ -9,6 +9,7 @@ use backline_wire::{
     WIRE_VERSION,
 };
 
+use crate::protocol;
 use crate::wait::{self, Doorbell, WaitError, WaitPolicy};
 
 /// Copies `src` to `dst` without a library call for the small payloads of the hot path
@@ -146,7 +147,7 @@ impl RingView {
     }
 
     /// Writes a message into the slot of `seq` and publishes it: payload and header fields
-    /// first, then `seq` with `Release`, then wakes a sleeping reader if there is one.
+    /// first, then `seq` ([`protocol::publish`]), then wakes a sleeping reader if there is one.
     #[inline]
     pub fn publish(
         &self,
@@ -189,23 +190,13 @@ impl RingView {
         Ok(())
     }
 
-    /// Stores `seq` into its slot with `Release` and wakes a sleeping reader. The slot must
-    /// have been filled by [`RingView::write`].
+    /// Publishes `seq` in its slot ([`protocol::publish`]) and wakes a sleeping reader. The
+    /// slot must have been filled by [`RingView::write`].
     #[inline]
     pub fn publish_written(&self, seq: Seq) {
         let word = self.seq_word(seq);
-        match self.doorbell() {
-            // Release: every byte written into the slot before this store is visible to a
-            // reader whose Acquire load returns this value.
-            None => word.store(seq.0, Ordering::Release),
-            // A reader may sleep: the store must also be ordered before our look at the
-            // sleeper count (see `wait_on`). A SeqCst swap is a release store and a full
-            // barrier in one locked instruction, cheaper than a store followed by a fence.
-            Some(db) => {
-                word.swap(seq.0, Ordering::SeqCst);
-                wait::wake_if_sleeping(word, db);
-            }
-        }
+        let sleepers = self.doorbell().map(|db| &db.sleepers);
+        protocol::publish(word, seq.0, sleepers, || wait::futex_wake(word));
     }
 
     /// The contiguous bytes of the slot of `seq` that a message of `payload_len` occupies
@@ -226,10 +217,7 @@ impl RingView {
     /// peer cannot make us read outside the ring.
     #[inline]
     pub fn poll(&self, seq: Seq) -> Option<Message<'_>> {
-        if self.seq_word(seq).load(Ordering::Acquire) != seq.0 {
-            return None;
-        }
-        Some(self.read(seq))
+        protocol::arrived(self.seq_word(seq), seq.0).then(|| self.read(seq))
     }
 
     /// Reads the message in the slot of `seq` (after its arrival was observed).
@@ -264,11 +252,11 @@ impl RingView {
         stop: Option<&dyn Fn() -> bool>,
     ) -> Result<Message<'_>, WaitError> {
         let word = self.seq_word(seq);
-        if word.load(Ordering::Acquire) == seq.0 {
+        if protocol::arrived(word, seq.0) {
             return Ok(self.read(seq));
         }
         wait::wait_on(word, self.doorbell(), policy, timeout, stop, seq.0, || {
-            (word.load(Ordering::Acquire) == seq.0).then_some(())
+            protocol::arrived(word, seq.0).then_some(())
         })?;
         Ok(self.read(seq))
     }

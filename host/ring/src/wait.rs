@@ -1,8 +1,10 @@
 //! Spin-then-block waiting (SPEC §10): spin on an atomic for a budget, then block on a futex
 //! until woken or a deadline passes.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
 use std::time::{Duration, Instant};
+
+use crate::protocol;
 
 /// How long a waiter spins before it blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,34 +226,11 @@ pub(crate) fn wait_on<T>(
         let nap = (deadline - now).min(MAX_NAP);
         match doorbell {
             Some(db) => {
-                // Announce the sleeper before the last check. Pairs with the writer's
-                // `swap(seq, SeqCst); load(sleepers, SeqCst)`: in the single total order of
-                // SeqCst operations, either this load sees the new seq, or the writer's load
-                // sees `sleepers > 0` and wakes us; FUTEX_WAIT re-checks the value
-                // atomically, so a store between our load and our sleep returns at once.
-                db.sleepers.fetch_add(1, Ordering::SeqCst);
-                std::sync::atomic::fence(Ordering::SeqCst);
-                let cur = word.load(Ordering::SeqCst);
-                if cur != want {
-                    futex_wait(word, cur, nap);
-                }
-                db.sleepers.fetch_sub(1, Ordering::SeqCst);
+                protocol::sleep_once(word, &db.sleepers, want, |seen| futex_wait(word, seen, nap))
             }
             // No doorbell (e.g. a ring written by a NIC): nap briefly and re-poll.
             None => std::thread::sleep(nap.min(Duration::from_micros(50))),
         }
-    }
-}
-
-/// Wakes sleepers on `word` if the doorbell says there are any. Call right after a SeqCst
-/// swap of `word`: with both SeqCst, either the sleeper's SeqCst load of `word` (in `wait_on`,
-/// after it counted itself) sees the new value, or this SeqCst load sees the sleeper. In a
-/// ping-pong the barrier costs little: the writer would wait for the peer next anyway, and the
-/// peer cannot answer before the store is visible.
-#[inline]
-pub(crate) fn wake_if_sleeping(word: &AtomicU32, db: &Doorbell) {
-    if db.sleepers.load(Ordering::SeqCst) != 0 {
-        futex_wake(word);
     }
 }
 

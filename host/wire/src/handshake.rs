@@ -187,8 +187,7 @@ impl Handshake {
         b[40..56].copy_from_slice(&self.gid);
         b[56..62].copy_from_slice(&self.mac);
         b[62..64].copy_from_slice(&self.session_port.to_le_bytes());
-        let crc = crc32(&b[0..64]);
-        b[64..68].copy_from_slice(&crc.to_le_bytes());
+        seal(&mut b);
         b
     }
 
@@ -243,6 +242,13 @@ impl Handshake {
             session_port: u16::from_le_bytes([b[62], b[63]]),
         })
     }
+}
+
+/// Writes the checksum of a record's first 64 bytes into its last four, as [`Handshake::encode`]
+/// does: for tests and fuzzers that build records field by field, valid or not.
+pub fn seal(b: &mut [u8; HANDSHAKE_BYTES]) {
+    let crc = crc32(&b[0..64]);
+    b[64..68].copy_from_slice(&crc.to_le_bytes());
 }
 
 fn le32(b: &[u8], at: usize) -> u32 {

@@ -32,6 +32,7 @@ pub mod oob;
 
 pub use handshake::{
     HANDSHAKE_BYTES, HANDSHAKE_MAGIC, Handshake, HandshakeError, HandshakeKind, RejectReason,
+    seal as seal_handshake,
 };
 
 /// Version of the slot format and of the handshake message.

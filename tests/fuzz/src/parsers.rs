@@ -1,0 +1,190 @@
+//! Targets for the parsers of bytes and text: the wire, the handshake, ring memory, pacer
+//! settings, matrix and syndrome files.
+
+use std::ptr::NonNull;
+
+use backline_pacer::{Cadence, Pacer, PacerConfig, parse_setting};
+use backline_ring::RingView;
+use backline_wire::{
+    Geometry, HANDSHAKE_BYTES, HEADER_BYTES, Handshake, SLOT_ALIGN, Seq, SlotHeader,
+    decode_message, encode_message, seal_handshake,
+};
+
+use crate::Bytes;
+
+/// A message image: whatever decodes re-encodes to the same bytes; the header alone always
+/// round-trips.
+pub fn wire_message(data: &[u8]) {
+    if let Ok((header, payload)) = decode_message(data) {
+        assert_eq!(payload.len() + HEADER_BYTES, data.len());
+        assert_eq!(header.payload_len as usize, payload.len());
+        let mut out = vec![0u8; data.len()];
+        encode_message(&mut out, &header, payload);
+        assert_eq!(out, data, "a decoded message re-encodes to its bytes");
+    }
+    if let Some(h) = data.first_chunk::<HEADER_BYTES>() {
+        assert_eq!(&SlotHeader::from_bytes(h).to_bytes(), h);
+    }
+}
+
+/// A handshake record: whatever decodes (magic, checksum, version, kind, reason all valid)
+/// re-encodes to the same 68 bytes. An input of 69 bytes whose first is odd is a record with
+/// its checksum recomputed, so the fields behind the checksum are fuzzed too.
+pub fn handshake(data: &[u8]) {
+    let mut sealed = [0u8; HANDSHAKE_BYTES];
+    let record = match data.split_first() {
+        Some((&flag, rest)) if flag & 1 == 1 && rest.len() == HANDSHAKE_BYTES => {
+            sealed.copy_from_slice(rest);
+            seal_handshake(&mut sealed);
+            &sealed[..]
+        }
+        _ => data,
+    };
+    if let Ok(h) = Handshake::decode(record) {
+        assert_eq!(
+            &h.encode()[..],
+            record,
+            "a decoded handshake re-encodes to its bytes"
+        );
+    }
+}
+
+/// A ring whose memory a corrupt or hostile peer wrote: every poll either finds nothing or a
+/// message whose payload lies inside its slot and within the slot's capacity.
+pub fn ring_slots(data: &[u8]) {
+    let mut b = Bytes::new(data);
+    let depth = 1u32 << (b.u8() % 4);
+    let slot_bytes = 64u32 << (b.u8() % 4);
+    let geometry = Geometry { depth, slot_bytes };
+    let Ok(geometry) = geometry.validate() else {
+        return;
+    };
+    // 64-byte aligned ring memory, filled with the input's remaining bytes (repeated).
+    let mut aligned = AlignedRing::new(geometry.ring_bytes());
+    let fill = b.rest();
+    if !fill.is_empty() {
+        for (i, byte) in aligned.bytes_mut().iter_mut().enumerate() {
+            *byte = fill[i % fill.len()];
+        }
+    }
+    let lo = aligned.ptr() as usize;
+    let hi = lo + geometry.ring_bytes();
+    // SAFETY: `aligned` is 64-byte aligned, holds `ring_bytes` bytes and lives past the view;
+    // this thread is the only one touching it.
+    let view =
+        unsafe { RingView::new(aligned.non_null(), geometry, None) }.expect("valid geometry");
+    for round in 0..2 * depth as u64 {
+        let seq = Seq::of_round(round);
+        if let Some(m) = view.poll(seq) {
+            let p = m.payload.as_ptr() as usize;
+            assert!(
+                p >= lo && p + m.payload.len() <= hi,
+                "payload outside the ring"
+            );
+            assert!(m.payload.len() <= geometry.payload_capacity());
+            let (off, _) = geometry.message_range(seq, 0);
+            let slot_lo = lo + off + HEADER_BYTES - slot_bytes as usize;
+            assert!(p >= slot_lo, "payload outside its slot");
+        }
+    }
+}
+
+/// 64-byte aligned heap memory for [`ring_slots`].
+struct AlignedRing {
+    blocks: Vec<Block>,
+    len: usize,
+}
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Block([u8; SLOT_ALIGN]);
+
+impl AlignedRing {
+    fn new(len: usize) -> AlignedRing {
+        AlignedRing {
+            blocks: vec![Block([0; SLOT_ALIGN]); len.div_ceil(SLOT_ALIGN)],
+            len,
+        }
+    }
+    fn ptr(&self) -> *const u8 {
+        self.blocks.as_ptr().cast()
+    }
+    fn non_null(&mut self) -> NonNull<u8> {
+        NonNull::new(self.blocks.as_mut_ptr().cast()).expect("a Vec's pointer is non-null")
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        let len = self.len;
+        // SAFETY: the blocks are `len.div_ceil(64) * 64 ≥ len` contiguous initialised bytes,
+        // borrowed mutably through `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.blocks.as_mut_ptr().cast(), len) }
+    }
+}
+
+/// Pacer settings as the command line and board files give them: a cadence name and three
+/// numbers in text. A configuration that validates yields intervals in `freq..=freq + span`.
+pub fn pacer(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let mut fields = text.split('\n');
+    let cadence = fields.next().unwrap_or("").parse::<Cadence>();
+    let mut number = || fields.next().map(parse_setting);
+    let (freq, span, seed) = (number(), number(), number());
+    let opt = |v: Option<Result<u32, _>>| v.and_then(Result::ok);
+    let Ok(cadence) = cadence else { return };
+    let seed = opt(seed).unwrap_or(1);
+    if let Ok(cfg) = cadence.config(opt(freq), opt(span), seed, (1_000, 0xFF)) {
+        check_pacer(cfg);
+    }
+    let cfg = PacerConfig {
+        freq: opt(freq).unwrap_or(0),
+        span: opt(span).unwrap_or(0),
+        seed,
+    };
+    if let Ok(p) = Pacer::new(cfg) {
+        check_pacer(p.config());
+    }
+}
+
+fn check_pacer(cfg: PacerConfig) {
+    let mut p = Pacer::new(cfg).expect("a validated configuration makes a pacer");
+    assert!(cfg.expected_mean_cycles().is_finite());
+    for _ in 0..64 {
+        let i = p.next_interval_cycles();
+        assert!(i >= cfg.freq && (i - cfg.freq) <= cfg.span);
+    }
+}
+
+/// Matrix and syndrome files: alist, dense, and lines of bits. A matrix that parses writes
+/// back to text that parses to the same matrix.
+pub fn matrix(data: &[u8]) {
+    use backline_decode::io;
+    let Some((&which, rest)) = data.split_first() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(rest);
+    match which % 3 {
+        0 => {
+            if let Ok(m) = io::read_alist(&text, "fuzz.alist") {
+                let again = io::read_alist(&io::write_alist(&m), "again.alist")
+                    .expect("written alist parses");
+                assert!(again == m, "alist round trip");
+            }
+        }
+        1 => {
+            if let Ok(m) = io::read_dense(&text, "fuzz.txt") {
+                let again = io::read_dense(&io::write_dense(&m), "again.txt")
+                    .expect("written dense parses");
+                assert!(again == m, "dense round trip");
+            }
+        }
+        _ => {
+            let expected = (which as usize >> 2).checked_sub(1);
+            if let Ok(lines) = io::parse_bit_lines(&text, "fuzz.syndromes", expected) {
+                let n = lines.first().map(|(_, b)| b.len());
+                for (_, bits) in &lines {
+                    assert!(bits.iter().all(|&b| b <= 1));
+                    assert_eq!(Some(bits.len()), expected.or(n));
+                }
+            }
+        }
+    }
+}

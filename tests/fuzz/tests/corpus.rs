@@ -1,0 +1,218 @@
+//! Every fuzz target over its checked-in corpus (seeds and every input that ever crashed
+//! it — a crash found by `scripts/fuzz.sh` is copied there and stays a regression test), then
+//! over seeded random inputs and mutations of the corpus.
+
+use std::time::Instant;
+
+use backline_fuzz::{TARGETS, corpus_dir};
+
+/// A small xorshift generator: reproducible random inputs without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn corpus(name: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = corpus_dir(name);
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("corpus entry").path())
+        .filter(|p| p.is_file())
+        .map(|p| {
+            (
+                p.display().to_string(),
+                std::fs::read(&p).expect("corpus file"),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn every_target_has_a_seed_corpus() {
+    for t in TARGETS {
+        assert!(
+            !corpus(t.name).is_empty(),
+            "{}: no seeds in {}",
+            t.name,
+            corpus_dir(t.name).display()
+        );
+    }
+}
+
+#[test]
+fn the_corpora_and_their_mutations_run_clean() {
+    for t in TARGETS {
+        let start = Instant::now();
+        let seeds = corpus(t.name);
+        for (path, input) in &seeds {
+            eprintln!("{}: {path}", t.name);
+            (t.run)(input);
+        }
+        // Mutations: bit flips, byte overwrites, truncations and random tails of each seed.
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ t.name.len() as u64);
+        let rounds = if t.name == "c-abi" { 200 } else { 3000 };
+        for i in 0..rounds {
+            let (_, seed) = &seeds[i % seeds.len()];
+            let mut m = seed.clone();
+            match rng.next() % 4 {
+                0 if !m.is_empty() => {
+                    let at = rng.next() as usize % m.len();
+                    m[at] ^= 1 << (rng.next() % 8);
+                }
+                1 if !m.is_empty() => {
+                    let at = rng.next() as usize % m.len();
+                    m[at] = rng.next() as u8;
+                }
+                2 => m.truncate(rng.next() as usize % (m.len() + 1)),
+                _ => m.extend((0..rng.next() % 64).map(|_| rng.next() as u8)),
+            }
+            (t.run)(&m);
+        }
+        eprintln!(
+            "{}: {} seeds, {rounds} mutations in {:?}",
+            t.name,
+            seeds.len(),
+            start.elapsed()
+        );
+    }
+}
+
+/// The seed inputs, generated from the real encoders so they stay valid as the formats move:
+/// `BACKLINE_BLESS=1 cargo test -p backline-fuzz --test corpus` rewrites them (files of
+/// other names in a corpus — crashes kept as regressions, AFL finds — are left alone).
+fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
+    use backline_wire::{
+        Geometry, HEADER_BYTES, Handshake, HandshakeKind, Kind, RejectReason, SlotHeader,
+        WIRE_VERSION, encode_message,
+    };
+    let message = |kind: Kind, payload: &[u8], seq: u32| {
+        let h = SlotHeader {
+            payload_len: payload.len() as u32,
+            decoder_id: 1,
+            status: 0,
+            kind: kind as u8,
+            version: WIRE_VERSION,
+            seq,
+        };
+        let mut out = vec![0u8; payload.len() + HEADER_BYTES];
+        encode_message(&mut out, &h, payload);
+        out
+    };
+    let g = Geometry {
+        depth: 8,
+        slot_bytes: 64,
+    };
+    let mut hello = Handshake::new(HandshakeKind::Hello, g, 1);
+    hello.session_port = 40_001;
+    let mut ring = vec![1u8, 0];
+    // A ring of two 64-byte slots whose first slot holds round 0's message.
+    let mut slot = vec![0u8; 64];
+    let m = message(Kind::Request, b"syndrome", 1);
+    slot[64 - m.len()..].copy_from_slice(&m);
+    ring.extend_from_slice(&slot);
+    ring.extend_from_slice(&[0u8; 64]);
+
+    // The C ABI: a memcpy coprocessor serving echo and a controller doing three rounds.
+    let create = |role: u8, key: u8| {
+        vec![
+            0, 0, role, key, 0, // create("cpu", role, key, "memcpy" …
+            2, 3, 2, 0, 1, 3, 50, 29, 29, 1, 0xFF,
+            0xFF, // … depth 8, 64 B, 1 in flight, 50 µs, 29 ms
+            1, 1, // with the config, into a valid out pointer
+        ]
+    };
+    let mut abi = create(1, 0);
+    abi.extend([3, 0, 1, 0, 0]); // connect(cop, "", 0)
+    abi.extend([4, 0, 5, 0, 0]); // exchange_keys, establish_channel("memcpy")
+    abi.extend([7, 0, 1, 0, 0]); // set_coprocessor_builtin(0, "echo")
+    abi.extend([8, 0]); // start
+    abi.extend(create(0, 0));
+    abi.extend([3, 1, 2, 0, 0, 0]); // connect(ctl, key 0, 0)
+    abi.extend([4, 1, 5, 1, 0]);
+    abi.extend([6, 1, 1, 8, 0, 8, 0]); // set_message_sizes(8, 8)
+    abi.extend([8, 1]);
+    for r in 0..3u8 {
+        abi.extend([17, 1, 4, b'r', b'o', b'u', b'0' + r]);
+    }
+    abi.extend([15, 7, 0, 0, 0, 15, 99, 0, 0, 0, 16, 40, 0, 1]); // status names, last error
+    abi.extend([14, 1, 14, 0]); // destroy both
+
+    vec![
+        (
+            "wire-message",
+            "request",
+            message(Kind::Request, b"syndrome", 1),
+        ),
+        ("wire-message", "reply-empty", message(Kind::Reply, b"", 2)),
+        ("wire-message", "truncated", vec![0u8; 9]),
+        ("handshake", "hello", hello.encode().to_vec()),
+        (
+            "handshake",
+            "reject",
+            Handshake::reject(RejectReason::Full, g).encode().to_vec(),
+        ),
+        (
+            "handshake",
+            "bye",
+            Handshake::new(HandshakeKind::Bye, g, 0).encode().to_vec(),
+        ),
+        ("handshake", "sealed-accept", {
+            let mut v = vec![1u8];
+            v.extend_from_slice(&Handshake::new(HandshakeKind::Accept, g, 1).encode());
+            v
+        }),
+        ("ring-slots", "one-message", ring),
+        ("ring-slots", "ones", vec![0xFF; 300]),
+        ("pacer", "b2b", b"b2b\n0\n0\n1".to_vec()),
+        (
+            "pacer",
+            "reference",
+            b"random-delayed\n1_000_000\n0x0FFF_FFFF\n1".to_vec(),
+        ),
+        ("pacer", "defaults", b"random-delayed".to_vec()),
+        ("matrix", "alist", {
+            let mut v = vec![0u8];
+            v.extend_from_slice(b"7 3\n3 4\n1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n4 4 4\n1 2 3\n1 2 3\n1 3 4\n2 3 4\n1 2 4\n1 4 4\n2 3 4\n1 2 3 5\n2 3 5 6\n1 3 6 7\n");
+            v
+        }),
+        ("matrix", "dense", {
+            let mut v = vec![1u8];
+            v.extend_from_slice(b"# Steane\n1010101\n0110011\n0001111\n");
+            v
+        }),
+        ("matrix", "syndromes", {
+            let mut v = vec![2u8 | (4 << 2)];
+            v.extend_from_slice(b"010\n111\n000\n");
+            v
+        }),
+        ("c-abi", "memcpy-echo", abi),
+    ]
+}
+
+#[test]
+fn the_seeds_are_checked_in() {
+    let bless = std::env::var_os("BACKLINE_BLESS").is_some();
+    for (target, name, bytes) in seeds() {
+        let path = corpus_dir(target).join(name);
+        if bless {
+            std::fs::create_dir_all(path.parent().expect("a directory")).expect("corpus dir");
+            std::fs::write(&path, &bytes).expect("write seed");
+        }
+        let on_disk = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (BACKLINE_BLESS=1 writes it)", path.display()));
+        assert_eq!(
+            on_disk,
+            bytes,
+            "{} is stale: BACKLINE_BLESS=1 rewrites it",
+            path.display()
+        );
+    }
+}

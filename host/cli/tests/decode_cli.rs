@@ -242,24 +242,29 @@ fn bad_input_gives_one_line_errors_naming_file_and_line() {
         "{e}"
     );
 
-    // OSD order above the free columns (25 − 12 = 13).
-    let e = run(base(
-        &[
-            "--error-rate",
-            "0.05",
-            "--osd-method",
-            "osd_cs",
-            "--osd-order",
-            "14",
-        ],
-        &checks,
-        &syn,
-    ));
+    // OSD order above the free columns (25 − 12 = 13): clamped, with one warning.
+    let o = backline(&[
+        "decode",
+        "--checks",
+        s(&checks),
+        "--syndromes",
+        s(&syn),
+        "--error-rate",
+        "0.05",
+        "--osd-method",
+        "osd_cs",
+        "--osd-order",
+        "14",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(e.lines().count(), 1, "{e}");
     assert!(
-        e.contains("--osd-order 14") && e.contains(s(&checks)),
+        e.contains("warning: --osd-order 14 is above the 13 free columns")
+            && e.contains("using order 13"),
         "{e}"
     );
-    assert!(e.contains("larger than the 13 free columns"), "{e}");
 
     // A missing file.
     let e = run(base(

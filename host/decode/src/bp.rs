@@ -34,6 +34,7 @@ use std::str::FromStr;
 
 use crate::bitmat::BitMatrix;
 use crate::error::DecoderError;
+use crate::sparse::SparseMatrix;
 
 /// The check-node rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -196,10 +197,10 @@ pub(crate) struct TannerGraph {
 /// step. In the flooding schedule every column's update is independent of the order, and
 /// the per-check summaries it feeds are order-independent too; visiting neighbours apart
 /// keeps consecutive read-modify-writes of one check's record out of each other's way.
-fn visiting_order(t: &BitMatrix, m: usize) -> Vec<u32> {
+fn visiting_order(h: &SparseMatrix) -> Vec<u32> {
     const WINDOW: usize = 4;
     const SCAN: usize = 64;
-    let n = t.rows();
+    let (m, n) = (h.rows(), h.cols());
     let mut last_used = vec![usize::MAX; m];
     let mut visited = vec![false; n];
     let mut order = Vec::with_capacity(n);
@@ -209,8 +210,10 @@ fn visiting_order(t: &BitMatrix, m: usize) -> Vec<u32> {
             first += 1;
         }
         let clear = |c: usize| {
-            t.row_ones(c)
-                .all(|r| last_used[r] == usize::MAX || step - last_used[r] > WINDOW)
+            h.col(c).iter().all(|&r| {
+                let r = r as usize;
+                last_used[r] == usize::MAX || step - last_used[r] > WINDOW
+            })
         };
         let pick = (first..n)
             .filter(|&c| !visited[c])
@@ -218,8 +221,8 @@ fn visiting_order(t: &BitMatrix, m: usize) -> Vec<u32> {
             .find(|&c| clear(c))
             .unwrap_or(first);
         visited[pick] = true;
-        for r in t.row_ones(pick) {
-            last_used[r] = step;
+        for &r in h.col(pick) {
+            last_used[r as usize] = step;
         }
         order.push(pick as u32);
     }
@@ -227,14 +230,13 @@ fn visiting_order(t: &BitMatrix, m: usize) -> Vec<u32> {
 }
 
 impl TannerGraph {
-    pub(crate) fn new(h: &BitMatrix) -> Result<TannerGraph, DecoderError> {
+    pub(crate) fn new(h: &SparseMatrix) -> Result<TannerGraph, DecoderError> {
         let (m, n) = (h.rows(), h.cols());
         if n == 0 {
             return Err(DecoderError::Matrix("the checks have no columns".into()));
         }
-        let t = h.transpose();
-        let dc = (0..n).map(|c| t.row_weight(c)).max().unwrap_or(0).max(1);
-        let dr = (0..m).map(|r| h.row_weight(r)).max().unwrap_or(0).max(1);
+        let dc = (0..n).map(|c| h.col_weight(c)).max().unwrap_or(0).max(1);
+        let dr = h.row_weights().into_iter().max().unwrap_or(0).max(1) as usize;
         let slots = n
             .checked_mul(dc)
             .filter(|&s| s < u32::MAX as usize && m < u32::MAX as usize)
@@ -242,7 +244,7 @@ impl TannerGraph {
                 DecoderError::Matrix(format!("{n} columns of weight {dc} overflow 32-bit slots"))
             })?;
         let pad = slots as u32;
-        let order = visiting_order(&t, m);
+        let order = visiting_order(h);
         let mut position = vec![0u32; n];
         for (i, &c) in order.iter().enumerate() {
             position[c as usize] = i as u32;
@@ -253,7 +255,8 @@ impl TannerGraph {
         let mut row_deg = vec![0u32; m];
         for (c, &i) in position.iter().enumerate() {
             let i = i as usize;
-            for r in t.row_ones(c) {
+            for &r in h.col(c) {
+                let r = r as usize;
                 let slot = i * dc + col_deg[i] as usize;
                 slot_row[slot] = r as u32;
                 col_deg[i] += 1;
@@ -687,6 +690,22 @@ impl BpDecoder {
         error_channel: Option<&[f64]>,
         settings: BpSettings,
     ) -> Result<BpDecoder, DecoderError> {
+        BpDecoder::from_sparse(
+            &SparseMatrix::from_dense(h),
+            error_rate,
+            error_channel,
+            settings,
+        )
+    }
+
+    /// [`BpDecoder::new`] for checks in sparse form (the same decoder, built without a dense
+    /// matrix: for the check matrices of detector error models).
+    pub fn from_sparse(
+        h: &SparseMatrix,
+        error_rate: f64,
+        error_channel: Option<&[f64]>,
+        settings: BpSettings,
+    ) -> Result<BpDecoder, DecoderError> {
         let graph = TannerGraph::new(h)?;
         let channel = validate_channel(graph.n, error_rate, error_channel)?;
         if !(settings.ms_scaling_factor.is_finite() && settings.ms_scaling_factor >= 0.0) {
@@ -1036,7 +1055,10 @@ mod tests {
 
     #[test]
     fn graph_layout() {
-        let g = TannerGraph::new(&BitMatrix::from_picture("11.\n.11").unwrap()).unwrap();
+        let g = TannerGraph::new(&SparseMatrix::from_dense(
+            &BitMatrix::from_picture("11.\n.11").unwrap(),
+        ))
+        .unwrap();
         assert_eq!((g.dc, g.dr, g.slots()), (2, 2, 7));
         // Column 1 shares check 0 with column 0, column 2 does not: visited 0, 2, 1.
         assert_eq!(g.order, vec![0, 2, 1]);
@@ -1050,7 +1072,10 @@ mod tests {
         assert_eq!(g.row(1), &[5, 2]);
         assert_eq!(g.col(2), 4..6);
         // When every column shares a check with every other, matrix order.
-        let g = TannerGraph::new(&BitMatrix::from_picture("111").unwrap()).unwrap();
+        let g = TannerGraph::new(&SparseMatrix::from_dense(
+            &BitMatrix::from_picture("111").unwrap(),
+        ))
+        .unwrap();
         assert_eq!(g.order, vec![0, 1, 2]);
     }
 

@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use backline_decode::{BpMethod, BpOsdConfig, CssDecoder, OsdMethod, RespondError, Schedule};
+use backline_decode::{BpOsdConfig, CssDecoder, RespondError};
 
 use crate::{Responder, ResponderError};
 
@@ -78,39 +78,7 @@ fn settings(spec: &str, text: &str) -> Result<BpOsdConfig, BpOsdSpecError> {
         let (k, v) = kv
             .split_once('=')
             .ok_or_else(|| bad(format!("`{kv}` is not key=value")))?;
-        let num = |v: &str| -> Result<f64, BpOsdSpecError> {
-            v.parse()
-                .map_err(|_| bad(format!("{k}: `{v}` is not a number")))
-        };
-        match k.trim() {
-            "error_rate" => c.error_rate = num(v)?,
-            "ms_scaling_factor" => c.ms_scaling_factor = num(v)?,
-            "max_iter" => c.max_iter = num(v)? as usize,
-            "osd_order" => c.osd_order = num(v)? as usize,
-            "bp_method" => {
-                c.bp_method = match v {
-                    "minimum_sum" | "ms" | "min_sum" => BpMethod::MinimumSum,
-                    "product_sum" | "ps" => BpMethod::ProductSum,
-                    _ => return Err(bad(format!("bp_method `{v}`: minimum_sum or product_sum"))),
-                }
-            }
-            "schedule" => {
-                c.schedule = match v {
-                    "parallel" => Schedule::Parallel,
-                    "serial" => Schedule::Serial,
-                    _ => return Err(bad(format!("schedule `{v}`: parallel or serial"))),
-                }
-            }
-            "osd_method" => {
-                c.osd_method = match v {
-                    "osd0" | "osd_0" => OsdMethod::Osd0,
-                    "osd_cs" => OsdMethod::OsdCs,
-                    "off" | "none" => OsdMethod::Off,
-                    _ => return Err(bad(format!("osd_method `{v}`: osd0, osd_cs or off"))),
-                }
-            }
-            other => return Err(bad(format!("unknown setting `{other}`"))),
-        }
+        c.set(k, v).map_err(|e| bad(e.to_string()))?;
     }
     Ok(c)
 }
@@ -203,7 +171,10 @@ mod tests {
     fn bad_specs_say_why() {
         for (spec, needle) in [
             ("bposd:nosuchcode", "bposd:nosuchcode"),
-            ("bposd:hgp13:max_iter=x", "not a number"),
+            (
+                "bposd:hgp13:max_iter=x",
+                "max_iter: `x` is not a non-negative integer",
+            ),
             ("bposd:hgp13:flavour=mint", "unknown setting `flavour`"),
             ("bposd:hgp13:error_rate=0.7", "bposd:hgp13"),
             ("bposd:/nope/hx.alist+/nope/hz.alist", "/nope/hx.alist"),

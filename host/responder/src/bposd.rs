@@ -14,6 +14,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use backline_decode::codes::CssCode;
 use backline_decode::{BpOsdConfig, CssDecoder, RespondError};
 
 use crate::{Responder, ResponderError};
@@ -83,8 +84,9 @@ fn settings(spec: &str, text: &str) -> Result<BpOsdConfig, BpOsdSpecError> {
     Ok(c)
 }
 
-/// Builds the two halves of a `bposd:` spec, for decoder ids `base` and `base + 1`.
-pub fn bposd_functions(spec: &str, base: u32) -> Result<crate::Functions, BpOsdSpecError> {
+/// The code and the settings of a `bposd:CODE[:SETTINGS]` spec: what [`bposd_functions`]
+/// decodes with, for a caller that must know the code too (the bench's syndrome sampler).
+pub fn bposd_code(spec: &str) -> Result<(CssCode, BpOsdConfig), BpOsdSpecError> {
     let rest = spec
         .strip_prefix("bposd:")
         .ok_or_else(|| BpOsdSpecError::Spec {
@@ -101,21 +103,26 @@ pub fn bposd_functions(spec: &str, base: u32) -> Result<crate::Functions, BpOsdS
         spec: spec.to_string(),
         msg,
     };
-    let dec = match code.split_once('+') {
+    let code = match code.split_once('+') {
         Some((hx, hz)) => {
             let hx = backline_decode::io::load_matrix(Path::new(hx), None)
                 .map_err(|e| build(e.to_string()))?;
             let hz = backline_decode::io::load_matrix(Path::new(hz), None)
                 .map_err(|e| build(e.to_string()))?;
-            CssDecoder::new(&hx, &hz, &config)
+            CssCode::new(code, hx, hz).map_err(|e| build(e.to_string()))?
         }
-        None => {
-            let c =
-                backline_decode::codes::CssCode::by_name(code).map_err(|e| build(e.to_string()))?;
-            CssDecoder::from_code(&c, &config)
-        }
-    }
-    .map_err(|e| build(e.to_string()))?;
+        None => CssCode::by_name(code).map_err(|e| build(e.to_string()))?,
+    };
+    Ok((code, config))
+}
+
+/// Builds the two halves of a `bposd:` spec, for decoder ids `base` and `base + 1`.
+pub fn bposd_functions(spec: &str, base: u32) -> Result<crate::Functions, BpOsdSpecError> {
+    let (code, config) = bposd_code(spec)?;
+    let dec = CssDecoder::from_code(&code, &config).map_err(|e| BpOsdSpecError::Build {
+        spec: spec.to_string(),
+        msg: e.to_string(),
+    })?;
     let dec = Arc::new(Mutex::new(dec));
     Ok((0..2)
         .map(|k| {

@@ -42,7 +42,7 @@ impl Requests {
             return Ok(Requests::Counters { check_as });
         }
         let (code, config) = backline_responder::bposd_code(spec)?;
-        let half = if half % 2 == 0 {
+        let half = if half.is_multiple_of(2) {
             crate::sampler::Half::XChecks
         } else {
             crate::sampler::Half::ZChecks

@@ -426,7 +426,19 @@ fn checks_min_sum<const W: usize>(
     // `v ≤ 0`.
     let mut mags = [0u64; 8];
     let mut negs = [0u64; 8];
-    for (slots, &s) in g.row_slots.chunks_exact(width).zip(syndrome) {
+    for ((slots, &s), &deg) in g
+        .row_slots
+        .chunks_exact(width)
+        .zip(syndrome)
+        .zip(&g.row_deg)
+    {
+        // Unrolled rows run over their padding too (the shared padding slot changes nothing);
+        // the others stop at their real inputs.
+        let slots = if W == 0 {
+            &slots[..deg as usize]
+        } else {
+            slots
+        };
         let (mut min1, mut min2, mut parity) = (MAX_BITS, MAX_BITS, (s as u64) << 63);
         if W == 0 {
             for &e in slots {
@@ -486,7 +498,9 @@ fn checks_product_sum(
 ) {
     let [tanh_memo, log_memo] = memo;
     let (ts, prefix) = scratch.split_at_mut(g.dr);
-    for (slots, &s) in g.row_slots.chunks_exact(g.dr).zip(syndrome) {
+    for (r, &s) in syndrome.iter().enumerate() {
+        // The real inputs only: the padding's factor is `tanh(+∞/2) = 1.0`, and `x · 1.0 == x`.
+        let slots = g.row(r);
         let mut acc = 1.0f64;
         for ((&e, t), pre) in slots.iter().zip(ts.iter_mut()).zip(prefix.iter_mut()) {
             *t = tanh_memo.get(b2c[e as usize] / 2.0, tanh);

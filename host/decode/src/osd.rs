@@ -130,8 +130,8 @@ pub struct Osd {
     rwords: usize,
     s_packed: Vec<u64>,
     cols_packed: Vec<u64>,
-    /// A dense candidate (general weights path).
-    candidate: Vec<u8>,
+    /// `(bit, pivot row)` of every pivot row, sorted by bit (general weights path).
+    pivot_bits: Vec<(u32, u32)>,
 }
 
 impl Osd {
@@ -204,7 +204,7 @@ impl Osd {
             rwords,
             s_packed: vec![0; rwords],
             cols_packed: vec![0; order * rwords],
-            candidate: vec![0; n],
+            pivot_bits: Vec::with_capacity(m),
         })
     }
 
@@ -454,14 +454,22 @@ impl Osd {
         choice
     }
 
-    /// The sweep with per-bit weights: each candidate is written out densely and its weight
-    /// summed in bit-index order, exactly as `ldpc` sums it.
+    /// The sweep with per-bit weights: each candidate's weight summed in bit-index order,
+    /// exactly as `ldpc` sums it over the dense candidate.
     fn sweep_weighted(&mut self, rank: usize) -> Choice {
+        // The pivot rows in ascending order of their bit: the order in which the sum over a
+        // dense candidate meets them.
+        self.pivot_bits.clear();
+        for r in 0..rank {
+            self.pivot_bits
+                .push((self.perm[self.pivots[r] as usize], r as u32));
+        }
+        self.pivot_bits.sort_unstable();
         let k = self.free.len();
-        let mut best = self.candidate_weight(rank, Choice::Osd0);
+        let mut best = self.candidate_weight(Choice::Osd0);
         let mut choice = Choice::Osd0;
         for i in 0..k {
-            let w = self.candidate_weight(rank, Choice::Single(i));
+            let w = self.candidate_weight(Choice::Single(i));
             if w < best {
                 best = w;
                 choice = Choice::Single(i);
@@ -469,7 +477,7 @@ impl Osd {
         }
         for i in 0..self.order {
             for j in i + 1..self.order {
-                let w = self.candidate_weight(rank, Choice::Pair(i, j));
+                let w = self.candidate_weight(Choice::Pair(i, j));
                 if w < best {
                     best = w;
                     choice = Choice::Pair(i, j);
@@ -479,17 +487,46 @@ impl Osd {
         choice
     }
 
-    fn candidate_weight(&mut self, rank: usize, choice: Choice) -> f64 {
-        let mut cand = std::mem::take(&mut self.candidate);
-        self.solution(rank, choice, &mut cand);
-        let w = cand
-            .iter()
-            .zip(&self.weight)
-            .filter(|(x, _)| **x == 1)
-            .map(|(_, w)| *w)
-            .fold(0.0f64, |acc, w| acc + w);
-        self.candidate = cand;
-        w
+    /// `Σ ln(1/pᵢ)` over a candidate's bits, added in ascending bit order — the order and so
+    /// the rounding of `ldpc`'s sum over the dense candidate — without writing it out: the
+    /// pivot bits come from `pivot_bits` (ascending), the flipped free bits are merged in.
+    fn candidate_weight(&self, choice: Choice) -> f64 {
+        let (flips, mut extra): ([Option<usize>; 2], [u32; 2]) = match choice {
+            Choice::Osd0 => ([None, None], [u32::MAX; 2]),
+            Choice::Single(i) => (
+                [Some(i), None],
+                [self.perm[self.free[i] as usize], u32::MAX],
+            ),
+            Choice::Pair(i, j) => (
+                [Some(i), Some(j)],
+                [
+                    self.perm[self.free[i] as usize],
+                    self.perm[self.free[j] as usize],
+                ],
+            ),
+        };
+        extra.sort_unstable();
+        let mut next = 0;
+        let mut acc = 0.0f64;
+        for &(bit, r) in &self.pivot_bits {
+            while next < 2 && extra[next] < bit {
+                acc += self.weight[extra[next] as usize];
+                next += 1;
+            }
+            let r = r as usize;
+            let mut v = self.s_bit(r);
+            for i in flips.iter().flatten() {
+                v ^= self.a_bit(r, self.free[*i] as usize);
+            }
+            if v {
+                acc += self.weight[bit as usize];
+            }
+        }
+        while next < 2 && extra[next] != u32::MAX {
+            acc += self.weight[extra[next] as usize];
+            next += 1;
+        }
+        acc
     }
 
     /// The dense solution for a candidate: flipped free columns, and each pivot solved from

@@ -44,6 +44,9 @@ import numpy as np
 import stim
 from scipy.sparse import csc_matrix
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from make_dem_fixtures import columns  # noqa: E402  (stim's merged reading of a model)
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GROSS = ROOT.parent / "shared" / "data" / "gross_code_memory_z"
 
@@ -58,28 +61,9 @@ def wilson(k, n, z=1.96):
 
 
 def matrices(dem):
-    """(H, A, priors) of the merged model, as backline builds them."""
-    index, cols = {}, []
-    for inst in dem.flattened():
-        if inst.type != "error":
-            continue
-        dets, obs = set(), set()
-        for t in inst.targets_copy():
-            if t.is_relative_detector_id():
-                dets ^= {t.val}
-            elif t.is_logical_observable_id():
-                obs ^= {t.val}
-        if not dets and not obs:
-            continue
-        key = (tuple(sorted(dets)), tuple(sorted(obs)))
-        p = inst.args_copy()[0]
-        if key in index:
-            q = cols[index[key]][0]
-            cols[index[key]][0] = q * (1 - p) + p * (1 - q)
-        else:
-            index[key] = len(cols)
-            cols.append([p, key[0], key[1]])
-    cols = [c for c in cols if c[0] > 0 and c[1]]
+    """(H, A, priors) of the merged model, as backline builds them: stim's flattened model,
+    identical mechanisms merged in first-appearance order, p = 0 and detector-less ones out."""
+    cols = [c for c in columns(dem) if c[0] > 0 and c[1]]
 
     def sparse(rows, which):
         r, c = [], []

@@ -212,7 +212,7 @@ pub(crate) struct TannerGraph {
 /// step. In the flooding schedule every column's update is independent of the order, and
 /// the per-check summaries it feeds are order-independent too; visiting neighbours apart
 /// keeps consecutive read-modify-writes of one check's record out of each other's way.
-fn visiting_order(h: &SparseMatrix) -> Vec<u32> {
+pub(crate) fn visiting_order(h: &SparseMatrix) -> Vec<u32> {
     const WINDOW: usize = 4;
     const SCAN: usize = 64;
     let (m, n) = (h.rows(), h.cols());

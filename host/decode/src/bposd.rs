@@ -214,18 +214,7 @@ impl BpOsdDecoder {
         syndrome: &[u8],
         correction: &mut [u8],
     ) -> Result<DecodeInfo, DecoderError> {
-        if syndrome.len() != self.m {
-            return Err(DecoderError::SyndromeLength {
-                expected: self.m,
-                found: syndrome.len(),
-            });
-        }
-        if correction.len() != self.n {
-            return Err(DecoderError::OutputLength {
-                expected: self.n,
-                found: correction.len(),
-            });
-        }
+        crate::error::check_lengths(syndrome.len(), self.m, correction.len(), self.n)?;
         if syndrome.iter().all(|&s| s == 0) {
             correction.fill(0);
             return Ok(DecodeInfo {

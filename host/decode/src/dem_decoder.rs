@@ -195,13 +195,16 @@ impl DemDecoder {
         detectors: &[u8],
         observables: &mut [u8],
     ) -> Result<ShotInfo, DecoderError> {
-        if observables.len() != self.num_observables {
-            return Err(DecoderError::OutputLength {
-                expected: self.num_observables,
-                found: observables.len(),
-            });
+        crate::error::check_lengths(
+            detectors.len(),
+            self.num_detectors,
+            observables.len(),
+            self.num_observables,
+        )?;
+        for (s, &d) in self.syndrome.iter_mut().zip(detectors) {
+            *s = (d != 0) as u8;
         }
-        let info = self.run(detectors)?;
+        let info = self.solve()?;
         for (l, o) in observables.iter_mut().enumerate() {
             *o = (self.obs_acc[l / 64] >> (l % 64) & 1) as u8;
         }
@@ -245,19 +248,6 @@ impl DemDecoder {
             observables[dout - 1] &= (1u8 << (self.num_observables % 8)) - 1;
         }
         Ok(info)
-    }
-
-    fn run(&mut self, detectors: &[u8]) -> Result<ShotInfo, DecoderError> {
-        if detectors.len() != self.num_detectors {
-            return Err(DecoderError::SyndromeLength {
-                expected: self.num_detectors,
-                found: detectors.len(),
-            });
-        }
-        for (s, &d) in self.syndrome.iter_mut().zip(detectors) {
-            *s = (d != 0) as u8;
-        }
-        self.solve()
     }
 
     /// Decodes `self.syndrome` into `self.correction` and `self.obs_acc`.

@@ -114,6 +114,30 @@ pub enum DecoderError {
     },
 }
 
+/// The decode-path check of a syndrome of `m` bits and a correction buffer of `n` entries
+/// ([`DecoderError::SyndromeLength`], [`DecoderError::OutputLength`]; neither allocates).
+#[inline]
+pub(crate) fn check_lengths(
+    syndrome: usize,
+    m: usize,
+    correction: usize,
+    n: usize,
+) -> Result<(), DecoderError> {
+    if syndrome != m {
+        return Err(DecoderError::SyndromeLength {
+            expected: m,
+            found: syndrome,
+        });
+    }
+    if correction != n {
+        return Err(DecoderError::OutputLength {
+            expected: n,
+            found: correction,
+        });
+    }
+    Ok(())
+}
+
 /// A `key=value` decoder setting that could not be applied ([`crate::BpOsdConfig::set`],
 /// [`crate::relay::RelayConfig::set`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -360,7 +360,11 @@ impl RelayBpDecoder {
             }
             let sub = h.select_columns(&cols);
             let start = order.len();
-            order.extend(spread(&sub).into_iter().map(|k| cols[k as usize]));
+            order.extend(
+                crate::bp::visiting_order(&sub)
+                    .into_iter()
+                    .map(|k| cols[k as usize]),
+            );
             groups.push(Group {
                 width,
                 cols: start..order.len(),
@@ -440,18 +444,7 @@ impl RelayBpDecoder {
         syndrome: &[u8],
         correction: &mut [u8],
     ) -> Result<RelayInfo, DecoderError> {
-        if syndrome.len() != self.m {
-            return Err(DecoderError::SyndromeLength {
-                expected: self.m,
-                found: syndrome.len(),
-            });
-        }
-        if correction.len() != self.n {
-            return Err(DecoderError::OutputLength {
-                expected: self.n,
-                found: correction.len(),
-            });
-        }
+        crate::error::check_lengths(syndrome.len(), self.m, correction.len(), self.n)?;
         for (d, &s) in self.syndrome.iter_mut().zip(syndrome) {
             *d = (s != 0) as u32;
         }
@@ -643,40 +636,6 @@ fn message_of(v: f32, c: &Check) -> f32 {
     let vb = v.to_bits();
     let mag = if vb & ABS == c.min1 { c.m2 } else { c.m1 };
     f32::from_bits(mag.to_bits() ^ ((c.sign ^ vb) & SIGN))
-}
-
-/// An order of `h`'s columns in which columns close together share no check where possible
-/// (the lowest eligible index each step, looking ahead at most 64 columns).
-fn spread(h: &SparseMatrix) -> Vec<u32> {
-    const WINDOW: usize = 4;
-    const SCAN: usize = 64;
-    let (m, n) = (h.rows(), h.cols());
-    let mut last_used = vec![usize::MAX; m];
-    let mut visited = vec![false; n];
-    let mut order = Vec::with_capacity(n);
-    let mut first = 0;
-    for step in 0..n {
-        while visited[first] {
-            first += 1;
-        }
-        let clear = |c: usize| {
-            h.col(c).iter().all(|&r| {
-                let u = last_used[r as usize];
-                u == usize::MAX || step - u > WINDOW
-            })
-        };
-        let pick = (first..n)
-            .filter(|&c| !visited[c])
-            .take(SCAN)
-            .find(|&c| clear(c))
-            .unwrap_or(first);
-        visited[pick] = true;
-        for &r in h.col(pick) {
-            last_used[r as usize] = step;
-        }
-        order.push(pick as u32);
-    }
-    order
 }
 
 #[cfg(test)]

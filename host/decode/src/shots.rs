@@ -64,11 +64,7 @@ pub struct ShotError {
 
 impl fmt::Display for ShotError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            write!(f, "{}: {}", self.file, self.kind)
-        } else {
-            write!(f, "{}:{}: {}", self.file, self.line, self.kind)
-        }
+        crate::io::write_at(f, &self.file, self.line, &self.kind)
     }
 }
 

@@ -298,7 +298,7 @@ const DEM: &str = "surface_d3_r8_p0.01.dem";
 
 #[test]
 fn decodes_shots_and_counts_logical_errors() {
-    let dir = Dir::new("ok");
+    let dir = Dir::new("dem-ok");
     let dem = fixture(DEM);
     let dets = fixture("surface_d3_r8_p0.01.dets.b8");
     let obs = fixture("surface_d3_r8_p0.01.obs.01");
@@ -421,7 +421,7 @@ fn decodes_shots_and_counts_logical_errors() {
 
 #[test]
 fn bad_inputs_are_one_line_errors() {
-    let dir = Dir::new("bad");
+    let dir = Dir::new("dem-bad");
     let dem = fixture(DEM);
     let dets = fixture("surface_d3_r8_p0.01.dets.b8");
     let write = |name: &str, text: &[u8]| {

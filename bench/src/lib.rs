@@ -7,6 +7,7 @@
 #[cfg(feature = "plots")]
 pub mod plot;
 pub mod report;
+pub mod sampler;
 pub mod stats;
 #[cfg(feature = "swloop")]
 pub mod swloop;

@@ -100,6 +100,20 @@ impl Summary {
     }
 }
 
+/// The Wilson score interval of a proportion: `k` successes in `n` trials at `z` standard
+/// deviations (1.96 for 95 %), as `(low, high)`. `(0, 1)` when `n` is 0.
+pub fn wilson_interval(k: u64, n: u64, z: f64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let (k, n) = (k as f64, n as f64);
+    let p = k / n;
+    let z2 = z * z;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = z / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
 /// Nearest-rank percentile of sorted, non-empty data.
 pub fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
     let n = sorted.len();
@@ -145,6 +159,21 @@ mod tests {
         v[99_998] = 500.0;
         let s = Summary::of(&v).unwrap();
         assert_eq!(s.p99999_ns, 500.0);
+    }
+
+    #[test]
+    fn wilson_intervals() {
+        // 13 of 10,000 at 95 %: the textbook values.
+        let (lo, hi) = wilson_interval(13, 10_000, 1.96);
+        assert!(
+            (lo - 7.6e-4).abs() < 0.1e-4 && (hi - 2.22e-3).abs() < 0.01e-3,
+            "{lo} {hi}"
+        );
+        let (lo, hi) = wilson_interval(0, 100, 1.96);
+        assert_eq!(lo, 0.0);
+        assert!((hi - 0.037).abs() < 0.001);
+        assert_eq!(wilson_interval(5, 5, 1.96).1, 1.0);
+        assert_eq!(wilson_interval(0, 0, 1.96), (0.0, 1.0));
     }
 
     #[test]

@@ -9,20 +9,84 @@ use backline_pacer::{Pacer, PacerConfig};
 use backline_transport::{Controller, ControllerSession, Error};
 use backline_wire::{DecoderId, Status};
 
+use crate::sampler::{SyndromeSampler, Verdict};
 use crate::trace::{Clock, RoundStatus, Trace, TraceRow};
+
+/// What each round sends, and how its reply is checked.
+#[derive(Debug, Clone)]
+pub enum Requests {
+    /// [`request_payload`]'s counters, `payload_bytes` long; replies checked as the named
+    /// built-in responder (`echo`, `steane`) would answer, or any ok reply accepted (`None`).
+    Counters {
+        /// Built-in responder name used to check replies.
+        check_as: Option<String>,
+    },
+    /// Real syndromes of seeded errors ([`SyndromeSampler`]), sized by the code; a reply is
+    /// right when its correction reproduces the syndrome, and logical failures are counted.
+    Syndromes(Box<SyndromeSampler>),
+}
+
+impl Requests {
+    /// The requests for responder `spec`: real syndromes for a `bposd:` spec — of its X-check
+    /// half when `half` is even, its Z-check half when odd — at `error_rate` (default: the
+    /// spec's own `error_rate`) from `seed`; counters checked as `check_as` otherwise.
+    pub fn for_spec(
+        spec: &str,
+        half: u32,
+        error_rate: Option<f64>,
+        seed: u64,
+        in_flight: usize,
+        check_as: Option<String>,
+    ) -> Result<Requests, backline_responder::BpOsdSpecError> {
+        // A GPU BP+OSD function (`gpu:bposd:…`) takes the same syndromes and answers the same
+        // corrections as the CPU one.
+        if !spec
+            .strip_prefix("gpu:")
+            .unwrap_or(spec)
+            .starts_with("bposd:")
+        {
+            return Ok(Requests::Counters { check_as });
+        }
+        let (code, config) = backline_responder::bposd_code(spec)?;
+        let half = if half.is_multiple_of(2) {
+            crate::sampler::Half::XChecks
+        } else {
+            crate::sampler::Half::ZChecks
+        };
+        let p = error_rate.unwrap_or(config.error_rate);
+        Ok(Requests::Syndromes(Box::new(SyndromeSampler::new(
+            &code, half, p, seed, in_flight,
+        ))))
+    }
+
+    /// Request bytes when the requests fix them (syndromes), else `None`.
+    pub fn request_bytes(&self) -> Option<usize> {
+        match self {
+            Requests::Syndromes(s) => Some(s.request_bytes()),
+            Requests::Counters { .. } => None,
+        }
+    }
+
+    /// Reply bytes when the requests fix them (syndromes), else `None`.
+    pub fn reply_bytes(&self) -> Option<usize> {
+        match self {
+            Requests::Syndromes(s) => Some(s.reply_bytes()),
+            Requests::Counters { .. } => None,
+        }
+    }
+}
 
 /// What one sw-loop run does.
 #[derive(Debug, Clone)]
 pub struct SwLoop {
     /// Rounds, round 0 included.
     pub rounds: u64,
-    /// Request payload length.
+    /// Request payload length (for [`Requests::Syndromes`], the sampler's request length).
     pub payload_bytes: usize,
     /// The `decoder_id` of every request.
     pub decoder_id: DecoderId,
-    /// Built-in responder name used to check replies (`echo`, `steane`), or `None` to accept
-    /// any ok reply.
-    pub check_as: Option<String>,
+    /// What the requests are and how replies are checked.
+    pub requests: Requests,
     /// Quiet periods between rounds.
     pub pacer: PacerConfig,
     /// Clock of the pacer's cycles.
@@ -43,6 +107,8 @@ pub struct SwLoopResult {
     pub completed: u64,
     /// Replies that arrived but were wrong (content or status).
     pub mismatches: u64,
+    /// Right replies whose correction left a logical error ([`Requests::Syndromes`]).
+    pub logical_failures: u64,
     /// What stopped the run before its last round.
     pub error: Option<Error>,
 }
@@ -142,6 +208,7 @@ fn quiet_until(until: Instant) {
 
 /// Runs `cfg.rounds` rounds, `in_flight` at a time as the session allows.
 pub fn run(session: &mut ControllerSession, cfg: &SwLoop) -> SwLoopResult {
+    let mut requests = cfg.requests.clone();
     use backline_transport::Session as _;
     let in_flight = session.config().in_flight.max(1) as u64;
     let mut trace = Trace::with_capacity(Clock::HostNs, cfg.rounds as usize);
@@ -162,7 +229,10 @@ pub fn run(session: &mut ControllerSession, cfg: &SwLoop) -> SwLoopResult {
     'run: for round in 0..cfg.rounds {
         // Post until `in_flight` rounds are out (or all are posted).
         while posted < cfg.rounds && posted < round + in_flight {
-            request_payload(posted, &mut req);
+            match &mut requests {
+                Requests::Counters { .. } => request_payload(posted, &mut req),
+                Requests::Syndromes(s) => s.fill(posted, &mut req),
+            }
             let q = if b2b {
                 0.0
             } else {
@@ -189,13 +259,16 @@ pub fn run(session: &mut ControllerSession, cfg: &SwLoop) -> SwLoopResult {
         let status = match reply {
             Ok(r) => {
                 let ok = r.status == Status::Ok
-                    && match cfg.check_as.as_deref() {
-                        None => true,
-                        Some(name) => {
+                    && match &mut requests {
+                        Requests::Counters { check_as: None } => true,
+                        Requests::Counters {
+                            check_as: Some(name),
+                        } => {
                             request_payload(round, &mut check_buf);
                             backline_responder::expected_reply(name, &check_buf, &mut expect)
                                 .is_none_or(|()| r.payload == expect.as_slice())
                         }
+                        Requests::Syndromes(s) => s.check(round, r.payload) != Verdict::Wrong,
                     };
                 if ok {
                     completed += 1;
@@ -236,10 +309,15 @@ pub fn run(session: &mut ControllerSession, cfg: &SwLoop) -> SwLoopResult {
         }
     }
     progress.finish();
+    let logical_failures = match &requests {
+        Requests::Syndromes(s) => s.logical_failures(),
+        Requests::Counters { .. } => 0,
+    };
     SwLoopResult {
         trace,
         completed,
         mismatches,
+        logical_failures,
         error,
     }
 }

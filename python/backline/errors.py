@@ -69,3 +69,12 @@ class RuntimeCallError(CompileError):
 
 class RunError(BacklineError, RuntimeError):
     """A run failed for a reason none of the other classes covers."""
+
+
+class DetectorErrorModelError(BacklineError, ValueError):
+    """A stim detector error model the decoders cannot read (the message names the line)."""
+
+
+class DecoderSettingsError(BacklineError, ValueError):
+    """A circuit-level decoder setting that is unknown or out of range, or a model a decoder
+    cannot use (a mechanism with p ≥ 0.5, nothing to decode)."""

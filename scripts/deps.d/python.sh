@@ -3,10 +3,11 @@
 # the new device API), maturin, pytest — and the package itself, built from python/ with
 # maturin. Safe to run twice: pip runs only when a pin is missing, the package is built only
 # when it is not installed (30-python.sh reinstalls it from the working tree every run).
-# pytest-mock and flaky: what PennyLane's device test suite (pl-device-test) needs.
+# pytest-mock and flaky: what PennyLane's device test suite (pl-device-test) needs; stim and
+# sinter: the circuit-level decoders' tests (backline.sinter, a sinter.collect sweep);
 # triton: decoders written in Triton compile ahead of time for the GPU (no GPU needed).
 PY_PACKAGES=("pennylane==0.45.1" "maturin==1.16.0" "pytest==9.0.2" "pytest-mock==3.17.0" "flaky==3.8.1"
-             "triton==3.9.0")
+    "stim==1.16.0" "sinter==1.16.0" "triton==3.9.0")
 if ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
     apt_install python3-venv
 fi
@@ -20,6 +21,8 @@ assert m.version("maturin") == "1.16.0"
 assert m.version("pytest") == "9.0.2"
 assert m.version("pytest-mock") == "3.17.0"
 assert m.version("flaky") == "3.8.1"
+assert m.version("stim") == "1.16.0"
+assert m.version("sinter") == "1.16.0"
 assert m.version("triton") == "3.9.0"
 PY
 then

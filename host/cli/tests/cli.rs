@@ -536,15 +536,16 @@ fn plot_reads_traces_back() {
 fn bposd_from_a_tanner_graph_serves_both_check_types() {
     for transport in ["memcpy", "shm"] {
         let dir = scratch("bposd");
-        // [[13,1,3]]: 6 X checks and 6 Z checks, one syndrome byte; ids 0 (X) and 1 (Z).
+        // [[13,1,3]]: 6 X checks and 6 Z checks, one syndrome byte; ids 0 (X) and 1 (Z). The
+        // requests are syndromes of sampled errors, sized by the code.
         let o = backline(&[
             "bench",
             "--transport",
             transport,
             "--responder",
             "bposd:hgp13:max_iter=10",
-            "--payload-bytes",
-            "1",
+            "--error-rate",
+            "0.05",
             "--rounds",
             "2000",
             "--json",
@@ -555,8 +556,31 @@ fn bposd_from_a_tanner_graph_serves_both_check_types() {
         ]);
         let v = json_of(&o);
         assert_eq!(v["completed"], 2000, "{v}");
+        // At p = 0.05 on 13 qubits a few percent of the corrections are logical failures.
+        let lf = v["logical_failures"].as_u64().unwrap();
+        assert!(lf > 0 && lf < 200, "{v}");
     }
-    // A syndrome of the wrong length is a bad_length reply, reported as such.
+    // Codes whose check count is not a multiple of 8, or above 8 bytes: every round right.
+    for code in ["surface21", "bb144"] {
+        let o = backline(&[
+            "bench",
+            "--responder",
+            &format!("bposd:{code}:max_iter=20"),
+            "--error-rate",
+            "0.005",
+            "--rounds",
+            "300",
+            "--json",
+            "--quiet",
+            "--no-plots",
+            "--no-baseline",
+            "--out-dir",
+            scratch("bposd-size").to_str().unwrap(),
+        ]);
+        let v = json_of(&o);
+        assert_eq!(v["completed"], 300, "{code}: {v}");
+    }
+    // A payload size that is not the syndrome's is refused before anything starts.
     let o = backline(&[
         "bench",
         "--responder",
@@ -571,7 +595,21 @@ fn bposd_from_a_tanner_graph_serves_both_check_types() {
         "--out-dir",
         scratch("bposd-bad").to_str().unwrap(),
     ]);
-    assert_clean_error(&o, "bad_length");
+    assert_clean_error(&o, "--payload-bytes 2: bposd:hgp13 takes 1-byte syndromes");
+    let o = backline(&[
+        "bench",
+        "--responder",
+        "bposd:hgp13",
+        "--error-rate",
+        "1.5",
+        "--rounds",
+        "100",
+        "--quiet",
+        "--no-plots",
+        "--out-dir",
+        scratch("bposd-bad").to_str().unwrap(),
+    ]);
+    assert_clean_error(&o, "--error-rate 1.5 is outside [0, 1]");
 }
 
 #[test]

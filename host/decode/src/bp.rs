@@ -16,9 +16,18 @@
 //!
 //! The graph is padded to a fixed width per column (`dc`, the largest column weight) and per
 //! row (`dr`, the largest row weight), so each pass walks fixed-width chunks of flat arrays
-//! instead of slicing ragged ranges. Messages live in *slots*: column `c` owns slots
-//! `c·dc .. c·dc + dc`, its real edges first (ascending row), then padding. Each row lists
-//! `dr` slots, its real edges first (ascending column), then the shared padding slot `n·dc`.
+//! instead of slicing ragged ranges. Messages live in *slots*: column `c` owns `dc` slots, its
+//! real edges first (ascending row), then padding; each row lists `dr` slots, its real edges
+//! first (ascending column), then the shared padding slot `n·dc`.
+//!
+//! - **Flooding** (parallel) lays the slots out slot-major — slot `k` of column `c` at
+//!   `k·n + c` — and runs two passes per iteration: a check pass that gathers each row's
+//!   inputs and scatters its messages, and a bit pass over contiguous memory, one slot index
+//!   of every column at a time, so its adds run two columns at a time (SSE2; an IEEE add per
+//!   lane is the scalar add).
+//! - **Serial** lays them out column-major (`c·dc + k`) with the columns in an order that
+//!   keeps neighbouring columns apart.
+//!
 //! The padding is chosen so that it changes no floating-point result:
 //!
 //! - a padding slot of a column receives the message `±0.0`, and `x + ±0.0 == x` (up to the
@@ -34,6 +43,7 @@ use std::str::FromStr;
 
 use crate::bitmat::BitMatrix;
 use crate::error::DecoderError;
+use crate::sparse::SparseMatrix;
 
 /// The check-node rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -189,6 +199,12 @@ pub(crate) struct TannerGraph {
     /// Internal column `i` is column `order[i]` of the matrix; `position` is the inverse.
     pub(crate) order: Vec<u32>,
     pub(crate) position: Vec<u32>,
+    /// Slot layout: slot `k` of internal column `c` is `k·n + c` (the flooding schedule's,
+    /// "slot-major", so that a pass over one slot index of every column runs over contiguous
+    /// memory) or `c·dc + k` (the serial schedule's, "column-major").
+    pub(crate) slot_major: bool,
+    /// The padding slots of the columns (slot `k ≥ col_deg[c]`), ascending.
+    pub(crate) pad_slots: Vec<u32>,
 }
 
 /// An order to visit the columns in so that columns visited close together share no check
@@ -196,10 +212,10 @@ pub(crate) struct TannerGraph {
 /// step. In the flooding schedule every column's update is independent of the order, and
 /// the per-check summaries it feeds are order-independent too; visiting neighbours apart
 /// keeps consecutive read-modify-writes of one check's record out of each other's way.
-fn visiting_order(t: &BitMatrix, m: usize) -> Vec<u32> {
+pub(crate) fn visiting_order(h: &SparseMatrix) -> Vec<u32> {
     const WINDOW: usize = 4;
     const SCAN: usize = 64;
-    let n = t.rows();
+    let (m, n) = (h.rows(), h.cols());
     let mut last_used = vec![usize::MAX; m];
     let mut visited = vec![false; n];
     let mut order = Vec::with_capacity(n);
@@ -209,8 +225,10 @@ fn visiting_order(t: &BitMatrix, m: usize) -> Vec<u32> {
             first += 1;
         }
         let clear = |c: usize| {
-            t.row_ones(c)
-                .all(|r| last_used[r] == usize::MAX || step - last_used[r] > WINDOW)
+            h.col(c).iter().all(|&r| {
+                let r = r as usize;
+                last_used[r] == usize::MAX || step - last_used[r] > WINDOW
+            })
         };
         let pick = (first..n)
             .filter(|&c| !visited[c])
@@ -218,8 +236,8 @@ fn visiting_order(t: &BitMatrix, m: usize) -> Vec<u32> {
             .find(|&c| clear(c))
             .unwrap_or(first);
         visited[pick] = true;
-        for r in t.row_ones(pick) {
-            last_used[r] = step;
+        for &r in h.col(pick) {
+            last_used[r as usize] = step;
         }
         order.push(pick as u32);
     }
@@ -227,14 +245,16 @@ fn visiting_order(t: &BitMatrix, m: usize) -> Vec<u32> {
 }
 
 impl TannerGraph {
-    pub(crate) fn new(h: &BitMatrix) -> Result<TannerGraph, DecoderError> {
+    /// The graph of `h`, in the slot-major layout of the flooding schedule (`slot_major`,
+    /// columns in matrix order) or the column-major layout of the serial schedule (columns
+    /// in [`visiting_order`]).
+    pub(crate) fn new(h: &SparseMatrix, slot_major: bool) -> Result<TannerGraph, DecoderError> {
         let (m, n) = (h.rows(), h.cols());
         if n == 0 {
             return Err(DecoderError::Matrix("the checks have no columns".into()));
         }
-        let t = h.transpose();
-        let dc = (0..n).map(|c| t.row_weight(c)).max().unwrap_or(0).max(1);
-        let dr = (0..m).map(|r| h.row_weight(r)).max().unwrap_or(0).max(1);
+        let dc = (0..n).map(|c| h.col_weight(c)).max().unwrap_or(0).max(1);
+        let dr = h.row_weights().into_iter().max().unwrap_or(0).max(1) as usize;
         let slots = n
             .checked_mul(dc)
             .filter(|&s| s < u32::MAX as usize && m < u32::MAX as usize)
@@ -242,7 +262,11 @@ impl TannerGraph {
                 DecoderError::Matrix(format!("{n} columns of weight {dc} overflow 32-bit slots"))
             })?;
         let pad = slots as u32;
-        let order = visiting_order(&t, m);
+        let order = if slot_major {
+            (0..n as u32).collect()
+        } else {
+            visiting_order(h)
+        };
         let mut position = vec![0u32; n];
         for (i, &c) in order.iter().enumerate() {
             position[c as usize] = i as u32;
@@ -253,8 +277,10 @@ impl TannerGraph {
         let mut row_deg = vec![0u32; m];
         for (c, &i) in position.iter().enumerate() {
             let i = i as usize;
-            for r in t.row_ones(c) {
-                let slot = i * dc + col_deg[i] as usize;
+            for &r in h.col(c) {
+                let r = r as usize;
+                let k = col_deg[i] as usize;
+                let slot = if slot_major { k * n + i } else { i * dc + k };
                 slot_row[slot] = r as u32;
                 col_deg[i] += 1;
                 // Matrix columns are visited in ascending order, so each row's slots come out
@@ -263,6 +289,13 @@ impl TannerGraph {
                 row_deg[r] += 1;
             }
         }
+        let mut pad_slots: Vec<u32> = (0..n)
+            .flat_map(|c| {
+                let deg = col_deg[c] as usize;
+                (deg..dc).map(move |k| if slot_major { k * n + c } else { c * dc + k } as u32)
+            })
+            .collect();
+        pad_slots.sort_unstable();
         Ok(TannerGraph {
             m,
             n,
@@ -274,7 +307,19 @@ impl TannerGraph {
             row_deg,
             order,
             position,
+            slot_major,
+            pad_slots,
         })
+    }
+
+    /// Slot `k` of internal column `c`.
+    #[inline]
+    pub(crate) fn slot(&self, c: usize, k: usize) -> usize {
+        if self.slot_major {
+            k * self.n + c
+        } else {
+            c * self.dc + k
+        }
     }
 
     /// Message slots, including the shared padding slot.
@@ -282,9 +327,10 @@ impl TannerGraph {
         self.n * self.dc + 1
     }
 
-    /// The real slots of internal column `c`.
+    /// The real slots of internal column `c` (column-major layout only).
     #[inline]
     pub(crate) fn col(&self, c: usize) -> std::ops::Range<usize> {
+        debug_assert!(!self.slot_major);
         c * self.dc..c * self.dc + self.col_deg[c] as usize
     }
 
@@ -348,162 +394,100 @@ impl Default for BpSettings {
 /// Mask of an `f64`'s magnitude bits.
 const ABS: u64 = !(1u64 << 63);
 
-/// Everything the min-sum passes keep per check, in one cache line: the summary that forms
-/// this iteration's messages, and the accumulator of the next one's.
-///
-/// The summary: the smallest input magnitude `min1` as an `f64` bit pattern (for non-negative
-/// floats the unsigned order of the bits is the float order, and a NaN magnitude sorts above
-/// every number, so it never becomes a minimum — as NaN never passes `ldpc`'s `<` test); the
-/// outgoing magnitudes `α·min1` and `α·min2` (`min2` the second smallest, equal to `min1` when
-/// it occurs twice); and the parity of the syndrome bit plus the inputs `≤ 0`, as a sign bit.
-///
-/// The accumulator: the two smallest magnitudes and the parity of the inputs `≤ 0` as the bit
-/// pass produces them (independent of their order), and the parity of the hard decisions on
-/// the check's bits (the hard decision's syndrome).
-#[derive(Debug, Clone, Copy)]
-#[repr(align(64))]
-struct Check {
-    min1: u64,
-    scaled1: f64,
-    scaled2: f64,
-    sign: u64,
-    acc_min1: u64,
-    acc_min2: u64,
-    acc_parity: u64,
-    flips: u64,
-}
-
 /// `f64::MAX` as bits: the empty minimum.
 const MAX_BITS: u64 = 0x7FEF_FFFF_FFFF_FFFF;
 
-impl Check {
-    /// A check with a zero summary (its messages are `±0.0`: the padding row) and an empty
-    /// accumulator.
-    const PADDING: Check = Check {
-        min1: 0,
-        scaled1: 0.0,
-        scaled2: 0.0,
-        sign: 0,
-        acc_min1: MAX_BITS,
-        acc_min2: MAX_BITS,
-        acc_parity: 0,
-        flips: 0,
-    };
-
-    /// Adds one input to the accumulator.
-    #[inline(always)]
-    fn push(&mut self, v: f64) {
-        self.acc_parity ^= (v <= 0.0) as u64;
-        let a = v.to_bits() & ABS;
-        self.acc_min2 = self.acc_min2.min(self.acc_min1.max(a));
-        self.acc_min1 = self.acc_min1.min(a);
-    }
-
-    /// Turns the accumulator into the summary for factor `alpha` and empties it.
-    #[inline(always)]
-    fn roll(&mut self, syndrome_bit: u8, alpha: f64) {
-        self.min1 = self.acc_min1;
-        self.scaled1 = f64::from_bits(self.acc_min1) * alpha;
-        self.scaled2 = f64::from_bits(self.acc_min2) * alpha;
-        self.sign = (self.acc_parity ^ syndrome_bit as u64) << 63;
-        self.acc_min1 = MAX_BITS;
-        self.acc_min2 = MAX_BITS;
-        self.acc_parity = 0;
-        self.flips = 0;
-    }
-}
-
-/// One bit's min-sum update over its slots: the incoming messages from the check summaries,
-/// the soft output (returned), its hard decision's syndrome contribution, and the outgoing
-/// messages, each also pushed into its check's accumulator. `changed` collects the bits that
-/// differ between the old and new outgoing messages.
+/// The min-sum check pass of the flooding schedule over every row, for a fixed row width `W`
+/// (the inner loops unroll and the row's inputs stay in registers) or, with `W = 0`, the
+/// graph's own width.
 ///
-/// `ldpc` forms a message as `magnitude · (±α)`; IEEE multiplication rounds the magnitude of
-/// a product independently of its sign, so `±(magnitude · α)` is the same number. Outgoing
-/// message `k` is the forward partial sum before `k` plus the sum of the later incoming
-/// messages accumulated backwards — `ldpc`'s order.
-#[inline(always)]
-fn bit_min_sum(
-    prior: f64,
-    b2c: &mut [f64],
-    rows: &[u32],
-    checks: &mut [Check],
-    msg: &mut [f64],
-    pre: &mut [f64],
-    changed: &mut u64,
-) -> f64 {
-    let width = b2c.len();
-    let mut sum = prior;
-    for k in 0..width {
-        let v = b2c[k];
-        let c = &checks[rows[k] as usize];
-        let sign = c.sign ^ ((v <= 0.0) as u64) << 63;
-        let mag = if v.to_bits() & ABS == c.min1 {
-            c.scaled2
+/// Each row gathers its inputs and keeps, as IEEE bit patterns of the magnitudes (for
+/// non-negative floats the unsigned order of the bits is the float order, and a NaN magnitude
+/// sorts above every number, so it never becomes a minimum — as NaN never passes `ldpc`'s `<`
+/// test), the smallest `min1` and the second smallest `min2` (equal to `min1` when it occurs
+/// twice), and the parity of the syndrome bit and the inputs `≤ 0`. It then scatters to each
+/// input's slot `α·min` over the others — `α·min2` for the input whose magnitude is `min1`,
+/// `α·min1` for the rest (either is right for a tie) — with the sign of the others' parity.
+/// `ldpc` forms a message as `magnitude · (±α)`; IEEE multiplication rounds the magnitude of a
+/// product independently of its sign, so `±(magnitude · α)` is the same number.
+///
+/// The shared padding slot that pads rows holds `f64::MAX`: never below a running minimum
+/// (which starts at `f64::MAX`), never `≤ 0`, so it changes no summary; what is scattered to
+/// it is never read.
+fn checks_min_sum<const W: usize>(
+    g: &TannerGraph,
+    syndrome: &[u8],
+    b2c: &[f64],
+    c2b: &mut [f64],
+    alpha: f64,
+) {
+    let width = if W == 0 { g.dr } else { W };
+    // Per input of the row (unrolled widths): its magnitude's bits and the sign bit of
+    // `v ≤ 0`.
+    let mut mags = [0u64; 8];
+    let mut negs = [0u64; 8];
+    for ((slots, &s), &deg) in g
+        .row_slots
+        .chunks_exact(width)
+        .zip(syndrome)
+        .zip(&g.row_deg)
+    {
+        // Unrolled rows run over their padding too (the shared padding slot changes nothing);
+        // the others stop at their real inputs.
+        let slots = if W == 0 {
+            &slots[..deg as usize]
         } else {
-            c.scaled1
+            slots
         };
-        msg[k] = f64::from_bits(mag.to_bits() ^ sign);
-        pre[k] = sum;
-        sum += msg[k];
+        let (mut min1, mut min2, mut parity) = (MAX_BITS, MAX_BITS, (s as u64) << 63);
+        if W == 0 {
+            for &e in slots {
+                let v = b2c[e as usize];
+                parity ^= ((v <= 0.0) as u64) << 63;
+                let a = v.to_bits() & ABS;
+                min2 = min2.min(min1.max(a));
+                min1 = min1.min(a);
+            }
+        } else {
+            for ((&e, mag), neg) in slots.iter().zip(&mut mags).zip(&mut negs) {
+                let v = b2c[e as usize];
+                *neg = ((v <= 0.0) as u64) << 63;
+                parity ^= *neg;
+                let a = v.to_bits() & ABS;
+                *mag = a;
+                min2 = min2.min(min1.max(a));
+                min1 = min1.min(a);
+            }
+        }
+        let (s1, s2) = (
+            (f64::from_bits(min1) * alpha).to_bits(),
+            (f64::from_bits(min2) * alpha).to_bits(),
+        );
+        if W == 0 {
+            for &e in slots {
+                let v = b2c[e as usize];
+                let mag = if v.to_bits() & ABS == min1 { s2 } else { s1 };
+                let own = ((v <= 0.0) as u64) << 63;
+                c2b[e as usize] = f64::from_bits(mag ^ parity ^ own);
+            }
+        } else {
+            for ((&e, &a), &own) in slots.iter().zip(&mags).zip(&negs) {
+                let mag = if a == min1 { s2 } else { s1 };
+                c2b[e as usize] = f64::from_bits(mag ^ parity ^ own);
+            }
+        }
     }
-    let flip = (sum <= 0.0) as u64;
-    let mut suffix = 0.0f64;
-    for k in (0..width).rev() {
-        let out = pre[k] + suffix;
-        suffix += msg[k];
-        *changed |= out.to_bits() ^ b2c[k].to_bits();
-        b2c[k] = out;
-        let c = &mut checks[rows[k] as usize];
-        c.flips ^= flip;
-        c.push(out);
-    }
-    sum
-}
-
-/// One bit's flooding update from precomputed incoming messages: soft output (returned), its
-/// syndrome contribution and the outgoing messages.
-#[inline(always)]
-fn bit_sum(
-    prior: f64,
-    b2c: &mut [f64],
-    c2b: &[f64],
-    rows: &[u32],
-    candidate: &mut [u8],
-    old: &mut [f64],
-    changed: &mut u64,
-) -> f64 {
-    old.copy_from_slice(b2c);
-    let mut acc = prior;
-    for (b, &m) in b2c.iter_mut().zip(c2b) {
-        *b = acc;
-        acc += m;
-    }
-    finish_bit(acc, b2c, c2b, rows, candidate);
-    for (b, o) in b2c.iter().zip(old.iter()) {
-        *changed |= b.to_bits() ^ o.to_bits();
-    }
-    acc
-}
-
-/// The hard decision's syndrome contribution (branch-free) and the outgoing messages: each
-/// slot's forward partial sum plus the sum of the later incoming messages, accumulated
-/// backwards (`ldpc`'s order).
-#[inline(always)]
-fn finish_bit(llr: f64, b2c: &mut [f64], c2b: &[f64], rows: &[u32], candidate: &mut [u8]) {
-    let flip = (llr <= 0.0) as u8;
-    for &r in rows {
-        candidate[r as usize] ^= flip;
-    }
-    let mut acc = 0.0f64;
-    for (b, &m) in b2c.iter_mut().zip(c2b).rev() {
-        *b += acc;
-        acc += m;
+    // A column's padding slot belongs to no row: it receives `±0.0`, the sign that of its own
+    // outgoing message (what a row with no inputs and a zero summary sends), which changes
+    // no sum except the sign of a zero one.
+    for &e in &g.pad_slots {
+        c2b[e as usize] = f64::from_bits(((b2c[e as usize] <= 0.0) as u64) << 63);
     }
 }
 
 /// Product-sum check update: `(−1)^s · ln((1 + x)/(1 − x))`, `x` the product of the other
 /// inputs' `tanh(v/2)` taken as (product before) × (product after, accumulated backwards).
+/// The shared padding slot holds `+∞` (`tanh(+∞/2) = 1.0`, and `x · 1.0 == x`).
 fn checks_product_sum(
     g: &TannerGraph,
     syndrome: &[u8],
@@ -514,7 +498,9 @@ fn checks_product_sum(
 ) {
     let [tanh_memo, log_memo] = memo;
     let (ts, prefix) = scratch.split_at_mut(g.dr);
-    for (slots, &s) in g.row_slots.chunks_exact(g.dr).zip(syndrome) {
+    for (r, &s) in syndrome.iter().enumerate() {
+        // The real inputs only: the padding's factor is `tanh(+∞/2) = 1.0`, and `x · 1.0 == x`.
+        let slots = g.row(r);
         let mut acc = 1.0f64;
         for ((&e, t), pre) in slots.iter().zip(ts.iter_mut()).zip(prefix.iter_mut()) {
             *t = tanh_memo.get(b2c[e as usize] / 2.0, tanh);
@@ -530,116 +516,64 @@ fn checks_product_sum(
     }
 }
 
-/// Pushes a check's inputs into its accumulator.
-#[inline(always)]
-fn push_row(c: &mut Check, slots: &[u32], b2c: &[f64]) {
-    for &e in slots {
-        c.push(b2c[e as usize]);
-    }
-}
-
-/// The passes of the flooding schedule over the whole graph, for a fixed width `W` (the
-/// inner loops unroll) or, with `W = 0`, the graph's own width.
-struct Passes<'a> {
-    g: &'a TannerGraph,
-    prior: &'a [f64],
-    syndrome: &'a [u8],
-}
-
-impl Passes<'_> {
-    /// The first iteration's summaries, from the initial messages.
-    fn checks_min_sum<const W: usize>(&self, b2c: &[f64], checks: &mut [Check], alpha: f64) {
-        let rows = self.g.row_slots.chunks_exact(self.g.dr);
-        for ((slots, c), &s) in rows.zip(checks.iter_mut()).zip(self.syndrome) {
-            *c = Check::PADDING;
-            if W == 0 {
-                push_row(c, slots, b2c);
-            } else {
-                let slots: &[u32; W] = slots.try_into().expect("row width");
-                push_row(c, slots, b2c);
-            }
-            c.roll(s, alpha);
+/// The bit pass of the flooding schedule over every column, slot-major, for a fixed column
+/// width `W` (or the graph's own with `W = 0`): the soft output `llr = prior + Σ messages`
+/// summed in slot order, and each outgoing message = the forward partial sum before its slot
+/// plus the later incoming messages accumulated backwards (`ldpc`'s order). A column's
+/// padding slots carry `±0.0` and are summed like the others (`x + ±0.0 == x` up to the sign
+/// of a zero sum, which neither `≤ 0` nor `abs` can see). Every step runs over the columns of
+/// one slot index, contiguous in memory, so the adds run two columns at a time. Returns
+/// whether any outgoing message's bits changed.
+fn bits_pass<const W: usize>(
+    n: usize,
+    prior: &[f64],
+    b2c: &mut [f64],
+    c2b: &[f64],
+    llr: &mut [f64],
+    pre: &mut [f64],
+    suffix: &mut [f64],
+) -> bool {
+    // `b2c` holds `dc` slots per column and the shared padding slot.
+    let width = if W == 0 { (b2c.len() - 1) / n } else { W };
+    llr.copy_from_slice(prior);
+    for k in 0..width {
+        let msg = &c2b[k * n..(k + 1) * n];
+        let p = &mut pre[k * n..(k + 1) * n];
+        for ((p, l), &m) in p.iter_mut().zip(llr.iter_mut()).zip(msg) {
+            *p = *l;
+            *l += m;
         }
     }
-
-    /// The min-sum bit pass over every column; returns whether any message changed.
-    fn bits_min_sum<const W: usize>(
-        &self,
-        b2c: &mut [f64],
-        checks: &mut [Check],
-        llr: &mut [f64],
-        scratch: &mut [f64],
-    ) -> bool {
-        let dc = self.g.dc;
-        let mut changed = 0u64;
-        let cols = b2c
-            .chunks_exact_mut(dc)
-            .zip(self.g.slot_row.chunks_exact(dc));
-        for ((b, rows), (l, &prior)) in cols.zip(llr.iter_mut().zip(self.prior)) {
-            *l = if W == 0 {
-                let (msg, pre) = scratch.split_at_mut(dc);
-                bit_min_sum(prior, b, rows, checks, msg, &mut pre[..dc], &mut changed)
-            } else {
-                let b: &mut [f64; W] = b.try_into().expect("column width");
-                let rows: &[u32; W] = rows.try_into().expect("column width");
-                let (mut msg, mut pre) = ([0.0f64; W], [0.0f64; W]);
-                bit_min_sum(prior, b, rows, checks, &mut msg, &mut pre, &mut changed)
-            };
+    suffix.fill(0.0);
+    let mut changed = 0u64;
+    for k in (0..width).rev() {
+        let msg = &c2b[k * n..(k + 1) * n];
+        let p = &pre[k * n..(k + 1) * n];
+        let out = &mut b2c[k * n..(k + 1) * n];
+        for (((o, &p), sfx), &m) in out.iter_mut().zip(p).zip(suffix.iter_mut()).zip(msg) {
+            let v = p + *sfx;
+            *sfx += m;
+            changed |= v.to_bits() ^ o.to_bits();
+            *o = v;
         }
-        changed != 0
     }
-
-    fn bits_sum<const W: usize>(
-        &self,
-        b2c: &mut [f64],
-        c2b: &[f64],
-        llr: &mut [f64],
-        candidate: &mut [u8],
-        scratch: &mut [f64],
-    ) -> bool {
-        let dc = self.g.dc;
-        let mut changed = 0u64;
-        let cols = b2c
-            .chunks_exact_mut(dc)
-            .zip(c2b.chunks_exact(dc))
-            .zip(self.g.slot_row.chunks_exact(dc));
-        for (((b, m), rows), (l, &prior)) in cols.zip(llr.iter_mut().zip(self.prior)) {
-            let out = if W == 0 {
-                bit_sum(
-                    prior,
-                    b,
-                    m,
-                    rows,
-                    candidate,
-                    &mut scratch[..dc],
-                    &mut changed,
-                )
-            } else {
-                let b: &mut [f64; W] = b.try_into().expect("column width");
-                let m: &[f64; W] = m.try_into().expect("column width");
-                let rows: &[u32; W] = rows.try_into().expect("column width");
-                bit_sum(prior, b, m, rows, candidate, &mut [0.0; W], &mut changed)
-            };
-            *l = out;
-        }
-        changed != 0
-    }
+    changed != 0
 }
 
-/// Calls `$passes.$f::<W>(args)` with `W` the literal equal to `$width` when it is 1..=8, else
-/// with `W = 0` (the graph's own width, not unrolled).
+/// Calls `$f::<W>(args)` with `W` the literal equal to `$width` when it is 1..=8, else with
+/// `W = 0` (the graph's own width, not unrolled).
 macro_rules! by_width {
-    ($width:expr, $passes:expr, $f:ident($($arg:expr),* $(,)?)) => {
+    ($width:expr, $f:ident($($arg:expr),* $(,)?)) => {
         match $width {
-            1 => $passes.$f::<1>($($arg),*),
-            2 => $passes.$f::<2>($($arg),*),
-            3 => $passes.$f::<3>($($arg),*),
-            4 => $passes.$f::<4>($($arg),*),
-            5 => $passes.$f::<5>($($arg),*),
-            6 => $passes.$f::<6>($($arg),*),
-            7 => $passes.$f::<7>($($arg),*),
-            8 => $passes.$f::<8>($($arg),*),
-            _ => $passes.$f::<0>($($arg),*),
+            1 => $f::<1>($($arg),*),
+            2 => $f::<2>($($arg),*),
+            3 => $f::<3>($($arg),*),
+            4 => $f::<4>($($arg),*),
+            5 => $f::<5>($($arg),*),
+            6 => $f::<6>($($arg),*),
+            7 => $f::<7>($($arg),*),
+            8 => $f::<8>($($arg),*),
+            _ => $f::<0>($($arg),*),
         }
     };
 }
@@ -661,9 +595,12 @@ pub struct BpDecoder {
     row_scratch: Vec<f64>,
     /// Memos of `tanh` and of `ln((1 + x)/(1 − x))` (product-sum).
     memo: [Memo; 2],
-    /// Per-check min-sum state; entry `m` serves padding slots: its summary stays zero, so
-    /// they receive `±0.0`.
-    checks: Vec<Check>,
+    /// The bit-to-check messages every flooding decode starts from: the priors on real
+    /// slots, `0.0` on padding slots, the check rule's neutral value on the shared one.
+    initial_b2c: Vec<f64>,
+    /// Forward partial sums per slot and backward sums per column (the flooding bit pass).
+    pre: Vec<f64>,
+    suffix: Vec<f64>,
     /// Soft output and hard decision in internal column order (work), and in matrix order.
     llr_internal: Vec<f64>,
     decision_internal: Vec<u8>,
@@ -687,13 +624,29 @@ impl BpDecoder {
         error_channel: Option<&[f64]>,
         settings: BpSettings,
     ) -> Result<BpDecoder, DecoderError> {
-        let graph = TannerGraph::new(h)?;
+        BpDecoder::from_sparse(
+            &SparseMatrix::from_dense(h),
+            error_rate,
+            error_channel,
+            settings,
+        )
+    }
+
+    /// [`BpDecoder::new`] for checks in sparse form (the same decoder, built without a dense
+    /// matrix: for the check matrices of detector error models).
+    pub fn from_sparse(
+        h: &SparseMatrix,
+        error_rate: f64,
+        error_channel: Option<&[f64]>,
+        settings: BpSettings,
+    ) -> Result<BpDecoder, DecoderError> {
+        let graph = TannerGraph::new(h, settings.schedule == Schedule::Parallel)?;
         let channel = validate_channel(graph.n, error_rate, error_channel)?;
         if !(settings.ms_scaling_factor.is_finite() && settings.ms_scaling_factor >= 0.0) {
             return Err(DecoderError::ScalingFactor(settings.ms_scaling_factor));
         }
         // In internal column order.
-        let prior_llr = graph
+        let prior_llr: Vec<f64> = graph
             .order
             .iter()
             .map(|&c| {
@@ -708,6 +661,16 @@ impl BpDecoder {
         } else {
             settings.max_iter
         };
+        let mut initial_b2c = vec![0.0; slots];
+        for c in 0..n {
+            for k in 0..graph.col_deg[c] as usize {
+                initial_b2c[graph.slot(c, k)] = prior_llr[c];
+            }
+        }
+        initial_b2c[slots - 1] = match settings.bp_method {
+            BpMethod::MinimumSum => f64::MAX,
+            BpMethod::ProductSum => f64::INFINITY,
+        };
         Ok(BpDecoder {
             row_scratch: vec![0.0; 2 * graph.dr.max(graph.dc)],
             graph,
@@ -718,7 +681,9 @@ impl BpDecoder {
             check_to_bit: vec![0.0; slots],
             bit_to_check: vec![0.0; slots],
             tanh_half: vec![0.0; slots],
-            checks: vec![Check::PADDING; m + 1],
+            initial_b2c,
+            pre: vec![0.0; slots],
+            suffix: vec![0.0; n],
             memo: [Memo::new(tanh), Memo::new(log_ratio)],
             llr_internal: vec![0.0; n],
             decision_internal: vec![0; n],
@@ -820,25 +785,15 @@ impl BpDecoder {
     }
 
     /// Every real slot's bit-to-check message starts at its bit's prior; padding slots of
-    /// columns carry zeros, the shared padding slot the neutral value of the check rule.
+    /// columns carry zeros (and so do their check-to-bit messages, which the product-sum and
+    /// serial passes never write), the shared padding slot the neutral value of the check rule.
     fn initialise(&mut self) {
-        let dc = self.graph.dc;
-        for (c, (b2c, c2b)) in self
-            .bit_to_check
-            .chunks_exact_mut(dc)
-            .zip(self.check_to_bit.chunks_exact_mut(dc))
-            .enumerate()
-        {
-            let deg = self.graph.col_deg[c] as usize;
-            b2c[..deg].fill(self.prior_llr[c]);
-            b2c[deg..].fill(0.0);
-            c2b[deg..].fill(0.0);
+        self.bit_to_check.copy_from_slice(&self.initial_b2c);
+        if !self.graph.slot_major {
+            for &e in &self.graph.pad_slots {
+                self.check_to_bit[e as usize] = 0.0;
+            }
         }
-        let pad = self.graph.slots() - 1;
-        self.bit_to_check[pad] = match self.settings.bp_method {
-            BpMethod::MinimumSum => f64::MAX,
-            BpMethod::ProductSum => f64::INFINITY,
-        };
         self.converged = false;
         self.iterations = 0;
         self.fixed_point = false;
@@ -850,14 +805,13 @@ impl BpDecoder {
         self.candidate[..self.graph.m] == self.syndrome[..]
     }
 
+    /// The flooding schedule: per iteration a check pass (every check-to-bit message from the
+    /// bit-to-check messages of the last), a bit pass (soft output and bit-to-check messages),
+    /// then the hard decision's syndrome, from the columns whose soft output is `≤ 0`.
     fn run_parallel(&mut self) {
         self.initialise();
-        let passes = Passes {
-            g: &self.graph,
-            prior: &self.prior_llr,
-            syndrome: &self.syndrome,
-        };
-        let (dr, dc, m) = (self.graph.dr, self.graph.dc, self.graph.m);
+        let g = &self.graph;
+        let (dr, dc, m, n) = (g.dr, g.dc, g.m, g.n);
         let ms = self.settings.ms_scaling_factor;
         let alpha = |it: usize| {
             if ms == 0.0 {
@@ -867,66 +821,51 @@ impl BpDecoder {
             }
         };
         let min_sum = self.settings.bp_method == BpMethod::MinimumSum;
-        if min_sum {
-            let checks = &mut self.checks[..m];
-            by_width!(
-                dr,
-                passes,
-                checks_min_sum(&self.bit_to_check, checks, alpha(1))
-            );
-        }
         for it in 1..=self.max_iter {
             self.iterations = it;
-            let changed = if min_sum {
-                let changed = by_width!(
-                    dc,
-                    passes,
-                    bits_min_sum(
-                        &mut self.bit_to_check,
-                        &mut self.checks,
-                        &mut self.llr_internal,
-                        &mut self.row_scratch,
+            if min_sum {
+                by_width!(
+                    dr,
+                    checks_min_sum(
+                        g,
+                        &self.syndrome,
+                        &self.bit_to_check,
+                        &mut self.check_to_bit,
+                        alpha(it)
                     )
                 );
-                // The hard decision's syndrome against the syndrome, and the summaries for the
-                // next iteration.
-                let next = alpha(it + 1);
-                let mut mismatch = 0u64;
-                for (c, &s) in self.checks.iter_mut().zip(passes.syndrome) {
-                    mismatch |= c.flips ^ s as u64;
-                    c.roll(s, next);
-                }
-                if mismatch == 0 {
-                    self.converged = true;
-                }
-                changed
             } else {
-                self.candidate.fill(0);
                 checks_product_sum(
-                    passes.g,
-                    passes.syndrome,
+                    g,
+                    &self.syndrome,
                     &self.bit_to_check,
                     &mut self.check_to_bit,
                     &mut self.row_scratch,
                     &mut self.memo,
                 );
-                let changed = by_width!(
-                    dc,
-                    passes,
-                    bits_sum(
-                        &mut self.bit_to_check,
-                        &self.check_to_bit,
-                        &mut self.llr_internal,
-                        &mut self.candidate,
-                        &mut self.row_scratch,
-                    )
-                );
-                if self.candidate[..m] == self.syndrome[..] {
-                    self.converged = true;
+            }
+            let changed = by_width!(
+                dc,
+                bits_pass(
+                    n,
+                    &self.prior_llr,
+                    &mut self.bit_to_check,
+                    &self.check_to_bit,
+                    &mut self.llr_internal,
+                    &mut self.pre,
+                    &mut self.suffix,
+                )
+            );
+            self.candidate[..m].fill(0);
+            for (c, &l) in self.llr_internal.iter().enumerate() {
+                if l <= 0.0 {
+                    for k in 0..g.col_deg[c] as usize {
+                        self.candidate[g.slot_row[k * n + c] as usize] ^= 1;
+                    }
                 }
-                changed
-            };
-            if self.converged {
+            }
+            if self.candidate[..m] == self.syndrome[..] {
+                self.converged = true;
                 break;
             }
             if !changed && ms != 0.0 {
@@ -1036,7 +975,9 @@ mod tests {
 
     #[test]
     fn graph_layout() {
-        let g = TannerGraph::new(&BitMatrix::from_picture("11.\n.11").unwrap()).unwrap();
+        let h = SparseMatrix::from_dense(&BitMatrix::from_picture("11.\n.11").unwrap());
+        // Column-major (serial schedule).
+        let g = TannerGraph::new(&h, false).unwrap();
         assert_eq!((g.dc, g.dr, g.slots()), (2, 2, 7));
         // Column 1 shares check 0 with column 0, column 2 does not: visited 0, 2, 1.
         assert_eq!(g.order, vec![0, 2, 1]);
@@ -1049,8 +990,20 @@ mod tests {
         assert_eq!(g.row_slots, vec![0, 4, 5, 2]);
         assert_eq!(g.row(1), &[5, 2]);
         assert_eq!(g.col(2), 4..6);
+        assert_eq!(g.pad_slots, vec![1, 3]);
+        // Slot-major (flooding schedule): matrix order, slot k of column c at k·n + c.
+        let g = TannerGraph::new(&h, true).unwrap();
+        assert_eq!(g.order, vec![0, 1, 2]);
+        assert_eq!(g.slot_row, vec![0, 0, 1, 2, 1, 2]);
+        assert_eq!(g.row_slots, vec![0, 1, 4, 2]);
+        assert_eq!(g.pad_slots, vec![3, 5]);
+        assert_eq!((g.slot(1, 1), g.slot(2, 0)), (4, 2));
         // When every column shares a check with every other, matrix order.
-        let g = TannerGraph::new(&BitMatrix::from_picture("111").unwrap()).unwrap();
+        let g = TannerGraph::new(
+            &SparseMatrix::from_dense(&BitMatrix::from_picture("111").unwrap()),
+            false,
+        )
+        .unwrap();
         assert_eq!(g.order, vec![0, 1, 2]);
     }
 

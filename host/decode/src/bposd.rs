@@ -20,8 +20,9 @@
 
 use crate::bitmat::BitMatrix;
 use crate::bp::{BpDecoder, BpMethod, BpSettings, Schedule};
-use crate::error::DecoderError;
+use crate::error::{DecoderError, SettingError, parse_value};
 use crate::osd::{Osd, OsdMethod};
+use crate::sparse::SparseMatrix;
 
 /// Settings of [`BpOsdDecoder`], named and defaulted as `ldpc`'s `BpOsdDecoder`.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,8 +41,10 @@ pub struct BpOsdConfig {
     pub schedule: Schedule,
     /// Post-processing when BP does not converge (default OSD-0).
     pub osd_method: OsdMethod,
-    /// Combination-sweep order for `OsdCs` (default 0, which is OSD-0). Must not exceed the
-    /// number of free columns `n − rank(H)`. Ignored unless `osd_method` is `OsdCs`.
+    /// Combination-sweep order for `OsdCs` (default 0, which is OSD-0). An order above the
+    /// number of free columns `n − rank(H)` is clamped to it (the effective order,
+    /// [`BpOsdDecoder::osd_order`]; one warning per process). Ignored unless `osd_method` is
+    /// `OsdCs`.
     pub osd_order: usize,
 }
 
@@ -61,6 +64,48 @@ impl Default for BpOsdConfig {
 }
 
 impl BpOsdConfig {
+    /// The setting names [`BpOsdConfig::set`] takes (`ldpc`'s).
+    pub const KEYS: &'static str = "error_rate, bp_method, max_iter, ms_scaling_factor, \
+                                    schedule, osd_method, osd_order";
+
+    /// Sets one setting by its `ldpc` name from text: `error_rate`, `bp_method`
+    /// (`minimum_sum`/`product_sum`, …), `max_iter`, `ms_scaling_factor`, `schedule`
+    /// (`parallel`/`serial`), `osd_method` (`osd0`/`osd_cs`/`off`), `osd_order`. Ranges are
+    /// checked when the decoder is built.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
+        match key.trim() {
+            "error_rate" => self.error_rate = parse_value(key, value, "a number")?,
+            "ms_scaling_factor" => self.ms_scaling_factor = parse_value(key, value, "a number")?,
+            "max_iter" => self.max_iter = parse_value(key, value, "a non-negative integer")?,
+            "osd_order" => self.osd_order = parse_value(key, value, "a non-negative integer")?,
+            "bp_method" => {
+                self.bp_method = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| SettingError::value(key, value, "minimum_sum or product_sum"))?
+            }
+            "schedule" => {
+                self.schedule = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| SettingError::value(key, value, "parallel or serial"))?
+            }
+            "osd_method" => {
+                self.osd_method = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| SettingError::value(key, value, "osd0, osd_cs or off"))?
+            }
+            other => {
+                return Err(SettingError::Unknown {
+                    key: other.to_string(),
+                    known: Self::KEYS,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// The BP part of the settings.
     pub fn bp_settings(&self) -> BpSettings {
         BpSettings {
@@ -94,10 +139,20 @@ pub struct BpOsdDecoder {
 }
 
 impl BpOsdDecoder {
-    /// A decoder for checks `h`. Errors on an error rate outside (0, 0.5), a bad channel or
-    /// scaling factor, or an OSD order above the number of free columns.
+    /// A decoder for checks `h`. Errors on an error rate outside (0, 0.5) or a bad channel or
+    /// scaling factor. An OSD order above the number of free columns is clamped (see
+    /// [`BpOsdDecoder::osd_order`]).
     pub fn new(h: &BitMatrix, config: &BpOsdConfig) -> Result<BpOsdDecoder, DecoderError> {
-        let bp = BpDecoder::new(
+        BpOsdDecoder::from_sparse(&SparseMatrix::from_dense(h), config)
+    }
+
+    /// [`BpOsdDecoder::new`] for checks in sparse form: the same decoder (the same corrections),
+    /// built without a dense copy of the checks except for the rank.
+    pub fn from_sparse(
+        h: &SparseMatrix,
+        config: &BpOsdConfig,
+    ) -> Result<BpOsdDecoder, DecoderError> {
+        let bp = BpDecoder::from_sparse(
             h,
             config.error_rate,
             config.error_channel.as_deref(),
@@ -109,7 +164,7 @@ impl BpOsdDecoder {
         };
         let osd = match config.osd_method {
             OsdMethod::Off => None,
-            _ => Some(Osd::new(h, bp.channel(), order)?),
+            _ => Some(Osd::from_sparse(h, bp.channel(), order)?),
         };
         Ok(BpOsdDecoder {
             bp,
@@ -118,6 +173,18 @@ impl BpOsdDecoder {
             m: h.rows(),
             n: h.cols(),
         })
+    }
+
+    /// The effective OSD-CS order: `min(osd_order, n − rank(H))` for `OsdMethod::OsdCs`, 0 for
+    /// OSD-0 and when OSD is off. This is the order the combination sweep runs with; a GPU or
+    /// other implementation that must give the same corrections uses this number.
+    pub fn osd_order(&self) -> usize {
+        self.osd.as_ref().map_or(0, Osd::order)
+    }
+
+    /// The OSD engine, when OSD is on.
+    pub fn osd(&self) -> Option<&Osd> {
+        self.osd.as_ref()
     }
 
     /// Number of checks (syndrome bits).
@@ -147,18 +214,7 @@ impl BpOsdDecoder {
         syndrome: &[u8],
         correction: &mut [u8],
     ) -> Result<DecodeInfo, DecoderError> {
-        if syndrome.len() != self.m {
-            return Err(DecoderError::SyndromeLength {
-                expected: self.m,
-                found: syndrome.len(),
-            });
-        }
-        if correction.len() != self.n {
-            return Err(DecoderError::OutputLength {
-                expected: self.n,
-                found: correction.len(),
-            });
-        }
+        crate::error::check_lengths(syndrome.len(), self.m, correction.len(), self.n)?;
         if syndrome.iter().all(|&s| s == 0) {
             correction.fill(0);
             return Ok(DecodeInfo {

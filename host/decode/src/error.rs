@@ -30,7 +30,9 @@ pub enum DecoderError {
     /// `ms_scaling_factor` negative or not finite (0 selects the adaptive factor `1 − 2^−it`).
     #[error("min-sum scaling factor {0} must be finite and ≥ 0")]
     ScalingFactor(f64),
-    /// `osd_order` larger than the number of free (non-pivot) columns, `n − rank(H)`.
+    /// `osd_order` larger than the number of free (non-pivot) columns, `n − rank(H)`. No
+    /// longer returned: the order is clamped to `n − rank(H)` ([`crate::osd`]); kept so that
+    /// matches on it still compile.
     #[error(
         "OSD order {order} is larger than the {free_columns} free columns of the checks \
          (n − rank = {n} − {rank})"
@@ -44,6 +46,44 @@ pub enum DecoderError {
         n: usize,
         /// Rank of the checks.
         rank: usize,
+    },
+    /// A decoder setting out of its range (Relay-BP's, for example).
+    #[error("{name} = {value}: expected {expected}")]
+    Setting {
+        /// The setting's name.
+        name: &'static str,
+        /// The value given (a count as a number).
+        value: f64,
+        /// What it must be.
+        expected: &'static str,
+    },
+    /// A mechanism of a detector error model whose probability a decoder cannot use.
+    #[error(
+        "{file}:{line}: mechanism {mechanism} has probability {p}; the decoders need 0 < p < 0.5"
+    )]
+    MechanismPrior {
+        /// The model's name.
+        file: String,
+        /// The line of the `error` instruction that made it.
+        line: u32,
+        /// Its index in the model.
+        mechanism: usize,
+        /// Its probability.
+        p: f64,
+    },
+    /// A detector error model with nothing to decode: no mechanism with `p > 0` flips a
+    /// detector.
+    #[error("{0}: no error mechanism with p > 0 flips a detector")]
+    NothingToDecode(String),
+    /// Packed shot data of the wrong length.
+    #[error("{what} is {found} bytes, expected {expected}")]
+    PackedLength {
+        /// Detection events or observable flips.
+        what: &'static str,
+        /// `⌈bits/8⌉`.
+        expected: usize,
+        /// Bytes given.
+        found: usize,
     },
     /// The checks have no columns, or too many entries for 32-bit edge indices.
     #[error("unsupported check matrix: {0}")]
@@ -72,4 +112,75 @@ pub enum DecoderError {
         /// Entries given.
         found: usize,
     },
+}
+
+/// The decode-path check of a syndrome of `m` bits and a correction buffer of `n` entries
+/// ([`DecoderError::SyndromeLength`], [`DecoderError::OutputLength`]; neither allocates).
+#[inline]
+pub(crate) fn check_lengths(
+    syndrome: usize,
+    m: usize,
+    correction: usize,
+    n: usize,
+) -> Result<(), DecoderError> {
+    if syndrome != m {
+        return Err(DecoderError::SyndromeLength {
+            expected: m,
+            found: syndrome,
+        });
+    }
+    if correction != n {
+        return Err(DecoderError::OutputLength {
+            expected: n,
+            found: correction,
+        });
+    }
+    Ok(())
+}
+
+/// A `key=value` decoder setting that could not be applied ([`crate::BpOsdConfig::set`],
+/// [`crate::relay::RelayConfig::set`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingError {
+    /// A name the decoder does not have.
+    #[error("unknown setting `{key}` (expected one of {known})")]
+    Unknown {
+        /// The name given.
+        key: String,
+        /// The names there are.
+        known: &'static str,
+    },
+    /// A value that does not parse as the setting's type.
+    #[error("{key}: `{value}` is not {expected}")]
+    Value {
+        /// The setting.
+        key: String,
+        /// The value given.
+        value: String,
+        /// What it must be.
+        expected: &'static str,
+    },
+}
+
+impl SettingError {
+    pub(crate) fn value(key: &str, value: &str, expected: &'static str) -> SettingError {
+        SettingError::Value {
+            key: key.to_string(),
+            value: value.to_string(),
+            expected,
+        }
+    }
+}
+
+/// Parses a setting's value.
+pub(crate) fn parse_value<T: std::str::FromStr>(
+    key: &str,
+    value: &str,
+    expected: &'static str,
+) -> Result<T, SettingError> {
+    value
+        .trim()
+        .parse()
+        .map_err(|_| SettingError::value(key, value, expected))
 }

@@ -97,11 +97,21 @@ pub struct ParseError {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            write!(f, "{}: {}", self.file, self.kind)
-        } else {
-            write!(f, "{}:{}: {}", self.file, self.line, self.kind)
-        }
+        write_at(f, &self.file, self.line, &self.kind)
+    }
+}
+
+/// `file:line: what`, or `file: what` for line 0: how every file error of this crate reads.
+pub(crate) fn write_at(
+    f: &mut fmt::Formatter<'_>,
+    file: &str,
+    line: usize,
+    what: &dyn fmt::Display,
+) -> fmt::Result {
+    if line == 0 {
+        write!(f, "{file}: {what}")
+    } else {
+        write!(f, "{file}:{line}: {what}")
     }
 }
 

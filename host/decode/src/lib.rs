@@ -14,6 +14,11 @@
 //! - [`codes`]: Steane, hypergraph products, rotated surface codes, bivariate-bicycle codes,
 //!   with logical operators from [`gf2`] linear algebra; [`io`]: alist and dense 0/1 files;
 //!   [`noise`]: seeded code-capacity shots.
+//! - Circuit level: [`dem`] reads stim's detector error models (checks, observables, priors,
+//!   coordinates, windows), [`shots`] stim's `01`/`b8` shot files, [`relay`] is Relay-BP
+//!   (arXiv 2506.01779) with `relay-bp`'s parameter names, and [`dem_decoder`] runs BP+OSD or
+//!   Relay-BP on a model, detection events in, observable flips out, batches on threads;
+//!   [`sparse`] holds the compressed-column matrices they share.
 //!
 //! Every decoder is built once and then decodes without allocating: all scratch is owned by
 //! the decoder and the correction is written into the caller's buffer.
@@ -47,18 +52,23 @@ pub mod bp;
 pub mod bposd;
 pub mod codes;
 pub mod coprocessor;
+pub mod dem;
+pub mod dem_decoder;
 mod error;
 pub mod gf2;
 pub mod io;
 pub mod lookup;
 pub mod noise;
 pub mod osd;
+pub mod relay;
+pub mod shots;
+pub mod sparse;
 pub mod steane;
 
 pub use bitmat::BitMatrix;
 pub use bp::{BpDecoder, BpMethod, BpSettings, Schedule};
 pub use bposd::{BpOsdConfig, BpOsdDecoder, DecodeInfo};
 pub use coprocessor::{CssDecoder, CssDecoderError, RespondError};
-pub use error::DecoderError;
+pub use error::{DecoderError, SettingError};
 pub use lookup::LookupDecoder;
 pub use osd::{Osd, OsdMethod};

@@ -108,18 +108,7 @@ impl LookupDecoder {
     /// Decodes a syndrome (0/1 per check) into `correction` (0/1 per bit). Returns whether the
     /// syndrome is reachable; when it is not, `correction` is all zeros.
     pub fn decode(&self, syndrome: &[u8], correction: &mut [u8]) -> Result<bool, DecoderError> {
-        if syndrome.len() != self.m {
-            return Err(DecoderError::SyndromeLength {
-                expected: self.m,
-                found: syndrome.len(),
-            });
-        }
-        if correction.len() != self.n {
-            return Err(DecoderError::OutputLength {
-                expected: self.n,
-                found: correction.len(),
-            });
-        }
+        crate::error::check_lengths(syndrome.len(), self.m, correction.len(), self.n)?;
         let s = syndrome
             .iter()
             .enumerate()

@@ -15,18 +15,35 @@
 //!    weight, which is what the fast path compares.
 //!
 //! This is the candidate set and tie rule of `ldpc` 2.x's `OSD_CS`, so given the same soft
-//! output the answers are the same. Unlike `ldpc` 2.4.1, an order larger than the number of
-//! free columns `n − rank(H)` is refused at construction (it writes past its candidate
-//! vectors there).
+//! output the answers are the same.
+//!
+//! **The effective order.** An order `w` larger than the number of free columns
+//! `n − rank(H)` is clamped: the engine runs with order `min(w, n − rank(H))`
+//! ([`Osd::order`]; the order asked for is [`Osd::requested_order`]), and the first clamp in a
+//! process logs one warning (`log::warn!`). With `w ≥ n − rank(H)` every pair among the free
+//! columns is already in the sweep, so the clamp removes only pairs that do not exist.
+//! (`ldpc` 2.4.1 writes past its candidate vectors there.)
 //!
 //! All scratch is allocated at construction; [`Osd::decode`] does not allocate.
 
 use std::fmt;
 use std::str::FromStr;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::bitmat::{BitMatrix, WORD_BITS, words_for};
 use crate::error::DecoderError;
 use crate::gf2;
+use crate::sparse::SparseMatrix;
+
+/// Set by the first clamped order in this process, so the warning is given once.
+static CLAMP_WARNED: AtomicBool = AtomicBool::new(false);
+
+/// The order OSD-CS runs with when `order` is asked for on checks with `free_columns` free
+/// (non-pivot) columns, `n − rank(H)`: `min(order, free_columns)`.
+pub fn effective_order(order: usize, free_columns: usize) -> usize {
+    order.min(free_columns)
+}
 
 /// The OSD post-processing method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -83,6 +100,7 @@ pub struct Osd {
     n: usize,
     rank: usize,
     order: usize,
+    requested_order: usize,
     /// Rows of each column, ascending: `col_rows[col_start[c]..col_start[c + 1]]`.
     col_start: Vec<u32>,
     col_rows: Vec<u32>,
@@ -112,34 +130,51 @@ pub struct Osd {
     rwords: usize,
     s_packed: Vec<u64>,
     cols_packed: Vec<u64>,
-    /// A dense candidate (general weights path).
-    candidate: Vec<u8>,
+    /// `(bit, pivot row)` of every pivot row, sorted by bit (general weights path).
+    pivot_bits: Vec<(u32, u32)>,
 }
 
 impl Osd {
     /// The OSD engine for checks `h`, per-bit error rates `channel`, and combination-sweep
-    /// order `order` (0 for OSD-0).
+    /// order `order` (0 for OSD-0), clamped to `n − rank(h)` (see the module docs).
     ///
-    /// Errors with [`DecoderError::OsdOrderTooLarge`] when `order > n − rank(h)`.
+    /// Never returns [`DecoderError::OsdOrderTooLarge`] (kept in the enum for compatibility).
     pub fn new(h: &BitMatrix, channel: &[f64], order: usize) -> Result<Osd, DecoderError> {
+        Osd::build(&SparseMatrix::from_dense(h), gf2::rank(h), channel, order)
+    }
+
+    /// [`Osd::new`] for checks in sparse form.
+    pub fn from_sparse(
+        h: &SparseMatrix,
+        channel: &[f64],
+        order: usize,
+    ) -> Result<Osd, DecoderError> {
+        Osd::build(h, gf2::rank(&h.to_dense()), channel, order)
+    }
+
+    fn build(
+        h: &SparseMatrix,
+        rank: usize,
+        channel: &[f64],
+        requested_order: usize,
+    ) -> Result<Osd, DecoderError> {
         let (m, n) = (h.rows(), h.cols());
         assert_eq!(channel.len(), n, "channel length");
-        let rank = gf2::rank(h);
         let free_columns = n - rank;
-        if order > free_columns {
-            return Err(DecoderError::OsdOrderTooLarge {
-                order,
-                free_columns,
-                n,
-                rank,
-            });
+        let order = effective_order(requested_order, free_columns);
+        if order < requested_order && !CLAMP_WARNED.swap(true, Ordering::Relaxed) {
+            // Relaxed: the flag only dedupes a log line; it orders no other memory.
+            log::warn!(
+                "OSD order {requested_order} is above the {free_columns} free columns of the \
+                 {m}x{n} checks (n - rank = {n} - {rank}): using order {order} \
+                 (said once per process)"
+            );
         }
-        let t = h.transpose();
         let mut col_start = Vec::with_capacity(n + 1);
-        let mut col_rows = Vec::with_capacity(h.count_ones());
+        let mut col_rows = Vec::with_capacity(h.nnz());
         col_start.push(0u32);
         for c in 0..n {
-            col_rows.extend(t.row_ones(c).map(|r| r as u32));
+            col_rows.extend_from_slice(h.col(c));
             col_start.push(col_rows.len() as u32);
         }
         let weight: Vec<f64> = channel.iter().map(|&p| (1.0 / p).ln()).collect();
@@ -151,6 +186,7 @@ impl Osd {
             n,
             rank,
             order,
+            requested_order,
             col_start,
             col_rows,
             weight,
@@ -168,7 +204,7 @@ impl Osd {
             rwords,
             s_packed: vec![0; rwords],
             cols_packed: vec![0; order * rwords],
-            candidate: vec![0; n],
+            pivot_bits: Vec::with_capacity(m),
         })
     }
 
@@ -177,9 +213,15 @@ impl Osd {
         self.rank
     }
 
-    /// The combination-sweep order (0: OSD-0).
+    /// The combination-sweep order in force (0: OSD-0): the order asked for, clamped to
+    /// `n − rank(H)`.
     pub fn order(&self) -> usize {
         self.order
+    }
+
+    /// The order asked for at construction, before the clamp.
+    pub fn requested_order(&self) -> usize {
+        self.requested_order
     }
 
     /// Decodes `syndrome` (0/1 per check) given the soft output `llr` (per bit, lower = more
@@ -412,14 +454,22 @@ impl Osd {
         choice
     }
 
-    /// The sweep with per-bit weights: each candidate is written out densely and its weight
-    /// summed in bit-index order, exactly as `ldpc` sums it.
+    /// The sweep with per-bit weights: each candidate's weight summed in bit-index order,
+    /// exactly as `ldpc` sums it over the dense candidate.
     fn sweep_weighted(&mut self, rank: usize) -> Choice {
+        // The pivot rows in ascending order of their bit: the order in which the sum over a
+        // dense candidate meets them.
+        self.pivot_bits.clear();
+        for r in 0..rank {
+            self.pivot_bits
+                .push((self.perm[self.pivots[r] as usize], r as u32));
+        }
+        self.pivot_bits.sort_unstable();
         let k = self.free.len();
-        let mut best = self.candidate_weight(rank, Choice::Osd0);
+        let mut best = self.candidate_weight(Choice::Osd0);
         let mut choice = Choice::Osd0;
         for i in 0..k {
-            let w = self.candidate_weight(rank, Choice::Single(i));
+            let w = self.candidate_weight(Choice::Single(i));
             if w < best {
                 best = w;
                 choice = Choice::Single(i);
@@ -427,7 +477,7 @@ impl Osd {
         }
         for i in 0..self.order {
             for j in i + 1..self.order {
-                let w = self.candidate_weight(rank, Choice::Pair(i, j));
+                let w = self.candidate_weight(Choice::Pair(i, j));
                 if w < best {
                     best = w;
                     choice = Choice::Pair(i, j);
@@ -437,17 +487,46 @@ impl Osd {
         choice
     }
 
-    fn candidate_weight(&mut self, rank: usize, choice: Choice) -> f64 {
-        let mut cand = std::mem::take(&mut self.candidate);
-        self.solution(rank, choice, &mut cand);
-        let w = cand
-            .iter()
-            .zip(&self.weight)
-            .filter(|(x, _)| **x == 1)
-            .map(|(_, w)| *w)
-            .fold(0.0f64, |acc, w| acc + w);
-        self.candidate = cand;
-        w
+    /// `Σ ln(1/pᵢ)` over a candidate's bits, added in ascending bit order — the order and so
+    /// the rounding of `ldpc`'s sum over the dense candidate — without writing it out: the
+    /// pivot bits come from `pivot_bits` (ascending), the flipped free bits are merged in.
+    fn candidate_weight(&self, choice: Choice) -> f64 {
+        let (flips, mut extra): ([Option<usize>; 2], [u32; 2]) = match choice {
+            Choice::Osd0 => ([None, None], [u32::MAX; 2]),
+            Choice::Single(i) => (
+                [Some(i), None],
+                [self.perm[self.free[i] as usize], u32::MAX],
+            ),
+            Choice::Pair(i, j) => (
+                [Some(i), Some(j)],
+                [
+                    self.perm[self.free[i] as usize],
+                    self.perm[self.free[j] as usize],
+                ],
+            ),
+        };
+        extra.sort_unstable();
+        let mut next = 0;
+        let mut acc = 0.0f64;
+        for &(bit, r) in &self.pivot_bits {
+            while next < 2 && extra[next] < bit {
+                acc += self.weight[extra[next] as usize];
+                next += 1;
+            }
+            let r = r as usize;
+            let mut v = self.s_bit(r);
+            for i in flips.iter().flatten() {
+                v ^= self.a_bit(r, self.free[*i] as usize);
+            }
+            if v {
+                acc += self.weight[bit as usize];
+            }
+        }
+        while next < 2 && extra[next] != u32::MAX {
+            acc += self.weight[extra[next] as usize];
+            next += 1;
+        }
+        acc
     }
 
     /// The dense solution for a candidate: flipped free columns, and each pivot solved from
@@ -565,18 +644,25 @@ mod tests {
     }
 
     #[test]
-    fn order_above_free_columns_is_an_error() {
+    fn order_above_free_columns_is_clamped() {
         let h = hamming();
-        assert_eq!(
-            Osd::new(&h, &[0.1; 7], 5).unwrap_err(),
-            DecoderError::OsdOrderTooLarge {
-                order: 5,
-                free_columns: 4,
-                n: 7,
-                rank: 3
-            }
-        );
-        assert!(Osd::new(&h, &[0.1; 7], 4).is_ok());
+        let osd = Osd::new(&h, &[0.1; 7], 9).unwrap();
+        assert_eq!((osd.order(), osd.requested_order(), osd.rank()), (4, 9, 3));
+        assert_eq!(Osd::new(&h, &[0.1; 7], 4).unwrap().order(), 4);
+        assert_eq!(effective_order(9, 4), 4);
+        // The clamped engine decodes as the largest valid order does.
+        let mut a = Osd::new(&h, &[0.1; 7], 9).unwrap();
+        let mut b = Osd::new(&h, &[0.1; 7], 4).unwrap();
+        let (mut oa, mut ob) = ([0u8; 7], [0u8; 7]);
+        let mut llr = [5.0; 7];
+        llr[0] = -2.0;
+        llr[1] = -1.0;
+        for s in 1u8..8 {
+            let syn = [s & 1, s >> 1 & 1, s >> 2 & 1];
+            a.decode(&syn, &llr, &mut oa);
+            b.decode(&syn, &llr, &mut ob);
+            assert_eq!(oa, ob);
+        }
     }
 
     #[test]

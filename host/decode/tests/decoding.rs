@@ -181,16 +181,24 @@ fn bp_osd_is_close_to_minimum_weight_on_small_codes() {
 #[test]
 fn bad_settings_are_errors_not_crashes() {
     let code = CssCode::steane();
-    // n − rank = 7 − 3 = 4 free columns: order 5 is refused (ldpc 2.4.1 writes out of bounds).
+    // n − rank = 7 − 3 = 4 free columns: order 5 is clamped to 4 (ldpc 2.4.1 writes out of
+    // bounds there), and decodes as order 4 does.
     let c = config(0.05, BpMethod::MinimumSum, OsdMethod::OsdCs, 5);
-    assert!(matches!(
-        BpOsdDecoder::new(&code.hz, &c),
-        Err(DecoderError::OsdOrderTooLarge {
-            order: 5,
-            free_columns: 4,
-            ..
-        })
-    ));
+    let mut clamped = BpOsdDecoder::new(&code.hz, &c).unwrap();
+    assert_eq!(clamped.osd_order(), 4);
+    assert_eq!(clamped.osd().map(|o| o.requested_order()), Some(5));
+    let mut four = BpOsdDecoder::new(
+        &code.hz,
+        &config(0.05, BpMethod::MinimumSum, OsdMethod::OsdCs, 4),
+    )
+    .unwrap();
+    let (mut a, mut b) = ([0u8; 7], [0u8; 7]);
+    for s in 0u8..8 {
+        let syn = [s & 1, s >> 1 & 1, s >> 2 & 1];
+        clamped.decode(&syn, &mut a).unwrap();
+        four.decode(&syn, &mut b).unwrap();
+        assert_eq!(a, b, "syndrome {s}");
+    }
     // The order is ignored unless the method is OSD-CS.
     let c = config(0.05, BpMethod::MinimumSum, OsdMethod::Osd0, 50);
     assert!(BpOsdDecoder::new(&code.hz, &c).is_ok());

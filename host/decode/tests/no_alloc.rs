@@ -143,3 +143,53 @@ fn decoders_do_not_allocate_after_construction() {
     }
     assert_eq!(allocations(), before, "lookup or respond allocated");
 }
+
+#[test]
+fn dem_decoders_do_not_allocate_after_construction() {
+    use backline_decode::dem::DetectorErrorModel;
+    use backline_decode::dem_decoder::{DemDecoder, DemDecoderSettings};
+    use backline_decode::relay::RelayConfig;
+    use backline_decode::shots::{ShotFormat, ShotTable};
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/dem/");
+    let text = std::fs::read_to_string(format!("{dir}surface_d3_r8_p0.01.dem")).unwrap();
+    let dem = DetectorErrorModel::parse(&text, "fixture.dem").unwrap();
+    let bytes = std::fs::read(format!("{dir}surface_d3_r8_p0.01.dets.b8")).unwrap();
+    let dets = ShotTable::read(&bytes, ShotFormat::B8, 64, "dets.b8").unwrap();
+    let mut out = [0u8; 1];
+    let mut unpacked = vec![0u8; 64];
+    for settings in [
+        DemDecoderSettings::BpOsd(BpOsdConfig {
+            max_iter: 20,
+            ms_scaling_factor: 0.625,
+            osd_method: OsdMethod::OsdCs,
+            osd_order: 7,
+            ..BpOsdConfig::default()
+        }),
+        DemDecoderSettings::BpOsd(BpOsdConfig {
+            bp_method: BpMethod::ProductSum,
+            max_iter: 10,
+            ..BpOsdConfig::default()
+        }),
+        DemDecoderSettings::RelayBp(RelayConfig {
+            stop_nconv: 3,
+            alpha: Some(0.0),
+            ..RelayConfig::default()
+        }),
+    ] {
+        let mut dec = DemDecoder::new(&dem, &settings).unwrap();
+        let (mut unconverged, mut legs) = (0, 0);
+        let before = allocations();
+        for s in 0..150 {
+            let info = dec.decode_packed(dets.row(s), &mut out).unwrap();
+            unconverged += !info.converged as u32;
+            legs += info.legs;
+            backline_decode::shots::unpack_into(dets.row(s), &mut unpacked);
+            dec.decode(&unpacked, &mut out).unwrap();
+            // A refused call allocates nothing either.
+            assert!(dec.decode_packed(&dets.row(s)[1..], &mut out).is_err());
+        }
+        assert_eq!(allocations(), before, "{settings:?}");
+        // The shots exercise the slow paths: OSD, relay legs.
+        assert!(unconverged > 0 || legs > 150, "{settings:?}");
+    }
+}

@@ -382,11 +382,121 @@ fn latency_summary(rtts_ns: Vec<f64>) -> Option<Vec<(&'static str, f64)>> {
     ])
 }
 
+/// A decoder compiled from a stim detector error model's text (for `backline.sinter`): BP+OSD
+/// or Relay-BP, decoding bit-packed detection events into bit-packed observable flips.
+#[pyclass(module = "backline._native", frozen)]
+pub struct DemDecoder {
+    inner: Mutex<backline_decode::dem_decoder::DemDecoder>,
+    threads: usize,
+}
+
+#[pymethods]
+impl DemDecoder {
+    /// `DemDecoder(dem_text, decoder, settings, threads=1, name="<dem>")`: `decoder` is
+    /// `"bposd"` or `"relay-bp"`, `settings` `[(name, value as text)]` with ldpc's or relay-bp's
+    /// names. Raises `DetectorErrorModelError` for a model that does not parse (naming the
+    /// line) and `DecoderSettingsError` for settings that do not apply.
+    #[new]
+    #[pyo3(signature = (dem_text, decoder, settings, threads=1, name="<dem>"))]
+    fn new(
+        py: Python<'_>,
+        dem_text: &str,
+        decoder: &str,
+        settings: Vec<(String, String)>,
+        threads: usize,
+        name: &str,
+    ) -> PyResult<DemDecoder> {
+        use backline_decode::dem::DetectorErrorModel;
+        use backline_decode::dem_decoder::{DemDecoder as Dec, DemDecoderSettings};
+        use backline_decode::relay::RelayConfig;
+        let mut s = match decoder {
+            "bposd" => DemDecoderSettings::BpOsd(backline_decode::BpOsdConfig::default()),
+            "relay-bp" => DemDecoderSettings::RelayBp(RelayConfig::default()),
+            other => {
+                return Err(err(
+                    py,
+                    "DecoderSettingsError",
+                    format!("unknown decoder {other:?} (expected bposd or relay-bp)"),
+                ));
+            }
+        };
+        for (k, v) in &settings {
+            let r = match &mut s {
+                DemDecoderSettings::BpOsd(c) => c.set(k, v),
+                DemDecoderSettings::RelayBp(c) => c.set(k, v),
+            };
+            r.map_err(|e| err(py, "DecoderSettingsError", format!("{decoder}: {e}")))?;
+        }
+        let text = dem_text.to_string();
+        let name = name.to_string();
+        let built = py.detach(move || {
+            let dem = DetectorErrorModel::parse(&text, &name).map_err(|e| (true, e.to_string()))?;
+            Dec::new(&dem, &s).map_err(|e| (false, e.to_string()))
+        });
+        match built {
+            Ok(d) => Ok(DemDecoder {
+                inner: Mutex::new(d),
+                threads,
+            }),
+            Err((true, msg)) => Err(err(py, "DetectorErrorModelError", msg)),
+            Err((false, msg)) => Err(err(py, "DecoderSettingsError", msg)),
+        }
+    }
+
+    /// Detectors of the model.
+    #[getter]
+    fn num_detectors(&self) -> usize {
+        self.lock().num_detectors()
+    }
+
+    /// Observables of the model.
+    #[getter]
+    fn num_observables(&self) -> usize {
+        self.lock().num_observables()
+    }
+
+    /// Decodes `shots` records of `ceil(num_detectors/8)` bytes (stim's b8 layout, back to
+    /// back) into `shots` records of `ceil(num_observables/8)` bytes, in Rust with the GIL
+    /// released.
+    fn decode_bit_packed<'py>(
+        &self,
+        py: Python<'py>,
+        data: &[u8],
+        shots: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        use backline_decode::shots::ShotTable;
+        let dec = self.lock();
+        let per = dec.num_detectors().div_ceil(8);
+        if data.len() != shots * per {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "{} bytes of detection events for {shots} shots of {} detectors: expected {}",
+                data.len(),
+                dec.num_detectors(),
+                shots * per
+            )));
+        }
+        let table =
+            ShotTable::from_packed(data.to_vec(), dec.num_detectors()).expect("length checked");
+        let threads = self.threads;
+        let r =
+            py.detach(|| backline_decode::dem_decoder::decode_batch(&dec, &table, threads, false));
+        let batch = r.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        Ok(PyBytes::new(py, batch.predictions.as_bytes()))
+    }
+}
+
+impl DemDecoder {
+    fn lock(&self) -> std::sync::MutexGuard<'_, backline_decode::dem_decoder::DemDecoder> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 /// The native half of the `backline` package.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Compiled>()?;
     m.add_class::<Server>()?;
+    m.add_class::<DemDecoder>()?;
     #[cfg(feature = "fpga")]
     m.add_class::<FpgaBoard>()?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;

@@ -14,7 +14,8 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use backline_decode::{BpMethod, BpOsdConfig, CssDecoder, OsdMethod, RespondError, Schedule};
+use backline_decode::codes::CssCode;
+use backline_decode::{BpOsdConfig, CssDecoder, RespondError};
 
 use crate::{Responder, ResponderError};
 
@@ -78,55 +79,15 @@ fn settings(spec: &str, text: &str) -> Result<BpOsdConfig, BpOsdSpecError> {
         let (k, v) = kv
             .split_once('=')
             .ok_or_else(|| bad(format!("`{kv}` is not key=value")))?;
-        let num = |v: &str| -> Result<f64, BpOsdSpecError> {
-            v.parse()
-                .map_err(|_| bad(format!("{k}: `{v}` is not a number")))
-        };
-        match k.trim() {
-            "error_rate" => c.error_rate = num(v)?,
-            "ms_scaling_factor" => c.ms_scaling_factor = num(v)?,
-            "max_iter" => c.max_iter = num(v)? as usize,
-            "osd_order" => c.osd_order = num(v)? as usize,
-            "bp_method" => {
-                c.bp_method = match v {
-                    "minimum_sum" | "ms" | "min_sum" => BpMethod::MinimumSum,
-                    "product_sum" | "ps" => BpMethod::ProductSum,
-                    _ => return Err(bad(format!("bp_method `{v}`: minimum_sum or product_sum"))),
-                }
-            }
-            "schedule" => {
-                c.schedule = match v {
-                    "parallel" => Schedule::Parallel,
-                    "serial" => Schedule::Serial,
-                    _ => return Err(bad(format!("schedule `{v}`: parallel or serial"))),
-                }
-            }
-            "osd_method" => {
-                c.osd_method = match v {
-                    "osd0" | "osd_0" => OsdMethod::Osd0,
-                    "osd_cs" => OsdMethod::OsdCs,
-                    "off" | "none" => OsdMethod::Off,
-                    _ => return Err(bad(format!("osd_method `{v}`: osd0, osd_cs or off"))),
-                }
-            }
-            other => return Err(bad(format!("unknown setting `{other}`"))),
-        }
+        c.set(k, v).map_err(|e| bad(e.to_string()))?;
     }
     Ok(c)
 }
 
-/// The checks and settings of a `bposd:CODE[:SETTINGS]` spec (also used by `gpu:bposd:`):
-/// `(hx, hz, settings)`; building a `CssDecoder` from them checks the rest.
-pub(crate) fn parse_bposd(
-    spec: &str,
-) -> Result<
-    (
-        backline_decode::BitMatrix,
-        backline_decode::BitMatrix,
-        BpOsdConfig,
-    ),
-    BpOsdSpecError,
-> {
+/// The code and the settings of a `bposd:CODE[:SETTINGS]` spec (also of `gpu:bposd:`): what
+/// [`bposd_functions`] decodes with, for a caller that must know the code too (the bench's
+/// syndrome sampler, the GPU coprocessor).
+pub fn bposd_code(spec: &str) -> Result<(CssCode, BpOsdConfig), BpOsdSpecError> {
     let rest = spec
         .strip_prefix("gpu:")
         .unwrap_or(spec)
@@ -145,26 +106,23 @@ pub(crate) fn parse_bposd(
         spec: spec.to_string(),
         msg,
     };
-    let (hx, hz) = match code.split_once('+') {
-        Some((hx, hz)) => (
-            backline_decode::io::load_matrix(Path::new(hx), None)
-                .map_err(|e| build(e.to_string()))?,
-            backline_decode::io::load_matrix(Path::new(hz), None)
-                .map_err(|e| build(e.to_string()))?,
-        ),
-        None => {
-            let c =
-                backline_decode::codes::CssCode::by_name(code).map_err(|e| build(e.to_string()))?;
-            (c.hx, c.hz)
+    let code = match code.split_once('+') {
+        Some((hx, hz)) => {
+            let hx = backline_decode::io::load_matrix(Path::new(hx), None)
+                .map_err(|e| build(e.to_string()))?;
+            let hz = backline_decode::io::load_matrix(Path::new(hz), None)
+                .map_err(|e| build(e.to_string()))?;
+            CssCode::new(code, hx, hz).map_err(|e| build(e.to_string()))?
         }
+        None => CssCode::by_name(code).map_err(|e| build(e.to_string()))?,
     };
-    Ok((hx, hz, config))
+    Ok((code, config))
 }
 
 /// Builds the two halves of a `bposd:` spec, for decoder ids `base` and `base + 1`.
 pub fn bposd_functions(spec: &str, base: u32) -> Result<crate::Functions, BpOsdSpecError> {
-    let (hx, hz, config) = parse_bposd(spec)?;
-    let dec = CssDecoder::new(&hx, &hz, &config).map_err(|e| BpOsdSpecError::Build {
+    let (code, config) = bposd_code(spec)?;
+    let dec = CssDecoder::from_code(&code, &config).map_err(|e| BpOsdSpecError::Build {
         spec: spec.to_string(),
         msg: e.to_string(),
     })?;
@@ -223,7 +181,10 @@ mod tests {
     fn bad_specs_say_why() {
         for (spec, needle) in [
             ("bposd:nosuchcode", "bposd:nosuchcode"),
-            ("bposd:hgp13:max_iter=x", "not a number"),
+            (
+                "bposd:hgp13:max_iter=x",
+                "max_iter: `x` is not a non-negative integer",
+            ),
             ("bposd:hgp13:flavour=mint", "unknown setting `flavour`"),
             ("bposd:hgp13:error_rate=0.7", "bposd:hgp13"),
             ("bposd:/nope/hx.alist+/nope/hz.alist", "/nope/hx.alist"),

@@ -134,9 +134,9 @@ pub fn gpu_functions(
             },
         )],
         r if r.starts_with("bposd:") => {
-            let (hx, hz, config) = crate::bposd::parse_bposd(spec)?;
+            let (code, config) = crate::bposd::bposd_code(spec)?;
             // The CPU decoder validates the code and the settings, with its messages.
-            backline_decode::CssDecoder::new(&hx, &hz, &config).map_err(|e| {
+            backline_decode::CssDecoder::from_code(&code, &config).map_err(|e| {
                 crate::BpOsdSpecError::Build {
                     spec: spec.to_string(),
                     msg: e.to_string(),
@@ -146,11 +146,17 @@ pub fn gpu_functions(
                 (
                     base,
                     GpuFunction::BpOsd {
-                        checks: hx,
+                        checks: code.hx.clone(),
                         config: config.clone(),
                     },
                 ),
-                (base + 1, GpuFunction::BpOsd { checks: hz, config }),
+                (
+                    base + 1,
+                    GpuFunction::BpOsd {
+                        checks: code.hz,
+                        config,
+                    },
+                ),
             ]
         }
         r => match r.rsplit_once(':') {

@@ -19,7 +19,7 @@ use backline_wire::{DecoderId, Status};
 /// Coprocessor functions with the decoder ids they serve.
 pub type Functions = Vec<(DecoderId, std::sync::Arc<dyn Responder>)>;
 
-pub use bposd::{BpOsdSpecError, CssHalf, bposd_functions};
+pub use bposd::{BpOsdSpecError, CssHalf, bposd_code, bposd_functions};
 pub use csym::{CSymbol, CoprocessorFn};
 pub use gpu::{GpuResponder, GpuSpecError, gpu_functions, spec_width};
 pub use table::{

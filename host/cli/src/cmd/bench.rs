@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use backline_bench::report::JsonStats;
-use backline_bench::swloop::{self, SwLoop};
+use backline_bench::swloop::{self, Requests, SwLoop};
 use backline_bench::trace::{Clock, RoundStatus, Trace, TraceRow};
 use backline_bench::{JsonReport, Summary, Table, plot};
 use backline_pacer::{PacerConfig, REFERENCE_SEED};
@@ -56,9 +56,14 @@ pub struct Args {
     /// Pacer clock in MHz (the FPGA engine's is 200).
     #[arg(long, default_value_t = 200.0)]
     pub clock_mhz: f64,
-    /// Request payload bytes.
-    #[arg(long, default_value_t = 8)]
-    pub payload_bytes: usize,
+    /// Request payload bytes [default: 8]. A bposd: responder's requests are its syndromes,
+    /// sized by its code (⌈checks/8⌉ bytes); give this only to check that size.
+    #[arg(long)]
+    pub payload_bytes: Option<usize>,
+    /// bposd: responders: the rate of the sampled errors whose syndromes are sent (default:
+    /// the decoder's error_rate). The errors are drawn from --seed.
+    #[arg(long, value_name = "P")]
+    pub error_rate: Option<f64>,
     /// Rounds in flight (≤ ring depth).
     #[arg(long, default_value_t = 1)]
     pub in_flight: u32,
@@ -114,6 +119,8 @@ struct Run {
     trace: Trace,
     summary: Option<Summary>,
     round0: Option<f64>,
+    /// Logical failures among the replies (syndrome requests only).
+    logical_failures: Option<u64>,
 }
 
 impl Run {
@@ -125,8 +132,45 @@ impl Run {
             trace,
             summary,
             round0,
+            logical_failures: None,
         }
     }
+}
+
+/// Each responder's requests and their payload length: syndromes sized by the code for
+/// `bposd:` responders (an explicit --payload-bytes must agree), counters of --payload-bytes
+/// (default 8) otherwise.
+fn requests_of(a: &Args, responders: &[String]) -> anyhow::Result<Vec<(Requests, usize)>> {
+    if let Some(p) = a.error_rate
+        && !(0.0..=1.0).contains(&p)
+    {
+        bail!("--error-rate {p} is outside [0, 1]");
+    }
+    let mut out = Vec::with_capacity(responders.len());
+    for spec in responders {
+        // Requests go to a bposd: function's first id (its X checks), or to --decoder-id on a
+        // --peer (odd: the Z checks).
+        let half = if a.peer.is_some() { a.decoder_id } else { 0 };
+        let r = Requests::for_spec(
+            spec,
+            half,
+            a.error_rate,
+            u64::from(a.seed),
+            a.in_flight as usize,
+            builtin_name(spec).map(str::to_string),
+        )
+        .with_context(|| format!("responder `{spec}`"))?;
+        let bytes = match (r.request_bytes(), a.payload_bytes) {
+            (Some(need), Some(given)) if need != given => bail!(
+                "--payload-bytes {given}: {spec} takes {need}-byte syndromes (its checks, \
+                 bit-packed); leave --payload-bytes out"
+            ),
+            (Some(need), _) => need,
+            (None, given) => given.unwrap_or(8),
+        };
+        out.push((r, bytes));
+    }
+    Ok(out)
 }
 
 fn pacer_config(a: &Args) -> anyhow::Result<PacerConfig> {
@@ -342,7 +386,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             load_responder(r, &ctx)?;
         }
     }
-    let mut config: SessionConfig = a.ring.config(transport, a.payload_bytes)?;
+    let requests = requests_of(&a, &responders)?;
+    // The slots carry every request and every syndrome-sized reply.
+    let slot_payload = requests
+        .iter()
+        .map(|(r, bytes)| (*bytes).max(r.reply_bytes().unwrap_or(0)))
+        .max()
+        .unwrap_or(8);
+    let mut config: SessionConfig = a.ring.config(transport, slot_payload)?;
     config.in_flight = a.in_flight;
     config.reply_timeout = Duration::from_millis(a.timeout_ms.max(1));
     config.pin_cpu = pin_resp;
@@ -451,11 +502,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 .enable_probes(a.rounds)
                 .context("--hop-stats / --hop-csv")?;
         }
+        let (reqs, payload_bytes) = requests[i].clone();
         let cfg = SwLoop {
             rounds: a.rounds,
-            payload_bytes: a.payload_bytes,
+            payload_bytes,
             decoder_id,
-            check_as: builtin_name(spec).map(str::to_string),
+            requests: reqs,
             pacer,
             clock_mhz: a.clock_mhz,
             progress: !a.quiet,
@@ -482,6 +534,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 trace.set_meta("gpu", line.clone());
             }
         }
+        trace.set_meta("payload_bytes", payload_bytes);
+        let syndromes = matches!(requests[i].0, Requests::Syndromes(_));
+        if syndromes {
+            trace.set_meta("requests", "syndromes of sampled errors");
+            trace.set_meta("logical_failures", r.logical_failures);
+        }
         if let Some(e) = r.error {
             failure = Some(anyhow::anyhow!(
                 "{spec} over {transport}: {} of {} rounds completed, then: {e}",
@@ -501,7 +559,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 what.join(", ")
             ));
         }
-        runs.push(Run::new(spec.clone(), trace));
+        let mut run = Run::new(spec.clone(), trace);
+        run.logical_failures = syndromes.then_some(r.logical_failures);
+        runs.push(run);
         if failure.is_some() {
             break;
         }
@@ -598,6 +658,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             table(&a, transport, &config, &runs, baseline.as_ref()).render()
         );
         for r in &runs {
+            if let Some(k) = r.logical_failures {
+                println!(
+                    "{}: {k} logical failures in {} decoded rounds (sampled errors)",
+                    r.label,
+                    r.trace.rows.len()
+                );
+            }
             let f = r.trace.failures();
             if !f.is_empty() {
                 let list: Vec<String> =
@@ -629,7 +696,7 @@ fn set_meta(
     t.set_meta("transport", transport);
     t.set_meta("responder", responder);
     t.set_meta("rounds", a.rounds);
-    t.set_meta("payload_bytes", a.payload_bytes);
+    t.set_meta("payload_bytes", a.payload_bytes.unwrap_or(8));
     t.set_meta("in_flight", config.in_flight);
     t.set_meta(
         "ring",
@@ -754,9 +821,13 @@ fn table(
         "random-delayed"
     };
     let mut t = Table::new(format!(
-        "backline bench: {transport}, {} rounds each ({cadence}), {} B payload, {} in flight, {} x {} B slots",
+        "backline bench: {transport}, {} rounds each ({cadence}), {} payload, {} in flight, {} x {} B slots",
         a.rounds,
-        a.payload_bytes,
+        match a.payload_bytes {
+            Some(b) => format!("{b} B"),
+            None if runs.iter().any(|r| r.logical_failures.is_some()) => "syndrome-sized".into(),
+            None => "8 B".into(),
+        },
         config.in_flight,
         config.geometry.depth,
         config.geometry.slot_bytes
@@ -806,7 +877,14 @@ fn json(a: &Args, transport: TransportKind, runs: &[Run], baseline: Option<&Run>
                 ratio_median: base.as_ref().map(|b| stats.median_ns / b.median_ns),
                 stats,
                 baseline: base.clone(),
-                extra: Default::default(),
+                extra: r
+                    .logical_failures
+                    .map(|k| {
+                        [("logical_failures".to_string(), serde_json::json!(k))]
+                            .into_iter()
+                            .collect()
+                    })
+                    .unwrap_or_default(),
             })
         })
         .collect();

@@ -1,27 +1,46 @@
-//! `backline decode`: decode a file of syndromes with BP+OSD for a parity-check matrix, write
-//! the corrections, and report per-shot decode times.
+//! `backline decode`: decode shots from files and report per-shot decode times, in one of two
+//! modes.
 //!
-//! Input: `--checks FILE` (MacKay alist or dense 0/1 text, detected, or `--format`),
-//! `--syndromes FILE` (one syndrome per line as `0`/`1` characters; blank lines and `#`
-//! comments are skipped). Output: `--output FILE` (one correction per line, in input order;
-//! `-` for stdout). Decoder settings carry `ldpc`'s names and defaults.
+//! **Code capacity** (`--checks FILE`): BP+OSD for a parity-check matrix (MacKay alist or dense
+//! 0/1 text, detected, or `--format`), `--syndromes FILE` (one syndrome per line as `0`/`1`
+//! characters; blank lines and `#` comments are skipped), `--output FILE` (one correction per
+//! line, in input order; `-` for stdout), `--error-rate P`.
 //!
-//! `--json` prints exactly one JSON object on stdout (see [`JsonSummary`]). Without it a short
-//! human summary goes to stdout (to stderr when the corrections go to stdout).
+//! **Circuit level** (`--dem FILE`): a stim detector error model, `--dets FILE` (detection
+//! events, stim's `01` or `b8`), `--obs-out FILE` (predicted observable flips), `--obs FILE`
+//! (the true flips, to count logical errors), `--decoder bposd|relay-bp`, `--threads K`
+//! (0 = every core), `--shots N` (the first N). File formats follow the extension (`.b8` is
+//! b8, anything else 01) unless `--dets-format` / `--obs-format` say otherwise
+//! (`--obs-format` covers both `--obs-out` and `--obs`).
 //!
-//! Exit status: 0 when every correction reproduces its syndrome; 1 when some do not (the
-//! syndrome is outside the column space of the checks, or BP alone was asked for and did not
-//! converge); 2 on an error.
+//! Decoder settings carry `ldpc`'s names for BP+OSD (`--bp-method`, `--ms-scaling-factor`,
+//! `--max-iter`, `--schedule`, `--osd-method`, `--osd-order`) and `relay-bp`'s for Relay-BP
+//! (`--gamma0`, `--pre-iter`, `--num-sets`, `--set-max-iter`, `--gamma-dist-interval LO,HI`,
+//! `--stop-nconv`, `--alpha`, `--seed`); a setting of the other decoder is an error.
+//!
+//! `--json` prints exactly one JSON object on stdout ([`JsonSummary`] or [`DemSummary`]).
+//! Without it a short human summary goes to stdout (to stderr when the corrections go to
+//! stdout).
+//!
+//! Exit status: 0 on success; in code-capacity mode 1 when some correction does not reproduce
+//! its syndrome (the syndrome is outside the column space of the checks, or BP alone was asked
+//! for and did not converge); 2 on an error.
 
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use backline_bench::Summary;
+use backline_bench::stats::wilson_interval;
+use backline_decode::dem::DetectorErrorModel;
+use backline_decode::dem_decoder::{DemDecoder, DemDecoderSettings, decode_batch_counted};
 use backline_decode::io::{self as dio, MatrixFormat};
+use backline_decode::relay::RelayConfig;
+use backline_decode::shots::{ShotFormat, ShotTable};
 use backline_decode::{
     BitMatrix, BpMethod, BpOsdConfig, BpOsdDecoder, DecoderError, OsdMethod, Schedule,
 };
@@ -30,44 +49,104 @@ use serde::Serialize;
 /// Flags of `backline decode`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Parity-check matrix: MacKay alist or dense 0/1 text (one row per line).
+    /// Code capacity: parity-check matrix, MacKay alist or dense 0/1 text (one row per line).
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "dem",
+        conflicts_with = "dem"
+    )]
+    pub checks: Option<PathBuf>,
+    /// Circuit level: a stim detector error model (.dem text).
     #[arg(long, value_name = "FILE")]
-    pub checks: PathBuf,
+    pub dem: Option<PathBuf>,
     /// Layout of --checks: auto (by extension, then content), alist or dense.
     #[arg(long, default_value = "auto", value_parser = ["auto", "alist", "dense"])]
     pub format: String,
     /// Syndromes, one per line as 0/1 characters, each as long as --checks has rows.
     #[arg(long, value_name = "FILE")]
-    pub syndromes: PathBuf,
-    /// Physical error rate of every bit, in (0, 0.5).
+    pub syndromes: Option<PathBuf>,
+    /// Physical error rate of every bit, in (0, 0.5) (code capacity).
     #[arg(long, value_name = "P")]
-    pub error_rate: f64,
-    /// Check-node rule: minimum_sum or product_sum.
-    #[arg(long, default_value = "minimum_sum", value_parser = parse_bp_method)]
-    pub bp_method: BpMethod,
-    /// Min-sum scaling factor; 0 selects the adaptive factor 1 - 2^-iteration.
-    #[arg(long, default_value_t = 1.0)]
-    pub ms_scaling_factor: f64,
-    /// Maximum BP iterations; 0 means the number of bits.
-    #[arg(long, default_value_t = 0)]
-    pub max_iter: usize,
-    /// BP schedule: parallel or serial.
-    #[arg(long, default_value = "parallel", value_parser = parse_schedule)]
-    pub schedule: Schedule,
-    /// Post-processing when BP does not converge: osd0, osd_cs or off.
-    #[arg(long, default_value = "osd0", value_parser = parse_osd_method)]
-    pub osd_method: OsdMethod,
-    /// Combination-sweep order for osd_cs (at most the number of free columns, n - rank).
-    #[arg(long, default_value_t = 0)]
-    pub osd_order: usize,
+    pub error_rate: Option<f64>,
     /// Where to write the corrections, one per line in input order ("-": stdout).
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Untimed decodes before the timed pass (cycling through the syndromes).
+
+    /// Detection events of the shots (stim 01 or b8), one record per shot.
+    #[arg(long, value_name = "FILE")]
+    pub dets: Option<PathBuf>,
+    /// Format of --dets: 01 or b8 (default: b8 for a .b8 file, else 01).
+    #[arg(long, value_parser = parse_shot_format)]
+    pub dets_format: Option<ShotFormat>,
+    /// Where to write the predicted observable flips.
+    #[arg(long, value_name = "FILE")]
+    pub obs_out: Option<PathBuf>,
+    /// Format of --obs-out and --obs: 01 or b8 (default: by each file's extension).
+    #[arg(long, value_parser = parse_shot_format)]
+    pub obs_format: Option<ShotFormat>,
+    /// The shots' true observable flips, to count logical errors.
+    #[arg(long, value_name = "FILE")]
+    pub obs: Option<PathBuf>,
+    /// The decoder on the model: bposd or relay-bp.
+    #[arg(long, default_value = "bposd", value_parser = ["bposd", "relay-bp"])]
+    pub decoder: String,
+    /// Decode only the first N shots.
+    #[arg(long, value_name = "N")]
+    pub shots: Option<usize>,
+    /// Decoding threads (0: every core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+
+    /// BP+OSD: check-node rule, minimum_sum or product_sum [default: minimum_sum].
+    #[arg(long, value_parser = parse_bp_method)]
+    pub bp_method: Option<BpMethod>,
+    /// BP+OSD: min-sum scaling factor; 0 selects the adaptive factor 1 - 2^-iteration [default: 1].
+    #[arg(long)]
+    pub ms_scaling_factor: Option<f64>,
+    /// BP+OSD: maximum BP iterations; 0 means the number of bits [default: 0].
+    #[arg(long)]
+    pub max_iter: Option<usize>,
+    /// BP+OSD: BP schedule, parallel or serial [default: parallel].
+    #[arg(long, value_parser = parse_schedule)]
+    pub schedule: Option<Schedule>,
+    /// BP+OSD: post-processing when BP does not converge, osd0, osd_cs or off [default: osd0].
+    #[arg(long, value_parser = parse_osd_method)]
+    pub osd_method: Option<OsdMethod>,
+    /// BP+OSD: combination-sweep order for osd_cs; above n - rank it is clamped to n - rank
+    /// (with a warning) [default: 0].
+    #[arg(long)]
+    pub osd_order: Option<usize>,
+
+    /// Relay-BP: memory strength of the first leg [default: 0.1].
+    #[arg(long)]
+    pub gamma0: Option<f64>,
+    /// Relay-BP: iteration limit of the first leg [default: 60].
+    #[arg(long)]
+    pub pre_iter: Option<usize>,
+    /// Relay-BP: relay legs after the first [default: 60].
+    #[arg(long)]
+    pub num_sets: Option<usize>,
+    /// Relay-BP: iteration limit of each relay leg [default: 60].
+    #[arg(long)]
+    pub set_max_iter: Option<usize>,
+    /// Relay-BP: interval of the relay legs' memory strengths, LO,HI [default: -0.24,0.66].
+    #[arg(long, value_name = "LO,HI", value_parser = parse_interval, allow_hyphen_values = true)]
+    pub gamma_dist_interval: Option<(f64, f64)>,
+    /// Relay-BP: solutions to find before stopping [default: 5].
+    #[arg(long)]
+    pub stop_nconv: Option<usize>,
+    /// Relay-BP: check-message scaling (0: the ramp 1 - 2^-iteration) [default: none, i.e. 1].
+    #[arg(long)]
+    pub alpha: Option<f64>,
+    /// Relay-BP: seed of the relay legs' memory strengths [default: 0].
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    /// Untimed decodes before the timed pass (cycling through the shots).
     #[arg(long, default_value_t = 100)]
     pub warmup: usize,
-    /// Print exactly one JSON object: shots, median_ns, p99_ns, mean_ns, throughput_per_s,
-    /// bp_converged_rate.
+    /// Print exactly one JSON object (see the module docs for its fields).
     #[arg(long)]
     pub json: bool,
 }
@@ -84,7 +163,23 @@ fn parse_osd_method(s: &str) -> Result<OsdMethod, String> {
     s.parse()
 }
 
-/// The `--json` object, one line on stdout.
+fn parse_shot_format(s: &str) -> Result<ShotFormat, String> {
+    s.parse()
+}
+
+fn parse_interval(s: &str) -> Result<(f64, f64), String> {
+    let (a, b) = s
+        .split_once(',')
+        .ok_or_else(|| format!("{s:?} is not LO,HI"))?;
+    let num = |t: &str| {
+        t.trim()
+            .parse::<f64>()
+            .map_err(|_| format!("{t:?} is not a number"))
+    };
+    Ok((num(a)?, num(b)?))
+}
+
+/// The `--json` object of code-capacity mode, one line on stdout.
 ///
 /// - `shots`: syndromes decoded (timed);
 /// - `median_ns`, `p99_ns`, `mean_ns`: per-shot decode time (one call of the decoder, timed
@@ -109,38 +204,177 @@ pub struct JsonSummary {
     pub bp_converged_rate: f64,
 }
 
+/// The `--json` object of circuit-level mode (`--dem`), one line on stdout.
+///
+/// - `decoder` (`bposd` or `relay-bp`), `detectors`, `observables`, `mechanisms` (those the
+///   decoder works on), `threads`;
+/// - `shots`: shots decoded;
+/// - `logical_errors`: shots whose predicted observable flips differ from `--obs` in any
+///   observable; `logical_error_rate` their fraction, `ler_low`/`ler_high` its 95 % Wilson
+///   interval (all `null` without `--obs`);
+/// - `median_ns`, `p99_ns`, `mean_ns`: per-shot decode time (one decoder call on one thread,
+///   monotonic clock around it), nearest-rank percentiles;
+/// - `throughput_per_s`: shots divided by the wall time of the whole batch on all threads;
+/// - `converged_rate`: shots where BP (BP+OSD) or some leg (Relay-BP) reproduced the
+///   detection events;
+/// - `osd_order`: the effective OSD-CS order (BP+OSD only, else `null`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DemSummary {
+    /// `bposd` or `relay-bp`.
+    pub decoder: String,
+    /// Detectors of the model.
+    pub detectors: usize,
+    /// Observables of the model.
+    pub observables: usize,
+    /// Mechanisms the decoder works on.
+    pub mechanisms: usize,
+    /// Decoding threads.
+    pub threads: usize,
+    /// Shots decoded.
+    pub shots: u64,
+    /// Shots predicted wrong (with `--obs`).
+    pub logical_errors: Option<u64>,
+    /// `logical_errors / shots`.
+    pub logical_error_rate: Option<f64>,
+    /// 95 % Wilson interval, low end.
+    pub ler_low: Option<f64>,
+    /// 95 % Wilson interval, high end.
+    pub ler_high: Option<f64>,
+    /// Median per-shot decode time.
+    pub median_ns: f64,
+    /// 99th percentile.
+    pub p99_ns: f64,
+    /// Mean.
+    pub mean_ns: f64,
+    /// Shots per second over all threads.
+    pub throughput_per_s: f64,
+    /// Fraction of shots whose decode converged.
+    pub converged_rate: f64,
+    /// Effective OSD-CS order (BP+OSD).
+    pub osd_order: Option<usize>,
+}
+
 /// Runs `backline decode`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let checks_name = args.checks.display().to_string();
+    match (&args.checks, &args.dem) {
+        (Some(_), _) => run_checks(&args),
+        (None, Some(_)) => run_dem(&args),
+        (None, None) => bail!("give --checks (code capacity) or --dem (circuit level)"),
+    }
+}
+
+/// The BP+OSD settings of the flags (defaults as `ldpc`'s), with `error_rate`.
+fn bposd_config(a: &Args, error_rate: f64) -> BpOsdConfig {
+    let d = BpOsdConfig::default();
+    BpOsdConfig {
+        error_rate,
+        error_channel: None,
+        bp_method: a.bp_method.unwrap_or(d.bp_method),
+        max_iter: a.max_iter.unwrap_or(d.max_iter),
+        ms_scaling_factor: a.ms_scaling_factor.unwrap_or(d.ms_scaling_factor),
+        schedule: a.schedule.unwrap_or(d.schedule),
+        osd_method: a.osd_method.unwrap_or(d.osd_method),
+        osd_order: a.osd_order.unwrap_or(d.osd_order),
+    }
+}
+
+/// The Relay-BP flags given, by name.
+fn relay_flags(a: &Args) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    let mut add = |given: bool, name| {
+        if given {
+            v.push(name)
+        }
+    };
+    add(a.gamma0.is_some(), "--gamma0");
+    add(a.pre_iter.is_some(), "--pre-iter");
+    add(a.num_sets.is_some(), "--num-sets");
+    add(a.set_max_iter.is_some(), "--set-max-iter");
+    add(a.gamma_dist_interval.is_some(), "--gamma-dist-interval");
+    add(a.stop_nconv.is_some(), "--stop-nconv");
+    add(a.alpha.is_some(), "--alpha");
+    add(a.seed.is_some(), "--seed");
+    v
+}
+
+/// The BP+OSD flags given, by name.
+fn bposd_flags(a: &Args) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    let mut add = |given: bool, name| {
+        if given {
+            v.push(name)
+        }
+    };
+    add(a.bp_method.is_some(), "--bp-method");
+    add(a.ms_scaling_factor.is_some(), "--ms-scaling-factor");
+    add(a.max_iter.is_some(), "--max-iter");
+    add(a.schedule.is_some(), "--schedule");
+    add(a.osd_method.is_some(), "--osd-method");
+    add(a.osd_order.is_some(), "--osd-order");
+    v
+}
+
+/// Says once, on stderr, that the OSD order was clamped.
+fn warn_clamp(decoder: &BpOsdDecoder, what: &str) {
+    if let Some(osd) = decoder.osd()
+        && osd.order() < osd.requested_order()
+    {
+        eprintln!(
+            "backline: warning: --osd-order {} is above the {} free columns of {what} \
+             (n - rank = {} - {}): using order {}",
+            osd.requested_order(),
+            decoder.bits() - osd.rank(),
+            decoder.bits(),
+            osd.rank(),
+            osd.order()
+        );
+    }
+}
+
+fn run_checks(args: &Args) -> anyhow::Result<ExitCode> {
+    let checks = args.checks.as_deref().expect("checks mode");
+    let checks_name = checks.display().to_string();
+    if let Some(f) = relay_flags(args).first() {
+        bail!("{f} is a Relay-BP setting, for --dem with --decoder relay-bp");
+    }
+    for (given, flag) in [
+        (args.dets.is_some(), "--dets"),
+        (args.dets_format.is_some(), "--dets-format"),
+        (args.obs_out.is_some(), "--obs-out"),
+        (args.obs_format.is_some(), "--obs-format"),
+        (args.obs.is_some(), "--obs"),
+        (args.shots.is_some(), "--shots"),
+        (args.decoder != "bposd", "--decoder"),
+        (args.threads != 0, "--threads"),
+    ] {
+        if given {
+            bail!("{flag} is for --dem (circuit-level decoding)");
+        }
+    }
+    let Some(syndromes) = args.syndromes.as_deref() else {
+        bail!("--checks needs --syndromes FILE");
+    };
+    let Some(error_rate) = args.error_rate else {
+        bail!("--checks needs --error-rate P");
+    };
     let format = match args.format.as_str() {
         "alist" => Some(MatrixFormat::Alist),
         "dense" => Some(MatrixFormat::Dense),
         _ => None,
     };
-    let h = dio::load_matrix(&args.checks, format).context("reading the checks")?;
-    let config = BpOsdConfig {
-        error_rate: args.error_rate,
-        error_channel: None,
-        bp_method: args.bp_method,
-        max_iter: args.max_iter,
-        ms_scaling_factor: args.ms_scaling_factor,
-        schedule: args.schedule,
-        osd_method: args.osd_method,
-        osd_order: args.osd_order,
-    };
+    let h = dio::load_matrix(checks, format).context("reading the checks")?;
+    let config = bposd_config(args, error_rate);
     let mut decoder = BpOsdDecoder::new(&h, &config).map_err(|e| match e {
-        DecoderError::ErrorRate(_) => anyhow::anyhow!("--error-rate {}: {e}", args.error_rate),
+        DecoderError::ErrorRate(_) => anyhow::anyhow!("--error-rate {error_rate}: {e}"),
         DecoderError::ScalingFactor(_) => {
-            anyhow::anyhow!("--ms-scaling-factor {}: {e}", args.ms_scaling_factor)
-        }
-        DecoderError::OsdOrderTooLarge { .. } => {
-            anyhow::anyhow!("--osd-order {} for {checks_name}: {e}", args.osd_order)
+            anyhow::anyhow!("--ms-scaling-factor {}: {e}", config.ms_scaling_factor)
         }
         e => anyhow::anyhow!("{checks_name}: {e}"),
     })?;
+    warn_clamp(&decoder, &checks_name);
 
-    let syn_name = args.syndromes.display().to_string();
-    let text = std::fs::read_to_string(&args.syndromes)
+    let syn_name = syndromes.display().to_string();
+    let text = std::fs::read_to_string(syndromes)
         .with_context(|| format!("reading the syndromes: {syn_name}"))?;
     let shots = dio::parse_bit_lines(&text, &syn_name, Some(h.rows()))
         .map_err(|e| anyhow::anyhow!("{e} (the checks in {checks_name} have {} rows)", h.rows()))?;
@@ -248,4 +482,246 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn reproduces(h: &BitMatrix, correction: &[u8], syndrome: &[u8], scratch: &mut [u8]) -> bool {
     h.mul_bytes(correction, scratch);
     scratch == syndrome
+}
+
+/// The format of `path`: `given`, else b8 for a `.b8` file, else 01.
+fn format_of(path: &Path, given: Option<ShotFormat>) -> ShotFormat {
+    given.unwrap_or(match path.extension().and_then(|e| e.to_str()) {
+        Some("b8") => ShotFormat::B8,
+        _ => ShotFormat::Ascii01,
+    })
+}
+
+/// Reads a shot file of `bits`-bit records.
+fn read_shots(
+    path: &Path,
+    format: ShotFormat,
+    bits: usize,
+    what: &str,
+) -> anyhow::Result<ShotTable> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).with_context(|| format!("reading the {what}: {name}"))?;
+    ShotTable::read(&bytes, format, bits, &name).map_err(|e| {
+        anyhow::anyhow!(
+            "{e} (the model has {bits} {what} per shot; --{}-format {format})",
+            { if what == "detectors" { "dets" } else { "obs" } }
+        )
+    })
+}
+
+/// The settings of `--decoder` from the flags, refusing the other decoder's flags.
+fn dem_settings(a: &Args) -> anyhow::Result<DemDecoderSettings> {
+    match a.decoder.as_str() {
+        "relay-bp" => {
+            if let Some(f) = bposd_flags(a).first() {
+                bail!(
+                    "{f} is a BP+OSD setting; --decoder relay-bp takes --gamma0, --pre-iter, --num-sets, --set-max-iter, --gamma-dist-interval, --stop-nconv, --alpha, --seed"
+                );
+            }
+            let d = RelayConfig::default();
+            Ok(DemDecoderSettings::RelayBp(RelayConfig {
+                gamma0: a.gamma0.unwrap_or(d.gamma0),
+                pre_iter: a.pre_iter.unwrap_or(d.pre_iter),
+                num_sets: a.num_sets.unwrap_or(d.num_sets),
+                set_max_iter: a.set_max_iter.unwrap_or(d.set_max_iter),
+                gamma_dist_interval: a.gamma_dist_interval.unwrap_or(d.gamma_dist_interval),
+                stop_nconv: a.stop_nconv.unwrap_or(d.stop_nconv),
+                alpha: a.alpha,
+                seed: a.seed.unwrap_or(d.seed),
+                ..d
+            }))
+        }
+        _ => {
+            if let Some(f) = relay_flags(a).first() {
+                bail!("{f} is a Relay-BP setting; give --decoder relay-bp");
+            }
+            // The error rate is replaced by the model's priors.
+            Ok(DemDecoderSettings::BpOsd(bposd_config(a, 0.01)))
+        }
+    }
+}
+
+fn run_dem(args: &Args) -> anyhow::Result<ExitCode> {
+    let dem_path = args.dem.as_deref().expect("dem mode");
+    let dem_name = dem_path.display().to_string();
+    let Some(dets_path) = args.dets.as_deref() else {
+        bail!("--dem needs --dets FILE (the shots' detection events)");
+    };
+    for (given, flag) in [
+        (args.syndromes.is_some(), "--syndromes"),
+        (args.error_rate.is_some(), "--error-rate"),
+        (args.output.is_some(), "--output"),
+        (args.format != "auto", "--format"),
+    ] {
+        if given {
+            bail!(
+                "{flag} is for --checks; with --dem the model gives each mechanism's probability"
+            );
+        }
+    }
+    let settings = dem_settings(args)?;
+    let text = std::fs::read_to_string(dem_path)
+        .with_context(|| format!("reading the detector error model: {dem_name}"))?;
+    let dem = DetectorErrorModel::parse(&text, &dem_name)?;
+    drop(text);
+    let decoder = DemDecoder::new(&dem, &settings).map_err(|e| match e {
+        DecoderError::Setting { .. } => anyhow::anyhow!("--{}", flag_of(&e)),
+        e => anyhow::anyhow!("{e}"),
+    })?;
+    if let Some(d) = decoder.bposd() {
+        warn_clamp(d, &dem_name);
+    }
+    let mut dets = read_shots(
+        dets_path,
+        format_of(dets_path, args.dets_format),
+        dem.num_detectors(),
+        "detectors",
+    )?;
+    let truth = match args.obs.as_deref() {
+        Some(p) => Some(read_shots(
+            p,
+            format_of(p, args.obs_format),
+            dem.num_observables(),
+            "observables",
+        )?),
+        None => None,
+    };
+    if let Some(n) = args.shots {
+        if n > dets.shots() {
+            bail!(
+                "--shots {n}: {} holds only {} shots",
+                dets_path.display(),
+                dets.shots()
+            );
+        }
+        dets.truncate(n);
+    }
+    if dets.shots() == 0 {
+        bail!("{}: no shots", dets_path.display());
+    }
+    if let Some(t) = &truth
+        && t.shots() < dets.shots()
+    {
+        bail!(
+            "{} holds {} shots, {} holds {}: the files do not match",
+            args.obs.as_deref().expect("truth").display(),
+            t.shots(),
+            dets_path.display(),
+            dets.shots()
+        );
+    }
+
+    // Warm-up on the prototype (its clones start warm in memory, not in cache).
+    let mut warm = decoder.clone();
+    let mut out = vec![0u8; dem.num_observables().div_ceil(8)];
+    for i in 0..args.warmup.min(dets.shots()) {
+        warm.decode_packed(dets.row(i), &mut out)?;
+    }
+    drop(warm);
+
+    let threads = backline_decode::dem_decoder::threads_for(args.threads);
+    let done = AtomicU64::new(0);
+    let finished = AtomicBool::new(false);
+    let total = dets.shots() as u64;
+    let show = std::io::stderr().is_terminal() && !args.json;
+    let start = Instant::now();
+    let batch = std::thread::scope(|scope| {
+        if show {
+            scope.spawn(|| progress(&done, &finished, total));
+        }
+        let r = decode_batch_counted(&decoder, &dets, threads, true, &done);
+        // Relaxed: the monitor only reads the flag to stop; the joins order the rest.
+        finished.store(true, Ordering::Relaxed);
+        r
+    })?;
+    let wall = start.elapsed();
+
+    if let Some(p) = args.obs_out.as_deref() {
+        let format = format_of(p, args.obs_format);
+        std::fs::write(p, batch.predictions.to_bytes(format))
+            .with_context(|| format!("writing the predictions: {}", p.display()))?;
+    }
+    let shots = dets.shots() as u64;
+    let logical_errors = truth.as_ref().map(|t| {
+        (0..dets.shots())
+            .filter(|&s| batch.predictions.row(s) != t.row(s))
+            .count() as u64
+    });
+    let ler = logical_errors.map(|k| k as f64 / shots as f64);
+    let interval = logical_errors.map(|k| wilson_interval(k, shots, 1.96));
+    let times: Vec<f64> = batch.times_ns.iter().map(|&t| t as f64).collect();
+    let stats = Summary::of(&times).expect("at least one shot");
+    let summary = DemSummary {
+        decoder: args.decoder.clone(),
+        detectors: dem.num_detectors(),
+        observables: dem.num_observables(),
+        mechanisms: decoder.mechanisms().len(),
+        threads: threads.min(dets.shots()),
+        shots,
+        logical_errors,
+        logical_error_rate: ler,
+        ler_low: interval.map(|i| i.0),
+        ler_high: interval.map(|i| i.1),
+        median_ns: stats.median_ns,
+        p99_ns: stats.p99_ns,
+        mean_ns: stats.mean_ns,
+        throughput_per_s: shots as f64 / wall.as_secs_f64(),
+        converged_rate: batch.converged as f64 / shots as f64,
+        osd_order: decoder.bposd().map(BpOsdDecoder::osd_order),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        let errors = match (logical_errors, ler, interval) {
+            (Some(k), Some(r), Some((lo, hi))) => {
+                format!(", {k} logical errors (LER {r:.3e}, 95% [{lo:.3e}, {hi:.3e}])")
+            }
+            _ => String::new(),
+        };
+        println!(
+            "{shots} shots of {dem_name} ({} detectors, {} mechanisms) with {} on {} threads: \
+             median {:.0} ns, p99 {:.0} ns, {:.0} shots/s, converged {:.2}%{errors}",
+            summary.detectors,
+            summary.mechanisms,
+            summary.decoder,
+            summary.threads,
+            summary.median_ns,
+            summary.p99_ns,
+            summary.throughput_per_s,
+            100.0 * summary.converged_rate
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `name-with-dashes: message` for a setting error.
+fn flag_of(e: &DecoderError) -> String {
+    match e {
+        DecoderError::Setting { name, .. } => format!("{}: {e}", name.replace('_', "-")),
+        e => e.to_string(),
+    }
+}
+
+/// Redraws `decoded i/n` on stderr a few times a second until `finished`.
+fn progress(done: &AtomicU64, finished: &AtomicBool, total: u64) {
+    let start = Instant::now();
+    let mut shown = false;
+    // Relaxed: a display; nothing is read through these values.
+    while !finished.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(250));
+        if start.elapsed() > Duration::from_secs(1) {
+            let d = done.load(Ordering::Relaxed);
+            let el = start.elapsed().as_secs_f64();
+            let eta = if d > 0 {
+                el * (total - d) as f64 / d as f64
+            } else {
+                0.0
+            };
+            eprint!("\rdecoded {d}/{total}, {el:.0} s elapsed, ~{eta:.0} s left\x1b[K");
+            shown = true;
+        }
+    }
+    if shown {
+        eprintln!("\rdecoded {total}/{total}\x1b[K");
+    }
 }

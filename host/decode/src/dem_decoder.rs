@@ -1,0 +1,545 @@
+//! Decoders on a detector error model: detection events in, predicted observable flips out.
+//!
+//! [`DemDecoder`] wraps BP+OSD ([`crate::BpOsdDecoder`], with each mechanism's prior as its
+//! channel) or Relay-BP ([`crate::relay::RelayBpDecoder`]) around a model's check matrix, and
+//! turns the mechanisms a decode flips into observable flips with the model's observable
+//! matrix. Mechanisms that flip no detector, or have `p = 0`, are left out of the decoder
+//! (no decoder would ever flip them); any other mechanism must have `0 < p < 0.5`.
+//!
+//! [`decode_batch`] decodes a table of shots on several threads, each with its own copy of the
+//! decoder; each shot's answer is the same whatever the thread count (Relay-BP's memory
+//! strengths are fixed per leg, see [`crate::relay`]).
+//!
+//! ```
+//! use backline_decode::dem::DetectorErrorModel;
+//! use backline_decode::dem_decoder::{DemDecoder, DemDecoderSettings};
+//! let dem = DetectorErrorModel::parse(
+//!     "error(0.1) D0 L0\nerror(0.1) D0 D1\nerror(0.1) D1\n",
+//!     "chain.dem",
+//! )
+//! .unwrap();
+//! let mut dec = DemDecoder::new(&dem, &DemDecoderSettings::relay_bp_default()).unwrap();
+//! let mut obs = [0u8; 1];
+//! // Detector 0 alone fired: the mechanism on the boundary with L0 explains it.
+//! dec.decode_packed(&[0b01], &mut obs).unwrap();
+//! assert_eq!(obs, [1]);
+//! ```
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use crate::bitmat::words_for;
+use crate::bposd::{BpOsdConfig, BpOsdDecoder};
+use crate::dem::DetectorErrorModel;
+use crate::error::DecoderError;
+use crate::relay::{RelayBpDecoder, RelayConfig};
+use crate::shots::ShotTable;
+use crate::sparse::SparseMatrix;
+
+/// Which decoder, with its settings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DemDecoderSettings {
+    /// BP+OSD; `error_rate` and `error_channel` are replaced by the model's priors.
+    BpOsd(BpOsdConfig),
+    /// Relay-BP.
+    RelayBp(RelayConfig),
+}
+
+impl DemDecoderSettings {
+    /// Relay-BP with `relay-bp`'s sinter defaults.
+    pub fn relay_bp_default() -> DemDecoderSettings {
+        DemDecoderSettings::RelayBp(RelayConfig::default())
+    }
+}
+
+/// What one shot's decode did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ShotInfo {
+    /// BP (BP+OSD), or some leg (Relay-BP), reproduced the detection events.
+    pub converged: bool,
+    /// BP iterations (over all legs for Relay-BP).
+    pub iterations: u32,
+    /// OSD made the answer (BP+OSD).
+    pub osd_used: bool,
+    /// Legs run (Relay-BP; 0 for BP+OSD).
+    pub legs: u32,
+}
+
+#[derive(Debug, Clone)]
+enum Inner {
+    BpOsd(Box<BpOsdDecoder>),
+    Relay(Box<RelayBpDecoder>),
+}
+
+/// A decoder built from a detector error model. Built once; the decode calls do not allocate.
+#[derive(Debug, Clone)]
+pub struct DemDecoder {
+    inner: Inner,
+    num_detectors: usize,
+    num_observables: usize,
+    /// Decoder column → model mechanism.
+    kept: Vec<u32>,
+    /// Observable words per column, and each column's observables packed.
+    obs_words: usize,
+    obs_masks: Vec<u64>,
+    syndrome: Vec<u8>,
+    correction: Vec<u8>,
+    obs_acc: Vec<u64>,
+}
+
+impl DemDecoder {
+    /// The decoder for `dem` with `settings`.
+    ///
+    /// Errors: [`DecoderError::MechanismPrior`] for a mechanism with `p ≥ 0.5` (naming its
+    /// line), [`DecoderError::NothingToDecode`] when no mechanism is left, and the decoders'
+    /// own setting errors.
+    pub fn new(
+        dem: &DetectorErrorModel,
+        settings: &DemDecoderSettings,
+    ) -> Result<DemDecoder, DecoderError> {
+        let mut kept = Vec::new();
+        for k in 0..dem.num_mechanisms() {
+            let mech = dem.mechanism(k);
+            if mech.p == 0.0 || mech.detectors.is_empty() {
+                continue;
+            }
+            if !(mech.p > 0.0 && mech.p < 0.5) {
+                return Err(DecoderError::MechanismPrior {
+                    file: dem.name().to_string(),
+                    line: mech.line,
+                    mechanism: k,
+                    p: mech.p,
+                });
+            }
+            kept.push(k as u32);
+        }
+        if kept.is_empty() {
+            return Err(DecoderError::NothingToDecode(dem.name().to_string()));
+        }
+        let h: SparseMatrix = dem.check_matrix().select_columns(&kept);
+        let priors: Vec<f64> = kept.iter().map(|&k| dem.priors()[k as usize]).collect();
+        let inner = match settings {
+            DemDecoderSettings::BpOsd(c) => {
+                let config = BpOsdConfig {
+                    error_channel: Some(priors),
+                    ..c.clone()
+                };
+                Inner::BpOsd(Box::new(BpOsdDecoder::from_sparse(&h, &config)?))
+            }
+            DemDecoderSettings::RelayBp(c) => {
+                Inner::Relay(Box::new(RelayBpDecoder::new(&h, &priors, c)?))
+            }
+        };
+        let num_observables = dem.num_observables();
+        let obs_words = words_for(num_observables).max(1);
+        let mut obs_masks = vec![0u64; kept.len() * obs_words];
+        for (j, &k) in kept.iter().enumerate() {
+            for &l in dem.observable_matrix().col(k as usize) {
+                obs_masks[j * obs_words + l as usize / 64] |= 1 << (l % 64);
+            }
+        }
+        Ok(DemDecoder {
+            inner,
+            num_detectors: dem.num_detectors(),
+            num_observables,
+            correction: vec![0; kept.len()],
+            kept,
+            obs_words,
+            obs_masks,
+            syndrome: vec![0; dem.num_detectors()],
+            obs_acc: vec![0; obs_words],
+        })
+    }
+
+    /// Detectors of the model (bits per detection-event record).
+    pub fn num_detectors(&self) -> usize {
+        self.num_detectors
+    }
+
+    /// Observables of the model (bits per prediction record).
+    pub fn num_observables(&self) -> usize {
+        self.num_observables
+    }
+
+    /// The model's mechanisms the decoder works on, ascending: decoder column `j` is mechanism
+    /// `mechanisms()[j]`.
+    pub fn mechanisms(&self) -> &[u32] {
+        &self.kept
+    }
+
+    /// The last decode's answer over [`DemDecoder::mechanisms`], one 0/1 byte per column.
+    pub fn correction(&self) -> &[u8] {
+        &self.correction
+    }
+
+    /// The BP+OSD decoder inside, if that is the kind.
+    pub fn bposd(&self) -> Option<&BpOsdDecoder> {
+        match &self.inner {
+            Inner::BpOsd(d) => Some(d),
+            Inner::Relay(_) => None,
+        }
+    }
+
+    /// The Relay-BP decoder inside, if that is the kind.
+    pub fn relay(&self) -> Option<&RelayBpDecoder> {
+        match &self.inner {
+            Inner::Relay(d) => Some(d),
+            Inner::BpOsd(_) => None,
+        }
+    }
+
+    /// Decodes detection events, one 0/1 byte per detector (any non-zero byte is 1), into
+    /// observable flips, one 0/1 byte per observable.
+    pub fn decode(
+        &mut self,
+        detectors: &[u8],
+        observables: &mut [u8],
+    ) -> Result<ShotInfo, DecoderError> {
+        crate::error::check_lengths(
+            detectors.len(),
+            self.num_detectors,
+            observables.len(),
+            self.num_observables,
+        )?;
+        for (s, &d) in self.syndrome.iter_mut().zip(detectors) {
+            *s = (d != 0) as u8;
+        }
+        let info = self.solve()?;
+        for (l, o) in observables.iter_mut().enumerate() {
+            *o = (self.obs_acc[l / 64] >> (l % 64) & 1) as u8;
+        }
+        Ok(info)
+    }
+
+    /// Decodes one shot in stim's `b8` layout: `⌈detectors/8⌉` bytes in, `⌈observables/8⌉`
+    /// bytes out (bit `i` = bit `i % 8` of byte `i / 8`; padding bits of the input are
+    /// ignored, those of the output written zero).
+    pub fn decode_packed(
+        &mut self,
+        detectors: &[u8],
+        observables: &mut [u8],
+    ) -> Result<ShotInfo, DecoderError> {
+        let (din, dout) = (
+            self.num_detectors.div_ceil(8),
+            self.num_observables.div_ceil(8),
+        );
+        if detectors.len() != din {
+            return Err(DecoderError::PackedLength {
+                what: "detection events",
+                expected: din,
+                found: detectors.len(),
+            });
+        }
+        if observables.len() != dout {
+            return Err(DecoderError::PackedLength {
+                what: "observable flips",
+                expected: dout,
+                found: observables.len(),
+            });
+        }
+        for (i, s) in self.syndrome.iter_mut().enumerate() {
+            *s = detectors[i / 8] >> (i % 8) & 1;
+        }
+        let info = self.solve()?;
+        for (k, o) in observables.iter_mut().enumerate() {
+            *o = (self.obs_acc[k / 8] >> (8 * (k % 8)) & 0xff) as u8;
+        }
+        if !self.num_observables.is_multiple_of(8) {
+            observables[dout - 1] &= (1u8 << (self.num_observables % 8)) - 1;
+        }
+        Ok(info)
+    }
+
+    /// Decodes `self.syndrome` into `self.correction` and `self.obs_acc`.
+    fn solve(&mut self) -> Result<ShotInfo, DecoderError> {
+        let info = match &mut self.inner {
+            Inner::BpOsd(d) => {
+                let i = d.decode(&self.syndrome, &mut self.correction)?;
+                ShotInfo {
+                    converged: i.converged,
+                    iterations: i.iterations,
+                    osd_used: i.osd_used,
+                    legs: 0,
+                }
+            }
+            Inner::Relay(d) => {
+                let i = d.decode(&self.syndrome, &mut self.correction)?;
+                ShotInfo {
+                    converged: i.converged,
+                    iterations: i.iterations,
+                    osd_used: false,
+                    legs: i.legs,
+                }
+            }
+        };
+        self.obs_acc.fill(0);
+        let w = self.obs_words;
+        for (j, &c) in self.correction.iter().enumerate() {
+            if c != 0 {
+                for (a, m) in self
+                    .obs_acc
+                    .iter_mut()
+                    .zip(&self.obs_masks[j * w..(j + 1) * w])
+                {
+                    *a ^= m;
+                }
+            }
+        }
+        Ok(info)
+    }
+}
+
+/// What [`decode_batch`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    /// One prediction record (observable flips, `b8` layout) per shot.
+    pub predictions: ShotTable,
+    /// Per-shot decode time in nanoseconds (monotonic clock around each decode call), in
+    /// shot order; empty unless timing was asked for.
+    pub times_ns: Vec<u64>,
+    /// Shots whose decode converged.
+    pub converged: u64,
+}
+
+/// The number of threads `threads` asks for: itself, or every core when 0.
+pub fn threads_for(threads: usize) -> usize {
+    if threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        threads
+    }
+}
+
+/// Decodes every shot of `detectors` (records of `decoder.num_detectors()` bits) on `threads`
+/// threads (0: every core), each with its own clone of `decoder`, splitting the shots into
+/// contiguous runs. With `time`, each decode call is timed.
+pub fn decode_batch(
+    decoder: &DemDecoder,
+    detectors: &ShotTable,
+    threads: usize,
+    time: bool,
+) -> Result<Batch, DecoderError> {
+    decode_batch_counted(decoder, detectors, threads, time, &AtomicU64::new(0))
+}
+
+/// [`decode_batch`], adding 1 to `done` after every shot (for a progress display on another
+/// thread; `Relaxed`, as nothing else is published through it).
+pub fn decode_batch_counted(
+    decoder: &DemDecoder,
+    detectors: &ShotTable,
+    threads: usize,
+    time: bool,
+    done: &AtomicU64,
+) -> Result<Batch, DecoderError> {
+    if detectors.bits() != decoder.num_detectors() {
+        return Err(DecoderError::SyndromeLength {
+            expected: decoder.num_detectors(),
+            found: detectors.bits(),
+        });
+    }
+    let shots = detectors.shots();
+    let mut predictions = ShotTable::zeros(shots, decoder.num_observables());
+    let mut times_ns = if time { vec![0u64; shots] } else { Vec::new() };
+    let threads = threads_for(threads).clamp(1, shots.max(1));
+    let per = shots.div_ceil(threads).max(1);
+    let out_bytes = predictions.bytes_per_shot();
+    let in_bytes = detectors.bytes_per_shot();
+    let converged = std::thread::scope(|scope| -> Result<u64, DecoderError> {
+        let mut handles = Vec::with_capacity(threads);
+        let mut preds_left = predictions.as_bytes_mut();
+        let mut times_left = &mut times_ns[..];
+        let mut first = 0;
+        while first < shots {
+            let count = per.min(shots - first);
+            let (preds, rest) = preds_left.split_at_mut(count * out_bytes);
+            preds_left = rest;
+            let times = if time {
+                let (t, rest) = times_left.split_at_mut(count);
+                times_left = rest;
+                Some(t)
+            } else {
+                None
+            };
+            let input = &detectors.as_bytes()[first * in_bytes..(first + count) * in_bytes];
+            let mut dec = decoder.clone();
+            handles.push(scope.spawn(move || -> Result<u64, DecoderError> {
+                decode_run(&mut dec, input, in_bytes, preds, out_bytes, times, done)
+            }));
+            first += count;
+        }
+        let mut total = 0;
+        for h in handles {
+            total += h
+                .join()
+                .map_err(|_| DecoderError::Matrix("a decoding thread panicked".to_string()))??;
+        }
+        Ok(total)
+    })?;
+    Ok(Batch {
+        predictions,
+        times_ns,
+        converged,
+    })
+}
+
+fn decode_run(
+    dec: &mut DemDecoder,
+    input: &[u8],
+    in_bytes: usize,
+    preds: &mut [u8],
+    out_bytes: usize,
+    mut times: Option<&mut [u64]>,
+    done: &AtomicU64,
+) -> Result<u64, DecoderError> {
+    let mut converged = 0;
+    for s in 0..input.len() / in_bytes.max(1) {
+        let row = &input[s * in_bytes..(s + 1) * in_bytes];
+        let out = &mut preds[s * out_bytes..(s + 1) * out_bytes];
+        let info = match times.as_deref_mut() {
+            Some(t) => {
+                let t0 = Instant::now();
+                let info = dec.decode_packed(row, out)?;
+                t[s] = t0.elapsed().as_nanos() as u64;
+                info
+            }
+            None => dec.decode_packed(row, out)?,
+        };
+        converged += info.converged as u64;
+        done.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(converged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bposd::BpOsdConfig;
+    use crate::osd::OsdMethod;
+
+    /// A distance-5 repetition code over 3 rounds with measurement errors, as stim would
+    /// write it.
+    fn rep_dem() -> DetectorErrorModel {
+        DetectorErrorModel::parse(
+            "error(0.02) D0 L0\n\
+             repeat 3 {\n\
+             \x20 error(0.02) D0 D1\n error(0.02) D1 D2\n error(0.02) D2 D3\n error(0.02) D3\n\
+             \x20 error(0.01) D0 D4\n error(0.01) D1 D5\n error(0.01) D2 D6\n error(0.01) D3 D7\n\
+             \x20 shift_detectors 4\n\
+             }\n\
+             error(0.02) D0 L0\n error(0.02) D0 D1\n error(0.02) D1 D2\n error(0.02) D2 D3\n\
+             error(0.02) D3\nerror(0) D1 D2 L0\nerror(0.3) L0\n",
+            "rep.dem",
+        )
+        .unwrap()
+    }
+
+    fn settings() -> Vec<DemDecoderSettings> {
+        vec![
+            DemDecoderSettings::BpOsd(BpOsdConfig {
+                max_iter: 20,
+                osd_method: OsdMethod::OsdCs,
+                osd_order: 4,
+                ..BpOsdConfig::default()
+            }),
+            DemDecoderSettings::relay_bp_default(),
+        ]
+    }
+
+    #[test]
+    fn single_mechanisms_are_decoded_to_their_observables() {
+        let dem = rep_dem();
+        for s in settings() {
+            let mut dec = DemDecoder::new(&dem, &s).unwrap();
+            // `error(0)` and the detector-less `error(0.3) L0` are left out.
+            assert_eq!(dec.mechanisms().len(), dem.num_mechanisms() - 2);
+            for k in dec.mechanisms().to_vec() {
+                let mech = dem.mechanism(k as usize);
+                let mut dets = vec![0u8; dem.num_detectors()];
+                let mut want = vec![0u8; dem.num_observables()];
+                dem.apply_mechanisms([k], &mut dets, &mut want);
+                let mut got = vec![9u8; dem.num_observables()];
+                let info = dec.decode(&dets, &mut got).unwrap();
+                assert!(info.converged, "{s:?} {mech:?}");
+                assert_eq!(got, want, "{s:?} mechanism {k}");
+                // The packed path agrees.
+                let mut packed = vec![0u8; dem.num_detectors().div_ceil(8)];
+                crate::shots::pack_into(&dets, &mut packed);
+                let mut out = [0xffu8; 1];
+                dec.decode_packed(&packed, &mut out).unwrap();
+                assert_eq!(out[0], want[0]);
+            }
+        }
+    }
+
+    #[test]
+    fn batches_are_the_same_on_any_thread_count() {
+        let dem = rep_dem();
+        let mut t = ShotTable::zeros(50, dem.num_detectors());
+        let mut state = 12345u64;
+        for s in 0..50 {
+            let mut dets = vec![0u8; dem.num_detectors()];
+            let mut obs = vec![0u8; 1];
+            for k in 0..dem.num_mechanisms() as u32 {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                if ((state >> 33) as f64 / (1u64 << 31) as f64) < 3.0 * dem.priors()[k as usize] {
+                    dem.apply_mechanisms([k], &mut dets, &mut obs);
+                }
+            }
+            crate::shots::pack_into(&dets, t.row_mut(s));
+        }
+        for s in settings() {
+            let dec = DemDecoder::new(&dem, &s).unwrap();
+            let one = decode_batch(&dec, &t, 1, false).unwrap();
+            for threads in [2, 3, 7, 64] {
+                let b = decode_batch(&dec, &t, threads, true).unwrap();
+                assert_eq!(b.predictions, one.predictions, "{threads}");
+                assert_eq!(b.times_ns.len(), 50);
+                assert_eq!(b.converged, one.converged);
+            }
+            assert!(one.times_ns.is_empty());
+            let empty =
+                decode_batch(&dec, &ShotTable::zeros(0, dem.num_detectors()), 4, true).unwrap();
+            assert_eq!(empty.predictions.shots(), 0);
+        }
+    }
+
+    #[test]
+    fn bad_models_and_shots_are_errors() {
+        let dem =
+            DetectorErrorModel::parse("error(0.1) D0\nerror(0.7) D0 D1\n", "bad.dem").unwrap();
+        let e = DemDecoder::new(&dem, &settings()[0])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "bad.dem:2: mechanism 1 has probability 0.7; the decoders need 0 < p < 0.5"
+        );
+        let dem = DetectorErrorModel::parse("error(0) D0\nerror(0.1) L0\n", "z.dem").unwrap();
+        let e = DemDecoder::new(&dem, &settings()[1])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("z.dem: no error mechanism"), "{e}");
+        let dem = rep_dem();
+        let mut dec = DemDecoder::new(&dem, &settings()[1]).unwrap();
+        assert!(matches!(
+            dec.decode_packed(&[0], &mut [0]),
+            Err(DecoderError::PackedLength {
+                expected: 2,
+                found: 1,
+                ..
+            })
+        ));
+        assert!(matches!(
+            dec.decode_packed(&[0, 0], &mut [0, 0]),
+            Err(DecoderError::PackedLength {
+                expected: 1,
+                found: 2,
+                ..
+            })
+        ));
+        let t = ShotTable::zeros(3, 15);
+        assert!(decode_batch(&dec, &t, 2, false).is_err());
+    }
+}

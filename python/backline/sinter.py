@@ -1,0 +1,173 @@
+"""backline's circuit-level decoders for `sinter <https://pypi.org/project/sinter/>`_.
+
+:func:`decoders` returns the dict to pass as ``sinter.collect(custom_decoders=...)``::
+
+    import sinter, stim
+    from backline.sinter import decoders
+
+    tasks = [
+        sinter.Task(circuit=stim.Circuit.generated("surface_code:rotated_memory_z", distance=d,
+                    rounds=d, after_clifford_depolarization=0.005), json_metadata={"d": d})
+        for d in (3, 5)
+    ]
+    stats = sinter.collect(num_workers=2, tasks=tasks, decoders=["backline-bposd"],
+                           custom_decoders=decoders(), max_shots=10_000)
+
+- ``backline-bposd``: BP+OSD (:class:`BpOsdSinterDecoder`), with the names and defaults of
+  ``ldpc``'s ``BpOsdDecoder`` (``bp_method``, ``max_iter``, ``ms_scaling_factor``, ``schedule``,
+  ``osd_method``, ``osd_order``); each mechanism's probability is its prior.
+- ``backline-relay-bp``: Relay-BP (:class:`RelayBpSinterDecoder`), with the names and defaults
+  of ``relay-bp``'s sinter decoder (``gamma0``, ``pre_iter``, ``num_sets``, ``set_max_iter``,
+  ``gamma_dist_interval``, ``stop_nconv``, ``alpha``, and ``seed``).
+
+``compile_decoder_for_dem`` hands the model's text to Rust in memory (no temporary files) and
+``decode_shots_bit_packed`` decodes each batch in Rust with the GIL released. A model or a
+setting the decoder cannot use raises (:class:`~backline.errors.DetectorErrorModelError`,
+:class:`~backline.errors.DecoderSettingsError`) when the decoder is compiled; nothing falls
+back to another decoder. Decoders and compiled decoders pickle (a compiled one is rebuilt from
+its model's text on unpickling).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sinter
+
+from . import _native
+
+__all__ = ["BpOsdSinterDecoder", "CompiledDemDecoder", "RelayBpSinterDecoder", "decoders"]
+
+
+def _settings_text(settings: dict[str, Any]) -> list[tuple[str, str]]:
+    """Settings as (name, text) pairs, the form the native decoder parses."""
+    out = []
+    for key, value in settings.items():
+        if value is None:
+            text = "none"
+        elif isinstance(value, (tuple, list)):
+            text = ",".join(repr(float(v)) for v in value)
+        elif isinstance(value, bool):
+            raise TypeError(f"{key}: expected a number or a name, got {value!r}")
+        elif isinstance(value, float):
+            text = repr(value)
+        else:
+            text = str(value)
+        out.append((key, text))
+    return out
+
+
+class CompiledDemDecoder(sinter.CompiledDecoder):
+    """A decoder compiled for one detector error model."""
+
+    def __init__(self, dem_text: str, decoder: str, settings: dict[str, Any], threads: int = 1):
+        self._state = (dem_text, decoder, dict(settings), threads)
+        self._native = _native.DemDecoder(dem_text, decoder, _settings_text(settings), threads, "<dem>")
+        self.num_detectors = self._native.num_detectors
+        self.num_observables = self._native.num_observables
+
+    def decode_shots_bit_packed(self, *, bit_packed_detection_event_data: np.ndarray) -> np.ndarray:
+        data = np.ascontiguousarray(bit_packed_detection_event_data, dtype=np.uint8)
+        if data.ndim != 2 or data.shape[1] != (self.num_detectors + 7) // 8:
+            raise ValueError(
+                f"detection events of shape {data.shape}: expected (shots, {(self.num_detectors + 7) // 8})"
+            )
+        shots = data.shape[0]
+        out = self._native.decode_bit_packed(data.tobytes(), shots)
+        return np.frombuffer(out, dtype=np.uint8).reshape(shots, (self.num_observables + 7) // 8)
+
+    def __reduce__(self):
+        return (CompiledDemDecoder, self._state)
+
+
+class _DemSinterDecoder(sinter.Decoder):
+    """The shared half: settings kept as given, compiled in memory."""
+
+    kind = ""
+
+    def __init__(self, threads: int = 1, **settings: Any):
+        self.threads = threads
+        self.settings = {k: v for k, v in settings.items()}
+
+    def compile_decoder_for_dem(self, *, dem) -> CompiledDemDecoder:
+        return CompiledDemDecoder(str(dem), self.kind, self.settings, self.threads)
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and (other.settings, other.threads) == (self.settings, self.threads)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.settings.items())
+        return f"{type(self).__name__}({args})"
+
+
+class BpOsdSinterDecoder(_DemSinterDecoder):
+    """BP+OSD with ``ldpc``'s names and defaults (min-sum, α = 1, parallel, ``max_iter`` = number
+    of mechanisms, OSD-0). ``threads`` decodes each batch on that many threads."""
+
+    kind = "bposd"
+
+    def __init__(
+        self,
+        *,
+        bp_method: str = "minimum_sum",
+        max_iter: int = 0,
+        ms_scaling_factor: float = 1.0,
+        schedule: str = "parallel",
+        osd_method: str = "osd0",
+        osd_order: int = 0,
+        threads: int = 1,
+    ):
+        super().__init__(
+            threads=threads,
+            bp_method=bp_method,
+            max_iter=max_iter,
+            ms_scaling_factor=ms_scaling_factor,
+            schedule=schedule,
+            osd_method=osd_method,
+            osd_order=osd_order,
+        )
+
+
+class RelayBpSinterDecoder(_DemSinterDecoder):
+    """Relay-BP with ``relay-bp``'s sinter names and defaults. ``alpha=None`` is no scaling,
+    ``alpha=0`` the ramp; ``seed`` fixes the relay legs' memory strengths."""
+
+    kind = "relay-bp"
+
+    def __init__(
+        self,
+        *,
+        gamma0: float = 0.1,
+        pre_iter: int = 60,
+        num_sets: int = 60,
+        set_max_iter: int = 60,
+        gamma_dist_interval: tuple[float, float] = (-0.24, 0.66),
+        stop_nconv: int = 5,
+        alpha: float | None = None,
+        seed: int = 0,
+        threads: int = 1,
+    ):
+        super().__init__(
+            threads=threads,
+            gamma0=gamma0,
+            pre_iter=pre_iter,
+            num_sets=num_sets,
+            set_max_iter=set_max_iter,
+            gamma_dist_interval=tuple(gamma_dist_interval),
+            stop_nconv=stop_nconv,
+            alpha=alpha,
+            seed=seed,
+        )
+
+
+def decoders(
+    bposd: dict[str, Any] | None = None, relay_bp: dict[str, Any] | None = None
+) -> dict[str, sinter.Decoder]:
+    """``{"backline-bposd": ..., "backline-relay-bp": ...}`` for ``sinter.collect``'s
+    ``custom_decoders``; ``bposd`` and ``relay_bp`` are the keyword arguments of
+    :class:`BpOsdSinterDecoder` and :class:`RelayBpSinterDecoder`."""
+    return {
+        "backline-bposd": BpOsdSinterDecoder(**(bposd or {})),
+        "backline-relay-bp": RelayBpSinterDecoder(**(relay_bp or {})),
+    }

@@ -222,7 +222,16 @@ struct Axis {
 
 impl Axis {
     fn new(lo: f64, hi: f64, log: bool, p0: i32, p1: i32) -> Axis {
-        let (mut lo, mut hi) = (lo, hi);
+        // Traces are checked for finite times when read; an axis is still never built on a
+        // non-finite end, which would make the tick loop below endless.
+        let finite = |v: f64, or: f64| {
+            if v.is_finite() {
+                v.clamp(-1e300, 1e300)
+            } else {
+                or
+            }
+        };
+        let (mut lo, mut hi) = (finite(lo, 0.0), finite(hi, 1.0));
         if log {
             lo = lo.max(1e-300);
             hi = hi.max(lo * 1.0001);
@@ -531,6 +540,22 @@ mod tests {
         assert_eq!((l.px(1.0), l.px(10.0), l.px(1000.0)), (0, 100, 300));
         assert_eq!(l.ticks(), vec![1.0, 10.0, 100.0, 1000.0]);
         assert_eq!(a.ticks(), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+    }
+
+    #[test]
+    fn axes_on_non_finite_ends_have_few_finite_ticks() {
+        // Was an endless tick loop (linear) and an overflow panic (log) on `inf` in a trace.
+        for (lo, hi) in [
+            (0.0, f64::INFINITY),
+            (f64::NAN, 5.0),
+            (f64::NEG_INFINITY, f64::NAN),
+        ] {
+            for log in [false, true] {
+                let t = Axis::new(lo, hi, log, 0, 300).ticks();
+                assert!(!t.is_empty() && t.len() < 100, "{lo} {hi} {log}: {t:?}");
+                assert!(t.iter().all(|v| v.is_finite()));
+            }
+        }
     }
 
     #[test]

@@ -59,9 +59,9 @@ impl Clock {
             return Some(Clock::HostNs);
         }
         let mhz = s.strip_prefix("cycles @ ")?.strip_suffix(" MHz")?;
-        Some(Clock::Cycles {
-            mhz: mhz.trim().parse().ok()?,
-        })
+        // A clock is a finite, positive frequency.
+        let mhz: f64 = mhz.trim().parse().ok()?;
+        (mhz.is_finite() && mhz > 0.0).then_some(Clock::Cycles { mhz })
     }
 
     /// Nanoseconds of `cycles` at this clock (`HostNs` treats them as ns).
@@ -368,9 +368,17 @@ fn parse_row(line: &str) -> Result<TraceRow, String> {
     if f.len() != COLUMNS.len() {
         return Err(format!("{} fields, expected {}", f.len(), COLUMNS.len()));
     }
+    // A time is a finite, non-negative number: `inf` or `NaN` would poison every statistic
+    // and every plot axis after it.
     let num = |i: usize| -> Result<f64, String> {
-        f[i].parse::<f64>()
-            .map_err(|_| format!("{} `{}` is not a number", COLUMNS[i], f[i]))
+        match f[i].parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+            Ok(_) => Err(format!(
+                "{} `{}` is not a finite non-negative number",
+                COLUMNS[i], f[i]
+            )),
+            Err(_) => Err(format!("{} `{}` is not a number", COLUMNS[i], f[i])),
+        }
     };
     Ok(TraceRow {
         round: f[0]
@@ -468,5 +476,16 @@ mod tests {
         let bad = "# backline trace v1\n# clock: host-ns\nround,rtt_ns,rtt_cycles,quiet_ns,status,cold\n0,1.0,,0,ok,1\n1,abc,,0,ok,0\n";
         let e = Trace::read_csv(bad.as_bytes(), "y.csv").unwrap_err();
         assert_eq!(e.to_string(), "y.csv:5: rtt_ns `abc` is not a number");
+        // Non-finite times are refused (they made `backline plot` spin or panic).
+        for v in ["inf", "NaN", "-1"] {
+            let bad = format!(
+                "# backline trace v1\n# clock: host-ns\nround,rtt_ns,rtt_cycles,quiet_ns,status,cold\n0,{v},,0,ok,1\n"
+            );
+            let e = Trace::read_csv(bad.as_bytes(), "z.csv").unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("z.csv:4: rtt_ns `{v}` is not a finite non-negative number")
+            );
+        }
     }
 }

@@ -30,7 +30,29 @@ enum Command {
     Plot(cmd::plot::Args),
 }
 
+/// Library warnings and errors (`log`) as lines like every other message: `backline: warning:
+/// …`. `BACKLINE_LOG` (env_logger's filter syntax, e.g. `debug` or `backline_transport=info`)
+/// shows more; the default is warnings and errors.
+fn init_logging() {
+    use std::io::Write as _;
+    env_logger::Builder::new()
+        .filter_level(log::LevelFilter::Warn)
+        .parse_env(env_logger::Env::new().filter("BACKLINE_LOG"))
+        .format(|buf, record| {
+            let level = match record.level() {
+                log::Level::Error => "error",
+                log::Level::Warn => "warning",
+                log::Level::Info => "info",
+                log::Level::Debug => "debug",
+                log::Level::Trace => "trace",
+            };
+            writeln!(buf, "backline: {level}: {}", record.args())
+        })
+        .init();
+}
+
 fn main() -> ExitCode {
+    init_logging();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -125,6 +125,30 @@ impl Iterator for Ones<'_> {
     }
 }
 
+/// The most bits a dense matrix may hold: 2^32 (512 MiB). Sizes from input (a code's
+/// parameters, a file's header) are checked against it before anything is allocated, so a
+/// hostile or mistaken size is an error instead of an abort; a code this large is beyond what
+/// the dense elimination of OSD could decode anyway.
+pub const MAX_DENSE_BITS: u64 = 1 << 32;
+
+/// A dense matrix that would be larger than [`MAX_DENSE_BITS`], or whose memory could not be
+/// had.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "a dense {rows} × {cols} matrix is too large: {} bits, the limit is {MAX_DENSE_BITS} \
+     (512 MiB){}",
+    (*rows as u128) * (*cols as u128),
+    if *out_of_memory { "; and its memory could not be allocated" } else { "" }
+)]
+pub struct TooLarge {
+    /// Rows asked for.
+    pub rows: usize,
+    /// Columns asked for.
+    pub cols: usize,
+    /// The size was within the limit but the allocation failed.
+    pub out_of_memory: bool,
+}
+
 /// A picture that is not a matrix: rows of different lengths, or a character other than
 /// `1`, `.` and `0`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -164,15 +188,37 @@ pub struct BitMatrix {
 }
 
 impl BitMatrix {
-    /// The `rows × cols` zero matrix.
+    /// The `rows × cols` zero matrix, for sizes the caller controls.
+    ///
+    /// # Panics
+    /// If it would hold more than [`MAX_DENSE_BITS`] bits or cannot be allocated: sizes that
+    /// come from input go through [`BitMatrix::try_zeros`].
     pub fn zeros(rows: usize, cols: usize) -> BitMatrix {
+        BitMatrix::try_zeros(rows, cols).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The `rows × cols` zero matrix, or [`TooLarge`] when it would hold more than
+    /// [`MAX_DENSE_BITS`] bits or its memory cannot be had (checked before allocating).
+    pub fn try_zeros(rows: usize, cols: usize) -> Result<BitMatrix, TooLarge> {
         let words_per_row = words_for(cols);
-        BitMatrix {
+        let too_large = |out_of_memory| TooLarge {
+            rows,
+            cols,
+            out_of_memory,
+        };
+        let words = rows
+            .checked_mul(words_per_row)
+            .filter(|&w| (w as u64).saturating_mul(WORD_BITS as u64) <= MAX_DENSE_BITS)
+            .ok_or(too_large(false))?;
+        let mut data = Vec::new();
+        data.try_reserve_exact(words).map_err(|_| too_large(true))?;
+        data.resize(words, 0);
+        Ok(BitMatrix {
             rows,
             cols,
             words_per_row,
-            data: vec![0; rows * words_per_row],
-        }
+            data,
+        })
     }
 
     /// The `n × n` identity.

@@ -55,6 +55,14 @@ pub enum CodeError {
          bb:<l>,<m>,<A>,<B>)"
     )]
     UnknownName(String),
+    /// Parameters whose check matrices would not fit in memory.
+    #[error("{code}: {source}")]
+    TooLarge {
+        /// The code asked for.
+        code: String,
+        /// The matrix that would not fit.
+        source: crate::bitmat::TooLarge,
+    },
 }
 
 /// A CSS code with its checks and logical operators.
@@ -178,6 +186,13 @@ impl CssCode {
                 "surface code distance must be at least 2, got {d}"
             )));
         }
+        // Each check matrix is about (d² / 2) × d² bits: refuse what would not fit before
+        // the faces are even listed.
+        let n = d.saturating_mul(d);
+        BitMatrix::try_zeros(n / 2, n).map_err(|source| CodeError::TooLarge {
+            code: format!("surface{d}"),
+            source,
+        })?;
         let mut xs: Vec<Vec<usize>> = Vec::new();
         let mut zs: Vec<Vec<usize>> = Vec::new();
         for i in 0..=d {
@@ -209,15 +224,20 @@ impl CssCode {
             }
         }
         let build = |checks: &[Vec<usize>]| {
-            let mut h = BitMatrix::zeros(checks.len(), d * d);
+            let mut h = BitMatrix::try_zeros(checks.len(), d * d).map_err(|source| {
+                CodeError::TooLarge {
+                    code: format!("surface{d}"),
+                    source,
+                }
+            })?;
             for (row, qs) in checks.iter().enumerate() {
                 for &q in qs {
                     h.set(row, q, true);
                 }
             }
-            h
+            Ok::<BitMatrix, CodeError>(h)
         };
-        CssCode::new(format!("surface{d}"), build(&xs), build(&zs))
+        CssCode::new(format!("surface{d}"), build(&xs)?, build(&zs)?)
     }
 
     /// The bivariate-bicycle code (Nature 627, 778, 2024) for `l, m ≥ 1` and polynomials `A`,
@@ -234,8 +254,15 @@ impl CssCode {
         }
         let pa: Polynomial = a.parse()?;
         let pb: Polynomial = b.parse()?;
-        let ma = pa.matrix(l, m);
-        let mb = pb.matrix(l, m);
+        let too_large = |source| CodeError::TooLarge {
+            code: format!("bb:{l},{m},{a},{b}"),
+            source,
+        };
+        // hx and hz are lm × 2lm: refuse what would not fit before building anything.
+        let lm = l.saturating_mul(m);
+        BitMatrix::try_zeros(lm, lm.saturating_mul(2)).map_err(too_large)?;
+        let ma = pa.try_matrix(l, m).map_err(too_large)?;
+        let mb = pb.try_matrix(l, m).map_err(too_large)?;
         let hx = ma.hstack(&mb);
         let hz = mb.transpose().hstack(&ma.transpose());
         CssCode::new(format!("bb{}", 2 * l * m), hx, hz)
@@ -317,18 +344,32 @@ pub struct Polynomial {
 
 impl Polynomial {
     /// The `lm × lm` matrix of the polynomial with `x = S_l ⊗ I_m`, `y = I_l ⊗ S_m`.
+    ///
+    /// # Panics
+    /// If it is larger than [`crate::bitmat::MAX_DENSE_BITS`]; see [`Polynomial::try_matrix`].
     pub fn matrix(&self, l: usize, m: usize) -> BitMatrix {
-        let mut out = BitMatrix::zeros(l * m, l * m);
+        self.try_matrix(l, m).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Polynomial::matrix`], or an error when it would not fit.
+    pub fn try_matrix(&self, l: usize, m: usize) -> Result<BitMatrix, crate::bitmat::TooLarge> {
+        let lm = l.checked_mul(m).ok_or(crate::bitmat::TooLarge {
+            rows: usize::MAX,
+            cols: usize::MAX,
+            out_of_memory: false,
+        })?;
+        let mut out = BitMatrix::try_zeros(lm, lm)?;
         for &(a, b) in &self.terms {
             for i in 0..l {
                 for j in 0..m {
                     // x^a y^b maps basis vector (i, j) to (i + a, j + b).
-                    let row = ((i + a) % l) * m + (j + b) % m;
+                    // (Exponents are reduced first: a huge one cannot overflow the sum.)
+                    let row = ((i + a % l) % l) * m + (j + b % m) % m;
                     out.flip(row, i * m + j);
                 }
             }
         }
-        out
+        Ok(out)
     }
 }
 

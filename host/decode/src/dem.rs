@@ -246,8 +246,15 @@ fn split_line(text: &str) -> Res<Option<Line<'_>>> {
             for a in inner.split(',') {
                 let a = a.trim();
                 match a.parse::<f64>() {
-                    Ok(v) if a.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c)) => {
+                    Ok(v)
+                        if v.is_finite()
+                            && a.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c)) =>
+                    {
                         args.push(v)
+                    }
+                    // `1e999` parses to infinity: a coordinate or a probability must be finite.
+                    Ok(_) if a.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c)) => {
+                        return syntax(format!("argument `{a}` is not a finite number"));
                     }
                     _ => return syntax(format!("argument `{a}` is not a number")),
                 }

@@ -47,6 +47,9 @@ pub enum DecoderError {
         /// Rank of the checks.
         rank: usize,
     },
+    /// Checks too large for the dense elimination of OSD.
+    #[error("{0}")]
+    TooLarge(crate::bitmat::TooLarge),
     /// A decoder setting out of its range (Relay-BP's, for example).
     #[error("{name} = {value}: expected {expected}")]
     Setting {

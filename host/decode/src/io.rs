@@ -64,6 +64,9 @@ pub enum ParseErrorKind {
     /// A line holds the wrong number of values, or a count disagrees with the data.
     #[error("{0}")]
     WrongCount(String),
+    /// The header's dimensions make a matrix too large to hold.
+    #[error("{0}")]
+    TooLarge(crate::bitmat::TooLarge),
     /// An index outside `1..=limit`.
     #[error("index {index} is out of range 1..={limit}")]
     IndexOutOfRange {
@@ -381,7 +384,7 @@ pub fn read_alist(text: &str, file: &str) -> Result<BitMatrix, ParseError> {
             ParseErrorKind::WrongCount(format!("column weights sum to {sc}, row weights to {sr}")),
         ));
     }
-    let mut h = BitMatrix::zeros(m, n);
+    let mut h = BitMatrix::try_zeros(m, n).map_err(|e| nums.err(1, ParseErrorKind::TooLarge(e)))?;
     for (j, &w) in col_w.iter().enumerate() {
         let (_, rows) = alist_list(&mut nums, &format!("column {}", j + 1), w, max_col, m)?;
         for r in rows {

@@ -149,7 +149,8 @@ impl Osd {
         channel: &[f64],
         order: usize,
     ) -> Result<Osd, DecoderError> {
-        Osd::build(h, gf2::rank(&h.to_dense()), channel, order)
+        let dense = h.try_to_dense().map_err(DecoderError::TooLarge)?;
+        Osd::build(h, gf2::rank(&dense), channel, order)
     }
 
     fn build(

@@ -105,14 +105,23 @@ impl SparseMatrix {
     }
 
     /// The dense form.
+    ///
+    /// # Panics
+    /// If it would be larger than [`crate::bitmat::MAX_DENSE_BITS`]: see
+    /// [`SparseMatrix::try_to_dense`].
     pub fn to_dense(&self) -> BitMatrix {
-        let mut d = BitMatrix::zeros(self.rows, self.cols);
+        self.try_to_dense().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The dense form, or an error when it would not fit.
+    pub fn try_to_dense(&self) -> Result<BitMatrix, crate::bitmat::TooLarge> {
+        let mut d = BitMatrix::try_zeros(self.rows, self.cols)?;
         for c in 0..self.cols {
             for &r in self.col(c) {
                 d.set(r as usize, c, true);
             }
         }
-        d
+        Ok(d)
     }
 
     /// Rows.

@@ -1,8 +1,15 @@
 //! The per-coprocessor table of functions, keyed by `decoder_id`, and the panic boundary.
+//!
+//! A function that panics is answered with [`Status::DecoderFailed`]; the panic is counted
+//! ([`ResponderTable::panics`], and a line of [`ResponderTable::reports`]) and its first
+//! message logged once (`log::error!`) — the default hook's message and backtrace are not
+//! printed for it, so a function that panics on every round does not flood the terminal.
 
+use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use backline_wire::{DecoderId, Status};
 
@@ -19,6 +26,50 @@ pub struct ResponderTable {
     /// `builtin()` of each direct entry, cached so dispatch can run built-ins inline.
     direct_kind: Vec<Option<Builtin>>,
     sparse: Vec<(DecoderId, Arc<dyn Responder>)>,
+    /// Panics of the functions, shared by the table's clones (one per serving thread).
+    panics: Arc<Panics>,
+}
+
+/// The panics of one table's functions.
+#[derive(Debug, Default)]
+struct Panics {
+    count: AtomicU64,
+    /// The first: decoder id, function name, message.
+    first: Mutex<Option<(DecoderId, String, String)>>,
+}
+
+thread_local! {
+    /// Set while this thread runs a registered function: its panics are ours to report.
+    static IN_FUNCTION: Cell<bool> = const { Cell::new(false) };
+    /// The message of the last panic caught in a function on this thread.
+    static LAST_PANIC: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Installs (once per process) a panic hook that keeps the message of a panic inside a
+/// registered function for the table to report, and hands every other panic to the hook that
+/// was there before.
+fn install_panic_hook() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if IN_FUNCTION.with(Cell::get) {
+                let msg = info
+                    .payload()
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic without a message".into());
+                let at = info
+                    .location()
+                    .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                    .unwrap_or_default();
+                LAST_PANIC.with(|p| *p.borrow_mut() = format!("{msg}{at}"));
+            } else {
+                previous(info);
+            }
+        }));
+    });
 }
 
 impl std::fmt::Debug for ResponderTable {
@@ -44,6 +95,7 @@ impl ResponderTable {
 
     /// Registers `r` under `id`, replacing what was there; returns the old one.
     pub fn insert(&mut self, id: DecoderId, r: Arc<dyn Responder>) -> Option<Arc<dyn Responder>> {
+        install_panic_hook();
         if (id as usize) < DIRECT {
             let i = id as usize;
             if self.direct.len() <= i {
@@ -110,9 +162,42 @@ impl ResponderTable {
         common
     }
 
-    /// The shutdown report lines of the entries that keep one.
+    /// The shutdown report lines of the entries that keep one, and one about panics if any
+    /// function panicked.
     pub fn reports(&self) -> Vec<String> {
-        self.entries().filter_map(|(_, r)| r.report()).collect()
+        let mut lines: Vec<String> = self.entries().filter_map(|(_, r)| r.report()).collect();
+        let n = self.panics();
+        if n > 0 {
+            let first = self.panics.first.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((id, name, msg)) = first.as_ref() {
+                lines.push(format!(
+                    "{n} round(s) answered decoder-failed because a function panicked (first: \
+                     decoder {id}, `{name}`: {msg})"
+                ));
+            }
+        }
+        lines
+    }
+
+    /// How many calls of the table's functions panicked (each answered decoder-failed).
+    pub fn panics(&self) -> u64 {
+        self.panics.count.load(Ordering::Relaxed)
+    }
+
+    /// Counts a panic of `id`'s function `name`; the first is logged, with its message.
+    #[cold]
+    fn record_panic(&self, id: DecoderId, name: &str) {
+        let msg = LAST_PANIC.with(|p| std::mem::take(&mut *p.borrow_mut()));
+        // Relaxed: a statistic, read after the serving threads are joined.
+        self.panics.count.fetch_add(1, Ordering::Relaxed);
+        let mut first = self.panics.first.lock().unwrap_or_else(|p| p.into_inner());
+        if first.is_none() {
+            log::error!(
+                "coprocessor function `{name}` (decoder {id}) panicked: {msg}; the round is \
+                 answered decoder-failed, and later panics are counted, not logged"
+            );
+            *first = Some((id, name.to_string(), msg));
+        }
     }
 
     /// Runs the responder of `id` on `input`, writing into `out`. Never panics: an unknown
@@ -154,11 +239,17 @@ impl ResponderTable {
             return (Status::UnknownDecoder, 0);
         };
         let cap = out.len();
-        match catch_unwind(AssertUnwindSafe(|| r.respond(input, out))) {
+        IN_FUNCTION.with(|f| f.set(true));
+        let result = catch_unwind(AssertUnwindSafe(|| r.respond(input, out)));
+        IN_FUNCTION.with(|f| f.set(false));
+        match result {
             Ok(Ok(n)) if n <= cap => (Status::Ok, n),
             Ok(Ok(_)) => (Status::DecoderFailed, 0),
             Ok(Err(e)) => (e.status(), 0),
-            Err(_) => (Status::DecoderFailed, 0),
+            Err(_) => {
+                self.record_panic(id, r.name());
+                (Status::DecoderFailed, 0)
+            }
         }
     }
 }

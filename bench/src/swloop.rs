@@ -247,6 +247,19 @@ pub fn run(session: &mut ControllerSession, cfg: &SwLoop) -> SwLoopResult {
                 .stage_payload(&req, cfg.decoder_id)
                 .and_then(|_| session.post())
             {
+                // Not posted; the rounds already in flight will never be collected now.
+                let now = Instant::now();
+                for lost in round..posted {
+                    let j = (lost % in_flight) as usize;
+                    trace.rows.push(TraceRow {
+                        round: lost,
+                        rtt_ns: (now - started[j]).as_nanos() as f64,
+                        rtt_cycles: None,
+                        quiet_ns: quiet[j],
+                        status: RoundStatus::Abandoned,
+                        cold: lost == 0,
+                    });
+                }
                 error = Some(e);
                 break 'run;
             }
@@ -284,14 +297,31 @@ pub fn run(session: &mut ControllerSession, cfg: &SwLoop) -> SwLoopResult {
                 }
             }
             Err(e) => {
+                let status = match e {
+                    backline_transport::Error::Timeout { .. } => RoundStatus::Timeout,
+                    _ => RoundStatus::Error,
+                };
                 trace.rows.push(TraceRow {
                     round,
                     rtt_ns,
                     rtt_cycles: None,
                     quiet_ns: quiet[i],
-                    status: RoundStatus::Timeout,
+                    status,
                     cold: round == 0,
                 });
+                // The session is over: the rounds behind this one in flight get a row each,
+                // so that every posted round is in the trace.
+                for lost in round + 1..posted {
+                    let j = (lost % in_flight) as usize;
+                    trace.rows.push(TraceRow {
+                        round: lost,
+                        rtt_ns: (done - started[j]).as_nanos() as f64,
+                        rtt_cycles: None,
+                        quiet_ns: quiet[j],
+                        status: RoundStatus::Abandoned,
+                        cold: lost == 0,
+                    });
+                }
                 error = Some(e);
                 break 'run;
             }

@@ -90,11 +90,17 @@ pub enum RoundStatus {
     Mismatch,
     /// The engine's 16-bit RTT counter saturated (RTT ≥ 0xFFFF cycles).
     Saturated,
+    /// The session failed on this round other than by a timeout: the coprocessor went away,
+    /// or its reply broke the protocol.
+    Error,
+    /// Posted, but never answered: an earlier round ended the session while this one was in
+    /// flight.
+    Abandoned,
 }
 
 impl RoundStatus {
     /// All statuses, for parsing.
-    pub const ALL: [RoundStatus; 7] = [
+    pub const ALL: [RoundStatus; 9] = [
         RoundStatus::Ok,
         RoundStatus::Timeout,
         RoundStatus::UnknownDecoder,
@@ -102,6 +108,8 @@ impl RoundStatus {
         RoundStatus::DecoderFailed,
         RoundStatus::Mismatch,
         RoundStatus::Saturated,
+        RoundStatus::Error,
+        RoundStatus::Abandoned,
     ];
 
     /// Name used in the CSV.
@@ -114,6 +122,8 @@ impl RoundStatus {
             RoundStatus::DecoderFailed => "decoder_failed",
             RoundStatus::Mismatch => "mismatch",
             RoundStatus::Saturated => "saturated",
+            RoundStatus::Error => "error",
+            RoundStatus::Abandoned => "abandoned",
         }
     }
 

@@ -2,11 +2,12 @@
 //! responder, its outputs, and every bad input of the runtime issue.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_backline");
+mod common;
+
+use common::{BIN, serve};
 
 static N: AtomicU32 = AtomicU32::new(0);
 
@@ -353,45 +354,20 @@ fn bad_inputs_get_one_line_errors() {
     assert_clean_error(&o, "use `backline bench --transport memcpy`");
 }
 
-/// Starts `backline serve` and waits for its ready line.
-fn serve(args: &[&str]) -> (Child, String) {
-    let mut child = Command::new(BIN)
-        .arg("serve")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let peer = line
-        .strip_prefix("ready ")
-        .unwrap_or_else(|| panic!("no ready line: {line:?}"))
-        .trim()
-        .to_string();
-    (child, peer)
-}
-
 #[test]
 fn a_second_server_on_the_same_name_or_port_is_refused() {
     let name = format!("cli-dup-{}", std::process::id());
-    let (mut first, _) = serve(&["--transport", "shm", "--name", &name]);
+    let first = serve(&["--transport", "shm", "--name", &name]);
     let o = backline(&["serve", "--transport", "shm", "--name", &name]);
     assert_clean_error(&o, "already in use");
-    first.kill().unwrap();
-    first.wait().unwrap();
+    first.kill();
 
-    let (mut first, addr) = serve(&["--transport", "udp", "--bind", "127.0.0.1:0"]);
-    let o = backline(&["serve", "--transport", "udp", "--bind", &addr]);
+    let first = serve(&["--transport", "udp", "--bind", "127.0.0.1:0"]);
+    let o = backline(&["serve", "--transport", "udp", "--bind", &first.peer]);
     assert_clean_error(&o, "already in use");
-    first.kill().unwrap();
-    first.wait().unwrap();
+    first.kill();
     // The killed shm server left a stale segment: the next server reclaims it.
-    let (mut again, _) = serve(&["--transport", "shm", "--name", &name, "--sessions", "1"]);
+    let mut again = serve(&["--transport", "shm", "--name", &name, "--sessions", "1"]);
     let o = backline(&[
         "bench",
         "--transport",
@@ -407,7 +383,7 @@ fn a_second_server_on_the_same_name_or_port_is_refused() {
         scratch("dup").to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let st = again.wait().unwrap();
+    let st = again.child.wait().unwrap();
     assert!(
         st.success(),
         "serve --sessions 1 exits cleanly after one session"
@@ -422,10 +398,11 @@ fn a_second_server_on_the_same_name_or_port_is_refused() {
 fn an_unknown_decoder_id_is_reported() {
     for transport in ["shm", "udp"] {
         let name = format!("cli-dec-{}", std::process::id());
-        let (mut srv, peer) = match transport {
+        let srv = match transport {
             "shm" => serve(&["--transport", "shm", "--name", &name]),
             _ => serve(&["--transport", "udp", "--bind", "127.0.0.1:0"]),
         };
+        let peer = srv.peer.clone();
         let o = backline(&[
             "bench",
             "--transport",
@@ -443,61 +420,7 @@ fn an_unknown_decoder_id_is_reported() {
             scratch("dec").to_str().unwrap(),
         ]);
         assert_clean_error(&o, "100 unknown_decoder");
-        srv.kill().unwrap();
-        srv.wait().unwrap();
-    }
-}
-
-#[test]
-fn a_server_that_dies_mid_run_is_a_bounded_timeout_with_a_count() {
-    for transport in ["shm", "udp"] {
-        let name = format!("cli-die-{}", std::process::id());
-        let (mut srv, peer) = match transport {
-            "shm" => serve(&["--transport", "shm", "--name", &name]),
-            _ => serve(&["--transport", "udp", "--bind", "127.0.0.1:0"]),
-        };
-        let bench = Command::new(BIN)
-            .args([
-                "bench",
-                "--transport",
-                transport,
-                "--peer",
-                &peer,
-                "--rounds",
-                "100000000",
-                "--timeout-ms",
-                "300",
-                "--quiet",
-                "--no-plots",
-                "--no-baseline",
-                "--out-dir",
-                scratch("die").to_str().unwrap(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(700));
-        srv.kill().unwrap();
-        srv.wait().unwrap();
-        let t0 = Instant::now();
-        let o = bench.wait_with_output().unwrap();
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "bounded: {:?}",
-            t0.elapsed()
-        );
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_clean_error(&o, "rounds completed, then:");
-        let completed: u64 = err
-            .split("steane over")
-            .nth(1)
-            .and_then(|s| s.split(':').nth(1))
-            .and_then(|s| s.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no count in {err}"));
-        assert!(completed > 0, "{err}");
-        let _ = std::fs::remove_file(format!("/dev/shm/backline-{name}"));
+        srv.kill();
     }
 }
 

@@ -2,60 +2,12 @@
 //! bench` controllers at once, the "full" answer beyond `--max-sessions`, hop probes on every
 //! transport, and thread names.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_backline");
+mod common;
 
-fn out_dir(tag: &str) -> String {
-    let d = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("runtime-cli-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.display().to_string()
-}
-
-/// `backline serve` with `args`; returns the child and its peer address.
-fn serve(args: &[&str]) -> (Child, String) {
-    let mut child = Command::new(BIN)
-        .arg("serve")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start backline serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let peer = line
-        .strip_prefix("ready ")
-        .unwrap_or_else(|| panic!("serve did not start: {line:?}"))
-        .trim()
-        .to_string();
-    (child, peer)
-}
-
-/// SIGTERM, then the server's stderr.
-fn stop(child: Child) -> String {
-    let st = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "serve exited {:?}", out.status);
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    assert!(
-        o.status.success(),
-        "backline failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim()).expect("one JSON object")
-}
+use common::{BIN, json, out_dir, serve};
 
 #[test]
 fn two_benches_run_at_once_against_one_server_with_every_reply_checked() {
@@ -74,7 +26,7 @@ fn two_benches_run_at_once_against_one_server_with_every_reply_checked() {
             "0",
         ];
         a.extend(&args);
-        let (srv, peer) = serve(&a);
+        let srv = serve(&a);
         let dir = out_dir(transport);
         let bench = || {
             Command::new(BIN)
@@ -83,7 +35,7 @@ fn two_benches_run_at_once_against_one_server_with_every_reply_checked() {
                     "--transport",
                     transport,
                     "--peer",
-                    &peer,
+                    &srv.peer,
                     "--responder",
                     "steane",
                     "--rounds",
@@ -106,7 +58,7 @@ fn two_benches_run_at_once_against_one_server_with_every_reply_checked() {
             let j = json(&o);
             assert_eq!(j["completed"], 200_000, "{transport}: {j}");
         }
-        let err = stop(srv);
+        let err = srv.stop();
         assert!(err.contains("session 1 ("), "{err}");
         assert!(err.contains("session 2 ("), "{err}");
         assert_eq!(
@@ -124,7 +76,7 @@ fn two_benches_run_at_once_against_one_server_with_every_reply_checked() {
 
 #[test]
 fn a_controller_beyond_max_sessions_is_told_the_server_is_full() {
-    let (srv, peer) = serve(&[
+    let srv = serve(&[
         "--transport",
         "udp",
         "--bind",
@@ -140,7 +92,7 @@ fn a_controller_beyond_max_sessions_is_told_the_server_is_full() {
             "--transport",
             "udp",
             "--peer",
-            &peer,
+            &srv.peer,
             "--rounds",
             "100000000",
             "--no-plots",
@@ -161,7 +113,7 @@ fn a_controller_beyond_max_sessions_is_told_the_server_is_full() {
             "--transport",
             "udp",
             "--peer",
-            &peer,
+            &srv.peer,
             "--rounds",
             "10",
             "--no-plots",
@@ -178,7 +130,7 @@ fn a_controller_beyond_max_sessions_is_told_the_server_is_full() {
         .args(["-INT", &long.id().to_string()])
         .status();
     let _ = long.wait_with_output();
-    stop(srv);
+    srv.stop();
 }
 
 #[test]
@@ -228,7 +180,7 @@ fn hop_probes_write_one_row_per_round_on_every_transport() {
 
 #[test]
 fn every_thread_has_a_name_that_says_whose_it_is() {
-    let (srv, peer) = serve(&["--transport", "udp", "--bind", "127.0.0.1:0", "--name", "x"]);
+    let srv = serve(&["--transport", "udp", "--bind", "127.0.0.1:0", "--name", "x"]);
     let dir = out_dir("names");
     let bench = Command::new(BIN)
         .args([
@@ -236,7 +188,7 @@ fn every_thread_has_a_name_that_says_whose_it_is() {
             "--transport",
             "udp",
             "--peer",
-            &peer,
+            &srv.peer,
             "--rounds",
             "100000000",
             "--no-plots",
@@ -262,12 +214,12 @@ fn every_thread_has_a_name_that_says_whose_it_is() {
         v
     };
     let t0 = Instant::now();
-    let mut server_names = names(srv.id());
+    let mut server_names = names(srv.child.id());
     while !server_names.iter().any(|n| n.starts_with("s1:"))
         && t0.elapsed() < Duration::from_secs(10)
     {
         std::thread::sleep(Duration::from_millis(50));
-        server_names = names(srv.id());
+        server_names = names(srv.child.id());
     }
     assert!(
         server_names.contains(&"srv:serve".to_string()),
@@ -282,5 +234,5 @@ fn every_thread_has_a_name_that_says_whose_it_is() {
         .args(["-INT", &bench.id().to_string()])
         .status();
     let _ = bench.wait_with_output();
-    stop(srv);
+    srv.stop();
 }

@@ -447,10 +447,35 @@ pub fn parse_matrix(text: &str, file: &str, format: MatrixFormat) -> Result<BitM
     }
 }
 
+/// The largest text file the readers take: 256 MiB. A dense matrix at the size limit
+/// ([`crate::bitmat::MAX_DENSE_BITS`]) is larger as text, but no decoder is run on one; the cap
+/// exists so that a path like `/dev/zero` or an endless pipe is an error, not a hang.
+pub const MAX_FILE_BYTES: u64 = 1 << 28;
+
+/// Reads a whole text file of at most [`MAX_FILE_BYTES`] (a pipe or a device too, up to the
+/// cap); an `InvalidData` error past it or for text that is not UTF-8.
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut f = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    (&mut f).take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "larger than {} MiB, the limit of input files",
+                MAX_FILE_BYTES >> 20
+            ),
+        ));
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error()))
+}
+
 /// Reads a matrix file; `format` `None` detects it ([`MatrixFormat::detect`]).
 pub fn load_matrix(path: &Path, format: Option<MatrixFormat>) -> Result<BitMatrix, ParseError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ParseError::new(&name, 0, e.into()))?;
+    let text = read_text(path).map_err(|e| ParseError::new(&name, 0, e.into()))?;
     let format = format.unwrap_or_else(|| MatrixFormat::detect(path, &text));
     parse_matrix(&text, &name, format)
 }

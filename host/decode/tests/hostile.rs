@@ -131,3 +131,15 @@ fn a_model_with_an_infinite_number_is_refused_with_its_line() {
         );
     }
 }
+
+#[test]
+fn an_endless_file_is_an_error_not_a_hang() {
+    use backline_decode::io::{MAX_FILE_BYTES, load_matrix};
+    // /dev/zero never ends: the reader stops at its cap.
+    let e = load_matrix(std::path::Path::new("/dev/zero"), None).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains(&format!("larger than {} MiB", MAX_FILE_BYTES >> 20)),
+        "{e}"
+    );
+}

@@ -50,6 +50,16 @@ pub const TARGETS: &[Target] = &[
         run: parsers::matrix,
     },
     Target {
+        name: "dem",
+        what: "backline_decode::dem::DetectorErrorModel::parse (stim detector error models)",
+        run: parsers::dem,
+    },
+    Target {
+        name: "responder-spec",
+        what: "responder specs: bposd:CODE[:SETTINGS] codes and settings, built-in names",
+        run: parsers::responder_spec,
+    },
+    Target {
         name: "c-abi",
         what: "sequences of backline_* C calls with arbitrary arguments",
         run: abi::calls,

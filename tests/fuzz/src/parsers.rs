@@ -188,3 +188,69 @@ pub fn matrix(data: &[u8]) {
         }
     }
 }
+
+/// A stim detector error model: one that parses has matrices of its declared sizes, finite
+/// priors in (0, 1] and finite detector times, and a window over all of it is itself.
+pub fn dem(data: &[u8]) {
+    use backline_decode::dem::DetectorErrorModel;
+    let text = String::from_utf8_lossy(data);
+    let Ok(dem) = DetectorErrorModel::parse(&text, "fuzz.dem") else {
+        return;
+    };
+    let (d, o, m) = (
+        dem.num_detectors(),
+        dem.num_observables(),
+        dem.num_mechanisms(),
+    );
+    assert_eq!(dem.check_matrix().rows(), d);
+    assert_eq!(dem.check_matrix().cols(), m);
+    assert_eq!(dem.observable_matrix().rows(), o);
+    assert_eq!(dem.priors().len(), m);
+    assert!(
+        dem.priors()
+            .iter()
+            .all(|p| p.is_finite() && *p >= 0.0 && *p <= 1.0)
+    );
+    for k in 0..d {
+        assert!(dem.detector_time(k).is_none_or(f64::is_finite));
+    }
+    let w = dem.window(0..d);
+    assert_eq!(w.model.num_detectors(), d);
+}
+
+/// Responder specs as `bench --responder` and `serve --fn` take them. `bposd:` specs are parsed
+/// and their codes built (the library's codes up to a size that builds in milliseconds; a
+/// spec naming files, `HX+HZ`, is left out: the fuzzer would read arbitrary paths); built-in
+/// names are resolved. Specs that load C libraries (`LIB:SYMBOL`) or start GPU kernels are
+/// not built here — loading a library runs its code.
+pub fn responder_spec(data: &[u8]) {
+    let spec = String::from_utf8_lossy(data);
+    if let Some(rest) = spec.strip_prefix("bposd:") {
+        let code = rest.split(':').next().unwrap_or("");
+        let small = match code {
+            c if c.contains('+') || c.contains('/') => false,
+            c if c.starts_with("surface") => c[7..].parse::<usize>().is_ok_and(|d| d <= 15),
+            c if c.starts_with("bb:") => {
+                c.split(',')
+                    .take(2)
+                    .map(|v| {
+                        v.trim_start_matches("bb:")
+                            .trim()
+                            .parse::<usize>()
+                            .unwrap_or(0)
+                    })
+                    .product::<usize>()
+                    <= 72
+            }
+            _ => true,
+        };
+        if small && let Ok((code, config)) = backline_responder::bposd_code(&spec) {
+            assert_eq!(code.hx.cols(), code.hz.cols());
+            assert!(config.error_rate.is_finite());
+        }
+    } else if (!spec.contains(':') || spec.starts_with("steane") || spec.starts_with("echo"))
+        && let Ok(f) = backline_responder::functions_of(&spec, 0)
+    {
+        assert!(!f.is_empty());
+    }
+}

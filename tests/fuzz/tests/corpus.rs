@@ -193,6 +193,32 @@ fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
             v.extend_from_slice(b"010\n111\n000\n");
             v
         }),
+        (
+            "dem",
+            "surface-fragment",
+            b"# a fragment of a repetition-code memory\n\
+error(0.01) D0 D1\nerror(0.02) D1 L0\nerror(0.001) D0 D1 ^ D2\n\
+detector(0, 0) D0\ndetector(1, 0) D1\ndetector(2, 0) D2\n\
+repeat 3 {\n    error(0.01) D2 D3\n    shift_detectors(0, 1) 1\n    detector(0, 0) D3\n}\n\
+logical_observable L0\n"
+                .to_vec(),
+        ),
+        (
+            "dem",
+            "tags-and-comments",
+            b"error[tag](0.125) D0 # note\ndetector_separator\nerror(0.5) D0 L1\n".to_vec(),
+        ),
+        (
+            "responder-spec",
+            "bposd-settings",
+            b"bposd:hgp13:error_rate=0.05;max_iter=10;osd_method=osd_cs;osd_order=4".to_vec(),
+        ),
+        (
+            "responder-spec",
+            "bb",
+            b"bposd:bb:3,3,x+y,1+x^2:bp_method=ps".to_vec(),
+        ),
+        ("responder-spec", "steane", b"steane".to_vec()),
         ("c-abi", "memcpy-echo", abi),
     ]
 }

@@ -374,8 +374,8 @@ fn run_checks(args: &Args) -> anyhow::Result<ExitCode> {
     warn_clamp(&decoder, &checks_name);
 
     let syn_name = syndromes.display().to_string();
-    let text = std::fs::read_to_string(syndromes)
-        .with_context(|| format!("reading the syndromes: {syn_name}"))?;
+    let text =
+        dio::read_text(syndromes).with_context(|| format!("reading the syndromes: {syn_name}"))?;
     let shots = dio::parse_bit_lines(&text, &syn_name, Some(h.rows()))
         .map_err(|e| anyhow::anyhow!("{e} (the checks in {checks_name} have {} rows)", h.rows()))?;
     drop(text);
@@ -560,7 +560,7 @@ fn run_dem(args: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     let settings = dem_settings(args)?;
-    let text = std::fs::read_to_string(dem_path)
+    let text = backline_decode::io::read_text(dem_path)
         .with_context(|| format!("reading the detector error model: {dem_name}"))?;
     let dem = DetectorErrorModel::parse(&text, &dem_name)?;
     drop(text);

@@ -337,6 +337,15 @@ fn bad_inputs_get_one_line_errors() {
             ],
             "no coprocessor at shm:nobody-serves-this",
         ),
+        // Codes too large to hold: were a capacity-overflow panic and a 62 GB abort.
+        (
+            vec!["--responder".into(), "bposd:bb:100000,100000,1,1".into()],
+            "matrix is too large",
+        ),
+        (
+            vec!["--responder".into(), "bposd:surface1000".into()],
+            "surface1000: a dense 500000 × 1000000 matrix is too large",
+        ),
     ];
     for (extra, needle) in cases {
         let mut args = vec![
@@ -352,6 +361,25 @@ fn bad_inputs_get_one_line_errors() {
     }
     let o = backline(&["serve", "--transport", "memcpy"]);
     assert_clean_error(&o, "use `backline bench --transport memcpy`");
+    // A trace with a non-finite time: `plot` used to spin (or panic) on it.
+    let dir = scratch("inf");
+    let trace = dir.join("inf.csv");
+    std::fs::write(
+        &trace,
+        "# backline trace v1\n# clock: host-ns\nround,rtt_ns,rtt_cycles,quiet_ns,status,cold\n\
+         0,300.0,,0,ok,1\n1,inf,,0,ok,0\n",
+    )
+    .unwrap();
+    let o = backline(&[
+        "plot",
+        trace.to_str().unwrap(),
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_clean_error(
+        &o,
+        "inf.csv:5: rtt_ns `inf` is not a finite non-negative number",
+    );
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! apart, the self-describing CSV trace, the printed table, the JSON object and the PNG plots.
 #![deny(missing_docs)]
 
+pub mod memory;
 #[cfg(feature = "plots")]
 pub mod plot;
 pub mod report;

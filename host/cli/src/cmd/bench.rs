@@ -335,6 +335,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if a.rounds < 2 {
         bail!("--rounds must be at least 2 (round 0 is reported apart)");
     }
+    // Every round's time is kept (trace row, floor sample), and its hop stamps with probes.
+    let per_round = std::mem::size_of::<backline_bench::TraceRow>()
+        + std::mem::size_of::<f64>()
+        + if a.hop_stats || a.hop_csv.is_some() {
+            backline_probe::HOPS * std::mem::size_of::<u64>()
+        } else {
+            0
+        };
+    backline_bench::memory::check_fits("--rounds", a.rounds, per_round as u64)
+        .map_err(anyhow::Error::msg)?;
     let responders: Vec<String> = if a.compare.is_empty() {
         vec![a.responder.clone()]
     } else {

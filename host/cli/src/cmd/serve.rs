@@ -120,6 +120,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // Checked now, not after the run: a path that cannot be written.
         std::fs::File::create(p).with_context(|| format!("--hop-csv {}", p.display()))?;
     }
+    if probes {
+        // Each session allocates its hop stamps when it starts: all of them must fit.
+        let per_round = (backline_probe::HOPS * std::mem::size_of::<u64>()) as u64;
+        backline_bench::memory::check_fits(
+            "--hop-rounds",
+            args.hop_rounds,
+            per_round.saturating_mul(args.max_sessions),
+        )
+        .map_err(|e| anyhow::anyhow!("{e} (for --max-sessions {} sessions)", args.max_sessions))?;
+    }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     if let Some(k) = args.serve_threads
         && (k > args.max_sessions || k > cpus)

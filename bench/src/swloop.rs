@@ -206,6 +206,28 @@ fn quiet_until(until: Instant) {
     }
 }
 
+/// Rows for `rounds`, posted but never to be collected: the session ended while they were in
+/// flight (`started` and `quiet` are indexed by round % in flight).
+fn abandon(
+    trace: &mut Trace,
+    rounds: std::ops::Range<u64>,
+    now: Instant,
+    started: &[Instant],
+    quiet: &[f64],
+) {
+    for round in rounds {
+        let j = (round % started.len() as u64) as usize;
+        trace.rows.push(TraceRow {
+            round,
+            rtt_ns: (now - started[j]).as_nanos() as f64,
+            rtt_cycles: None,
+            quiet_ns: quiet[j],
+            status: RoundStatus::Abandoned,
+            cold: round == 0,
+        });
+    }
+}
+
 /// Runs `cfg.rounds` rounds, `in_flight` at a time as the session allows.
 pub fn run(session: &mut ControllerSession, cfg: &SwLoop) -> SwLoopResult {
     let mut requests = cfg.requests.clone();
@@ -248,18 +270,7 @@ pub fn run(session: &mut ControllerSession, cfg: &SwLoop) -> SwLoopResult {
                 .and_then(|_| session.post())
             {
                 // Not posted; the rounds already in flight will never be collected now.
-                let now = Instant::now();
-                for lost in round..posted {
-                    let j = (lost % in_flight) as usize;
-                    trace.rows.push(TraceRow {
-                        round: lost,
-                        rtt_ns: (now - started[j]).as_nanos() as f64,
-                        rtt_cycles: None,
-                        quiet_ns: quiet[j],
-                        status: RoundStatus::Abandoned,
-                        cold: lost == 0,
-                    });
-                }
+                abandon(&mut trace, round..posted, Instant::now(), &started, &quiet);
                 error = Some(e);
                 break 'run;
             }
@@ -311,17 +322,7 @@ pub fn run(session: &mut ControllerSession, cfg: &SwLoop) -> SwLoopResult {
                 });
                 // The session is over: the rounds behind this one in flight get a row each,
                 // so that every posted round is in the trace.
-                for lost in round + 1..posted {
-                    let j = (lost % in_flight) as usize;
-                    trace.rows.push(TraceRow {
-                        round: lost,
-                        rtt_ns: (done - started[j]).as_nanos() as f64,
-                        rtt_cycles: None,
-                        quiet_ns: quiet[j],
-                        status: RoundStatus::Abandoned,
-                        cold: lost == 0,
-                    });
-                }
+                abandon(&mut trace, round + 1..posted, done, &started, &quiet);
                 error = Some(e);
                 break 'run;
             }

@@ -85,3 +85,13 @@ fn a_gpu_coprocessor_serves_c_controllers_through_its_rings() {
     );
     assert!(out.contains("1000 gpu rounds ok"), "{out}");
 }
+
+#[test]
+fn several_controllers_share_one_coprocessor() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let out = build_and_run(
+        Path::new(&format!("{dir}/tests/c/many_controllers.c")),
+        "many_controllers",
+    );
+    assert!(out.contains("many controllers ok"), "{out}");
+}

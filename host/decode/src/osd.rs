@@ -39,6 +39,13 @@ use crate::sparse::SparseMatrix;
 /// Set by the first clamped order in this process, so the warning is given once.
 static CLAMP_WARNED: AtomicBool = AtomicBool::new(false);
 
+/// Turns off the library's one log line about a clamped OSD order, for a caller that reports
+/// the clamp itself (the CLI names the file the checks came from).
+pub fn report_clamp_myself() {
+    // Relaxed: as in `Osd::build`, the flag orders no other memory.
+    CLAMP_WARNED.store(true, Ordering::Relaxed);
+}
+
 /// The order OSD-CS runs with when `order` is asked for on checks with `free_columns` free
 /// (non-pivot) columns, `n − rank(H)`: `min(order, free_columns)`.
 pub fn effective_order(order: usize, free_columns: usize) -> usize {

@@ -256,6 +256,7 @@ pub struct DemSummary {
 
 /// Runs `backline decode`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    backline_decode::osd::report_clamp_myself();
     match (&args.checks, &args.dem) {
         (Some(_), _) => run_checks(&args),
         (None, Some(_)) => run_dem(&args),
@@ -314,7 +315,8 @@ fn bposd_flags(a: &Args) -> Vec<&'static str> {
     v
 }
 
-/// Says once, on stderr, that the OSD order was clamped.
+/// Says once, on stderr, that the OSD order was clamped (in place of the library's log line,
+/// which cannot name the file).
 fn warn_clamp(decoder: &BpOsdDecoder, what: &str) {
     if let Some(osd) = decoder.osd()
         && osd.order() < osd.requested_order()

@@ -26,17 +26,25 @@ def arguments(description: str) -> argparse.Namespace:
     p.add_argument("--iters", type=int, default=10, help="BP iterations (default 10)")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--transport", default="memcpy", help="memcpy (default), shm, udp or rdma")
+    p.add_argument("--fpga", action="store_true",
+                   help="an FPGA controller (the simulated board, bridged to the decoder)")
     p.add_argument("--print-after-all", action="store_true")
     return p.parse_args()
 
 
-def placement(args) -> Backline:
+def placement(args, hardware: str = "cpu") -> Backline:
+    """The BP-OSD placement; ``hardware="fpga"``: the (simulated) board as the controller,
+    its ERNIC bridged to the decoder in an executor process over shm."""
     decoder = backline.css_bp_decoder(HX, HZ, postprocess="osd", num_iters=args.iters)
-    remote = False if args.transport in ("memcpy", "shm", "udp") else "process"
+    if hardware == "fpga":
+        remote, transport = "process", "rdma"
+    else:
+        remote = False if args.transport in ("memcpy", "shm", "udp") else "process"
+        transport = args.transport
     return Backline(
-        controller=Controller(hardware="cpu", wires=N + 1),
+        controller=Controller(hardware=hardware, wires=N + 1),
         coprocessors=[Coprocessor(hardware="cpu", coprocessor_fn=decoder, remote=remote)],
-        transport=args.transport,
+        transport=transport,
         seed=args.seed,
         print_after_all=args.print_after_all,
     )

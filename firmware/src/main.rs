@@ -440,9 +440,6 @@ fn summary_json(
     trace: &Trace,
     extra: serde_json::Map<String, serde_json::Value>,
 ) -> anyhow::Result<String> {
-    let Some(s) = trace.summary() else {
-        bail!("no warm round completed: nothing to summarise");
-    };
     let round0 = trace
         .cold_rows()
         .next()
@@ -458,17 +455,24 @@ fn summary_json(
         extra.insert("split".into(), serde_json::to_value(m)?);
         extra.insert("service".into(), trace.meta("service").unwrap_or("").into());
     }
-    let r = JsonReport {
-        transport: "ernic".into(),
-        responder: "peer".into(),
-        rounds: trace.rows.len() as u64,
-        completed,
-        stats: JsonStats::new(&s, round0),
-        baseline: None,
-        ratio_median: None,
-        extra,
-    };
-    Ok(r.to_line())
+    let rounds = trace.rows.len() as u64;
+    Ok(match trace.summary() {
+        Some(s) => JsonReport {
+            transport: "ernic".into(),
+            responder: "peer".into(),
+            rounds,
+            completed,
+            stats: JsonStats::new(&s, round0),
+            baseline: None,
+            ratio_median: None,
+            extra,
+        }
+        .to_line(),
+        // Every warm round timed out or saturated the trace entry: the counts say so.
+        None => backline_bench::report::json_line_without_stats(
+            "ernic", "peer", rounds, completed, extra,
+        ),
+    })
 }
 
 fn summary_table(title: String, trace: &Trace) -> String {

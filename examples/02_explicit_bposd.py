@@ -2,7 +2,11 @@
 itself; the coprocessor is BP-OSD built from the [[13,1,3]] code's Hx and Hz with
 ``css_bp_decoder``; the reply (one bit per qubit) is applied with ``qml.cond``.
 
-    python examples/02_explicit_bposd.py [--shots 1000] [--p 0.03] [--gpu [BACKEND]] [--transport udp]
+    python examples/02_explicit_bposd.py [--shots 1000] [--p 0.03] [--gpu [BACKEND]] [--transport udp] [--fpga]
+
+With ``--fpga`` the controller is the (simulated) FPGA board, whose ERNIC delivers each
+syndrome to the BP-OSD decoder in an executor process (demo 4's placement with this
+program).
 """
 
 import pennylane as qml
@@ -11,7 +15,7 @@ from memory13 import N, arguments, placement, prepare_and_measure_z_checks, repo
 from backline import Z_CHECKS, decode
 
 args = arguments(__doc__)
-dev = placement(args)
+dev = placement(args, "fpga" if args.fpga else "cpu")
 
 
 @qml.set_shots(args.shots)

@@ -29,18 +29,27 @@ def arguments(description: str) -> argparse.Namespace:
     p.add_argument("--gpu", nargs="?", const="auto", default=None, metavar="BACKEND",
                    help="run BP+OSD on a GPU: auto (CUDA, else HIP), cuda, hip, or emu (the same "
                         "kernels on CPU threads, for machines without a GPU)")
+    p.add_argument("--fpga", action="store_true",
+                   help="an FPGA controller (the simulated board, bridged to the decoder)")
     p.add_argument("--print-after-all", action="store_true")
     return p.parse_args()
 
 
-def placement(args) -> Backline:
+def placement(args, hardware: str = "cpu") -> Backline:
+    """The BP-OSD placement; ``hardware="fpga"``: the (simulated) board as the controller,
+    its ERNIC bridged to the decoder in an executor process over shm."""
     decoder = backline.css_bp_decoder(HX, HZ, postprocess="osd", num_iters=args.iters)
-    remote = False if args.transport in ("memcpy", "shm", "udp") else "process"
-    gpu = {"hardware": "gpu", "init_args": {"backend": args.gpu}} if args.gpu else {"hardware": "cpu"}
+    if hardware == "fpga":
+        remote, transport = "process", "rdma"
+    else:
+        remote = False if args.transport in ("memcpy", "shm", "udp") else "process"
+        transport = args.transport
+    backend = getattr(args, "gpu", None)
+    gpu = {"hardware": "gpu", "init_args": {"backend": backend}} if backend else {"hardware": "cpu"}
     return Backline(
-        controller=Controller(hardware="cpu", wires=N + 1),
+        controller=Controller(hardware=hardware, wires=N + 1),
         coprocessors=[Coprocessor(coprocessor_fn=decoder, remote=remote, **gpu)],
-        transport=args.transport,
+        transport=transport,
         seed=args.seed,
         print_after_all=args.print_after_all,
     )

@@ -1,11 +1,38 @@
 //! Verilates `bitstreams/rtl/hwhs.v` and compiles it with the C++ shim into a static library.
 //!
 //! Without `verilator` on the PATH (or with `BACKLINE_SIM_NO_VERILATOR=1`) the crate still
-//! builds: the `backline_verilator` cfg stays off and `HwhsSim::new` returns an error that
-//! says how to fix it. `VERILATOR` and `CXX` override the tools.
+//! builds: the `backline_verilator` cfg stays off, `BACKLINE_SIM_BUILD` says why (the
+//! binaries print it in `--version` and `sim --help`), and `HwhsSim::new` returns an error
+//! that names the command that fixes it. Such a build watches every directory of `PATH`, so
+//! the first build after Verilator is installed runs this script again and picks it up —
+//! no `cargo clean`. `VERILATOR` and `CXX` override the tools.
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// The verilator binary the build would run: `$VERILATOR`, else `verilator` on the PATH.
+fn find_verilator() -> Option<PathBuf> {
+    if let Some(v) = env::var_os("VERILATOR") {
+        return Some(PathBuf::from(v));
+    }
+    env::split_paths(&env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("verilator"))
+        .find(|p| p.is_file())
+}
+
+/// Re-runs this script when anything on the PATH changes (a tool installed or removed).
+fn watch_path() {
+    for d in env::split_paths(&env::var_os("PATH").unwrap_or_default()) {
+        if d.is_dir() {
+            println!("cargo::rerun-if-changed={}", d.display());
+        }
+    }
+}
+
+fn without(why: &str) {
+    println!("cargo::rustc-env=BACKLINE_SIM_BUILD=built without Verilator: {why}");
+    println!("cargo::warning=backline-sim built without the engine model: {why}");
+}
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(backline_verilator)");
@@ -17,13 +44,17 @@ fn main() {
     println!("cargo::rerun-if-env-changed=BACKLINE_SIM_NO_VERILATOR");
     println!("cargo::rerun-if-env-changed=VERILATOR");
     println!("cargo::rerun-if-env-changed=CXX");
+    println!("cargo::rerun-if-env-changed=PATH");
     if env::var_os("BACKLINE_SIM_NO_VERILATOR").is_some_and(|v| v != "0") {
-        println!(
-            "cargo::warning=BACKLINE_SIM_NO_VERILATOR set: backline-sim built without Verilator"
-        );
+        without("BACKLINE_SIM_NO_VERILATOR is set");
         return;
     }
-    let verilator = env::var("VERILATOR").unwrap_or_else(|_| "verilator".into());
+    let Some(verilator) = find_verilator() else {
+        watch_path();
+        without("no `verilator` on the PATH at build time");
+        return;
+    };
+    println!("cargo::rerun-if-changed={}", verilator.display());
     let root = match Command::new(&verilator)
         .arg("--getenv")
         .arg("VERILATOR_ROOT")
@@ -31,13 +62,25 @@ fn main() {
     {
         Ok(o) if o.status.success() => PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()),
         _ => {
-            println!(
-                "cargo::warning=verilator not found: backline-sim built without the engine model \
-                 (install verilator 5 and rebuild to run simulations)"
-            );
+            watch_path();
+            without(&format!(
+                "`{} --getenv VERILATOR_ROOT` failed",
+                verilator.display()
+            ));
             return;
         }
     };
+    let version = Command::new(&verilator)
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let version = version
+        .split(" 20")
+        .next()
+        .unwrap_or("Verilator")
+        .to_string();
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     let mdir = out.join("vl");
     let _ = std::fs::remove_dir_all(&mdir);
@@ -100,6 +143,7 @@ fn main() {
     println!("cargo::rustc-link-lib=dylib=stdc++");
     println!("cargo::rustc-link-lib=dylib=pthread");
     println!("cargo::rustc-cfg=backline_verilator");
+    println!("cargo::rustc-env=BACKLINE_SIM_BUILD=engine model built with {version}");
     let _ = Path::new(&rtl);
 }
 

@@ -16,4 +16,4 @@ pub mod trace;
 
 pub use report::{JsonReport, Table};
 pub use stats::Summary;
-pub use trace::{Clock, Trace, TraceError, TraceRow};
+pub use trace::{Clock, CycleSplit, SplitMedians, Trace, TraceError, TraceRow};

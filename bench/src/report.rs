@@ -184,9 +184,42 @@ impl JsonReport {
     }
 }
 
+/// The `--json` line of a run in which no warm round completed with a usable RTT (every one
+/// timed out or saturated the trace entry): the same fields as [`JsonReport`]'s but the
+/// statistics, which are absent.
+pub fn json_line_without_stats(
+    transport: &str,
+    responder: &str,
+    rounds: u64,
+    completed: u64,
+    extra: serde_json::Map<String, serde_json::Value>,
+) -> String {
+    let mut m = serde_json::Map::new();
+    m.insert("transport".into(), transport.into());
+    m.insert("responder".into(), responder.into());
+    m.insert("rounds".into(), rounds.into());
+    m.insert("completed".into(), completed.into());
+    m.extend(extra);
+    serde_json::Value::Object(m).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_without_statistics_still_has_its_counts() {
+        let mut extra = serde_json::Map::new();
+        extra.insert("mismatches".into(), 0.into());
+        let line = json_line_without_stats("ernic", "echo", 10, 0, extra);
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            (v["rounds"].as_u64(), v["completed"].as_u64()),
+            (Some(10), Some(0))
+        );
+        assert_eq!(v["mismatches"], 0);
+        assert!(v.get("median_ns").is_none());
+    }
 
     #[test]
     fn table_prints_microseconds_and_ratios() {

@@ -15,6 +15,11 @@
 //! `rtt_cycles` is filled when the times come from an engine clock (`clock: cycles @ 200 MHz`),
 //! and `rtt_ns` is then `rtt_cycles × 1000 / MHz`. `quiet_ns` is the pacer's quiet period
 //! before the round, never part of the RTT. `status` is a [`RoundStatus`] name.
+//!
+//! A trace of the simulated board may split each RTT into its parts ([`CycleSplit`]): three
+//! more columns, [`SPLIT_COLUMNS`], `engine_cycles` (simulated), `fabric_cycles` (the fabric
+//! model) and `service_cycles` (the remote side's service: measured for a real coprocessor),
+//! which add up to `rtt_cycles`; empty for a round without a reply.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -33,6 +38,55 @@ pub const COLUMNS: [&str; 6] = [
     "status",
     "cold",
 ];
+
+/// The extra columns of a trace with split RTTs, after [`COLUMNS`].
+pub const SPLIT_COLUMNS: [&str; 3] = ["engine_cycles", "fabric_cycles", "service_cycles"];
+
+/// One RTT split into its parts, cycles: they add up to the round's `rtt_cycles`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CycleSplit {
+    /// The engine's own cycles (simulated RTL and the ERNIC model's fixed costs).
+    pub engine_cycles: u64,
+    /// The modelled fabric, both legs.
+    pub fabric_cycles: u64,
+    /// The remote side's service time (measured for a real coprocessor).
+    pub service_cycles: u64,
+}
+
+/// Medians of the parts of the split warm, completed rounds ([`Trace::split_medians`]).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct SplitMedians {
+    /// Rounds that had a split.
+    pub rounds: u64,
+    /// Median engine cycles.
+    pub engine_cycles: f64,
+    /// Median fabric cycles.
+    pub fabric_cycles: f64,
+    /// Median service cycles.
+    pub service_cycles: f64,
+}
+
+impl SplitMedians {
+    /// One line for a summary: `RTT split (median of 9999 rounds): engine 52 cycles
+    /// (simulated) + fabric 460 cycles (model) + service 3010 cycles (measured: …)`.
+    pub fn line(&self, service: &str) -> String {
+        format!(
+            "RTT split (median of {} rounds): engine {} cycles (simulated) + fabric {} cycles \
+             (model) + service {} cycles ({service})",
+            self.rounds, self.engine_cycles, self.fabric_cycles, self.service_cycles
+        )
+    }
+}
+
+fn median(mut v: Vec<u64>) -> f64 {
+    v.sort_unstable();
+    let n = v.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => v[n / 2] as f64,
+        _ => (v[n / 2 - 1] + v[n / 2]) as f64 / 2.0,
+    }
+}
 
 /// Where a trace's times come from.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -183,6 +237,9 @@ pub struct Trace {
     pub meta: Vec<(String, String)>,
     /// One row per round.
     pub rows: Vec<TraceRow>,
+    /// The RTT split of each row (empty: the trace has no split; else one per row, `None`
+    /// for a round without a reply).
+    pub splits: Vec<Option<CycleSplit>>,
 }
 
 impl Trace {
@@ -192,7 +249,48 @@ impl Trace {
             clock,
             meta: Vec::new(),
             rows: Vec::with_capacity(rounds),
+            splits: Vec::new(),
         }
+    }
+
+    /// Splits every completed row's RTT with `(fabric, service)` cycles per round (by row
+    /// index): the engine's part is the rest. Rows without a reply, or beyond `parts`, get
+    /// none.
+    pub fn set_splits(&mut self, parts: &[(u64, u64)]) {
+        self.splits = self
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(k, r)| {
+                let (fabric, service) = *parts.get(k)?;
+                let rtt = r.rtt_cycles.filter(|_| r.status == RoundStatus::Ok)?;
+                Some(CycleSplit {
+                    engine_cycles: rtt.saturating_sub(fabric + service),
+                    fabric_cycles: fabric,
+                    service_cycles: service,
+                })
+            })
+            .collect();
+    }
+
+    /// Medians of the split parts over the warm, completed rounds that have one.
+    pub fn split_medians(&self) -> Option<SplitMedians> {
+        let parts: Vec<CycleSplit> = self
+            .rows
+            .iter()
+            .zip(&self.splits)
+            .filter(|(r, _)| !r.cold && r.status == RoundStatus::Ok)
+            .filter_map(|(_, s)| *s)
+            .collect();
+        if parts.is_empty() {
+            return None;
+        }
+        Some(SplitMedians {
+            rounds: parts.len() as u64,
+            engine_cycles: median(parts.iter().map(|p| p.engine_cycles).collect()),
+            fabric_cycles: median(parts.iter().map(|p| p.fabric_cycles).collect()),
+            service_cycles: median(parts.iter().map(|p| p.service_cycles).collect()),
+        })
     }
 
     /// Adds a header line.
@@ -249,19 +347,35 @@ impl Trace {
         for (k, v) in &self.meta {
             writeln!(out, "# {k}: {}", v.replace('\n', " "))?;
         }
-        writeln!(out, "{}", COLUMNS.join(","))?;
-        for r in &self.rows {
+        let split = !self.splits.is_empty();
+        if split {
+            writeln!(out, "{},{}", COLUMNS.join(","), SPLIT_COLUMNS.join(","))?;
+        } else {
+            writeln!(out, "{}", COLUMNS.join(","))?;
+        }
+        for (k, r) in self.rows.iter().enumerate() {
             match r.rtt_cycles {
                 Some(c) => write!(out, "{},{:.1},{c},", r.round, r.rtt_ns)?,
                 None => write!(out, "{},{:.1},,", r.round, r.rtt_ns)?,
             }
-            writeln!(
+            write!(
                 out,
                 "{:.0},{},{}",
                 r.quiet_ns,
                 r.status.name(),
                 u8::from(r.cold)
             )?;
+            if split {
+                match self.splits.get(k).copied().flatten() {
+                    Some(p) => write!(
+                        out,
+                        ",{},{},{}",
+                        p.engine_cycles, p.fabric_cycles, p.service_cycles
+                    )?,
+                    None => write!(out, ",,,")?,
+                }
+            }
+            writeln!(out)?;
         }
         out.flush()
     }
@@ -335,7 +449,11 @@ impl Trace {
         let mut clock = None;
         let mut meta = Vec::new();
         let mut rows = Vec::new();
+        let mut splits = Vec::new();
         let mut header_seen = false;
+        let mut split = false;
+        let plain = COLUMNS.join(",");
+        let with_split = format!("{plain},{}", SPLIT_COLUMNS.join(","));
         while let Some((n, line)) = next(&mut lines).transpose()? {
             let line = line.trim_end();
             if let Some(kv) = line.strip_prefix("# ") {
@@ -351,10 +469,11 @@ impl Trace {
                 continue;
             }
             if !header_seen {
-                if line != COLUMNS.join(",") {
+                split = line == with_split;
+                if line != plain && !split {
                     return Err(err(
                         n,
-                        format!("expected column header `{}`", COLUMNS.join(",")),
+                        format!("expected column header `{plain}` or `{with_split}`"),
                     ));
                 }
                 header_seen = true;
@@ -363,21 +482,45 @@ impl Trace {
             if line.is_empty() {
                 continue;
             }
-            rows.push(parse_row(line).map_err(|m| err(n, m))?);
+            let (row, s) = parse_row(line, split).map_err(|m| err(n, m))?;
+            rows.push(row);
+            if split {
+                splits.push(s);
+            }
         }
         Ok(Trace {
             clock: clock.ok_or_else(|| err(2, "missing `# clock:` line".into()))?,
             meta,
             rows,
+            splits,
         })
     }
 }
 
-fn parse_row(line: &str) -> Result<TraceRow, String> {
+fn parse_row(line: &str, split: bool) -> Result<(TraceRow, Option<CycleSplit>), String> {
     let f: Vec<&str> = line.split(',').collect();
-    if f.len() != COLUMNS.len() {
-        return Err(format!("{} fields, expected {}", f.len(), COLUMNS.len()));
+    let want = COLUMNS.len() + if split { SPLIT_COLUMNS.len() } else { 0 };
+    if f.len() != want {
+        return Err(format!("{} fields, expected {want}", f.len()));
     }
+    let parts = if split && f[COLUMNS.len()..].iter().all(|v| !v.is_empty()) {
+        let int = |i: usize| -> Result<u64, String> {
+            f[COLUMNS.len() + i].parse().map_err(|_| {
+                format!(
+                    "{} `{}` is not an integer",
+                    SPLIT_COLUMNS[i],
+                    f[COLUMNS.len() + i]
+                )
+            })
+        };
+        Some(CycleSplit {
+            engine_cycles: int(0)?,
+            fabric_cycles: int(1)?,
+            service_cycles: int(2)?,
+        })
+    } else {
+        None
+    };
     // A time is a finite, non-negative number: `inf` or `NaN` would poison every statistic
     // and every plot axis after it.
     let num = |i: usize| -> Result<f64, String> {
@@ -390,7 +533,7 @@ fn parse_row(line: &str) -> Result<TraceRow, String> {
             Err(_) => Err(format!("{} `{}` is not a number", COLUMNS[i], f[i])),
         }
     };
-    Ok(TraceRow {
+    let row = TraceRow {
         round: f[0]
             .parse()
             .map_err(|_| format!("round `{}` is not an integer", f[0]))?,
@@ -410,7 +553,8 @@ fn parse_row(line: &str) -> Result<TraceRow, String> {
             "0" => false,
             o => return Err(format!("cold `{o}` is not 0 or 1")),
         },
-    })
+    };
+    Ok((row, parts))
 }
 
 #[cfg(test)]
@@ -445,6 +589,48 @@ mod tests {
         assert_eq!(text.lines().filter(|l| !l.starts_with('#')).count(), 1 + 3);
         let back = Trace::read_csv(&buf[..], "mem").unwrap();
         assert_eq!(back, t);
+    }
+
+    #[test]
+    fn split_columns_round_trip_and_summarise() {
+        let mut t = sample();
+        t.splits = vec![
+            Some(CycleSplit {
+                engine_cycles: 100,
+                fabric_cycles: 460,
+                service_cycles: 340,
+            }),
+            Some(CycleSplit {
+                engine_cycles: 20,
+                fabric_cycles: 300,
+                service_cycles: 80,
+            }),
+            None,
+        ];
+        let mut buf = Vec::new();
+        t.write_csv(&mut buf).unwrap();
+        let text = String::from_utf8(buf.clone()).unwrap();
+        assert!(text.contains(
+            "round,rtt_ns,rtt_cycles,quiet_ns,status,cold,engine_cycles,fabric_cycles,service_cycles\n"
+        ));
+        assert!(text.contains("\n1,2000.0,400,0,ok,0,20,300,80\n"), "{text}");
+        assert!(text.ends_with(",timeout,0,,,\n"), "{text}");
+        let back = Trace::read_csv(&buf[..], "mem").unwrap();
+        assert_eq!(back, t);
+        // Only the warm, completed round counts.
+        let m = back.split_medians().unwrap();
+        assert_eq!(
+            (m.rounds, m.engine_cycles, m.fabric_cycles, m.service_cycles),
+            (1, 20.0, 300.0, 80.0)
+        );
+        assert_eq!(sample().split_medians(), None);
+        let bad = text.replace(",20,300,80", ",x,300,80");
+        let e = Trace::read_csv(bad.as_bytes(), "s.csv").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("engine_cycles `x` is not an integer"),
+            "{e}"
+        );
     }
 
     #[test]

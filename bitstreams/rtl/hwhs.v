@@ -76,6 +76,7 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
     localparam  a_mismatch_count = 16'h70;
     localparam  a_last_reply = 16'h74;
     localparam  a_last_rpl_status = 16'h78;
+    localparam  a_last_rpl_len = 16'h7c;
     localparam  a_version = 16'h90;
     localparam  a_fsm_overhead = 16'h94;
     localparam  a_pacer_last = 16'hb0;
@@ -84,7 +85,7 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
     localparam  a_trace_count = 16'hd0;
     localparam  a_trace_status = 16'hd4;
     localparam  a_trace_data = 16'hdc;
-    localparam  k_version = 32'h424c0001;
+    localparam  k_version = 32'h424c0002;
     localparam  k_overhead = 32'h2;
     localparam  m_start = 32'h1;
     localparam  m_abort = 32'h2;
@@ -167,6 +168,7 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
     wire  fsm$ref_compare;
     wire  [31:0] fsm$ref_reply;
     reg  fsm$ref_mismatch;
+    wire  fsm$ref_wrong_len;
     wire  fsm$trace_record;
     wire  [31:0] fsm$trace_rtt;
     wire  fsm$sq_wr_en;
@@ -195,6 +197,7 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
     wire  [31:0] fsm$timeout_count;
     wire  [31:0] fsm$last_reply;
     wire  [31:0] fsm$last_status;
+    wire  [31:0] fsm$last_len;
     reg  pacer$clock;
     reg  pacer$load;
     reg  [31:0] pacer$freq;
@@ -228,6 +231,7 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
     wire  [31:0] refmem$expected;
     reg  refmem$compare;
     reg  [31:0] refmem$reply;
+    reg  refmem$wrong_len;
     wire  refmem$mismatch;
     wire  [31:0] refmem$mismatches;
     reg  [31:0] r_qp_num$d;
@@ -384,6 +388,7 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         .ref_compare(fsm$ref_compare),
         .ref_reply(fsm$ref_reply),
         .ref_mismatch(fsm$ref_mismatch),
+        .ref_wrong_len(fsm$ref_wrong_len),
         .trace_record(fsm$trace_record),
         .trace_rtt(fsm$trace_rtt),
         .sq_wr_en(fsm$sq_wr_en),
@@ -411,7 +416,8 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         .last_rtt(fsm$last_rtt),
         .timeout_count(fsm$timeout_count),
         .last_reply(fsm$last_reply),
-        .last_status(fsm$last_status)
+        .last_status(fsm$last_status),
+        .last_len(fsm$last_len)
     );
     top$pacer pacer(
         .clock(pacer$clock),
@@ -451,6 +457,7 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         .expected(refmem$expected),
         .compare(refmem$compare),
         .reply(refmem$reply),
+        .wrong_len(refmem$wrong_len),
         .mismatch(refmem$mismatch),
         .mismatches(refmem$mismatches)
     );
@@ -808,6 +815,7 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         fsm$ref_syndrome = refmem$syndrome;
         refmem$compare = fsm$ref_compare;
         refmem$reply = fsm$ref_reply;
+        refmem$wrong_len = fsm$ref_wrong_len;
         fsm$ref_mismatch = refmem$mismatch;
         trace$clear = fsm$soft_reset | (ctrl_write & |(axi$wr_data & m_trace_clear));
         trace$enable = |(r_trace_ctrl$q & m_trace_enable);
@@ -1003,6 +1011,10 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         if (axi$rd_addr == a_last_rpl_status) begin
             axi$rd_ok = 1'b1;
             axi$rd_data = fsm$last_status;
+        end
+        if (axi$rd_addr == a_last_rpl_len) begin
+            axi$rd_ok = 1'b1;
+            axi$rd_data = fsm$last_len;
         end
         if (axi$rd_addr == a_version) begin
             axi$rd_ok = 1'b1;
@@ -1474,7 +1486,7 @@ module top$axi_err(d,q,clock);
 endmodule // top$axi_err
 
 
-module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pay_len,rpl_len,decoder_id,rounds,sq_base,sq_depth,ring_depth,timeout,wqe_opcode,wqe_rkey,wqe_rva_lo,wqe_rva_hi,wqe_laddr_lo,wqe_laddr_hi,payload0,payload1,payload2,payload3,ref_len,pacer_arm,pacer_fire,ref_addr,ref_syndrome,ref_compare,ref_reply,ref_mismatch,trace_record,trace_rtt,sq_wr_en,sq_wr_addr,sq_wr_data,db_valid,db_sq_pi,cq_valid,cq_wrid,rx_wr_en,rx_wr_addr,rx_wr_data,req_rd_addr,req_rd_data,tx_valid,tx_data,state_code,busy,done,reply_seen,timed_out,mismatch,running,round_count,last_rtt,timeout_count,last_reply,last_status);
+module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pay_len,rpl_len,decoder_id,rounds,sq_base,sq_depth,ring_depth,timeout,wqe_opcode,wqe_rkey,wqe_rva_lo,wqe_rva_hi,wqe_laddr_lo,wqe_laddr_hi,payload0,payload1,payload2,payload3,ref_len,pacer_arm,pacer_fire,ref_addr,ref_syndrome,ref_compare,ref_reply,ref_mismatch,ref_wrong_len,trace_record,trace_rtt,sq_wr_en,sq_wr_addr,sq_wr_data,db_valid,db_sq_pi,cq_valid,cq_wrid,rx_wr_en,rx_wr_addr,rx_wr_data,req_rd_addr,req_rd_data,tx_valid,tx_data,state_code,busy,done,reply_seen,timed_out,mismatch,running,round_count,last_rtt,timeout_count,last_reply,last_status,last_len);
     
     // Module arguments
     input wire  clock;
@@ -1512,6 +1524,7 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
     output reg  ref_compare;
     output reg  [31:0] ref_reply;
     input wire  ref_mismatch;
+    output reg  ref_wrong_len;
     output reg  trace_record;
     output reg  [31:0] trace_rtt;
     output reg  sq_wr_en;
@@ -1540,6 +1553,41 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
     output reg  [31:0] timeout_count;
     output reg  [31:0] last_reply;
     output reg  [31:0] last_status;
+    output reg  [31:0] last_len;
+    
+    // Constant declarations
+    localparam  k_w_wrid = 4'h0;
+    localparam  k_w_laddr_lo = 4'h1;
+    localparam  k_w_laddr_hi = 4'h2;
+    localparam  k_w_length = 4'h3;
+    localparam  k_w_opcode = 4'h4;
+    localparam  k_w_roffset_lo = 4'h5;
+    localparam  k_w_roffset_hi = 4'h6;
+    localparam  k_w_rtag = 4'h7;
+    localparam  k_w_immdt = 4'hc;
+    localparam  k_w_last = 4'hf;
+    localparam  k_h_len = 4'h0;
+    localparam  k_h_id = 4'h1;
+    localparam  k_h_status = 4'h2;
+    localparam  k_h_seq = 4'h3;
+    localparam  k_req_status = 32'h1010000;
+    localparam  k_hdr_bytes = 32'h10;
+    localparam  k_slot_bytes = 32'h40;
+    localparam  k_slot_shift = 32'h6;
+    localparam  k_r_len = 10'b1100;
+    localparam  k_r_status = 10'b1110;
+    localparam  k_r_seq = 10'b1111;
+    localparam  k_r_max = 6'b110000;
+    localparam  k_s_idle = 4'h0;
+    localparam  k_s_dat_rx = 4'h1;
+    localparam  k_s_wqe_post = 4'h2;
+    localparam  k_s_ring_sq = 4'h3;
+    localparam  k_s_wait_rpl = 4'h4;
+    localparam  k_s_poll_rpl = 4'h5;
+    localparam  k_s_join = 4'h6;
+    localparam  k_s_dat_tx = 4'h7;
+    localparam  k_s_next = 4'h8;
+    localparam  k_s_invalid = 4'hf;
     
     // Enums
     localparam State$Idle = 0;
@@ -1619,9 +1667,18 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
     reg  [31:0] posted_round$d;
     wire  [31:0] posted_round$q;
     reg  posted_round$clock;
-    reg  [1:0] join_step$d;
-    wire  [1:0] join_step$q;
+    reg  [2:0] join_step$d;
+    wire  [2:0] join_step$q;
     reg  join_step$clock;
+    reg  [5:0] rlen$d;
+    wire  [5:0] rlen$q;
+    reg  rlen$clock;
+    reg  [31:0] rword_a$d;
+    wire  [31:0] rword_a$q;
+    reg  rword_a$clock;
+    reg  [31:0] last_len_r$d;
+    wire  [31:0] last_len_r$q;
+    reg  last_len_r$clock;
     reg  [31:0] last_rtt_r$d;
     wire  [31:0] last_rtt_r$q;
     reg  last_rtt_r$clock;
@@ -1654,10 +1711,18 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
     // Local signals
     reg  [31:0] msg_len;
     reg  [3:0] pay_words;
+    reg  [1:0] pay_pad;
     reg  [3:0] hdr_idx;
     reg  [31:0] wqe_word;
     reg  [31:0] req_word;
+    reg  [31:0] region;
+    reg  [31:0] region_prev;
     reg  [9:0] slot_next;
+    reg  [5:0] rlen_clamped;
+    reg  [9:0] rlen_words;
+    reg  [1:0] rpad;
+    reg  [31:0] rword0;
+    reg  [31:0] rmask;
     
     // Sub module instances
     top$fsm$state state(
@@ -1775,6 +1840,21 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         .q(join_step$q),
         .clock(join_step$clock)
     );
+    top$fsm$rlen rlen(
+        .d(rlen$d),
+        .q(rlen$q),
+        .clock(rlen$clock)
+    );
+    top$fsm$rword_a rword_a(
+        .d(rword_a$d),
+        .q(rword_a$q),
+        .clock(rword_a$clock)
+    );
+    top$fsm$last_len_r last_len_r(
+        .d(last_len_r$d),
+        .q(last_len_r$q),
+        .clock(last_len_r$clock)
+    );
     top$fsm$last_rtt_r last_rtt_r(
         .d(last_rtt_r$d),
         .q(last_rtt_r$q),
@@ -1845,6 +1925,9 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         posted_valid$clock = clock;
         posted_round$clock = clock;
         join_step$clock = clock;
+        rlen$clock = clock;
+        rword_a$clock = clock;
+        last_len_r$clock = clock;
         last_rtt_r$clock = clock;
         timeouts$clock = clock;
         last_reply_r$clock = clock;
@@ -1875,6 +1958,9 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         posted_valid$d = posted_valid$q;
         posted_round$d = posted_round$q;
         join_step$d = join_step$q;
+        rlen$d = rlen$q;
+        rword_a$d = rword_a$q;
+        last_len_r$d = last_len_r$q;
         last_rtt_r$d = last_rtt_r$q;
         timeouts$d = timeouts$q;
         last_reply_r$d = last_reply_r$q;
@@ -1896,69 +1982,84 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
                 clr$d = 1'b0;
             end
         end
-        rpl$read_address = slot_base$q + 32'hf;
+        rpl$read_address = slot_base$q + k_r_seq;
         pacer_arm = 1'b0;
         ref_compare = 1'b0;
         trace_record = 1'b0;
         db_valid = 1'b0;
         tx_valid = 1'b0;
         sq_wr_en = 1'b0;
-        msg_len = pay_len + 32'h10;
-        pay_words = ((pay_len >> 32'h2) & 4'hf);
+        msg_len = pay_len + k_hdr_bytes;
+        pay_words = (((pay_len + 32'h3) >> 32'h2) & 4'hf);
+        pay_pad = ~pay_len[(32'h0)+:(2)] + 32'h1;
         slot_next = (((round$q & (ring_depth - 32'h1)) << 32'h4) & 10'h3ff);
         hdr_idx = ((req_rd_addr) & 4'hf) - pay_words;
+        region = payload3;
+        region_prev = payload2;
+        if (req_rd_addr == 32'h0) begin
+            region = req_w0$q;
+            region_prev = 32'h0;
+        end
+        if (req_rd_addr == 32'h1) begin
+            region = payload1;
+            region_prev = req_w0$q;
+        end
+        if (req_rd_addr == 32'h2) begin
+            region = payload2;
+            region_prev = payload1;
+        end
         req_word = pay_len;
         if (((req_rd_addr) & 4'hf) < pay_words) begin
-            req_word = payload3;
-            if (req_rd_addr == 32'h0) begin
-                req_word = req_w0$q;
+            req_word = region;
+            if (pay_pad == 32'h1) begin
+                req_word = (region << 32'h8) | (region_prev >> 32'h18);
             end
-            if (req_rd_addr == 32'h1) begin
-                req_word = payload1;
+            if (pay_pad == 32'h2) begin
+                req_word = (region << 32'h10) | (region_prev >> 32'h10);
             end
-            if (req_rd_addr == 32'h2) begin
-                req_word = payload2;
+            if (pay_pad == 32'h3) begin
+                req_word = (region << 32'h18) | (region_prev >> 32'h8);
             end
         end
         else begin
-            if (hdr_idx == 32'h1) begin
+            if (hdr_idx == k_h_id) begin
                 req_word = decoder_id;
             end
-            if (hdr_idx == 32'h2) begin
-                req_word = 32'h1010000;
+            if (hdr_idx == k_h_status) begin
+                req_word = k_req_status;
             end
-            if (hdr_idx == 32'h3) begin
+            if (hdr_idx == k_h_seq) begin
                 req_word = req_seq$q;
             end
         end
         req_out$d = req_word;
         req_rd_data = req_out$q;
         wqe_word = 32'h0;
-        if (post_word$q == 32'h0) begin
+        if (post_word$q == k_w_wrid) begin
             wqe_word = ((post_round$q[(32'h0)+:(16)]) & 32'hffffffff);
         end
-        if (post_word$q == 32'h2) begin
-            wqe_word = wqe_laddr_lo;
+        if (post_word$q == k_w_laddr_lo) begin
+            wqe_word = wqe_laddr_lo + ((pay_pad) & 32'hffffffff);
         end
-        if (post_word$q == 32'h3) begin
+        if (post_word$q == k_w_laddr_hi) begin
             wqe_word = wqe_laddr_hi;
         end
-        if (post_word$q == 32'h4) begin
+        if (post_word$q == k_w_length) begin
             wqe_word = msg_len;
         end
-        if (post_word$q == 32'h5) begin
+        if (post_word$q == k_w_opcode) begin
             wqe_word = wqe_opcode;
         end
-        if (post_word$q == 32'h6) begin
-            wqe_word = wqe_rva_lo + ((post_round$q & (ring_depth - 32'h1)) << 32'h6) + 32'h40 - msg_len;
+        if (post_word$q == k_w_roffset_lo) begin
+            wqe_word = wqe_rva_lo + ((post_round$q & (ring_depth - 32'h1)) << 32'h6) + k_slot_bytes - msg_len;
         end
-        if (post_word$q == 32'h7) begin
+        if (post_word$q == k_w_roffset_hi) begin
             wqe_word = wqe_rva_hi;
         end
-        if (post_word$q == 32'h8) begin
+        if (post_word$q == k_w_rtag) begin
             wqe_word = wqe_rkey;
         end
-        if (post_word$q == 32'he) begin
+        if (post_word$q == k_w_immdt) begin
             wqe_word = post_round$q + 32'h1;
         end
         sq_wr_addr = sq_base + ((post_round$q & (sq_depth - 32'h1)) << 32'h6) + (((post_word$q) & 32'hffffffff) << 32'h2);
@@ -1966,12 +2067,42 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         if (post_busy$q) begin
             sq_wr_en = 1'b1;
             post_word$d = post_word$q + 32'h1;
-            if (post_word$q == 32'hf) begin
+            if (post_word$q == k_w_last) begin
                 post_busy$d = 1'b0;
                 posted_valid$d = 1'b1;
                 posted_round$d = post_round$q;
             end
         end
+        rlen_clamped = ((rpl$read_data) & 6'h3f);
+        if (rpl$read_data > ((k_r_max) & 32'hffffffff)) begin
+            rlen_clamped = k_r_max;
+        end
+        rlen_words = (((rlen$q + 32'h3) >> 32'h2) & 10'h3ff);
+        rpad = ~rlen$q[(32'h0)+:(2)] + 32'h1;
+        rword0 = rword_a$q;
+        if (rpad == 32'h1) begin
+            rword0 = (rword_a$q >> 32'h8) | (rpl$read_data << 32'h18);
+        end
+        if (rpad == 32'h2) begin
+            rword0 = (rword_a$q >> 32'h10) | (rpl$read_data << 32'h10);
+        end
+        if (rpad == 32'h3) begin
+            rword0 = (rword_a$q >> 32'h18) | (rpl$read_data << 32'h8);
+        end
+        rmask = 64'hffffffff;
+        if (rlen$q == 32'h3) begin
+            rmask = 64'hffffff;
+        end
+        if (rlen$q == 32'h2) begin
+            rmask = 64'hffff;
+        end
+        if (rlen$q == 32'h1) begin
+            rmask = 64'hff;
+        end
+        if (rlen$q == 32'h0) begin
+            rmask = 32'h0;
+        end
+        ref_wrong_len = ((rlen$q) & 32'hffffffff) != rpl_len;
         if (((state$q == State$WaitRpl) | (state$q == State$PollRpl)) & ~seen$q & ~to$q & (rpl$read_data == req_seq$q)) begin
             seen$d = 1'b1;
             rtt_cap$d = rtt$q;
@@ -1996,7 +2127,7 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         case (state$q)
             State$Idle:
                 begin
-                    state_code = 32'h0;
+                    state_code = k_s_idle;
                     if ((start | start_pending$q) & ~clr$q) begin
                         start_pending$d = 1'b0;
                         done_l$d = 1'b0;
@@ -2023,7 +2154,7 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
                 end
             State$DatRx:
                 begin
-                    state_code = 32'h1;
+                    state_code = k_s_dat_rx;
                     req_w0$d = payload0;
                     if (use_ref) begin
                         req_w0$d = ref_syndrome;
@@ -2036,7 +2167,7 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
                 end
             State$WqePost:
                 begin
-                    state_code = 32'h2;
+                    state_code = k_s_wqe_post;
                     if (posted_valid$q & (posted_round$q == round$q)) begin
                         state$d = State$RingSq;
                     end
@@ -2049,14 +2180,14 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
                 end
             State$RingSq:
                 begin
-                    state_code = 32'h3;
+                    state_code = k_s_ring_sq;
                     db_valid = 1'b1;
                     rtt$d = 32'h1;
                     state$d = State$WaitRpl;
                 end
             State$WaitRpl:
                 begin
-                    state_code = 32'h4;
+                    state_code = k_s_wait_rpl;
                     if (cq_valid & (cq_wrid == round$q[(32'h0)+:(16)])) begin
                         if (prepost & ~post_busy$q) begin
                             post_busy$d = 1'b1;
@@ -2073,7 +2204,7 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
                 end
             State$PollRpl:
                 begin
-                    state_code = 32'h5;
+                    state_code = k_s_poll_rpl;
                     if (seen$q) begin
                         state$d = State$Join;
                     end
@@ -2084,25 +2215,36 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
                 end
             State$Join:
                 begin
-                    state_code = 32'h6;
+                    state_code = k_s_join;
                     if (join_step$q == 32'h0) begin
-                        rpl$read_address = slot_base$q + 32'hc - ((rpl_len >> 32'h2) & 10'h3ff);
+                        rpl$read_address = slot_base$q + k_r_len;
                         join_step$d = 32'h1;
                     end
                     if (join_step$q == 32'h1) begin
-                        rpl$read_address = slot_base$q + 32'he;
-                        if (~to$q) begin
-                            last_reply_r$d = rpl$read_data;
-                        end
+                        rlen$d = rlen_clamped;
+                        rpl$read_address = slot_base$q + k_r_len - (((rlen_clamped + 32'h3) >> 32'h2) & 10'h3ff);
                         join_step$d = 32'h2;
                     end
                     if (join_step$q == 32'h2) begin
-                        if (~to$q) begin
-                            last_status_r$d = rpl$read_data;
-                        end
+                        rword_a$d = rpl$read_data;
+                        rpl$read_address = slot_base$q + k_r_len - rlen_words + 32'h1;
                         join_step$d = 32'h3;
                     end
-                    if ((join_step$q == 32'h3) & ~post_busy$q) begin
+                    if (join_step$q == 32'h3) begin
+                        if (~to$q) begin
+                            last_reply_r$d = rword0 & rmask;
+                        end
+                        rpl$read_address = slot_base$q + k_r_status;
+                        join_step$d = 32'h4;
+                    end
+                    if (join_step$q == 32'h4) begin
+                        if (~to$q) begin
+                            last_status_r$d = rpl$read_data;
+                            last_len_r$d = ((rlen$q) & 32'hffffffff);
+                        end
+                        join_step$d = 32'h5;
+                    end
+                    if ((join_step$q == 32'h5) & ~post_busy$q) begin
                         join_step$d = 32'h0;
                         if (hw_loop) begin
                             state$d = State$DatTx;
@@ -2114,13 +2256,13 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
                 end
             State$DatTx:
                 begin
-                    state_code = 32'h7;
+                    state_code = k_s_dat_tx;
                     tx_valid = ~to$q;
                     state$d = State$Next;
                 end
             State$Next:
                 begin
-                    state_code = 32'h8;
+                    state_code = k_s_next;
                     round$d = round$q + 32'h1;
                     ref_idx$d = ref_idx$q + 32'h1;
                     if (((ref_idx$q) & 32'hffffffff) + 32'h1 >= ref_len) begin
@@ -2157,7 +2299,7 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
                 end
             default:
                 begin
-                    state_code = 32'hf;
+                    state_code = k_s_invalid;
                     state$d = State$Idle;
                 end
         endcase
@@ -2180,6 +2322,8 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
             timeouts$d = 32'h0;
             last_reply_r$d = 32'h0;
             last_status_r$d = 32'h0;
+            last_len_r$d = 32'h0;
+            rlen$d = 32'h0;
             start_pending$d = 1'b0;
             clr$d = 1'b1;
             clr_idx$d = 32'h0;
@@ -2195,6 +2339,7 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         timeout_count = timeouts$q;
         last_reply = last_reply_r$q;
         last_status = last_status_r$q;
+        last_len = last_len_r$q;
     end
     
 endmodule // top$fsm
@@ -2279,13 +2424,13 @@ endmodule // top$fsm$done_l
 module top$fsm$join_step(d,q,clock);
     
     // Module arguments
-    input wire  [1:0] d;
-    output reg  [1:0] q;
+    input wire  [2:0] d;
+    output reg  [2:0] q;
     input wire  clock;
     
     // Update code (custom)
     initial begin
-       q = 2'h0;
+       q = 3'h0;
     end
     
     always @(posedge clock) begin
@@ -2293,6 +2438,25 @@ module top$fsm$join_step(d,q,clock);
     end
           
 endmodule // top$fsm$join_step
+
+
+module top$fsm$last_len_r(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$fsm$last_len_r
 
 
 module top$fsm$last_reply_r(d,q,clock);
@@ -2542,6 +2706,25 @@ module top$fsm$req_w0(d,q,clock);
 endmodule // top$fsm$req_w0
 
 
+module top$fsm$rlen(d,q,clock);
+    
+    // Module arguments
+    input wire  [5:0] d;
+    output reg  [5:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 6'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$fsm$rlen
+
+
 module top$fsm$round(d,q,clock);
     
     // Module arguments
@@ -2645,6 +2828,25 @@ module top$fsm$run(d,q,clock);
     end
           
 endmodule // top$fsm$run
+
+
+module top$fsm$rword_a(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$fsm$rword_a
 
 
 module top$fsm$seen(d,q,clock);
@@ -4436,7 +4638,7 @@ module top$r_wqe_rva_lo$dff(d,q,clock);
 endmodule // top$r_wqe_rva_lo$dff
 
 
-module top$refmem(clock,clear,wr_syn,wr_exp,wr_addr,wr_data,rd_addr,syndrome,expected,compare,reply,mismatch,mismatches);
+module top$refmem(clock,clear,wr_syn,wr_exp,wr_addr,wr_data,rd_addr,syndrome,expected,compare,reply,wrong_len,mismatch,mismatches);
     
     // Module arguments
     input wire  clock;
@@ -4450,6 +4652,7 @@ module top$refmem(clock,clear,wr_syn,wr_exp,wr_addr,wr_data,rd_addr,syndrome,exp
     output reg  [31:0] expected;
     input wire  compare;
     input wire  [31:0] reply;
+    input wire  wrong_len;
     output reg  mismatch;
     output reg  [31:0] mismatches;
     
@@ -4515,8 +4718,8 @@ module top$refmem(clock,clear,wr_syn,wr_exp,wr_addr,wr_data,rd_addr,syndrome,exp
         exp$write_enable = wr_exp;
         syndrome = syn$read_data;
         expected = exp$read_data;
-        mismatch = reply != exp$read_data;
-        if (compare & (reply != exp$read_data)) begin
+        mismatch = (reply != exp$read_data) | wrong_len;
+        if (compare & ((reply != exp$read_data) | wrong_len)) begin
             count$d = count$q + 32'h1;
         end
         if (clear) begin

@@ -5,7 +5,7 @@
 //! ```no_run
 //! use backline_apu::{Board, Config, RunSpec, Mode};
 //!
-//! let mut board = Board::connect("sim:/tmp/board.sock")?; // reads the version registers
+//! let mut board = Board::connect("sim:/tmp/board.sock")?; // identifies both blocks
 //! board.setup(&Config::load("board.toml".as_ref())?)?; // handshake, bring-up
 //! let rep = board.run(&RunSpec::b2b(Mode::HwLoop, 10_000), &mut |_, _| {})?;
 //! let trace = board.read_trace()?;                     // backline bench's trace type
@@ -17,19 +17,21 @@ use serde::Serialize;
 use backline_bench::Trace;
 use backline_regmap as rm;
 
-use crate::bringup::{self, rd};
+use backline_board::ernic::{self, global as g, qp as q};
+use backline_board::{PeerInfo, fmt_mac};
+
+use crate::bringup;
 use crate::config::Config;
-use crate::ernic::{self, global as g, qp as q};
 use crate::error::Error;
 use crate::hwhs::{self, RoundOutcome, RunReport, RunSpec};
 use crate::mmio::{BackendSpec, Block, Mmio};
-use crate::peer::{self, PeerInfo};
+use crate::peer;
+use crate::regs::{rd, status_text, wait_idle, wr};
 
-/// A connected board: the versions have been read and are known.
+/// A connected board: both blocks have been identified ([`bringup::check_identity`]).
 #[derive(Debug)]
 pub struct Board<M: Mmio> {
     mmio: M,
-    version: ernic::Version,
 }
 
 /// What `setup` did.
@@ -91,13 +93,15 @@ pub struct HwhsInfo {
     pub trace_status: u32,
 }
 
-/// Versions and status registers (`backline-apu info`).
+/// Identity and status registers (`backline-apu info`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Info {
     /// The backend.
     pub backend: String,
-    /// ERNIC version (`XRNICVER`).
-    pub ernic_version: String,
+    /// The ERNIC register space the firmware programs ([`ernic::LAYOUT`]; the v3.x space has
+    /// no version register, so this is what the firmware assumes, checked only by the
+    /// reserved words reading 0).
+    pub ernic_layout: String,
     /// HWHS `VERSION` raw.
     pub hwhs_version: u32,
     /// `XRNICCONF.enable`.
@@ -132,16 +136,11 @@ impl Board<Box<dyn Mmio + Send>> {
 }
 
 impl<M: Mmio> Board<M> {
-    /// Connects: reads `XRNICVER` and the HWHS `VERSION` and refuses unknown layouts before
-    /// anything is written.
+    /// Connects: checks the ERNIC's reserved words and the HWHS `VERSION` and refuses an
+    /// unknown layout before anything is written.
     pub fn open(mut mmio: M) -> Result<Board<M>, Error> {
-        let version = bringup::check_versions(&mut mmio)?;
-        Ok(Board { mmio, version })
-    }
-
-    /// The ERNIC's version.
-    pub fn ernic_version(&self) -> ernic::Version {
-        self.version
+        bringup::check_identity(&mut mmio)?;
+        Ok(Board { mmio })
     }
 
     /// The register backend.
@@ -194,7 +193,7 @@ impl<M: Mmio> Board<M> {
         let status = h(m, rm::STATUS)?;
         let hwhs = HwhsInfo {
             status,
-            status_text: bringup::status_text(status),
+            status_text: status_text(status),
             flags: h(m, rm::FLAGS)?,
             qp_num: h(m, rm::QP_NUM)?,
             round_count: h(m, rm::ROUND_COUNT)?,
@@ -206,12 +205,12 @@ impl<M: Mmio> Board<M> {
         };
         Ok(Info {
             backend: m.describe(),
-            ernic_version: self.version.to_string(),
+            ernic_layout: ernic::LAYOUT.into(),
             hwhs_version: rd(m, Block::Hwhs, rm::VERSION)?,
             ernic_enabled: g::XRNICCONF_ENABLE.get(xc) == 1,
             num_qps,
             udp_source_port: g::XRNICCONF_UDP_SPORT.get(xc),
-            mac: crate::model::fmt_mac(mac),
+            mac: fmt_mac(mac),
             ip: ip.to_string(),
             intsts: rd(m, Block::Ernic, g::INTSTS.offset)?,
             qps,
@@ -236,15 +235,21 @@ impl<M: Mmio> Board<M> {
         let torn_down = bringup::teardown(&mut self.mmio)?;
         bringup::bring_up(&mut self.mmio, cfg, peer)?;
         let n = cfg.qp.number;
-        let statqp = rd(&mut self.mmio, Block::Ernic, ernic::qp_offset(n, q::STATQP))?;
-        if q::STATQP_ACTIVE.get(statqp) != 1 {
+        // PG332 has no "QP active" status bit: the QP is up when QPCONF reads back enabled
+        // and STATQP is not fatal.
+        let qpconf = rd(&mut self.mmio, Block::Ernic, ernic::qp_offset(n, q::QPCONF))?;
+        if q::QPCONF_ENABLE.get(qpconf) != 1 {
             return Err(Error::State {
-                register: format!("STATQP[QP {n}]"),
-                value: statqp,
-                reason: "the QP did not become active after QPCONF.enable".into(),
+                register: format!("QPCONF[QP {n}]"),
+                value: qpconf,
+                reason: "QPCONF.enable did not read back as set after the bring-up".into(),
             });
         }
-        bringup::wait_idle(&mut self.mmio, "after the bring-up's soft reset")?;
+        let statqp = rd(&mut self.mmio, Block::Ernic, ernic::qp_offset(n, q::STATQP))?;
+        if q::STATQP_FATAL.get(statqp) == 1 {
+            return Err(Error::QpFatal { qpn: n, statqp });
+        }
+        wait_idle(&mut self.mmio, "after the bring-up's soft reset")?;
         let s = rd(&mut self.mmio, Block::Hwhs, rm::STATUS)?;
         if rm::STATUS_AXI_ERR.get(s) == 1 {
             return Err(Error::State {
@@ -263,7 +268,7 @@ impl<M: Mmio> Board<M> {
             "QP {n} up: peer QP {:#x} at {} ({}), {} writes",
             peer.qpn,
             peer.ip,
-            crate::model::fmt_mac(peer.mac),
+            fmt_mac(peer.mac),
             writes
         );
         Ok(SetupReport {
@@ -331,9 +336,10 @@ impl<M: Mmio> Board<M> {
         hwhs::begin_rounds(&mut self.mmio)
     }
 
-    /// One round carrying `payload` (1 ..= 4 words); returns the reply word and the RTT.
-    pub fn round(&mut self, payload: &[u32]) -> Result<RoundOutcome, Error> {
-        hwhs::round(&mut self.mmio, payload)
+    /// One round carrying `payload` (1 ..= 16 bytes) to decoder `decoder_id`; returns the
+    /// reply (bytes 0..3 and its length), its status and the RTT.
+    pub fn round(&mut self, payload: &[u8], decoder_id: u32) -> Result<RoundOutcome, Error> {
+        hwhs::round(&mut self.mmio, payload, decoder_id)
     }
 
     /// Stops a hw-loop run.
@@ -345,13 +351,13 @@ impl<M: Mmio> Board<M> {
     /// soft-reset the HWHS (counters and trace cleared). Returns the QPs torn down.
     pub fn reset(&mut self) -> Result<Vec<u32>, Error> {
         let qps = bringup::teardown(&mut self.mmio)?;
-        bringup::wr(
+        wr(
             &mut self.mmio,
             Block::Hwhs,
             rm::CTRL,
             rm::CTRL_SOFT_RESET.bits(1),
         )?;
-        bringup::wait_idle(&mut self.mmio, "after CTRL.soft_reset")?;
+        wait_idle(&mut self.mmio, "after CTRL.soft_reset")?;
         Ok(qps)
     }
 

@@ -14,8 +14,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::ernic;
-use crate::model::mac_is_unicast;
+use backline_board::{ernic, mac_is_unicast};
 
 /// The text of `firmware/examples/sim-board.toml`.
 pub const SIM_EXAMPLE: &str = include_str!("../examples/sim-board.toml");
@@ -55,7 +54,7 @@ impl<'de> Deserialize<'de> for Mac {
 
 impl fmt::Display for Mac {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&crate::model::fmt_mac(self.0))
+        f.write_str(&backline_board::fmt_mac(self.0))
     }
 }
 
@@ -102,6 +101,10 @@ pub struct ErnicConfig {
     pub error_buffer_count: u32,
     /// Bytes per error buffer.
     pub error_buffer_bytes: u32,
+    /// Incoming-packet error status queue base (`IPKTERRQBA`; 64-byte aligned).
+    pub incoming_error_queue_base: u64,
+    /// Entries of that queue (`IPKTERRQSZ`).
+    pub incoming_error_queue_entries: u32,
     /// Incoming data buffer base (64-byte aligned).
     pub data_buffer_base: u64,
     /// Data buffers.
@@ -114,6 +117,9 @@ pub struct ErnicConfig {
     pub resp_error_buffer_count: u32,
     /// Bytes per response-error buffer.
     pub resp_error_buffer_bytes: u32,
+    /// Where the IP writes its response-error write pointer (`RESPERRBUFWPTR`; 4-byte
+    /// aligned).
+    pub resp_error_write_pointer: u64,
 }
 
 /// `[memory_region]`: the HWHS reply ring, registered so that the peer can write into it.
@@ -142,24 +148,25 @@ pub struct QpConfig {
     pub psn: u32,
     /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096.
     pub pmtu: u32,
-    /// SQ base (bus address of the SQ memory the HWHS writes WQEs into; 64-byte aligned,
+    /// SQ base (bus address of the SQ memory the HWHS writes WQEs into; 32-byte aligned,
     /// below 4 GiB because the HWHS's `SQ_BASE` is 32 bits).
     pub sq_base: u64,
     /// SQ depth in WQEs, a power of two 1 ..= 32768.
     pub sq_depth: u32,
-    /// RQ base (64-byte aligned).
+    /// RQ base (256-byte aligned).
     pub rq_base: u64,
     /// RQ depth in buffers, 1 ..= 65535.
     pub rq_depth: u32,
-    /// Bytes per RQ buffer, a multiple of 64 from 64 to 65472.
+    /// Bytes per RQ buffer, a multiple of 256 (`QPCONF.rq_buf_size` counts 256-byte units).
     pub rq_buffer_bytes: u32,
-    /// CQ base (64-byte aligned).
+    /// CQ base (32-byte aligned).
     pub cq_base: u64,
     /// Where the ERNIC writes the CQ head (4-byte aligned).
     pub cq_doorbell: u64,
     /// Where the ERNIC writes the RQ write pointer (4-byte aligned).
     pub rq_doorbell: u64,
-    /// Ack timeout exponent: 4.096 µs × 2^n, 0 ..= 31.
+    /// Ack timeout exponent: 4.096 µs × 2^n, 0 ..= 31 (`TIMEOUTCONF` holds 6 bits; the
+    /// InfiniBand range is 0 ..= 31).
     pub ack_timeout: u32,
     /// Retransmissions before the QP goes fatal, 0 ..= 7.
     pub retry_count: u32,
@@ -171,15 +178,16 @@ pub struct QpConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HwhsConfig {
-    /// Request payload bytes: 4, 8, 12 or 16.
+    /// Request payload bytes, 1 ..= 16.
     pub payload_bytes: u32,
-    /// Reply payload bytes: 4, 8, 12 or 16.
+    /// Reply payload bytes expected, 1 ..= 48.
     pub reply_bytes: u32,
     /// `decoder_id` of every request.
     pub decoder_id: u32,
     /// Slots of the request and reply rings (64-byte slots), a power of two 1 ..= 64.
     pub ring_depth: u32,
-    /// Bus address of the engine's request buffer as the ERNIC reads it (64-byte aligned).
+    /// Bus address of the engine's 32-byte request buffer as the ERNIC reads it (64-byte
+    /// aligned).
     pub request_buffer: u64,
     /// Reply timeout in µs (1 ..= 21,474,836: the 32-bit cycle counter at 200 MHz).
     pub timeout_us: u32,
@@ -265,9 +273,9 @@ fn range(field: &str, v: u64, lo: u64, hi: u64) -> Result<(), ConfigError> {
     Ok(())
 }
 
-fn payload(field: &str, v: u32) -> Result<(), ConfigError> {
-    if !v.is_multiple_of(4) || !(4..=backline_regmap::MAX_PAYLOAD_BYTES).contains(&v) {
-        return Err(bad(field, v, "the HWHS takes 4, 8, 12 or 16 bytes"));
+fn bytes(field: &str, v: u32, max: u32) -> Result<(), ConfigError> {
+    if !(1..=max).contains(&v) {
+        return Err(bad(field, v, format!("the HWHS takes 1 ..= {max} bytes")));
     }
     Ok(())
 }
@@ -346,6 +354,22 @@ impl Config {
             range(&format!("ernic.{name}_count"), count.into(), 1, 0xFFFF)?;
             range(&format!("ernic.{name}_bytes"), bytes.into(), 1, 0xFFFF)?;
         }
+        aligned(
+            "ernic.incoming_error_queue_base",
+            e.incoming_error_queue_base,
+            ernic::BUFFER_BASE_ALIGN,
+        )?;
+        range(
+            "ernic.incoming_error_queue_entries",
+            e.incoming_error_queue_entries.into(),
+            1,
+            0xFFFF,
+        )?;
+        aligned(
+            "ernic.resp_error_write_pointer",
+            e.resp_error_write_pointer,
+            ernic::DOORBELL_ALIGN,
+        )?;
 
         let h = &self.hwhs;
         if !h.ring_depth.is_power_of_two() || h.ring_depth > backline_regmap::MAX_RING_DEPTH {
@@ -411,7 +435,7 @@ impl Config {
                 "must be 256, 512, 1024, 2048 or 4096",
             ));
         }
-        aligned("qp.sq_base", q.sq_base, ernic::QUEUE_BASE_ALIGN)?;
+        aligned("qp.sq_base", q.sq_base, ernic::SQ_BASE_ALIGN)?;
         if q.sq_base > u64::from(u32::MAX) {
             return Err(bad(
                 "qp.sq_base",
@@ -426,33 +450,42 @@ impl Config {
                 "must be a power of two 1 ..= 32768",
             ));
         }
-        aligned("qp.rq_base", q.rq_base, ernic::QUEUE_BASE_ALIGN)?;
+        aligned("qp.rq_base", q.rq_base, ernic::RQ_BASE_ALIGN)?;
         range("qp.rq_depth", q.rq_depth.into(), 1, 0xFFFF)?;
-        if q.rq_buffer_bytes == 0
-            || !q.rq_buffer_bytes.is_multiple_of(64)
-            || q.rq_buffer_bytes > 0xFFC0
-        {
+        if q.rq_buffer_bytes == 0 || !q.rq_buffer_bytes.is_multiple_of(ernic::RQ_BUF_UNIT) {
             return Err(bad(
                 "qp.rq_buffer_bytes",
                 q.rq_buffer_bytes,
-                "must be a multiple of 64 from 64 to 65472",
+                format!(
+                    "must be a non-zero multiple of {} (QPCONF.rq_buf_size counts {}-byte units)",
+                    ernic::RQ_BUF_UNIT,
+                    ernic::RQ_BUF_UNIT
+                ),
             ));
         }
-        aligned("qp.cq_base", q.cq_base, ernic::QUEUE_BASE_ALIGN)?;
+        aligned("qp.cq_base", q.cq_base, ernic::CQ_BASE_ALIGN)?;
         aligned("qp.cq_doorbell", q.cq_doorbell, ernic::DOORBELL_ALIGN)?;
         aligned("qp.rq_doorbell", q.rq_doorbell, ernic::DOORBELL_ALIGN)?;
         range("qp.ack_timeout", q.ack_timeout.into(), 0, 31)?;
         range("qp.retry_count", q.retry_count.into(), 0, 7)?;
         range("qp.rnr_retry_count", q.rnr_retry_count.into(), 0, 7)?;
 
-        payload("hwhs.payload_bytes", h.payload_bytes)?;
-        payload("hwhs.reply_bytes", h.reply_bytes)?;
+        bytes(
+            "hwhs.payload_bytes",
+            h.payload_bytes,
+            backline_regmap::MAX_PAYLOAD_BYTES,
+        )?;
+        bytes(
+            "hwhs.reply_bytes",
+            h.reply_bytes,
+            backline_regmap::MAX_REPLY_BYTES,
+        )?;
         aligned("hwhs.request_buffer", h.request_buffer, 64)?;
         range(
             "hwhs.timeout_us",
             h.timeout_us.into(),
             1,
-            u64::from(u32::MAX) / 200,
+            u64::from(u32::MAX) / backline_regmap::CYCLES_PER_US,
         )?;
 
         let p = &self.peer;
@@ -477,7 +510,7 @@ impl Config {
 
     /// The reply timeout in engine cycles.
     pub fn timeout_cycles(&self) -> u32 {
-        self.hwhs.timeout_us * 200
+        (u64::from(self.hwhs.timeout_us) * backline_regmap::CYCLES_PER_US) as u32
     }
 }
 
@@ -517,6 +550,7 @@ pub(crate) mod tests {
         let c = example();
         assert_eq!(c.qp.number, 2);
         assert_eq!(c.timeout_cycles(), c.hwhs.timeout_us * 200);
+        assert_eq!(c.qp.rq_buffer_bytes % 256, 0);
     }
 
     #[test]
@@ -549,7 +583,15 @@ pub(crate) mod tests {
             ),
             (
                 "sq_base = 0xA402_0010",
-                "config qp.sq_base = 0xa4020010: must be 64-byte aligned",
+                "config qp.sq_base = 0xa4020010: must be 32-byte aligned",
+            ),
+            (
+                "rq_base = 0x7003_0040",
+                "config qp.rq_base = 0x70030040: must be 256-byte aligned",
+            ),
+            (
+                "rq_buffer_bytes = 320",
+                "config qp.rq_buffer_bytes = 320: must be a non-zero multiple of 256",
             ),
             ("sq_base = 0x1_0000_0000", "must be below 4 GiB"),
             (
@@ -570,7 +612,14 @@ pub(crate) mod tests {
                 "config qp.psn = 16777216: must be 0 ..= 16777215",
             ),
             ("key = 256", "config memory_region.key = 256"),
-            ("payload_bytes = 6", "config hwhs.payload_bytes = 6"),
+            (
+                "payload_bytes = 17",
+                "config hwhs.payload_bytes = 17: the HWHS takes 1 ..= 16",
+            ),
+            (
+                "reply_bytes = 49",
+                "config hwhs.reply_bytes = 49: the HWHS takes 1 ..= 48",
+            ),
             ("ring_depth = 128", "config hwhs.ring_depth = 128"),
             ("timeout_us = 0", "config hwhs.timeout_us = 0"),
             (

@@ -43,13 +43,13 @@ pub enum Error {
         #[source]
         source: MmioError,
     },
-    /// A version register says the offsets of this firmware cannot be trusted.
+    /// An identification read says the offsets of this firmware cannot be trusted.
     #[error("{block} {register} reads {value:#010x}: {reason}")]
-    Version {
+    Identity {
         /// Which block.
         block: Block,
-        /// The version register.
-        register: &'static str,
+        /// The register (or reserved offset) read.
+        register: String,
         /// What it read.
         value: u32,
         /// Why that is not usable.
@@ -69,6 +69,18 @@ pub enum Error {
         value: u32,
         /// Its fields, decoded.
         detail: String,
+    },
+    /// A round timed out and the run was asked to stop there.
+    #[error(
+        "round {round} got no reply within the engine's reply timeout; the run was stopped \
+         there ({rounds} rounds committed; `--on-timeout continue` counts timeouts and goes on)"
+    )]
+    RoundTimedOut {
+        /// The first round that timed out (from the trace; past the trace's depth, the
+        /// rounds committed when the timeout was seen).
+        round: u64,
+        /// Rounds committed.
+        rounds: u64,
     },
     /// The data QP is in the error state.
     #[error(

@@ -3,23 +3,24 @@
 //! the trace RAM read-out into `backline bench`'s CSV format.
 //!
 //! Every register offset and field comes from `backline-regmap`. The engine timestamps each
-//! round itself (doorbell to reply, in 5 ns cycles), so how fast the Arm polls never changes
+//! round itself (doorbell to reply, in cycles of `backline_regmap::CLOCK_HZ`), so how fast the Arm polls never changes
 //! a recorded RTT; polling only decides how soon the next sw-loop round starts.
 
 use std::time::{Duration, Instant};
 
 use backline_bench::{Clock, Trace};
+use backline_board::workload::Workload;
 use backline_pacer::{Pacer, PacerConfig, PacerError};
 use backline_regmap as rm;
 
-use crate::bringup::{poll_status, poll_status_timed, rd, status_text, wait_idle, wr};
 use crate::error::Error;
-use crate::mmio::{Block, Mmio};
+use crate::mmio::{Block, Mmio, Op};
+use crate::regs::{cycles, poll_status, poll_status_timed, rd, status_text, wait, wait_idle, wr};
 
 pub use backline_regmap::Mode;
 
 /// What the replies are checked against (the reference memory's expected words).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expect {
     /// No check; payloads still cycle through the 8 Steane syndromes.
     Nothing,
@@ -27,14 +28,36 @@ pub enum Expect {
     Echo,
     /// The peer decodes Steane `[[7,1,3]]` syndromes.
     Steane,
+    /// The payloads, lengths, decoder id and expected replies of a workload: sampled
+    /// syndromes of a decoder function and what that function answers them here
+    /// (`backline-apu run --expect FUNCTION`).
+    Workload(Workload),
 }
 
 impl Expect {
-    /// The expected reply word for request word `syndrome`.
-    pub fn reply_for(self, syndrome: u32) -> u32 {
+    /// The expected reply word for request word `syndrome` (of the 8-syndrome table).
+    pub fn reply_for(&self, syndrome: u32) -> u32 {
         match self {
-            Expect::Nothing | Expect::Echo => syndrome,
             Expect::Steane => u32::from(backline_decode::steane::correction(syndrome as u8)),
+            _ => syndrome,
+        }
+    }
+
+    /// The workload the reference memory is loaded with.
+    pub fn workload(&self) -> Workload {
+        match self {
+            Expect::Workload(w) => w.clone(),
+            other => Workload::table(
+                match other {
+                    Expect::Steane => "steane",
+                    Expect::Echo => "echo",
+                    _ => "none",
+                },
+                4,
+                (0..REF_SYNDROMES)
+                    .map(|s| (s, other.reply_for(s)))
+                    .collect(),
+            ),
         }
     }
 }
@@ -59,6 +82,12 @@ pub struct RunSpec {
     /// Status poll interval (`None`: 200 ns sw-loop; hw-loop 200 µs b2b, 2 µs paced with
     /// fast-forward, 1 ms paced without).
     pub poll: Option<Duration>,
+    /// End the run with [`Error::RoundTimedOut`] at the first round that times out (hw-loop:
+    /// seen at the next poll, then `CTRL.abort`), instead of counting it and going on.
+    pub stop_on_timeout: bool,
+    /// The engine's reply timeout for this run, cycles (`None`: what the bring-up wrote,
+    /// `hwhs.timeout_us`).
+    pub timeout_cycles: Option<u32>,
 }
 
 impl RunSpec {
@@ -71,6 +100,8 @@ impl RunSpec {
             expect: Expect::Nothing,
             fast_forward: false,
             poll: None,
+            stop_on_timeout: false,
+            timeout_cycles: None,
         }
     }
 
@@ -92,6 +123,13 @@ impl RunSpec {
             Mode::SwLoop => u64::MAX,
             Mode::HwLoop => u64::from(u32::MAX),
         };
+        if let Expect::Workload(w) = &self.expect {
+            w.validate().map_err(|reason| Error::BadValue {
+                register: "REF_LEN".into(),
+                value: w.name.clone(),
+                reason,
+            })?;
+        }
         if self.rounds == 0 || self.rounds > max {
             return Err(Error::BadValue {
                 register: "ROUNDS".into(),
@@ -114,12 +152,6 @@ impl RunSpec {
 
 /// Quiet periods longer than this are skipped when fast-forwarding (cycles).
 pub const FAST_FORWARD_ABOVE_CYCLES: u32 = 4096;
-/// Nanoseconds per engine cycle (200 MHz).
-pub const NS_PER_CYCLE: u64 = 5;
-
-fn cycles(c: u64) -> Duration {
-    Duration::from_nanos(c * NS_PER_CYCLE)
-}
 
 /// What a run produced (the trace itself is read with [`read_trace`]).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -147,12 +179,22 @@ pub fn prepare<M: Mmio + ?Sized>(m: &mut M, spec: &RunSpec) -> Result<(), Error>
     spec.validate()?;
     wr(m, Block::Hwhs, rm::CTRL, rm::CTRL_SOFT_RESET.bits(1))?;
     wait_idle(m, "after CTRL.soft_reset")?;
-    wr(m, Block::Hwhs, rm::REF_ADDR, 0)?;
-    for s in 0..REF_SYNDROMES {
-        wr(m, Block::Hwhs, rm::REF_SYN, s)?;
-        wr(m, Block::Hwhs, rm::REF_EXP, spec.expect.reply_for(s))?;
+    let w = spec.expect.workload();
+    let table = match &spec.expect {
+        Expect::Workload(_) => w.hwhs_writes(),
+        // The 8-syndrome table keeps the configured payload and reply lengths.
+        _ => w
+            .hwhs_writes()
+            .into_iter()
+            .filter(|(off, _)| ![rm::PAY_LEN, rm::RPL_LEN, rm::DECODER_ID].contains(off))
+            .collect(),
+    };
+    for (off, v) in table {
+        wr(m, Block::Hwhs, off, v)?;
     }
-    wr(m, Block::Hwhs, rm::REF_LEN, REF_SYNDROMES)?;
+    if let Some(t) = spec.timeout_cycles {
+        wr(m, Block::Hwhs, rm::TIMEOUT, t)?;
+    }
     wr(m, Block::Hwhs, rm::PACER_FREQ, spec.pacer.freq)?;
     wr(m, Block::Hwhs, rm::PACER_SPAN, spec.pacer.span)?;
     wr(m, Block::Hwhs, rm::PACER_SEED, spec.pacer.seed)?;
@@ -168,17 +210,6 @@ pub fn prepare<M: Mmio + ?Sized>(m: &mut M, spec: &RunSpec) -> Result<(), Error>
     wr(m, Block::Hwhs, rm::FLAGS, flags)?;
     m.barrier();
     Ok(())
-}
-
-/// Lets device time pass (an error here is the backend's: a lost simulator connection).
-fn wait<M: Mmio + ?Sized>(m: &mut M, d: Duration) -> Result<(), Error> {
-    m.wait(d).map_err(|source| Error::Mmio {
-        op: crate::mmio::Op::Read,
-        block: Block::Hwhs,
-        register: "STATUS".into(),
-        value: None,
-        source,
-    })
 }
 
 /// The device time one round may take before it counts as hung: the reply timeout plus
@@ -223,13 +254,19 @@ pub fn run<M: Mmio + ?Sized>(
                 if !expect_wait.is_zero() {
                     wait(m, expect_wait)?;
                 }
-                let (_, waited) = poll_status_timed(
+                let (s, waited) = poll_status_timed(
                     m,
                     &|| format!("the end of sw-loop round {k}"),
                     poll,
                     budget.saturating_sub(expect_wait),
                     &|s| rm::STATUS_DONE.get(s) == 1,
                 )?;
+                if spec.stop_on_timeout && rm::STATUS_TIMEOUT.get(s) == 1 {
+                    return Err(Error::RoundTimedOut {
+                        round: k,
+                        rounds: k + 1,
+                    });
+                }
                 expect_wait = (expect_wait + waited).saturating_sub(poll).min(budget / 2);
                 if k % 1024 == 1023 {
                     progress(k + 1, total);
@@ -252,6 +289,16 @@ pub fn run<M: Mmio + ?Sized>(
                     break;
                 }
                 let count = u64::from(rd(m, Block::Hwhs, rm::ROUND_COUNT)?);
+                if spec.stop_on_timeout && rd(m, Block::Hwhs, rm::TIMEOUT_COUNT)? > 0 {
+                    abort(m)?;
+                    let rounds = u64::from(rd(m, Block::Hwhs, rm::ROUND_COUNT)?);
+                    // The trace says which round it was (0 marks a timeout), when it holds it.
+                    let round = read_trace_entries(m)?
+                        .iter()
+                        .position(|&e| e == 0)
+                        .map_or(count, |k| k as u64);
+                    return Err(Error::RoundTimedOut { round, rounds });
+                }
                 if count != last_count {
                     if count / 1024 != last_count / 1024 {
                         progress(count, total);
@@ -304,14 +351,25 @@ pub fn abort<M: Mmio + ?Sized>(m: &mut M) -> Result<(), Error> {
 /// The outcome of one round with a caller's payload ([`round`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RoundOutcome {
-    /// Reply payload word 0 (`LAST_REPLY`).
+    /// Reply payload bytes 0..3 (`LAST_REPLY`, little-endian; bytes beyond `reply_len` are
+    /// 0).
     pub reply: u32,
+    /// The reply's `payload_len` (`LAST_RPL_LEN`); 0 when the round timed out.
+    pub reply_len: u32,
     /// RTT in engine cycles (`LAST_RTT`), doorbell to reply detection.
     pub rtt_cycles: u32,
     /// The reply's status word (`LAST_RPL_STATUS`: status 15:0, kind 23:16, version 31:24).
     pub reply_status: u32,
     /// The round ended in the reply timeout.
     pub timed_out: bool,
+}
+
+impl RoundOutcome {
+    /// The reply payload as bytes, when it fits `LAST_REPLY` (at most 4 bytes).
+    pub fn reply_bytes(&self) -> Option<Vec<u8>> {
+        (self.reply_len as usize <= 4)
+            .then(|| self.reply.to_le_bytes()[..self.reply_len as usize].to_vec())
+    }
 }
 
 /// Puts the engine into single-round sw-loop mode (soft reset, payload from `PAYLOAD0..3`,
@@ -324,19 +382,36 @@ pub fn begin_rounds<M: Mmio + ?Sized>(m: &mut M) -> Result<(), Error> {
     Ok(())
 }
 
-/// One sw-loop round carrying `payload` (up to 4 words, the first `PAY_LEN` bytes of which
-/// are sent): write `PAYLOAD0..`, start, poll, read the reply and the RTT.
-pub fn round<M: Mmio + ?Sized>(m: &mut M, payload: &[u32]) -> Result<RoundOutcome, Error> {
-    if payload.is_empty() || payload.len() > 4 {
+/// One sw-loop round carrying `payload` (1 ..= 16 bytes) with `decoder_id` in its header:
+/// write `PAYLOAD0..`, `PAY_LEN` and `DECODER_ID`, start, poll, read the reply, its length
+/// and the RTT.
+pub fn round<M: Mmio + ?Sized>(
+    m: &mut M,
+    payload: &[u8],
+    decoder_id: u32,
+) -> Result<RoundOutcome, Error> {
+    if payload.is_empty() || payload.len() > rm::MAX_PAYLOAD_BYTES as usize {
         return Err(Error::BadValue {
-            register: "PAYLOAD0..3".into(),
-            value: format!("{} words", payload.len()),
-            reason: "a round carries 1 ..= 4 payload words".into(),
+            register: "PAY_LEN".into(),
+            value: payload.len().to_string(),
+            reason: format!(
+                "a round carries 1 ..= {} payload bytes",
+                rm::MAX_PAYLOAD_BYTES
+            ),
         });
     }
-    for (i, w) in payload.iter().enumerate() {
-        wr(m, Block::Hwhs, rm::PAYLOAD0 + 4 * i as u32, *w)?;
+    for (i, chunk) in payload.chunks(4).enumerate() {
+        let mut w = [0u8; 4];
+        w[..chunk.len()].copy_from_slice(chunk);
+        wr(
+            m,
+            Block::Hwhs,
+            rm::PAYLOAD0 + 4 * i as u32,
+            u32::from_le_bytes(w),
+        )?;
     }
+    wr(m, Block::Hwhs, rm::PAY_LEN, payload.len() as u32)?;
+    wr(m, Block::Hwhs, rm::DECODER_ID, decoder_id)?;
     let budget = round_budget(m)?;
     wr(m, Block::Hwhs, rm::CTRL, rm::CTRL_START.bits(1))?;
     let s = poll_status(
@@ -346,11 +421,17 @@ pub fn round<M: Mmio + ?Sized>(m: &mut M, payload: &[u32]) -> Result<RoundOutcom
         budget,
         &|s| rm::STATUS_DONE.get(s) == 1,
     )?;
+    let timed_out = rm::STATUS_TIMEOUT.get(s) == 1;
     Ok(RoundOutcome {
         reply: rd(m, Block::Hwhs, rm::LAST_REPLY)?,
+        reply_len: if timed_out {
+            0
+        } else {
+            rd(m, Block::Hwhs, rm::LAST_RPL_LEN)?
+        },
         rtt_cycles: rd(m, Block::Hwhs, rm::LAST_RTT)?,
         reply_status: rd(m, Block::Hwhs, rm::LAST_RPL_STATUS)?,
-        timed_out: rm::STATUS_TIMEOUT.get(s) == 1,
+        timed_out,
     })
 }
 
@@ -362,7 +443,7 @@ pub fn read_trace_entries<M: Mmio + ?Sized>(m: &mut M) -> Result<Vec<u16>, Error
     let mut words = vec![0u32; n as usize];
     m.read_repeat(Block::Hwhs, rm::TRACE_DATA, &mut words)
         .map_err(|source| Error::Mmio {
-            op: crate::mmio::Op::Read,
+            op: Op::Read,
             block: Block::Hwhs,
             register: "TRACE_DATA".into(),
             value: None,
@@ -425,6 +506,18 @@ pub fn read_trace<M: Mmio + ?Sized>(m: &mut M, source: &str) -> Result<Trace, Er
             .collect()
     };
     trace.push_engine_rounds(&entries, |k| quiet[k]);
+    let splits = m.fabric_splits().map_err(|source| Error::Mmio {
+        op: Op::Read,
+        block: Block::Hwhs,
+        register: "the simulated board's round splits".into(),
+        value: None,
+        source,
+    })?;
+    if let Some(f) = splits {
+        trace.set_splits(&f.parts);
+        trace.set_meta("fabric_latency_cycles", f.fabric_latency_cycles);
+        trace.set_meta("service", f.service);
+    }
     Ok(trace)
 }
 
@@ -468,21 +561,29 @@ mod tests {
     fn a_round_that_never_ends_times_out_in_device_time() {
         let mut f = FakeMmio::default();
         f.set_hwhs(rm::TIMEOUT, 2000);
-        let e = round(&mut f, &[7]).unwrap_err().to_string();
+        let e = round(&mut f, &[7], 0).unwrap_err().to_string();
         assert!(
             e.contains("the end of the round did not happen within 110µs"),
             "{e}"
         );
-        assert!(round(&mut f, &[]).is_err());
+        assert!(round(&mut f, &[], 0).is_err());
+        assert!(round(&mut f, &[0; 17], 0).is_err());
         f.set_hwhs(
             rm::STATUS,
             rm::STATUS_DONE.bits(1) | rm::STATUS_REPLY_SEEN.bits(1),
         );
         f.set_hwhs(rm::LAST_REPLY, 7);
+        f.set_hwhs(rm::LAST_RPL_LEN, 2);
         f.set_hwhs(rm::LAST_RTT, 250);
-        let r = round(&mut f, &[7, 8]).unwrap();
-        assert_eq!((r.reply, r.rtt_cycles, r.timed_out), (7, 250, false));
+        let r = round(&mut f, &[7, 0, 0, 0, 8], 3).unwrap();
+        assert_eq!(
+            (r.reply, r.reply_len, r.rtt_cycles, r.timed_out),
+            (7, 2, 250, false)
+        );
+        assert_eq!(r.reply_bytes(), Some(vec![7, 0]));
         assert_eq!(f.read32(Block::Hwhs, rm::PAYLOAD1).unwrap(), 8);
+        assert_eq!(f.read32(Block::Hwhs, rm::PAY_LEN).unwrap(), 5);
+        assert_eq!(f.read32(Block::Hwhs, rm::DECODER_ID).unwrap(), 3);
     }
 
     #[test]

@@ -17,6 +17,7 @@ use backline_apu::{BackendSpec, Board, Config, Expect, Mmio, Mode, RunSpec};
 use backline_bench::report::JsonStats;
 use backline_bench::trace::RoundStatus;
 use backline_bench::{JsonReport, Table, Trace};
+use backline_board::workload::{self, Workload};
 
 /// The board's Arm control plane: ERNIC queue-pair bring-up and the HWHS engine.
 #[derive(Debug, Parser)]
@@ -82,13 +83,11 @@ enum Cadence {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ExpectArg {
-    /// No reply check.
-    None,
-    /// The peer echoes.
-    Echo,
-    /// The peer decodes Steane syndromes.
-    Steane,
+enum OnTimeout {
+    /// Go on; the round counts as a timeout.
+    Continue,
+    /// Abort the run at the first timed-out round.
+    Stop,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -121,13 +120,30 @@ struct RunArgs {
     /// Rounds, round 0 included.
     #[arg(long)]
     rounds: u64,
-    /// Check every reply against what this responder must answer (mismatches are counted
-    /// in the engine).
-    #[arg(long, value_enum, default_value = "none")]
-    expect: ExpectArg,
+    /// Check every reply against what the peer must answer; mismatches are counted in the
+    /// engine. `none`, `echo` or `steane` check the eight 3-bit syndromes; any other
+    /// coprocessor function (`bposd:CODE`, `LIB:SYMBOL`) sends syndromes of errors sampled
+    /// with --error-rate from --seed, and expects what that function answers them here.
+    #[arg(long, default_value = "none", value_name = "none|echo|steane|FUNCTION")]
+    expect: String,
+    /// decoder_id of the requests (with a FUNCTION for --expect).
+    #[arg(long, default_value = "0")]
+    decoder_id: u32,
+    /// Flip probability of the sampled errors (with a FUNCTION for --expect).
+    #[arg(long, default_value = "0.05")]
+    error_rate: f64,
     /// Skip long quiet periods.
     #[arg(long, value_enum, default_value = "auto")]
     fast_forward: FastForward,
+    /// What a round that times out does: `continue` (counted, marked in the trace, exit 1
+    /// at the end) or `stop` (the run is aborted there, with an error naming the round).
+    #[arg(long, value_enum, default_value = "continue")]
+    on_timeout: OnTimeout,
+    /// The engine's reply timeout for this run, µs (default: the configured
+    /// hwhs.timeout_us). A simulated board bridged to a real coprocessor wants 10,000: the
+    /// host's measured service time is stretched now and then by a loaded machine.
+    #[arg(long)]
+    timeout_us: Option<u64>,
     /// Status poll interval in ns (default: 200 ns sw-loop; hw-loop 200 µs b2b, 2 µs paced).
     #[arg(long)]
     poll_ns: Option<u64>,
@@ -159,27 +175,37 @@ struct SimBoardArgs {
     /// The Unix socket to serve (the `sim:` backend connects to it).
     #[arg(long)]
     socket: PathBuf,
-    /// Where the modelled peer listens for the handshake (`none`: no peer).
+    /// Where the modelled remote side listens for the handshake (`none`: nowhere).
     #[arg(long, default_value = "127.0.0.1:7471")]
     peer_listen: String,
-    /// What the modelled peer computes.
+    /// What the in-simulation remote side computes (without --coprocessor).
     #[arg(long, value_enum, default_value = "echo")]
     responder: ResponderArg,
-    /// One-way wire latency, ns (rounded to 5 ns cycles).
+    /// Deliver every request to a real backline coprocessor instead: udp:HOST:PORT,
+    /// shm:NAME or rdma:HOST:PORT (a `backline serve`); decoder_id travels with it.
+    #[arg(long, value_name = "ADDR")]
+    coprocessor: Option<String>,
+    /// How long the bridge waits for one reply of the coprocessor, ms: past it the round is
+    /// lost (not delivered), and the engine's reply timeout marks it, as on a board.
     #[arg(long, default_value = "1000")]
-    wire_latency_ns: u64,
-    /// Responder service time, ns.
+    coprocessor_timeout_ms: u64,
+    /// One-way fabric latency modelled on top of the engine, ns (default: the reference
+    /// board's measured one-way RoCE figure).
+    #[arg(long, alias = "wire-latency-ns", default_value_t = backline_sim::model::REFERENCE_ONE_WAY_NS)]
+    fabric_latency_ns: u64,
+    /// In-simulation responder service time, ns (with --coprocessor the measured one).
     #[arg(long, default_value = "200")]
     service_ns: u64,
-    /// Extra delay per wire leg, uniform in 0..=N ns.
+    /// Extra delay per fabric leg, uniform in 0..=N ns.
     #[arg(long, default_value = "0")]
     jitter_ns: u64,
     /// Seed of the jitter.
     #[arg(long, default_value = "1")]
     seed: u64,
-    /// What XRNICVER reports, as MAJOR.MINOR (to rehearse a version check).
-    #[arg(long, default_value = "3.1")]
-    ernic_version: String,
+    /// What the ERNIC's first reserved word reads (0 on a v3.x ERNIC; anything else
+    /// rehearses the firmware's refusal of a foreign register space), decimal or 0x-hex.
+    #[arg(long, default_value = "0", value_parser = backline_pacer::parse_setting)]
+    ident_word: u32,
 }
 
 /// A small stderr logger for the `log` facade.
@@ -234,8 +260,8 @@ fn info(backend: &str, json: bool) -> anyhow::Result<ExitCode> {
     let mut s = String::new();
     s += &format!("backend        {}\n", i.backend);
     s += &format!(
-        "ERNIC          v{}, {}, {} QPs, UDP source port {}, MAC {}, IP {}, INTSTS {:#x}\n",
-        i.ernic_version,
+        "ERNIC          {}, {}, {} QPs, UDP source port {}, MAC {}, IP {}, INTSTS {:#x}\n",
+        i.ernic_layout,
         if i.ernic_enabled {
             "enabled"
         } else {
@@ -291,11 +317,11 @@ fn setup(backend: &str, path: &Path) -> anyhow::Result<ExitCode> {
         cfg.qp.number,
         rep.peer.qpn,
         rep.peer.ip,
-        backline_apu::model::fmt_mac(rep.peer.mac),
+        backline_board::fmt_mac(rep.peer.mac),
         rep.peer.psn,
         rep.peer.ring_addr,
         rep.peer.rkey,
-        rep.peer.geometry.depth,
+        rep.peer.depth,
         rep.writes,
         t0.elapsed().as_secs_f64() * 1e3,
         if rep.torn_down.is_empty() {
@@ -335,6 +361,32 @@ impl Progress {
     }
 }
 
+/// `--expect`: a fixed table, or the workload of a coprocessor function.
+fn expectation(a: &RunArgs) -> anyhow::Result<Expect> {
+    Ok(match a.expect.as_str() {
+        "none" => Expect::Nothing,
+        "echo" => Expect::Echo,
+        "steane" => Expect::Steane,
+        spec => {
+            if !(a.error_rate > 0.0 && a.error_rate < 0.5) {
+                bail!(
+                    "--error-rate {}: expected a probability in (0, 0.5)",
+                    a.error_rate
+                );
+            }
+            let w = Workload::for_function(
+                spec,
+                a.decoder_id,
+                workload::MAX_ENTRIES,
+                a.error_rate,
+                u64::from(a.seed),
+            )
+            .with_context(|| format!("--expect {spec}"))?;
+            Expect::Workload(w)
+        }
+    })
+}
+
 fn run_spec(a: &RunArgs, simulated: bool) -> anyhow::Result<RunSpec> {
     let cadence = match a.cadence {
         Cadence::B2b => backline_pacer::Cadence::B2b,
@@ -357,17 +409,28 @@ fn run_spec(a: &RunArgs, simulated: bool) -> anyhow::Result<RunSpec> {
         },
         pacer,
         rounds: a.rounds,
-        expect: match a.expect {
-            ExpectArg::None => Expect::Nothing,
-            ExpectArg::Echo => Expect::Echo,
-            ExpectArg::Steane => Expect::Steane,
-        },
+        expect: expectation(a)?,
         fast_forward: match a.fast_forward {
             FastForward::Auto => simulated,
             FastForward::On => true,
             FastForward::Off => false,
         },
         poll: a.poll_ns.map(Duration::from_nanos),
+        stop_on_timeout: a.on_timeout == OnTimeout::Stop,
+        timeout_cycles: match a.timeout_us {
+            None => None,
+            Some(us) => Some(
+                us.checked_mul(backline_regmap::CYCLES_PER_US)
+                    .and_then(|c| u32::try_from(c).ok())
+                    .filter(|&c| c > 0)
+                    .with_context(|| {
+                        format!(
+                            "--timeout-us {us}: 1 ..= {} µs (the engine's 32-bit cycle counter)",
+                            u64::from(u32::MAX) / backline_regmap::CYCLES_PER_US
+                        )
+                    })?,
+            ),
+        },
     };
     spec.validate()?;
     Ok(spec)
@@ -377,9 +440,6 @@ fn summary_json(
     trace: &Trace,
     extra: serde_json::Map<String, serde_json::Value>,
 ) -> anyhow::Result<String> {
-    let Some(s) = trace.summary() else {
-        bail!("no warm round completed: nothing to summarise");
-    };
     let round0 = trace
         .cold_rows()
         .next()
@@ -390,17 +450,29 @@ fn summary_json(
         .iter()
         .filter(|r| r.status == RoundStatus::Ok)
         .count() as u64;
-    let r = JsonReport {
-        transport: "ernic".into(),
-        responder: "peer".into(),
-        rounds: trace.rows.len() as u64,
-        completed,
-        stats: JsonStats::new(&s, round0),
-        baseline: None,
-        ratio_median: None,
-        extra,
-    };
-    Ok(r.to_line())
+    let mut extra = extra;
+    if let Some(m) = trace.split_medians() {
+        extra.insert("split".into(), serde_json::to_value(m)?);
+        extra.insert("service".into(), trace.meta("service").unwrap_or("").into());
+    }
+    let rounds = trace.rows.len() as u64;
+    Ok(match trace.summary() {
+        Some(s) => JsonReport {
+            transport: "ernic".into(),
+            responder: "peer".into(),
+            rounds,
+            completed,
+            stats: JsonStats::new(&s, round0),
+            baseline: None,
+            ratio_median: None,
+            extra,
+        }
+        .to_line(),
+        // Every warm round timed out or saturated the trace entry: the counts say so.
+        None => backline_bench::report::json_line_without_stats(
+            "ernic", "peer", rounds, completed, extra,
+        ),
+    })
 }
 
 fn summary_table(title: String, trace: &Trace) -> String {
@@ -413,7 +485,12 @@ fn summary_table(title: String, trace: &Trace) -> String {
     match trace.summary() {
         Some(s) => {
             t.push(trace.meta("mode").unwrap_or("rounds"), round0, s);
-            t.render()
+            let mut out = t.render();
+            if let Some(m) = trace.split_medians() {
+                out += &m.line(trace.meta("service").unwrap_or("?"));
+                out.push('\n');
+            }
+            out
         }
         None => "no warm round completed\n".into(),
     }
@@ -532,12 +609,16 @@ fn reset(backend: &str) -> anyhow::Result<ExitCode> {
 
 #[cfg(feature = "sim")]
 fn sim_board(a: &SimBoardArgs) -> anyhow::Result<ExitCode> {
-    use backline_apu::simboard::{SimBoard, SimBoardOptions};
-    let (major, minor) = a
-        .ernic_version
-        .split_once('.')
-        .and_then(|(x, y)| Some((x.parse().ok()?, y.parse().ok()?)))
-        .with_context(|| format!("--ernic-version {}: expected MAJOR.MINOR", a.ernic_version))?;
+    use backline_regmap as rm;
+    use backline_sim::board::{SimBoard, SimBoardOptions};
+    use backline_sim::{BridgeConfig, CoprocessorAddr};
+    if !backline_sim::AVAILABLE {
+        bail!(
+            "this backline-apu was built without the simulator ({}): `{}`, then build again",
+            backline_sim::BUILD,
+            backline_sim::FIX
+        );
+    }
     let mut o = SimBoardOptions::new(&a.socket);
     o.peer_listen = (a.peer_listen != "none").then(|| a.peer_listen.clone());
     o.responder = match a.responder {
@@ -545,16 +626,17 @@ fn sim_board(a: &SimBoardArgs) -> anyhow::Result<ExitCode> {
         ResponderArg::Steane => backline_sim::Responder::Steane,
         ResponderArg::Silent => backline_sim::Responder::Silent,
     };
-    let cyc = |ns: u64| ns.div_ceil(backline_apu::hwhs::NS_PER_CYCLE);
-    o.wire_latency_cycles = cyc(a.wire_latency_ns);
-    o.service_cycles = cyc(a.service_ns);
-    o.jitter_cycles = cyc(a.jitter_ns);
+    if let Some(c) = &a.coprocessor {
+        let addr = CoprocessorAddr::parse(c).map_err(anyhow::Error::msg)?;
+        let mut b = BridgeConfig::new(addr);
+        b.reply_timeout = Duration::from_millis(a.coprocessor_timeout_ms.max(1));
+        o.coprocessor = Some(b);
+    }
+    o.fabric_latency_cycles = rm::ns_to_cycles(a.fabric_latency_ns);
+    o.service_cycles = rm::ns_to_cycles(a.service_ns);
+    o.jitter_cycles = rm::ns_to_cycles(a.jitter_ns);
     o.seed = a.seed;
-    o.ernic_version = backline_apu::ernic::Version {
-        major,
-        minor,
-        revision: 0,
-    };
+    o.ident_word = a.ident_word;
     let board = SimBoard::spawn(o).context("starting the simulated board")?;
     // Ctrl-C and SIGTERM stop the board cleanly (the socket file is removed).
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -562,12 +644,17 @@ fn sim_board(a: &SimBoardArgs) -> anyhow::Result<ExitCode> {
             .context("installing a signal handler")?;
     }
     eprintln!(
-        "backline-apu sim-board: serving {} (ERNIC model v{major}.{minor}, Verilator HWHS); peer model {}; \
-         stop with Ctrl-C",
+        "backline-apu sim-board: serving {} ({}, Verilator HWHS); remote side {}; {}; stop \
+         with Ctrl-C or SIGTERM",
         a.socket.display(),
+        backline_board::ernic::LAYOUT,
         board
             .peer_address()
-            .map_or("off".to_string(), |p| format!("on {p}"))
+            .map_or("off".to_string(), |p| format!("on {p}")),
+        match &a.coprocessor {
+            Some(c) => format!("requests bridged to the coprocessor at {c}"),
+            None => "in-simulation responder".to_string(),
+        }
     );
     board.wait();
     Ok(ExitCode::SUCCESS)
@@ -580,8 +667,31 @@ fn broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
+/// What `--version` says: the version, and whether this build has the simulated board.
+fn version() -> String {
+    #[cfg(feature = "sim")]
+    let sim = format!("simulated board: {}", backline_sim::BUILD);
+    #[cfg(not(feature = "sim"))]
+    let sim = "board build, no simulated board".to_string();
+    format!("{} ({sim})", env!("CARGO_PKG_VERSION"))
+}
+
+/// The command line, with the version and (on `sim-board --help`) the simulator's build.
+fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let v: &'static str = Box::leak(version().into_boxed_str());
+    let cmd = Cli::command().version(v);
+    #[cfg(feature = "sim")]
+    let cmd = cmd.mut_subcommand("sim-board", |c| c.after_help(backline_sim::build_note()));
+    cmd
+}
+
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    use clap::FromArgMatches;
+    let parsed = command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind::*;

@@ -9,45 +9,13 @@
 //! configured timeout; a silent peer is an error, never a hang. Nothing is written to a
 //! register until the answer has been validated.
 
-use std::net::Ipv4Addr;
 use std::time::Duration;
 
+use backline_board::PeerInfo;
 use backline_wire::oob::{self, OobError};
 use backline_wire::{Geometry, Handshake, HandshakeKind};
 
 use crate::config::Config;
-use crate::model::{BoardFacts, PeerFacts, fmt_mac, mac_is_unicast};
-
-/// What the peer told the board, validated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PeerInfo {
-    /// The peer's QP number.
-    pub qpn: u32,
-    /// The peer's first PSN.
-    pub psn: u32,
-    /// The peer's IPv4 address (from its GID).
-    pub ip: Ipv4Addr,
-    /// The peer's MAC (from the record, else from `peer.mac` of the config).
-    pub mac: [u8; 6],
-    /// rkey of the peer's request ring.
-    pub rkey: u32,
-    /// Virtual address of the peer's request ring.
-    pub ring_addr: u64,
-    /// The agreed ring geometry.
-    pub geometry: Geometry,
-}
-
-impl PeerInfo {
-    /// The facts the ERNIC model checks a QP against.
-    pub fn facts(&self) -> PeerFacts {
-        PeerFacts {
-            qpn: self.qpn,
-            psn: self.psn,
-            ip: self.ip.octets(),
-            mac: self.mac,
-        }
-    }
-}
 
 /// Why the handshake failed.
 #[derive(Debug, thiserror::Error)]
@@ -87,16 +55,6 @@ pub enum PeerError {
     },
 }
 
-/// The GID of an IPv4 address: `::ffff:a.b.c.d` (RoCE v2).
-pub fn gid_of(ip: Ipv4Addr) -> [u8; 16] {
-    ip.to_ipv6_mapped().octets()
-}
-
-/// The IPv4 address inside an IPv4-mapped GID.
-pub fn ip_of_gid(gid: [u8; 16]) -> Option<Ipv4Addr> {
-    std::net::Ipv6Addr::from(gid).to_ipv4_mapped()
-}
-
 /// The geometry of the HWHS rings for this config.
 pub fn geometry(cfg: &Config) -> Geometry {
     Geometry {
@@ -105,28 +63,25 @@ pub fn geometry(cfg: &Config) -> Geometry {
     }
 }
 
-/// The board's hello.
-pub fn hello(cfg: &Config) -> Handshake {
-    let mut h = Handshake::new(HandshakeKind::Hello, geometry(cfg), 1);
-    h.qpn = cfg.qp.number;
-    h.psn = cfg.qp.psn;
-    h.gid = gid_of(cfg.ernic.ip);
-    h.mac = cfg.ernic.mac.0;
-    h.rkey = cfg.memory_region.key;
-    h.ring_addr = cfg.memory_region.va;
-    h
-}
-
-/// What the board announces, as the ERNIC model checks it.
-pub fn board_facts(cfg: &Config) -> BoardFacts {
+/// What the board announces: its data QP, first PSN, address and MAC, and the reply ring it
+/// registered with its key.
+pub fn board_info(cfg: &Config) -> PeerInfo {
     let g = geometry(cfg);
-    BoardFacts {
+    PeerInfo {
         qpn: cfg.qp.number,
         psn: cfg.qp.psn,
+        ip: cfg.ernic.ip,
+        mac: cfg.ernic.mac.0,
         rkey: cfg.memory_region.key,
         ring_addr: cfg.memory_region.va,
-        ring_bytes: u64::from(g.depth) * u64::from(g.slot_bytes),
+        depth: g.depth,
+        slot_bytes: g.slot_bytes,
     }
+}
+
+/// The board's hello.
+pub fn hello(cfg: &Config) -> Handshake {
+    board_info(cfg).record(HandshakeKind::Hello)
 }
 
 /// Checks the peer's answer against the board's configuration.
@@ -178,68 +133,11 @@ pub fn check_answer(cfg: &Config, h: &Handshake) -> Result<PeerInfo, PeerError> 
             ),
         ));
     }
-    if h.qpn < 2 || h.qpn > 0xFF_FFFF {
-        return Err(bad(
-            "qpn",
-            h.qpn.to_string(),
-            "a data QP number is 2 ..= 2^24-1".into(),
-        ));
-    }
-    if h.psn > 0xFF_FFFF {
-        return Err(bad(
-            "psn",
-            format!("{:#x}", h.psn),
-            "PSNs are 24 bits".into(),
-        ));
-    }
-    let ip = ip_of_gid(h.gid).ok_or_else(|| {
-        bad(
-            "gid",
-            format!("{}", std::net::Ipv6Addr::from(h.gid)),
-            "not an IPv4-mapped GID; the board's ERNIC is set up for RoCE v2 over IPv4".into(),
-        )
-    })?;
-    if ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast() {
-        return Err(bad(
-            "gid",
-            ip.to_string(),
-            "not a unicast IPv4 address".into(),
-        ));
-    }
-    let mac = if h.mac != [0; 6] {
-        h.mac
-    } else {
-        cfg.peer.mac.map(|m| m.0).ok_or_else(|| {
-            bad(
-                "mac",
-                "00:00:00:00:00:00".into(),
-                "the peer sent no MAC and the config has no peer.mac; the ERNIC needs the \
-                 next hop's MAC"
-                    .into(),
-            )
-        })?
-    };
-    if !mac_is_unicast(mac) {
-        return Err(bad("mac", fmt_mac(mac), "not a unicast MAC".into()));
-    }
-    if !h
-        .ring_addr
-        .is_multiple_of(u64::from(backline_wire::SLOT_ALIGN as u32))
-    {
-        return Err(bad(
-            "ring_addr",
-            format!("{:#x}", h.ring_addr),
-            "ring slots are 64-byte aligned".into(),
-        ));
-    }
-    Ok(PeerInfo {
-        qpn: h.qpn,
-        psn: h.psn,
-        ip,
-        mac,
-        rkey: h.rkey,
-        ring_addr: h.ring_addr,
-        geometry: h.geometry,
+    PeerInfo::from_record(h, cfg.peer.mac.map(|m| m.0)).map_err(|e| PeerError::BadAnswer {
+        addr: addr.clone(),
+        field: e.field,
+        value: e.value,
+        reason: e.reason,
     })
 }
 
@@ -270,7 +168,7 @@ mod tests {
         let mut h = Handshake::new(HandshakeKind::Accept, geometry(cfg), 1);
         h.qpn = 0x11;
         h.psn = 0x2000;
-        h.gid = gid_of(Ipv4Addr::new(10, 0, 0, 1));
+        h.gid = backline_board::gid_of(std::net::Ipv4Addr::new(10, 0, 0, 1));
         h.mac = [2, 0, 0, 0, 0, 1];
         h.rkey = 0x1234;
         h.ring_addr = 0x7F00_0000_0000;
@@ -282,8 +180,9 @@ mod tests {
         let cfg = example();
         let h = hello(&cfg);
         assert_eq!((h.qpn, h.psn, h.rkey), (2, 0x100, 0x21));
-        assert_eq!(ip_of_gid(h.gid), Some(cfg.ernic.ip));
+        assert_eq!(backline_board::ip_of_gid(h.gid), Some(cfg.ernic.ip));
         assert_eq!(Handshake::decode(&h.encode()), Ok(h));
+        assert_eq!(PeerInfo::from_record(&h, None).unwrap(), board_info(&cfg));
     }
 
     #[test]
@@ -292,7 +191,7 @@ mod tests {
         let p = check_answer(&cfg, &accept(&cfg)).unwrap();
         assert_eq!(
             (p.qpn, p.ip, p.ring_addr),
-            (0x11, Ipv4Addr::new(10, 0, 0, 1), 0x7F00_0000_0000)
+            (0x11, std::net::Ipv4Addr::new(10, 0, 0, 1), 0x7F00_0000_0000)
         );
         let cases: [Case<'_>; 6] = [
             (

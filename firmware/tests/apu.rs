@@ -6,7 +6,9 @@
 //!   documented write order as the board recorded it, rounds, runs, traces, tear-down and
 //!   recovery (skipped without Verilator).
 //! * `cli` — the `backline-apu` binary against a `sim-board` process: setup, 10,000-round
-//!   sw-loop and hw-loop runs, trace read-out, reset (skipped without Verilator).
+//!   sw-loop and hw-loop runs, trace read-out, reset, signals (skipped without Verilator).
+//! * `layers` — no import circle between the crate's modules; no path to the Verilator
+//!   model but through the `sim` feature.
 
 mod apu {
     pub mod util;
@@ -14,6 +16,7 @@ mod apu {
     mod bad_input;
     #[cfg(feature = "sim")]
     mod cli;
+    mod layers;
     #[cfg(feature = "sim")]
     mod sim_chain;
 }

@@ -120,7 +120,9 @@ async def one_round_with_an_ernic_stand_in(dut):
             break
         if cycle > 500:
             raise AssertionError("no doorbell")
-    # Cycle `doorbell + reply_after`: the completion, the payload and the reply seq (slot 0).
+    # Cycle `doorbell + reply_after`: the completion, then the reply image of slot 0 — the
+    # 4-byte payload right in front of the 16-byte header (words 12..15: payload_len,
+    # decoder_id, status, seq), seq last, as an incoming RDMA WRITE lands.
     await RisingEdge(dut.clock)
     dut.cq_valid.value = 1
     dut.cq_wrid.value = 0
@@ -129,6 +131,9 @@ async def one_round_with_an_ernic_stand_in(dut):
     dut.rx_wr_data.value = 0xC0FFEE
     await RisingEdge(dut.clock)
     dut.cq_valid.value = 0
+    dut.rx_wr_addr.value = 12
+    dut.rx_wr_data.value = 4
+    await RisingEdge(dut.clock)
     dut.rx_wr_addr.value = 15
     dut.rx_wr_data.value = 1
     await RisingEdge(dut.clock)
@@ -137,9 +142,10 @@ async def one_round_with_an_ernic_stand_in(dut):
     status = await rd(axi, "STATUS")
     assert status >> 5 & 1 == 1 and status >> 6 & 1 == 1, hex(status)  # done, reply_seen
     rtt = await rd(axi, "LAST_RTT")
-    # The seq word is driven two cycles after the doorbell + reply_after sample point.
-    assert rtt == reply_after + 2 + OVERHEAD, rtt
+    # The seq word is driven three cycles after the doorbell + reply_after sample point.
+    assert rtt == reply_after + 3 + OVERHEAD, rtt
     assert await rd(axi, "LAST_REPLY") == 0xC0FFEE
+    assert await rd(axi, "LAST_RPL_LEN") == 4
     assert await rd(axi, "TRACE_COUNT") == 1
     await wr(axi, "TRACE_RD_ADDR", 0)
     assert await rd(axi, "TRACE_DATA") == rtt

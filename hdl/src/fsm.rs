@@ -30,7 +30,21 @@
 //! RTT: the counter is 1 in the cycle after the doorbell, and the reply's `seq` written into
 //! the reply memory in cycle `w` is compared in `w + 2` (registered memory read), so the
 //! recorded RTT is the fabric's round trip plus [`backline_regmap::FSM_OVERHEAD_CYCLES`].
+//!
+//! Messages are byte-exact (wire format v1): a request of `PAY_LEN` bytes (1 ..= 16) lies in
+//! the request buffer right-aligned in front of its 16-byte header, so the WQE's `LADDR`
+//! points `(−PAY_LEN) mod 4` bytes into the buffer and its `LENGTH` is `PAY_LEN + 16`; the
+//! reply's payload is found by its header's `payload_len` (any length up to the slot's 48
+//! bytes) and its first four bytes are taken with a byte shift across two words.
+//!
+//! Nothing here is a literal of someone else's layout: the WQE's word indices come from
+//! `backline_board::ernic::wqe` (PG332 Table 2-1), the header's word indices and the
+//! request's status word from `backline_wire::words`, the state codes from
+//! `backline_regmap::state`; each enters the logic as a [`Constant`].
 
+use backline_board::ernic::wqe;
+use backline_regmap as rm;
+use backline_wire::words as hdr;
 use rust_hdl::prelude::*;
 
 /// FSM states, in `STATUS.state` order.
@@ -131,6 +145,8 @@ pub struct HwhsFsm {
     pub ref_reply: Signal<Out, Bits<32>>,
     /// The reference memory's verdict on `ref_reply`.
     pub ref_mismatch: Signal<In, Bit>,
+    /// The reply's length differs from RPL_LEN (a mismatch whatever its word 0).
+    pub ref_wrong_len: Signal<Out, Bit>,
     /// Pulse: record `trace_rtt`.
     pub trace_record: Signal<Out, Bit>,
     /// RTT to record (0: timeout).
@@ -189,6 +205,8 @@ pub struct HwhsFsm {
     pub last_reply: Signal<Out, Bits<32>>,
     /// LAST_RPL_STATUS.
     pub last_status: Signal<Out, Bits<32>>,
+    /// LAST_RPL_LEN.
+    pub last_len: Signal<Out, Bits<32>>,
     state: DFF<State>,
     round: DFF<Bits<32>>,
     ref_idx: DFF<Bits<8>>,
@@ -211,7 +229,10 @@ pub struct HwhsFsm {
     post_round: DFF<Bits<32>>,
     posted_valid: DFF<Bit>,
     posted_round: DFF<Bits<32>>,
-    join_step: DFF<Bits<2>>,
+    join_step: DFF<Bits<3>>,
+    rlen: DFF<Bits<6>>,
+    rword_a: DFF<Bits<32>>,
+    last_len_r: DFF<Bits<32>>,
     last_rtt_r: DFF<Bits<32>>,
     timeouts: DFF<Bits<32>>,
     last_reply_r: DFF<Bits<32>>,
@@ -222,11 +243,73 @@ pub struct HwhsFsm {
     rpl: RAM<Bits<32>, 10>,
     msg_len: Signal<Local, Bits<32>>,
     pay_words: Signal<Local, Bits<4>>,
+    pay_pad: Signal<Local, Bits<2>>,
     hdr_idx: Signal<Local, Bits<4>>,
     wqe_word: Signal<Local, Bits<32>>,
     req_word: Signal<Local, Bits<32>>,
+    region: Signal<Local, Bits<32>>,
+    region_prev: Signal<Local, Bits<32>>,
     slot_next: Signal<Local, Bits<10>>,
+    rlen_clamped: Signal<Local, Bits<6>>,
+    rlen_words: Signal<Local, Bits<10>>,
+    rpad: Signal<Local, Bits<2>>,
+    rword0: Signal<Local, Bits<32>>,
+    rmask: Signal<Local, Bits<32>>,
+    // WQE word indices (PG332 Table 2-1).
+    k_w_wrid: Constant<Bits<4>>,
+    k_w_laddr_lo: Constant<Bits<4>>,
+    k_w_laddr_hi: Constant<Bits<4>>,
+    k_w_length: Constant<Bits<4>>,
+    k_w_opcode: Constant<Bits<4>>,
+    k_w_roffset_lo: Constant<Bits<4>>,
+    k_w_roffset_hi: Constant<Bits<4>>,
+    k_w_rtag: Constant<Bits<4>>,
+    k_w_immdt: Constant<Bits<4>>,
+    k_w_last: Constant<Bits<4>>,
+    // Slot header words (wire format v1).
+    k_h_len: Constant<Bits<4>>,
+    k_h_id: Constant<Bits<4>>,
+    k_h_status: Constant<Bits<4>>,
+    k_h_seq: Constant<Bits<4>>,
+    k_req_status: Constant<Bits<32>>,
+    k_hdr_bytes: Constant<Bits<32>>,
+    // Reply slot: word offsets of the header's payload_len, status and seq words, and the
+    // largest reply payload.
+    k_slot_bytes: Constant<Bits<32>>,
+    k_slot_shift: Constant<Bits<32>>,
+    k_r_len: Constant<Bits<10>>,
+    k_r_status: Constant<Bits<10>>,
+    k_r_seq: Constant<Bits<10>>,
+    k_r_max: Constant<Bits<6>>,
+    // STATUS.state codes.
+    k_s_idle: Constant<Bits<4>>,
+    k_s_dat_rx: Constant<Bits<4>>,
+    k_s_wqe_post: Constant<Bits<4>>,
+    k_s_ring_sq: Constant<Bits<4>>,
+    k_s_wait_rpl: Constant<Bits<4>>,
+    k_s_poll_rpl: Constant<Bits<4>>,
+    k_s_join: Constant<Bits<4>>,
+    k_s_dat_tx: Constant<Bits<4>>,
+    k_s_next: Constant<Bits<4>>,
+    k_s_invalid: Constant<Bits<4>>,
 }
+
+fn k4(v: u32) -> Constant<Bits<4>> {
+    assert!(v < 16, "{v} does not fit 4 bits");
+    Constant::new((v as u64).into())
+}
+
+fn k10(v: u32) -> Constant<Bits<10>> {
+    assert!(v < 1 << 10, "{v} does not fit 10 bits");
+    Constant::new((v as u64).into())
+}
+
+fn k32(v: u32) -> Constant<Bits<32>> {
+    Constant::new((v as u64).into())
+}
+
+/// Header words of a slot come after `SLOT_BYTES / 4 − hdr::COUNT` payload-region words.
+const HDR_AT: u32 = rm::SLOT_BYTES / 4 - hdr::COUNT;
 
 impl Default for HwhsFsm {
     fn default() -> Self {
@@ -294,6 +377,8 @@ impl Default for HwhsFsm {
             timeout_count: Default::default(),
             last_reply: Default::default(),
             last_status: Default::default(),
+            last_len: Default::default(),
+            ref_wrong_len: Default::default(),
             state: Default::default(),
             round: Default::default(),
             ref_idx: Default::default(),
@@ -317,6 +402,9 @@ impl Default for HwhsFsm {
             posted_valid: Default::default(),
             posted_round: Default::default(),
             join_step: Default::default(),
+            rlen: Default::default(),
+            rword_a: Default::default(),
+            last_len_r: Default::default(),
             last_rtt_r: Default::default(),
             timeouts: Default::default(),
             last_reply_r: Default::default(),
@@ -327,10 +415,50 @@ impl Default for HwhsFsm {
             rpl: RAM::new(Default::default()),
             msg_len: Default::default(),
             pay_words: Default::default(),
+            pay_pad: Default::default(),
             hdr_idx: Default::default(),
             wqe_word: Default::default(),
             req_word: Default::default(),
+            region: Default::default(),
+            region_prev: Default::default(),
             slot_next: Default::default(),
+            rlen_clamped: Default::default(),
+            rlen_words: Default::default(),
+            rpad: Default::default(),
+            rword0: Default::default(),
+            rmask: Default::default(),
+            k_w_wrid: k4(wqe::WRID / 4),
+            k_w_laddr_lo: k4(wqe::LADDR_LO / 4),
+            k_w_laddr_hi: k4(wqe::LADDR_HI / 4),
+            k_w_length: k4(wqe::LENGTH / 4),
+            k_w_opcode: k4(wqe::OPCODE / 4),
+            k_w_roffset_lo: k4(wqe::ROFFSET_LO / 4),
+            k_w_roffset_hi: k4(wqe::ROFFSET_HI / 4),
+            k_w_rtag: k4(wqe::RTAG / 4),
+            k_w_immdt: k4(wqe::IMMDT / 4),
+            k_w_last: k4(wqe::WORDS - 1),
+            k_h_len: k4(hdr::PAYLOAD_LEN),
+            k_h_id: k4(hdr::DECODER_ID),
+            k_h_status: k4(hdr::STATUS),
+            k_h_seq: k4(hdr::SEQ),
+            k_req_status: k32(hdr::status_word(0, backline_wire::Kind::Request)),
+            k_hdr_bytes: k32(backline_wire::HEADER_BYTES as u32),
+            k_slot_bytes: k32(rm::SLOT_BYTES),
+            k_slot_shift: k32(rm::SLOT_BYTES.trailing_zeros()),
+            k_r_len: k10(HDR_AT + hdr::PAYLOAD_LEN),
+            k_r_status: k10(HDR_AT + hdr::STATUS),
+            k_r_seq: k10(HDR_AT + hdr::SEQ),
+            k_r_max: Constant::new((rm::MAX_REPLY_BYTES as u64).into()),
+            k_s_idle: k4(rm::state::IDLE),
+            k_s_dat_rx: k4(rm::state::DAT_RX),
+            k_s_wqe_post: k4(rm::state::WQE_POST),
+            k_s_ring_sq: k4(rm::state::RING_SQ),
+            k_s_wait_rpl: k4(rm::state::WAIT_RPL),
+            k_s_poll_rpl: k4(rm::state::POLL_RPL),
+            k_s_join: k4(rm::state::JOIN),
+            k_s_dat_tx: k4(rm::state::DAT_TX),
+            k_s_next: k4(rm::state::NEXT),
+            k_s_invalid: k4(rm::state::INVALID),
         }
     }
 }
@@ -364,6 +492,9 @@ impl Logic for HwhsFsm {
             posted_valid,
             posted_round,
             join_step,
+            rlen,
+            rword_a,
+            last_len_r,
             last_rtt_r,
             timeouts,
             last_reply_r,
@@ -390,8 +521,8 @@ impl Logic for HwhsFsm {
                 self.clr.d.next = false;
             }
         }
-        // By default the reply memory is read at this round's seq word (slot word 15).
-        self.rpl.read_address.next = self.slot_base.q.val() + 15;
+        // By default the reply memory is read at this round's seq word.
+        self.rpl.read_address.next = self.slot_base.q.val() + self.k_r_seq.val();
 
         // Defaults of every output pulse.
         self.pacer_arm.next = false;
@@ -401,70 +532,87 @@ impl Logic for HwhsFsm {
         self.tx_valid.next = false;
         self.sq_wr_en.next = false;
 
-        self.msg_len.next = self.pay_len.val() + 16;
-        self.pay_words.next = bit_cast::<4, 32>(self.pay_len.val() >> 2);
+        // A request of PAY_LEN bytes: ceil(PAY_LEN / 4) payload-region words, the payload
+        // right-aligned in them (pay_pad bytes in front), then the header.
+        self.msg_len.next = self.pay_len.val() + self.k_hdr_bytes.val();
+        self.pay_words.next = bit_cast::<4, 32>((self.pay_len.val() + 3) >> 2);
+        self.pay_pad.next = !self.pay_len.val().get_bits::<2>(0) + 1;
+        // Round r's reply slot: 16 words per slot (SLOT_BYTES / 4).
         self.slot_next.next =
             bit_cast::<10, 32>((self.round.q.val() & (self.ring_depth.val() - 1)) << 4);
 
-        // ---- the request buffer ERNIC reads: payload words, then the 16-byte header ----
+        // ---- the request buffer ERNIC reads: payload-region words, then the header ----
         self.hdr_idx.next = bit_cast::<4, 3>(self.req_rd_addr.val()) - self.pay_words.val();
+        self.region.next = self.payload3.val();
+        self.region_prev.next = self.payload2.val();
+        if self.req_rd_addr.val() == 0 {
+            self.region.next = self.req_w0.q.val();
+            self.region_prev.next = 0.into();
+        }
+        if self.req_rd_addr.val() == 1 {
+            self.region.next = self.payload1.val();
+            self.region_prev.next = self.req_w0.q.val();
+        }
+        if self.req_rd_addr.val() == 2 {
+            self.region.next = self.payload2.val();
+            self.region_prev.next = self.payload1.val();
+        }
         self.req_word.next = self.pay_len.val();
         if bit_cast::<4, 3>(self.req_rd_addr.val()) < self.pay_words.val() {
-            self.req_word.next = self.payload3.val();
-            if self.req_rd_addr.val() == 0 {
-                self.req_word.next = self.req_w0.q.val();
+            self.req_word.next = self.region.val();
+            if self.pay_pad.val() == 1 {
+                self.req_word.next = (self.region.val() << 8) | (self.region_prev.val() >> 24);
             }
-            if self.req_rd_addr.val() == 1 {
-                self.req_word.next = self.payload1.val();
+            if self.pay_pad.val() == 2 {
+                self.req_word.next = (self.region.val() << 16) | (self.region_prev.val() >> 16);
             }
-            if self.req_rd_addr.val() == 2 {
-                self.req_word.next = self.payload2.val();
+            if self.pay_pad.val() == 3 {
+                self.req_word.next = (self.region.val() << 24) | (self.region_prev.val() >> 8);
             }
         } else {
-            if self.hdr_idx.val() == 1 {
+            if self.hdr_idx.val() == self.k_h_id.val() {
                 self.req_word.next = self.decoder_id.val();
             }
-            if self.hdr_idx.val() == 2 {
-                // status 0, kind 1 (request), version 1
-                self.req_word.next = 0x0101_0000.into();
+            if self.hdr_idx.val() == self.k_h_status.val() {
+                self.req_word.next = self.k_req_status.val();
             }
-            if self.hdr_idx.val() == 3 {
+            if self.hdr_idx.val() == self.k_h_seq.val() {
                 self.req_word.next = self.req_seq.q.val();
             }
         }
         self.req_out.d.next = self.req_word.val();
         self.req_rd_data.next = self.req_out.q.val();
 
-        // ---- the WQE poster: 16 words of the WQE of `post_round`, one per cycle ----
+        // ---- the WQE poster: the words of the WQE of `post_round`, one per cycle ----
         self.wqe_word.next = 0.into();
-        if self.post_word.q.val() == 0 {
+        if self.post_word.q.val() == self.k_w_wrid.val() {
             self.wqe_word.next = bit_cast::<32, 16>(self.post_round.q.val().get_bits::<16>(0));
         }
-        if self.post_word.q.val() == 2 {
-            self.wqe_word.next = self.wqe_laddr_lo.val();
+        if self.post_word.q.val() == self.k_w_laddr_lo.val() {
+            self.wqe_word.next = self.wqe_laddr_lo.val() + bit_cast::<32, 2>(self.pay_pad.val());
         }
-        if self.post_word.q.val() == 3 {
+        if self.post_word.q.val() == self.k_w_laddr_hi.val() {
             self.wqe_word.next = self.wqe_laddr_hi.val();
         }
-        if self.post_word.q.val() == 4 {
+        if self.post_word.q.val() == self.k_w_length.val() {
             self.wqe_word.next = self.msg_len.val();
         }
-        if self.post_word.q.val() == 5 {
+        if self.post_word.q.val() == self.k_w_opcode.val() {
             self.wqe_word.next = self.wqe_opcode.val();
         }
-        if self.post_word.q.val() == 6 {
+        if self.post_word.q.val() == self.k_w_roffset_lo.val() {
             self.wqe_word.next = self.wqe_rva_lo.val()
                 + ((self.post_round.q.val() & (self.ring_depth.val() - 1)) << 6)
-                + 64
+                + self.k_slot_bytes.val()
                 - self.msg_len.val();
         }
-        if self.post_word.q.val() == 7 {
+        if self.post_word.q.val() == self.k_w_roffset_hi.val() {
             self.wqe_word.next = self.wqe_rva_hi.val();
         }
-        if self.post_word.q.val() == 8 {
+        if self.post_word.q.val() == self.k_w_rtag.val() {
             self.wqe_word.next = self.wqe_rkey.val();
         }
-        if self.post_word.q.val() == 14 {
+        if self.post_word.q.val() == self.k_w_immdt.val() {
             self.wqe_word.next = self.post_round.q.val() + 1;
         }
         self.sq_wr_addr.next = self.sq_base.val()
@@ -474,12 +622,45 @@ impl Logic for HwhsFsm {
         if self.post_busy.q.val() {
             self.sq_wr_en.next = true;
             self.post_word.d.next = self.post_word.q.val() + 1;
-            if self.post_word.q.val() == 15 {
+            if self.post_word.q.val() == self.k_w_last.val() {
                 self.post_busy.d.next = false;
                 self.posted_valid.d.next = true;
                 self.posted_round.d.next = self.post_round.q.val();
             }
         }
+
+        // ---- the reply's payload: found by its header's payload_len (clamped to 48) ----
+        self.rlen_clamped.next = bit_cast::<6, 32>(self.rpl.read_data.val());
+        if self.rpl.read_data.val() > bit_cast::<32, 6>(self.k_r_max.val()) {
+            self.rlen_clamped.next = self.k_r_max.val();
+        }
+        self.rlen_words.next = bit_cast::<10, 6>((self.rlen.q.val() + 3) >> 2);
+        self.rpad.next = !self.rlen.q.val().get_bits::<2>(0) + 1;
+        // Payload byte 0 is byte rpad of the first region word: funnel it with the next.
+        self.rword0.next = self.rword_a.q.val();
+        if self.rpad.val() == 1 {
+            self.rword0.next = (self.rword_a.q.val() >> 8) | (self.rpl.read_data.val() << 24);
+        }
+        if self.rpad.val() == 2 {
+            self.rword0.next = (self.rword_a.q.val() >> 16) | (self.rpl.read_data.val() << 16);
+        }
+        if self.rpad.val() == 3 {
+            self.rword0.next = (self.rword_a.q.val() >> 24) | (self.rpl.read_data.val() << 8);
+        }
+        self.rmask.next = 0xFFFF_FFFF_u64.into();
+        if self.rlen.q.val() == 3 {
+            self.rmask.next = 0x00FF_FFFF_u64.into();
+        }
+        if self.rlen.q.val() == 2 {
+            self.rmask.next = 0x0000_FFFF_u64.into();
+        }
+        if self.rlen.q.val() == 1 {
+            self.rmask.next = 0x0000_00FF_u64.into();
+        }
+        if self.rlen.q.val() == 0 {
+            self.rmask.next = 0.into();
+        }
+        self.ref_wrong_len.next = bit_cast::<32, 6>(self.rlen.q.val()) != self.rpl_len.val();
 
         // ---- reply detection: from the doorbell on, the poller compares every cycle ----
         if ((self.state.q.val() == State::WaitRpl) | (self.state.q.val() == State::PollRpl))
@@ -513,7 +694,7 @@ impl Logic for HwhsFsm {
 
         match self.state.q.val() {
             State::Idle => {
-                self.state_code.next = 0.into();
+                self.state_code.next = self.k_s_idle.val();
                 if (self.start.val() | self.start_pending.q.val()) & !self.clr.q.val() {
                     self.start_pending.d.next = false;
                     self.done_l.d.next = false;
@@ -537,7 +718,7 @@ impl Logic for HwhsFsm {
                 }
             }
             State::DatRx => {
-                self.state_code.next = 1.into();
+                self.state_code.next = self.k_s_dat_rx.val();
                 self.req_w0.d.next = self.payload0.val();
                 if self.use_ref.val() {
                     self.req_w0.d.next = self.ref_syndrome.val();
@@ -549,7 +730,7 @@ impl Logic for HwhsFsm {
                 self.state.d.next = State::WqePost;
             }
             State::WqePost => {
-                self.state_code.next = 2.into();
+                self.state_code.next = self.k_s_wqe_post.val();
                 if self.posted_valid.q.val() & (self.posted_round.q.val() == self.round.q.val()) {
                     self.state.d.next = State::RingSq;
                 } else if !self.post_busy.q.val() {
@@ -560,13 +741,13 @@ impl Logic for HwhsFsm {
                 }
             }
             State::RingSq => {
-                self.state_code.next = 3.into();
+                self.state_code.next = self.k_s_ring_sq.val();
                 self.db_valid.next = true;
                 self.rtt.d.next = 1.into();
                 self.state.d.next = State::WaitRpl;
             }
             State::WaitRpl => {
-                self.state_code.next = 4.into();
+                self.state_code.next = self.k_s_wait_rpl.val();
                 if self.cq_valid.val()
                     & (self.cq_wrid.val() == self.round.q.val().get_bits::<16>(0))
                 {
@@ -583,7 +764,7 @@ impl Logic for HwhsFsm {
                 }
             }
             State::PollRpl => {
-                self.state_code.next = 5.into();
+                self.state_code.next = self.k_s_poll_rpl.val();
                 if self.seen.q.val() {
                     self.state.d.next = State::Join;
                 } else if self.rtt.q.val() >= self.timeout.val() {
@@ -592,28 +773,41 @@ impl Logic for HwhsFsm {
                 }
             }
             State::Join => {
-                self.state_code.next = 6.into();
-                // Step 0: read payload word 0; step 1: read the status word and take word 0;
-                // step 2: take the status word; then wait for the pre-post.
+                self.state_code.next = self.k_s_join.val();
+                // Step 0: read the header's payload_len; 1: take it, read the first payload
+                // word; 2: take it, read the next; 3: take payload bytes 0..3, read the
+                // status word; 4: take it; 5: wait for the pre-post.
                 if self.join_step.q.val() == 0 {
-                    self.rpl.read_address.next =
-                        self.slot_base.q.val() + 12 - bit_cast::<10, 32>(self.rpl_len.val() >> 2);
+                    self.rpl.read_address.next = self.slot_base.q.val() + self.k_r_len.val();
                     self.join_step.d.next = 1.into();
                 }
                 if self.join_step.q.val() == 1 {
-                    self.rpl.read_address.next = self.slot_base.q.val() + 14;
-                    if !self.to.q.val() {
-                        self.last_reply_r.d.next = self.rpl.read_data.val();
-                    }
+                    self.rlen.d.next = self.rlen_clamped.val();
+                    self.rpl.read_address.next = self.slot_base.q.val() + self.k_r_len.val()
+                        - bit_cast::<10, 6>((self.rlen_clamped.val() + 3) >> 2);
                     self.join_step.d.next = 2.into();
                 }
                 if self.join_step.q.val() == 2 {
-                    if !self.to.q.val() {
-                        self.last_status_r.d.next = self.rpl.read_data.val();
-                    }
+                    self.rword_a.d.next = self.rpl.read_data.val();
+                    self.rpl.read_address.next =
+                        self.slot_base.q.val() + self.k_r_len.val() - self.rlen_words.val() + 1;
                     self.join_step.d.next = 3.into();
                 }
-                if (self.join_step.q.val() == 3) & !self.post_busy.q.val() {
+                if self.join_step.q.val() == 3 {
+                    if !self.to.q.val() {
+                        self.last_reply_r.d.next = self.rword0.val() & self.rmask.val();
+                    }
+                    self.rpl.read_address.next = self.slot_base.q.val() + self.k_r_status.val();
+                    self.join_step.d.next = 4.into();
+                }
+                if self.join_step.q.val() == 4 {
+                    if !self.to.q.val() {
+                        self.last_status_r.d.next = self.rpl.read_data.val();
+                        self.last_len_r.d.next = bit_cast::<32, 6>(self.rlen.q.val());
+                    }
+                    self.join_step.d.next = 5.into();
+                }
+                if (self.join_step.q.val() == 5) & !self.post_busy.q.val() {
                     self.join_step.d.next = 0.into();
                     if self.hw_loop.val() {
                         self.state.d.next = State::DatTx;
@@ -623,12 +817,12 @@ impl Logic for HwhsFsm {
                 }
             }
             State::DatTx => {
-                self.state_code.next = 7.into();
+                self.state_code.next = self.k_s_dat_tx.val();
                 self.tx_valid.next = !self.to.q.val();
                 self.state.d.next = State::Next;
             }
             State::Next => {
-                self.state_code.next = 8.into();
+                self.state_code.next = self.k_s_next.val();
                 self.round.d.next = self.round.q.val() + 1;
                 self.ref_idx.d.next = self.ref_idx.q.val() + 1;
                 if bit_cast::<32, 8>(self.ref_idx.q.val()) + 1 >= self.ref_len.val() {
@@ -663,7 +857,7 @@ impl Logic for HwhsFsm {
                 }
             }
             _ => {
-                self.state_code.next = 15.into();
+                self.state_code.next = self.k_s_invalid.val();
                 self.state.d.next = State::Idle;
             }
         }
@@ -687,6 +881,8 @@ impl Logic for HwhsFsm {
             self.timeouts.d.next = 0.into();
             self.last_reply_r.d.next = 0.into();
             self.last_status_r.d.next = 0.into();
+            self.last_len_r.d.next = 0.into();
+            self.rlen.d.next = 0.into();
             self.start_pending.d.next = false;
             self.clr.d.next = true;
             self.clr_idx.d.next = 0.into();
@@ -703,8 +899,12 @@ impl Logic for HwhsFsm {
         self.timeout_count.next = self.timeouts.q.val();
         self.last_reply.next = self.last_reply_r.q.val();
         self.last_status.next = self.last_status_r.q.val();
+        self.last_len.next = self.last_len_r.q.val();
     }
 }
+
+// The shifts above by 6 and 4 are the 64-byte slot and WQE in bytes and words.
+const _: () = assert!(rm::SLOT_BYTES == 1 << 6 && wqe::BYTES == 1 << 6 && wqe::WORDS == 16);
 
 #[cfg(test)]
 mod tests {

@@ -30,6 +30,8 @@ pub struct RefMem {
     pub compare: Signal<In, Bit>,
     /// The reply word to check.
     pub reply: Signal<In, Bits<32>>,
+    /// The reply had another length than expected: a mismatch whatever `reply` is.
+    pub wrong_len: Signal<In, Bit>,
     /// `reply` differs from `expected` (combinational).
     pub mismatch: Signal<Out, Bit>,
     /// Mismatches counted.
@@ -53,6 +55,7 @@ impl Default for RefMem {
             expected: Default::default(),
             compare: Default::default(),
             reply: Default::default(),
+            wrong_len: Default::default(),
             mismatch: Default::default(),
             mismatches: Default::default(),
             syn: RAM::new(Default::default()),
@@ -80,8 +83,10 @@ impl Logic for RefMem {
         self.exp.write_enable.next = self.wr_exp.val();
         self.syndrome.next = self.syn.read_data.val();
         self.expected.next = self.exp.read_data.val();
-        self.mismatch.next = self.reply.val() != self.exp.read_data.val();
-        if self.compare.val() & (self.reply.val() != self.exp.read_data.val()) {
+        self.mismatch.next = (self.reply.val() != self.exp.read_data.val()) | self.wrong_len.val();
+        if self.compare.val()
+            & ((self.reply.val() != self.exp.read_data.val()) | self.wrong_len.val())
+        {
             self.count.d.next = self.count.q.val() + 1;
         }
         if self.clear.val() {
@@ -100,7 +105,7 @@ mod tests {
     fn stores_entries_and_counts_mismatches() {
         let mut uut = RefMem::default();
         connect_inputs!(
-            uut, clear, wr_syn, wr_exp, wr_addr, wr_data, rd_addr, compare, reply
+            uut, clear, wr_syn, wr_exp, wr_addr, wr_data, rd_addr, compare, reply, wrong_len
         );
         uut.connect_all();
         assert!(generate_verilog(&uut).contains("module top"));

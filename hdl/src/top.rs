@@ -160,6 +160,7 @@ pub struct Hwhs {
     a_mismatch_count: Constant<Bits<16>>,
     a_last_reply: Constant<Bits<16>>,
     a_last_rpl_status: Constant<Bits<16>>,
+    a_last_rpl_len: Constant<Bits<16>>,
     a_version: Constant<Bits<16>>,
     a_fsm_overhead: Constant<Bits<16>>,
     a_pacer_last: Constant<Bits<16>>,
@@ -318,6 +319,7 @@ impl Default for Hwhs {
             a_mismatch_count: addr(rm::MISMATCH_COUNT),
             a_last_reply: addr(rm::LAST_REPLY),
             a_last_rpl_status: addr(rm::LAST_RPL_STATUS),
+            a_last_rpl_len: addr(rm::LAST_RPL_LEN),
             a_version: addr(rm::VERSION),
             a_fsm_overhead: addr(rm::FSM_OVERHEAD),
             a_pacer_last: addr(rm::PACER_LAST),
@@ -589,6 +591,7 @@ impl Logic for Hwhs {
         self.fsm.ref_syndrome.next = self.refmem.syndrome.val();
         self.refmem.compare.next = self.fsm.ref_compare.val();
         self.refmem.reply.next = self.fsm.ref_reply.val();
+        self.refmem.wrong_len.next = self.fsm.ref_wrong_len.val();
         self.fsm.ref_mismatch.next = self.refmem.mismatch.val();
 
         // ---- trace RAM ----
@@ -794,6 +797,10 @@ impl Logic for Hwhs {
             self.axi.rd_ok.next = true;
             self.axi.rd_data.next = self.fsm.last_status.val();
         }
+        if self.axi.rd_addr.val() == self.a_last_rpl_len.val() {
+            self.axi.rd_ok.next = true;
+            self.axi.rd_data.next = self.fsm.last_len.val();
+        }
         if self.axi.rd_addr.val() == self.a_version.val() {
             self.axi.rd_ok.next = true;
             self.axi.rd_data.next = self.k_version.val();
@@ -996,10 +1003,16 @@ mod tests {
                         x.cq_valid.next = true;
                         x.cq_wrid.next = 0.into();
                     }
-                    if n == d + REPLY_AFTER - 1 {
+                    if n == d + REPLY_AFTER - 2 {
                         x.rx_wr_en.next = true;
                         x.rx_wr_addr.next = 11.into();
                         x.rx_wr_data.next = 0x55.into();
+                    }
+                    if n == d + REPLY_AFTER - 1 {
+                        // payload_len: 4
+                        x.rx_wr_en.next = true;
+                        x.rx_wr_addr.next = 12.into();
+                        x.rx_wr_data.next = 4.into();
                     }
                     if n == d + REPLY_AFTER {
                         x.rx_wr_en.next = true;

@@ -169,15 +169,7 @@ class _Runtime:
         tag = f"{os.getpid()}-{next(_keys)}"
         try:
             if dev.controller.hardware == "fpga":
-                fns = {spec for c in dev.coprocessors for _, spec in c.fns()}
-                if len(dev.coprocessors) != 1 or len(fns) != 1:
-                    raise PlacementError(
-                        "Controller(hardware='fpga') drives one coprocessor with one function "
-                        "(the board's HWHS engine has one queue pair)"
-                    )
-                if not _native.HAS_FPGA:
-                    raise PlacementError("this build of backline has no FPGA controller")
-                self.board = _native.FpgaBoard(fns.pop(), dev.controller.init_args.get("reply_timeout_us"))
+                self._start_board(dev, tag)
                 return
             for i, c in enumerate(dev.coprocessors):
                 ep = c.endpoint or Endpoint()
@@ -221,6 +213,44 @@ class _Runtime:
         except BaseException:
             self.close()
             raise
+
+    def _start_board(self, dev: Backline, tag: str):
+        """The (simulated) board and the real coprocessor its ERNIC delivers requests to: a
+        server thread of this process, an executor process, or one already running."""
+        if len(dev.coprocessors) != 1:
+            raise PlacementError(
+                "Controller(hardware='fpga') drives one coprocessor (the board's HWHS engine has "
+                f"one queue pair), not {len(dev.coprocessors)}"
+            )
+        if not _native.HAS_FPGA:
+            raise PlacementError("this build of backline has no FPGA controller")
+        c = dev.coprocessors[0]
+        ep = c.endpoint or Endpoint()
+        remote = c.remote in (True, "host")
+        # How the simulated fabric reaches the coprocessor: shm on this host, udp to another
+        # one (or rdma, with Soft-RoCE); init_args={"bridge": …} chooses.
+        bridge = dev.controller.init_args.get("bridge", "udp" if remote else "shm")
+        if bridge not in ("shm", "udp", "rdma"):
+            raise PlacementError(
+                f"Controller(hardware='fpga', init_args={{'bridge': {bridge!r}}}): the simulated "
+                "board reaches its coprocessor over 'shm', 'udp' or 'rdma'"
+            )
+        if c.remote is False:
+            addr = {"shm": f"bl-{tag}-0", "udp": "127.0.0.1:0"}.get(bridge, "127.0.0.1:0")
+            s = _native.Server(bridge, addr, f"backline-{tag}-0", c.fns(), dev.payload_bytes,
+                               None, ep.reply_timeout, ep.setup_timeout)
+            self.servers.append(s)
+            peer = s.peer
+        elif c.remote == "process":
+            addr = ep.peer() if ep.address else ({"shm": f"bl-{tag}-0"}.get(bridge, "127.0.0.1:0"))
+            x = _Executor(bridge, addr, c.fns(), dev.payload_bytes, ep)
+            self.executors.append(x)
+            peer = x.peer
+        else:
+            peer = ep.peer()
+        self.board = _native.FpgaBoard(bridge, peer, dev.payload_bytes, float(ep.reply_timeout),
+                                       float(ep.setup_timeout),
+                                       dev.controller.init_args.get("reply_timeout_us"))
 
     def close(self):
         for s in self.servers:

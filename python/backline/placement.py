@@ -286,9 +286,12 @@ class Controller:
     """The root of a placement: drives the (simulated) qubits and makes every round.
 
     ``hardware``: ``"cpu"`` (this process) or ``"fpga"`` (the HWHS engine of a board; here
-    the simulated board of backline-apu, whose coprocessor model computes the Steane lookup
-    or echoes). ``wires``: the qubits it drives (an int or labels; None: as many as a
-    circuit uses). ``init_args``: target-specific settings (fpga: ``reply_timeout_us``).
+    the simulated board, whose ERNIC delivers every request to the placement's one real
+    coprocessor, with any function and decoder ids). ``wires``: the qubits it drives (an int
+    or labels; None: as many as a circuit uses). ``init_args``: target-specific settings
+    (fpga: ``reply_timeout_us``, the engine's reply timeout; ``bridge``, how the simulated
+    fabric reaches the coprocessor: ``"shm"`` (default for a local one), ``"udp"`` (default
+    for ``remote=True``) or ``"rdma"``).
     """
 
     hardware: str = "cpu"

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pennylane as qml
 import pytest
-from conftest import ghz_qnode, steane_placement
+from conftest import Executor, ghz_qnode, steane_placement
 
 import backline
 from backline import (
@@ -214,7 +214,7 @@ def test_a_coprocessor_that_dies_mid_run_fails_with_a_timeout(transport):
 
 def test_ctrl_c_stops_a_long_run_promptly():
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); from conftest import ghz_qnode, steane_placement\n"
+        "import sys; sys.path.insert(0, sys.argv[1]); from conftest import Executor, ghz_qnode, steane_placement\n"
         "print('running', flush=True)\n"
         "try:\n"
         "    ghz_qnode(steane_placement(), shots=100_000_000)()\n"
@@ -232,3 +232,41 @@ def test_ctrl_c_stops_a_long_run_promptly():
     out, _ = p.communicate(timeout=30)
     assert "interrupted" in out
     assert time.monotonic() - t0 < 10
+
+
+@pytest.mark.skipif(not backline._native.HAS_FPGA, reason="built without the fpga feature")
+def test_fpga_placements_that_cannot_work_are_named(executor):
+    steane = CoprocessorFunction.builtin("steane")
+
+    def fpga(coprocessors, **init):
+        return Backline(controller=Controller(hardware="fpga", wires=3, init_args=init),
+                        coprocessors=coprocessors, transport="rdma", qec_code="steane")
+
+    with pytest.raises(errors.PlacementError, match="drives one coprocessor .* not 2"):
+        ghz_qnode(fpga([Coprocessor(coprocessor_fn=steane), Coprocessor(coprocessor_fn=steane)]))()
+    with pytest.raises(errors.PlacementError, match="over 'shm', 'udp' or 'rdma'"):
+        ghz_qnode(fpga([Coprocessor(coprocessor_fn=steane)], bridge="memcpy"))()
+    # A coprocessor address that does not answer: an error before the first round.
+    gone = Coprocessor(remote=True, endpoint=Endpoint(address="127.0.0.1:9", setup_timeout=0.5))
+    t0 = time.monotonic()
+    with pytest.raises(errors.CoprocessorUnreachableError, match="udp:127.0.0.1:9 does not answer"):
+        ghz_qnode(fpga([gone]))()
+    assert time.monotonic() - t0 < 10
+    # A decoder id the coprocessor does not serve: its reply's status says so.
+    e = executor("udp", "--fn", "0=steane")
+    only_x = Coprocessor(remote=True, endpoint=Endpoint(address=e.peer))
+    with pytest.raises(errors.DecoderIdError, match="decoder_id 1"):
+        ghz_qnode(fpga([only_x], bridge="udp"))()
+
+
+def test_the_executor_stops_on_sigterm_and_sigint_and_removes_its_segment():
+    import signal
+    from pathlib import Path
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        e = Executor("shm")
+        seg = Path(f"/dev/shm/backline-{e.peer}")
+        assert seg.exists(), seg
+        e.proc.send_signal(sig)
+        assert e.proc.wait(10) == 0
+        assert not seg.exists(), f"{seg} left behind after {sig!r}"

@@ -49,13 +49,18 @@ def test_demo_1_and_3_give_the_same_samples():
 
 
 @pytest.mark.skipif(not backline._native.HAS_FPGA, reason="built without the fpga feature")
-def test_demo_4_runs_through_the_simulated_board():
-    p = run("04_ghz_fpga.py", "--shots", "5", "--seed", "4", ok=False)
-    if p.returncode != 0 and "did not start" in p.stderr:
+@pytest.mark.parametrize("args", [[], ["--function", "c", "--bridge", "udp"]])
+def test_demo_4_runs_through_the_simulated_board_to_a_real_executor(args):
+    p = run("04_ghz_fpga.py", "--shots", "5", "--seed", "4", "--noise", "0.01", *args, ok=False)
+    if p.returncode != 0 and "built without Verilator" in p.stderr:
         pytest.skip(p.stderr.strip().splitlines()[-1])
     assert p.returncode == 0, p.stderr
+    assert "executor process" in p.stdout
     assert "65 decode rounds" in p.stdout
     assert all(x > 0 for x in _latency_row(p.stdout))
+    # The same samples as demo 1 for the same seed.
+    one = run("01_ghz_memcpy.py", "--shots", "5", "--seed", "4", "--noise", "0.01").stdout
+    assert re.search(r"counts: .*", p.stdout).group(0) == re.search(r"counts: .*", one).group(0)
 
 
 @pytest.mark.parametrize("name", ["02_explicit_bposd.py", "02a_runtime_calls.py"])
@@ -83,6 +88,21 @@ def test_demo_3_with_its_executor_on_a_gpu_gives_the_same_samples():
             "--gpu", "emu").stdout
     assert "from a GPU kernel" in b
     assert re.search(r"counts: .*", a).group(0) == re.search(r"counts: .*", b).group(0)
+
+
+@pytest.mark.skipif(not backline._native.HAS_FPGA, reason="built without the fpga feature")
+def test_demo_2_with_the_fpga_controller_gives_demo_2s_samples():
+    p = run("02_explicit_bposd.py", "--shots", "150", "--seed", "2", "--fpga", ok=False)
+    if p.returncode != 0 and "built without Verilator" in p.stderr:
+        pytest.skip(p.stderr.strip().splitlines()[-1])
+    assert p.returncode == 0, p.stderr
+    assert "every corrected shot has a zero Z syndrome: True" in p.stdout
+    assert "150 decode rounds" in p.stdout
+    cpu = run("02_explicit_bposd.py", "--shots", "150", "--seed", "2").stdout
+    fails = re.compile(r"logical failures: .*")
+    assert fails.search(p.stdout).group(0) == fails.search(cpu).group(0)
+    shots = re.compile(r"  data \d+")
+    assert shots.findall(p.stdout) == shots.findall(cpu)
 
 
 def test_demo_1a_refuses_clearly_without_rdma():

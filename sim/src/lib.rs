@@ -1,6 +1,11 @@
-//! Cycle-accurate simulation of the HWHS engine: the generated Verilog
-//! (`bitstreams/rtl/hwhs.v`) verilated by Verilator 5 and driven from Rust, with behavioural
-//! models of the ERNIC RDMA engine and of the remote responder ([`model`]).
+//! The simulated board: the HWHS engine's generated Verilog (`bitstreams/rtl/hwhs.v`)
+//! verilated by Verilator 5 and driven from Rust cycle by cycle, with a model of the ERNIC's
+//! data path and of the remote side it talks to ([`model`]) — an in-simulation responder, or
+//! a real backline coprocessor over a real transport through the [`bridge`] — plus whole
+//! runs as `backline sim` does them ([`run`], with request payloads and expected replies from
+//! [`workload`]) and the board as a process: the register-level ERNIC model, the socket
+//! server and its protocol ([`board`], which `backline-apu sim-board` serves and the control
+//! plane's `sim:` backend talks to).
 //!
 //! The simulator reaches the engine only through its ports: the AXI4-Lite slave (register
 //! reads and writes by address, [`HwhsSim::axi_read`] / [`HwhsSim::axi_write`]) and the
@@ -20,22 +25,49 @@
 //! # Ok::<(), backline_sim::SimError>(())
 //! ```
 //!
-//! The crate builds without Verilator (the build script detects it); [`HwhsSim::new`] then
-//! returns [`SimError::NoVerilator`] and [`AVAILABLE`] is false.
+//! The crate builds without Verilator (the build script detects it, and looks again on the
+//! next build once Verilator is installed); [`HwhsSim::new`] then returns
+//! [`SimError::NoVerilator`], [`AVAILABLE`] is false and [`BUILD`] says why.
 #![deny(missing_docs)]
 
 mod backend;
+pub mod board;
+pub mod bridge;
 pub mod model;
 pub mod run;
 
 use backline_regmap as rm;
 
 pub use backend::{Inputs, Outputs};
-pub use model::{ErnicModel, ModelConfig, ModelStats, Responder, RoundRecord};
-pub use run::{Mode, RunConfig, RunReport};
+pub use backline_board::workload;
+pub use bridge::{Bridge, BridgeConfig, BridgeError, CoprocessorAddr, Loss};
+pub use model::{ErnicModel, ModelConfig, ModelStats, Responder, RoundRecord, RoundSplit};
+pub use run::{LossPolicy, Mode, RunConfig, RunReport};
 
 /// True when this build contains the verilated engine.
 pub const AVAILABLE: bool = backend::Backend::AVAILABLE;
+
+/// How this build got its engine model, for `--version` lines: `Verilator 5.006` or why it
+/// has none.
+pub const BUILD: &str = env!("BACKLINE_SIM_BUILD");
+
+/// The one command that gives a build without Verilator its simulator.
+pub const FIX: &str = "sudo apt-get install verilator";
+
+/// What a binary's help says about this build's simulator: how its engine model was built,
+/// or why it has none and the command that fixes it.
+pub fn build_note() -> String {
+    if AVAILABLE {
+        format!("Simulator: {BUILD}.")
+    } else {
+        format!("Simulator: {BUILD}. Install it with `{FIX}`; the next build picks it up.")
+    }
+}
+
+/// `ns` in engine cycles (the one clock of `backline-regmap`), rounded to the nearest.
+pub(crate) fn ns_to_cycles(ns: u64) -> u64 {
+    rm::ns_to_cycles(ns)
+}
 
 /// Cycles an AXI4-Lite transaction may take before it counts as hung.
 pub const AXI_TIMEOUT_CYCLES: u32 = 64;
@@ -101,8 +133,8 @@ fn describe(addr: u32) -> String {
 pub enum SimError {
     /// The crate was built on a machine without Verilator.
     #[error(
-        "backline-sim was built without Verilator; install verilator (5.x, e.g. `apt install \
-         verilator`) and rebuild"
+        "this build has no simulator ({BUILD}); fix: `{FIX}`, then run the same cargo \
+         command again (the build looks for Verilator again by itself)"
     )]
     NoVerilator,
     /// The C++ model could not be allocated.
@@ -117,6 +149,19 @@ pub enum SimError {
     /// The engine did not finish in time.
     #[error("the engine did not finish: {0}")]
     Stuck(String),
+    /// The bridge to a real coprocessor could not be set up.
+    #[error(transparent)]
+    Bridge(#[from] BridgeError),
+    /// A real coprocessor lost a round (it stopped answering or went away) and the run
+    /// stops at the first lost round.
+    #[error("{0}")]
+    CoprocessorLost(String),
+    /// A real coprocessor does not serve the run's decoder id.
+    #[error("{0}")]
+    Unserved(String),
+    /// The run was asked to stop (a signal) after this many rounds.
+    #[error("interrupted after {0} rounds")]
+    Interrupted(u64),
 }
 
 /// The verilated engine with its ERNIC and responder models attached.
@@ -271,7 +316,7 @@ mod tests {
     fn errors_say_what_to_do() {
         let e = SimError::NoVerilator.to_string();
         assert!(
-            e.contains("install verilator") && e.contains("rebuild"),
+            e.contains("sudo apt-get install verilator") && e.contains("again"),
             "{e}"
         );
         let e = AxiError::SlvErr {

@@ -1,38 +1,66 @@
-//! Behavioural models around the engine: the ERNIC RDMA engine (a model: the IP itself cannot
-//! run here) and the remote responder it talks to.
+//! Behavioural models around the engine: the ERNIC RDMA engine's data path (a model: the IP
+//! itself cannot run here) and what answers its requests — an in-simulation responder, or a
+//! real coprocessor through the [`crate::bridge`].
 //!
-//! What the ERNIC model does, per WQE, as its product guide describes the data path:
+//! What the ERNIC model does, per WQE, as PG332's "ERNIC TX Path" describes it:
 //!
-//! 1. The engine writes the 64-byte WQE into the SQ memory (the model's SQ memory region)
-//!    and rings the SQ producer-index doorbell.
+//! 1. The engine writes the 64-byte WQE (PG332 Table 2-1, `backline_board::ernic::wqe`) into
+//!    the SQ memory and rings the SQ producer-index doorbell over the hardware-handshake
+//!    port.
 //! 2. After `fetch_cycles` the model reads the WQE, checks it (opcode WRITE or WRITE_IMM,
-//!    length, rkey, remote address inside the responder's ring and tail-anchored in a slot),
-//!    and reads the message (`length` bytes) from the engine's request buffer, one word per
-//!    cycle through the request read port.
-//! 3. The RDMA WRITE travels `wire_latency_cycles` (plus an optional uniform jitter, drawn
-//!    per leg from a seeded generator) to the remote side; its acknowledgement travels back,
-//!    and then the completion (CQE with the WQE's wrid) is raised.
-//! 4. The responder decodes the message with `backline-wire`, takes `service_cycles`, and
-//!    writes its reply (wire format v1, `seq` last) back with an RDMA WRITE; after the wire
-//!    latency the model delivers it word by word into the engine's reply memory, in the
-//!    reply ring slot of the round.
+//!    length, `RTAG` = the peer's key, remote address the tail of a ring slot, local address
+//!    inside the request buffer), and reads the message — `LENGTH` bytes from `LADDR`, which
+//!    need not be word aligned — from the engine's request buffer, one word per cycle
+//!    through the request read port.
+//! 3. The RDMA WRITE travels the fabric (`fabric_latency_cycles`, plus an optional uniform
+//!    jitter drawn per leg from a seeded generator) to the remote side; its acknowledgement
+//!    travels back, and then the completion (the WQE's `WRID`) is raised.
+//! 4. The remote side answers: the in-simulation responder decodes the message with
+//!    `backline-wire` and takes `service_cycles`; or the bridge relays it to a real
+//!    coprocessor and the service time is what that took, measured, converted to cycles.
+//!    The reply (wire format v1, `seq` last) comes back over the fabric and the model
+//!    writes it into the round's reply slot as the ERNIC writes an incoming RDMA WRITE: the
+//!    bytes of the message image and nothing else (the engine's reply memory has no byte
+//!    enables, so the words the image only partly covers are merged with what the model
+//!    last wrote there — it is the memory's only writer between soft resets).
+//!
+//! **Timing model.** The simulated clock does not run while a real coprocessor computes:
+//! the simulation blocks on the bridge and then places the reply `fabric + service +
+//! fabric` cycles after the request left, with `service` the measured time. Every round's
+//! RTT is therefore simulated engine cycles + modelled fabric + (measured or modelled)
+//! service; [`RoundSplit`] records the last two per round, so the engine's share is the
+//! rest. The default fabric latency is the reference's measured one-way figure
+//! ([`REFERENCE_ONE_WAY_NS`]).
 //!
 //! The model's own round trip of a round is the cycle of the reply's `seq` word write minus
 //! the doorbell cycle; the engine must record exactly that plus its documented FSM overhead.
 
 use std::collections::VecDeque;
 
+use backline_board::ernic::wqe;
 use backline_regmap as rm;
 use backline_wire::{HEADER_BYTES, Kind, SlotHeader, Status, WIRE_VERSION};
 
 use crate::backend::{Inputs, Outputs};
+use crate::bridge::{Bridge, Loss};
 
-/// What the remote coprocessor does with each request.
+/// One-way fabric latency of the reference, ns: half its measured FPGA → CPU-echo round trip
+/// over RoCE v2 (median 2.305 µs, SPEC §9), the echo's own work being negligible next to it.
+pub const REFERENCE_ONE_WAY_NS: u64 = 1152;
+
+/// Bytes of the engine's request buffer the ERNIC may read (16 payload + 16 header bytes).
+pub const REQUEST_BUFFER_BYTES: u32 = 32;
+
+/// Rounds whose [`RoundSplit`] is kept (the trace RAM's depth: later rounds are not traced).
+pub const SPLIT_DEPTH: usize = rm::TRACE_DEPTH as usize;
+
+/// What the in-simulation remote side does with each request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Responder {
     /// Returns the request payload (truncated or zero-padded to the reply length).
     Echo,
-    /// Steane [[7,1,3]] lookup: payload byte 0 is the syndrome, reply byte 0 the correction.
+    /// Steane [[7,1,3]] lookup: payload byte 0 is the syndrome, reply word 0 the correction
+    /// as a bit mask (bit q: flip qubit q).
     Steane,
     /// Never answers (the ERNIC completion still arrives): exercises the reply timeout.
     Silent,
@@ -62,24 +90,26 @@ impl Responder {
 /// Settings of the ERNIC and responder models.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelConfig {
-    /// One-way wire latency, cycles.
-    pub wire_latency_cycles: u64,
-    /// Responder service time, cycles.
+    /// One-way fabric latency, cycles.
+    pub fabric_latency_cycles: u64,
+    /// In-simulation responder service time, cycles (a bridged coprocessor's is measured).
     pub service_cycles: u64,
-    /// Extra delay on each wire leg, uniform in `0 ..= jitter_cycles` (0: a fixed latency).
+    /// Extra delay on each fabric leg, uniform in `0 ..= jitter_cycles` (0: a fixed latency).
     pub jitter_cycles: u64,
     /// Seed of the jitter draws.
     pub jitter_seed: u64,
     /// ERNIC's doorbell-to-WQE-fetch latency, cycles (at least 1).
     pub fetch_cycles: u64,
-    /// The responder.
+    /// The in-simulation responder (`Silent` also silences a bridge: nothing is delivered).
     pub responder: Responder,
-    /// Reply payload bytes the responder returns (multiple of 4, 4 ..= 16).
+    /// Reply payload bytes the in-simulation responder returns (1 ..= 48).
     pub reply_len: u32,
     /// Base byte address of the SQ memory (ERNIC QP's SQBA as the engine addresses it).
     pub sq_base: u32,
     /// SQ depth in WQEs (a power of two).
     pub sq_depth: u32,
+    /// Bus address of the engine's request buffer (what `WQE_LADDR` points at).
+    pub request_buffer: u64,
     /// The responder's request ring: remote virtual address.
     pub remote_va: u64,
     /// The responder's memory key.
@@ -94,7 +124,7 @@ impl Default for ModelConfig {
     /// Settings that match the engine's register reset values.
     fn default() -> Self {
         ModelConfig {
-            wire_latency_cycles: 100,
+            fabric_latency_cycles: 100,
             service_cycles: 20,
             jitter_cycles: 0,
             jitter_seed: 1,
@@ -103,6 +133,7 @@ impl Default for ModelConfig {
             reply_len: 4,
             sq_base: 0,
             sq_depth: 16,
+            request_buffer: 0,
             remote_va: 0,
             rkey: 0,
             ring_depth: rm::MAX_RING_DEPTH,
@@ -131,6 +162,16 @@ impl RoundRecord {
     }
 }
 
+/// The parts of one round's RTT that are not the simulated board's own cycles.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RoundSplit {
+    /// Modelled fabric: the request's leg plus the reply's, cycles.
+    pub fabric_cycles: u32,
+    /// The remote side's service time, cycles: measured for a bridged coprocessor,
+    /// `service_cycles` for the in-simulation responder.
+    pub service_cycles: u32,
+}
+
 /// Counters of the model.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModelStats {
@@ -148,12 +189,18 @@ pub struct ModelStats {
     pub errors: u64,
     /// The first violation, described.
     pub first_error: Option<String>,
+    /// Rounds whose reply a bridged coprocessor did not deliver.
+    pub lost: u64,
+    /// The first loss, with its round.
+    pub first_loss: Option<(u64, Loss)>,
 }
 
 #[derive(Debug, Clone)]
 struct Wqe {
     round: u64,
     wrid: u16,
+    /// Byte offset of the message in the request buffer.
+    offset: u32,
     len: u32,
 }
 
@@ -161,16 +208,18 @@ struct Wqe {
 struct ReqRead {
     wqe: Wqe,
     next: u32,
+    last: u32,
     issued: bool,
     words: Vec<u32>,
 }
 
-/// The ERNIC model with the remote responder behind it.
+/// The ERNIC model with the remote side behind it.
 #[derive(Debug)]
 pub struct ErnicModel {
     /// Settings; may be changed between rounds.
     pub config: ModelConfig,
     sq_mem: Vec<u32>,
+    rpl_shadow: Vec<u32>,
     posted: u64,
     fetch: VecDeque<(u64, u64)>,
     read: Option<ReqRead>,
@@ -178,8 +227,10 @@ pub struct ErnicModel {
     rx: VecDeque<(u64, u32, u32, Option<u64>)>,
     wqe_writes: u64,
     records: Vec<RoundRecord>,
+    splits: Vec<RoundSplit>,
     stats: ModelStats,
     rng: u64,
+    bridge: Option<Bridge>,
 }
 
 /// Bytes of SQ memory the model holds (1024 WQEs).
@@ -190,6 +241,7 @@ impl ErnicModel {
     pub fn new(config: ModelConfig) -> ErnicModel {
         ErnicModel {
             sq_mem: vec![0; SQ_MEM_BYTES as usize / 4],
+            rpl_shadow: vec![0; 1 << rm::REPLY_ADDR_BITS],
             posted: 0,
             fetch: VecDeque::new(),
             read: None,
@@ -197,28 +249,54 @@ impl ErnicModel {
             rx: VecDeque::new(),
             wqe_writes: 0,
             records: Vec::new(),
+            splits: Vec::new(),
             stats: ModelStats::default(),
             rng: config.jitter_seed.max(1),
             config,
+            bridge: None,
         }
     }
 
-    /// One wire leg: the latency plus a uniform jitter draw (xorshift64*).
+    /// Replaces the in-simulation responder with a real coprocessor behind `bridge`.
+    pub fn attach_bridge(&mut self, bridge: Bridge) {
+        self.bridge = Some(bridge);
+    }
+
+    /// Takes the bridge back (to move it into a fresh model after a soft reset).
+    pub fn take_bridge(&mut self) -> Option<Bridge> {
+        self.bridge.take()
+    }
+
+    /// The bridge, when one is attached.
+    pub fn bridge(&self) -> Option<&Bridge> {
+        self.bridge.as_ref()
+    }
+
+    /// A fresh model for the same settings, keeping the bridge (after an engine soft reset,
+    /// whose reply-memory sweep also zeroes what the model remembers of it).
+    pub fn renewed(&mut self, config: ModelConfig) -> ErnicModel {
+        let mut m = ErnicModel::new(config);
+        m.bridge = self.bridge.take();
+        m
+    }
+
+    /// One fabric leg: the latency plus a uniform jitter draw (xorshift64*).
     fn leg(&mut self) -> u64 {
         let j = self.config.jitter_cycles;
         if j == 0 {
-            return self.config.wire_latency_cycles;
+            return self.config.fabric_latency_cycles;
         }
         self.rng ^= self.rng >> 12;
         self.rng ^= self.rng << 25;
         self.rng ^= self.rng >> 27;
         let r = self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        self.config.wire_latency_cycles + r % (j + 1)
+        self.config.fabric_latency_cycles + r % (j + 1)
     }
 
     /// Forgets all rounds (after an engine soft reset).
     pub fn reset(&mut self) {
-        *self = ErnicModel::new(self.config.clone());
+        let cfg = self.config.clone();
+        *self = self.renewed(cfg);
     }
 
     /// Counters.
@@ -229,6 +307,12 @@ impl ErnicModel {
     /// Per-round records (empty unless `record_rounds`).
     pub fn records(&self) -> &[RoundRecord] {
         &self.records
+    }
+
+    /// Fabric and service cycles of each round (by round number; rounds whose reply never
+    /// came have their fabric legs and no service).
+    pub fn splits(&self) -> &[RoundSplit] {
+        &self.splits
     }
 
     fn error(&mut self, msg: String) {
@@ -247,6 +331,17 @@ impl ErnicModel {
             self.records.resize(i + 1, RoundRecord::default());
         }
         Some(&mut self.records[i])
+    }
+
+    fn split(&mut self, round: u64, s: RoundSplit) {
+        let i = round as usize;
+        if i >= SPLIT_DEPTH {
+            return;
+        }
+        if self.splits.len() <= i {
+            self.splits.resize(i + 1, RoundSplit::default());
+        }
+        self.splits[i] = s;
     }
 
     /// True while the model must see every cycle (a request read is in progress or a port
@@ -296,9 +391,12 @@ impl ErnicModel {
         if self.read.is_none() && self.fetch.front().is_some_and(|f| f.0 <= now) {
             let (_, round) = self.fetch.pop_front().unwrap();
             if let Some(wqe) = self.fetch_wqe(round) {
+                let first = wqe.offset / 4;
+                let last = (wqe.offset + wqe.len).div_ceil(4);
                 self.read = Some(ReqRead {
                     wqe,
-                    next: 0,
+                    next: first,
+                    last,
                     issued: false,
                     words: Vec::with_capacity(8),
                 });
@@ -308,42 +406,40 @@ impl ErnicModel {
             if rd.issued {
                 rd.words.push(out.req_rd_data);
             }
-            let nwords = rd.wqe.len / 4;
-            if rd.next < nwords {
+            if rd.next < rd.last {
                 inp.req_rd_addr = rd.next;
                 rd.next += 1;
                 rd.issued = true;
                 self.read = Some(rd);
             } else {
-                self.depart(now, rd.wqe, &rd.words);
+                let bytes: Vec<u8> = rd.words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                let skip = (rd.wqe.offset % 4) as usize;
+                let msg = bytes[skip..skip + rd.wqe.len as usize].to_vec();
+                self.depart(now, rd.wqe, &msg);
             }
         }
         if let Some(&(t, wrid, round)) = self.cq.front()
             && t <= now
         {
-            {
-                self.cq.pop_front();
-                inp.cq_valid = 1;
-                inp.cq_wrid = u32::from(wrid);
-                self.stats.completions += 1;
-                if let Some(r) = self.record(round) {
-                    r.completion = Some(now);
-                }
+            self.cq.pop_front();
+            inp.cq_valid = 1;
+            inp.cq_wrid = u32::from(wrid);
+            self.stats.completions += 1;
+            if let Some(r) = self.record(round) {
+                r.completion = Some(now);
             }
         }
         if let Some(&(t, addr, data, seq_of)) = self.rx.front()
             && t <= now
         {
-            {
-                self.rx.pop_front();
-                inp.rx_wr_en = 1;
-                inp.rx_wr_addr = addr;
-                inp.rx_wr_data = data;
-                if let Some(round) = seq_of {
-                    self.stats.replies += 1;
-                    if let Some(r) = self.record(round) {
-                        r.reply_seq = Some(now);
-                    }
+            self.rx.pop_front();
+            inp.rx_wr_en = 1;
+            inp.rx_wr_addr = addr;
+            inp.rx_wr_data = data;
+            if let Some(round) = seq_of {
+                self.stats.replies += 1;
+                if let Some(r) = self.record(round) {
+                    r.reply_seq = Some(now);
                 }
             }
         }
@@ -356,7 +452,7 @@ impl ErnicModel {
             return;
         }
         self.sq_mem[off as usize / 4] = data;
-        if off % rm::wqe::BYTES == rm::wqe::WRID {
+        if off % wqe::BYTES == wqe::WRID {
             let round = self.wqe_writes;
             self.wqe_writes += 1;
             if data != (round & 0xFFFF) as u32 {
@@ -371,22 +467,32 @@ impl ErnicModel {
     fn fetch_wqe(&mut self, round: u64) -> Option<Wqe> {
         let c = &self.config;
         let slot = (round % u64::from(c.sq_depth.max(1))) as u32;
-        let base = (slot * rm::wqe::BYTES) as usize / 4;
-        if base + 16 > self.sq_mem.len() {
+        let base = (slot * wqe::BYTES) as usize / 4;
+        if base + wqe::WORDS as usize > self.sq_mem.len() {
             self.error(format!("SQ slot {slot} outside the SQ memory"));
             return None;
         }
         let w = |off: u32| self.sq_mem[base + off as usize / 4];
-        let (wrid, len, opcode) = (w(rm::wqe::WRID), w(rm::wqe::LENGTH), w(rm::wqe::OPCODE));
-        let rva = u64::from(w(rm::wqe::RVA_LO)) | u64::from(w(rm::wqe::RVA_HI)) << 32;
-        let rkey = w(rm::wqe::RKEY);
+        let wrid = w(wqe::WRID) & 0xFFFF;
+        let len = w(wqe::LENGTH);
+        let opcode = w(wqe::OPCODE) & 0xFF;
+        let laddr = u64::from(w(wqe::LADDR_LO)) | u64::from(w(wqe::LADDR_HI)) << 32;
+        let rva = u64::from(w(wqe::ROFFSET_LO)) | u64::from(w(wqe::ROFFSET_HI)) << 32;
+        let rkey = w(wqe::RTAG);
         let ring_bytes = u64::from(c.ring_depth) * u64::from(rm::SLOT_BYTES);
-        let problem = if opcode > 1 {
+        let offset = laddr.wrapping_sub(c.request_buffer);
+        let problem = if opcode != wqe::opcode::WRITE && opcode != wqe::opcode::WRITE_IMM {
             Some(format!(
                 "WQE #{round}: opcode {opcode} (the model does WRITE and WRITE_IMM)"
             ))
-        } else if len < HEADER_BYTES as u32 + 4 || len > rm::SLOT_BYTES || !len.is_multiple_of(4) {
+        } else if len <= HEADER_BYTES as u32 || len > rm::SLOT_BYTES {
             Some(format!("WQE #{round}: length {len}"))
+        } else if offset + u64::from(len) > u64::from(REQUEST_BUFFER_BYTES) {
+            Some(format!(
+                "WQE #{round}: local address {laddr:#x} + {len} is outside the request buffer \
+                 at {:#x}",
+                c.request_buffer
+            ))
         } else if rkey != c.rkey {
             Some(format!(
                 "WQE #{round}: rkey {rkey:#x}, region key {:#x}",
@@ -412,18 +518,17 @@ impl ErnicModel {
         Some(Wqe {
             round,
             wrid: wrid as u16,
+            offset: offset as u32,
             len,
         })
     }
 
     /// The request has been read: it leaves now; schedule the completion and the reply.
-    fn depart(&mut self, now: u64, wqe: Wqe, words: &[u32]) {
-        let c = self.config.clone();
+    fn depart(&mut self, now: u64, wqe: Wqe, bytes: &[u8]) {
         let (to_remote, ack, back) = (self.leg(), self.leg(), self.leg());
         self.cq
             .push_back((now + (to_remote + ack).max(1), wqe.wrid, wqe.round));
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let (header, payload) = match backline_wire::decode_message(&bytes) {
+        let (header, payload) = match backline_wire::decode_message(bytes) {
             Ok(m) => m,
             Err(e) => {
                 self.error(format!("request of round {}: {e}", wqe.round));
@@ -437,42 +542,98 @@ impl ErnicModel {
                 wqe.round, header.seq, header.kind
             ));
         }
-        if c.responder == Responder::Silent {
+        let fabric = (to_remote + back) as u32;
+        // A round without a reply still has its fabric legs, and no service.
+        let unanswered = RoundSplit {
+            fabric_cycles: fabric,
+            service_cycles: 0,
+        };
+        if self.config.responder == Responder::Silent {
+            self.split(wqe.round, unanswered);
             return;
         }
-        let w0 = u32::from_le_bytes([
-            *payload.first().unwrap_or(&0),
-            *payload.get(1).unwrap_or(&0),
-            *payload.get(2).unwrap_or(&0),
-            *payload.get(3).unwrap_or(&0),
-        ]);
-        let mut reply = vec![0u8; c.reply_len as usize];
-        if c.responder == Responder::Echo {
-            let n = payload.len().min(reply.len());
-            reply[..n].copy_from_slice(&payload[..n]);
-        } else {
-            reply[..4].copy_from_slice(&c.responder.reply_word0(w0).to_le_bytes());
-        }
+        let (reply, status, decoder_id, service) = match self.bridge.as_mut() {
+            Some(b) => match b.relay(header.decoder_id, payload) {
+                Ok(r) => (
+                    r.payload,
+                    r.status,
+                    r.decoder_id,
+                    crate::ns_to_cycles(r.service_ns),
+                ),
+                Err(loss) => {
+                    self.stats.lost += 1;
+                    if self.stats.first_loss.is_none() {
+                        self.stats.first_loss = Some((wqe.round, loss));
+                    }
+                    self.split(wqe.round, unanswered);
+                    return;
+                }
+            },
+            None => (
+                self.model_reply(payload),
+                Status::Ok as u16,
+                header.decoder_id,
+                self.config.service_cycles,
+            ),
+        };
+        self.split(
+            wqe.round,
+            RoundSplit {
+                fabric_cycles: fabric,
+                service_cycles: service.min(u64::from(u32::MAX)) as u32,
+            },
+        );
         let h = SlotHeader {
-            payload_len: c.reply_len,
-            decoder_id: header.decoder_id,
-            status: Status::Ok as u16,
+            payload_len: reply.len() as u32,
+            decoder_id,
+            status,
             kind: Kind::Reply as u8,
             version: WIRE_VERSION,
             seq: header.seq,
         };
         let mut image = vec![0u8; reply.len() + HEADER_BYTES];
         backline_wire::encode_message(&mut image, &h, &reply);
-        let nwords = image.len() as u32 / 4;
-        let slot = (header.seq.wrapping_sub(1) % c.ring_depth.max(1)) * (rm::SLOT_BYTES / 4);
-        let first = slot + rm::SLOT_BYTES / 4 - nwords;
-        let t0 = now + to_remote + c.service_cycles + back + 1;
-        for i in 0..nwords {
-            let b = &image[i as usize * 4..i as usize * 4 + 4];
+        let t0 = now + to_remote + service + back + 1;
+        self.deliver(wqe.round, header.seq, &image, t0);
+    }
+
+    /// The in-simulation responder's reply payload.
+    fn model_reply(&self, payload: &[u8]) -> Vec<u8> {
+        let c = &self.config;
+        let mut reply = vec![0u8; c.reply_len as usize];
+        if c.responder == Responder::Echo {
+            let n = payload.len().min(reply.len());
+            reply[..n].copy_from_slice(&payload[..n]);
+        } else {
+            let mut w = [0u8; 4];
+            let n = payload.len().min(4);
+            w[..n].copy_from_slice(&payload[..n]);
+            let word = c.responder.reply_word0(u32::from_le_bytes(w)).to_le_bytes();
+            let n = reply.len().min(4);
+            reply[..n].copy_from_slice(&word[..n]);
+        }
+        reply
+    }
+
+    /// Schedules the words of a reply image into the reply slot of `seq`, one per cycle from
+    /// `t0`, the `seq` word last. The image is tail-anchored: it ends at the slot's end.
+    fn deliver(&mut self, round: u64, seq: u32, image: &[u8], t0: u64) {
+        let slot_words = rm::SLOT_BYTES / 4;
+        let slot = (seq.wrapping_sub(1) % self.config.ring_depth.max(1)) * slot_words;
+        let start = rm::SLOT_BYTES as usize - image.len();
+        let first = (start / 4) as u32;
+        let mut bytes = [0u8; rm::SLOT_BYTES as usize];
+        for w in first..slot_words {
+            let old = self.rpl_shadow[(slot + w) as usize];
+            bytes[w as usize * 4..w as usize * 4 + 4].copy_from_slice(&old.to_le_bytes());
+        }
+        bytes[start..].copy_from_slice(image);
+        for (k, w) in (first..slot_words).enumerate() {
+            let b = &bytes[w as usize * 4..w as usize * 4 + 4];
             let word = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-            let last = (i + 1 == nwords).then_some(wqe.round);
-            self.rx
-                .push_back((t0 + u64::from(i), first + i, word, last));
+            self.rpl_shadow[(slot + w) as usize] = word;
+            let last = (w + 1 == slot_words).then_some(round);
+            self.rx.push_back((t0 + k as u64, slot + w, word, last));
         }
     }
 }

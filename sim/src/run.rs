@@ -1,9 +1,14 @@
 //! Whole runs, as `backline sim` does them: configure the engine over AXI4-Lite, run sw-loop
 //! or hw-loop rounds, and read the trace RAM back over AXI4-Lite.
 //!
-//! Payloads: the reference memory holds one entry per 3-bit syndrome (word `i` = syndrome
-//! `i`, expected reply = what the responder must answer), `FLAGS.use_ref | check` are set,
-//! so every round's reply is checked in hardware and mismatches are counted there.
+//! Payloads: the reference memory holds the run's [`Workload`] — payload word 0 and the
+//! expected reply word 0 per entry, round `r` using entry `r mod entries` — and
+//! `FLAGS.use_ref | check` are set, so every round's reply is checked in hardware and
+//! mismatches are counted there.
+//!
+//! A real coprocessor behind the bridge can fail mid-run: the round's reply is not
+//! delivered, the engine's reply timeout fires and the trace marks the round; the run then
+//! stops with an error ([`LossPolicy::Stop`]) or goes on ([`LossPolicy::Continue`]).
 //!
 //! Random-delayed runs with long quiet periods use the pacer's fast-forward
 //! (`CTRL.pacer_skip`): once a quiet period has begun, the driver reads the interval the RTL
@@ -15,9 +20,23 @@ use std::time::{Duration, Instant};
 use backline_pacer::PacerConfig;
 use backline_regmap as rm;
 
+use crate::model::RoundSplit;
 use crate::{HwhsSim, ModelConfig, Responder, SimError};
+use backline_board::workload::Workload;
 
 pub use backline_regmap::Mode;
+
+/// The longest a sw-loop run lets the engine run between two `STATUS` polls, cycles.
+pub const SW_POLL_MAX_CYCLES: u64 = 1024;
+
+/// What a run does when a bridged coprocessor loses a round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LossPolicy {
+    /// End the run with an error after that round.
+    Stop,
+    /// Go on; the lost rounds show as timeouts in the trace.
+    Continue,
+}
 
 /// Settings of one run.
 #[derive(Debug, Clone)]
@@ -34,6 +53,29 @@ pub struct RunConfig {
     pub timeout_cycles: u32,
     /// Fast-forward quiet periods longer than this many cycles (`None`: simulate them).
     pub fast_forward_above: Option<u32>,
+    /// Payloads and expected replies (`None`: the in-simulation responder's).
+    pub workload: Option<Workload>,
+    /// What to do when a bridged coprocessor loses a round.
+    pub on_loss: LossPolicy,
+}
+
+/// An in-simulation responder's workload: the eight 3-bit syndromes, 4-byte payloads, the
+/// responder's reply word as the expectation.
+pub fn model_workload(responder: Responder, reply_len: u32) -> Workload {
+    Workload::table(
+        responder.name(),
+        reply_len,
+        (0..8).map(|s| (s, responder.reply_word0(s))).collect(),
+    )
+}
+
+impl RunConfig {
+    /// The run's workload.
+    pub fn workload(&self) -> Workload {
+        self.workload
+            .clone()
+            .unwrap_or_else(|| model_workload(self.model.responder, self.model.reply_len))
+    }
 }
 
 impl RunConfig {
@@ -46,12 +88,7 @@ impl RunConfig {
             return Err(SimError::Config("--rounds must be at least 1".into()));
         }
         let m = &self.model;
-        if !m.reply_len.is_multiple_of(4) || !(4..=rm::MAX_PAYLOAD_BYTES).contains(&m.reply_len) {
-            return Err(SimError::Config(format!(
-                "reply length {} bytes: the engine takes 4, 8, 12 or 16",
-                m.reply_len
-            )));
-        }
+        self.workload().validate().map_err(SimError::Config)?;
         if !m.ring_depth.is_power_of_two() || m.ring_depth > rm::MAX_RING_DEPTH {
             return Err(SimError::Config(format!(
                 "ring depth {} is not a power of two up to {}",
@@ -59,7 +96,8 @@ impl RunConfig {
                 rm::MAX_RING_DEPTH
             )));
         }
-        if !m.sq_depth.is_power_of_two() || m.sq_depth * rm::wqe::BYTES > crate::model::SQ_MEM_BYTES
+        if !m.sq_depth.is_power_of_two()
+            || m.sq_depth * backline_board::ernic::wqe::BYTES > crate::model::SQ_MEM_BYTES
         {
             return Err(SimError::Config(format!(
                 "SQ depth {} is not a power of two that fits the model's SQ memory",
@@ -101,22 +139,30 @@ pub struct RunReport {
     pub wall: Duration,
     /// Model protocol violations (0 in a correct run) and the first one.
     pub model_errors: (u64, Option<String>),
+    /// Fabric and service cycles of each traced round.
+    pub splits: Vec<RoundSplit>,
+    /// Rounds a bridged coprocessor lost, and the first loss with its round.
+    pub lost: (u64, Option<String>),
+    /// Rounds relayed to a bridged coprocessor and their mean measured service time, ns.
+    pub bridged: Option<(u64, f64)>,
 }
 
 /// Writes the engine's configuration for `cfg` (after a soft reset).
 pub fn configure(sim: &mut HwhsSim, cfg: &RunConfig) -> Result<(), SimError> {
     cfg.validate()?;
     sim.axi_write(rm::CTRL, rm::CTRL_SOFT_RESET.bits(1))?;
-    *sim.model_mut() = crate::ErnicModel::new(cfg.model.clone());
+    let fresh = sim.model_mut().renewed(cfg.model.clone());
+    *sim.model_mut() = fresh;
     let m = &cfg.model;
+    let w = cfg.workload();
     let writes = [
-        (rm::PAY_LEN, 4),
-        (rm::RPL_LEN, m.reply_len),
+        (rm::WQE_LADDR_LO, m.request_buffer as u32),
+        (rm::WQE_LADDR_HI, (m.request_buffer >> 32) as u32),
         (rm::TIMEOUT, cfg.timeout_cycles),
         (rm::SQ_BASE, m.sq_base),
         (rm::SQ_DEPTH, m.sq_depth),
         (rm::RING_DEPTH, m.ring_depth),
-        (rm::WQE_OPCODE, 0),
+        (rm::WQE_OPCODE, backline_board::ernic::wqe::opcode::WRITE),
         (rm::WQE_RKEY, m.rkey),
         (rm::WQE_RVA_LO, m.remote_va as u32),
         (rm::WQE_RVA_HI, (m.remote_va >> 32) as u32),
@@ -132,16 +178,10 @@ pub fn configure(sim: &mut HwhsSim, cfg: &RunConfig) -> Result<(), SimError> {
             },
         ),
         (rm::TRACE_CTRL, rm::TRACE_CTRL_ENABLE.bits(1)),
-        (rm::REF_ADDR, 0),
     ];
-    for (a, v) in writes {
+    for (a, v) in writes.into_iter().chain(w.hwhs_writes()) {
         sim.axi_write(a, v)?;
     }
-    for syndrome in 0..8u32 {
-        sim.axi_write(rm::REF_SYN, syndrome)?;
-        sim.axi_write(rm::REF_EXP, m.responder.reply_word0(syndrome))?;
-    }
-    sim.axi_write(rm::REF_LEN, 8)?;
     let flags = rm::FLAGS_USE_REF.bits(1)
         | rm::FLAGS_CHECK.bits(u32::from(m.responder != Responder::Silent))
         | rm::FLAGS_PREPOST.bits(1)
@@ -156,8 +196,40 @@ pub fn run(
     cfg: &RunConfig,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RunReport, SimError> {
+    run_until(sim, cfg, progress, &|| false)
+}
+
+/// [`run`], ending early with [`SimError::Interrupted`] once `stop()` says so (a signal):
+/// sw-loop between rounds, hw-loop with `CTRL.abort` after the round in progress.
+pub fn run_until(
+    sim: &mut HwhsSim,
+    cfg: &RunConfig,
+    progress: &mut dyn FnMut(u64, u64),
+    stop: &dyn Fn() -> bool,
+) -> Result<RunReport, SimError> {
     let t0 = Instant::now();
     configure(sim, cfg)?;
+    let check_loss = |sim: &HwhsSim, done: u64| -> Result<(), SimError> {
+        let st = sim.model().stats();
+        if let Some(b) = sim.model().bridge()
+            && let Some(id) = b.unserved()
+        {
+            return Err(SimError::Unserved(format!(
+                "the coprocessor at {} serves no function for decoder_id {id} (it answered \
+                 unknown_decoder)",
+                b.addr()
+            )));
+        }
+        if cfg.on_loss == LossPolicy::Stop
+            && let Some((round, loss)) = &st.first_loss
+        {
+            return Err(SimError::CoprocessorLost(format!(
+                "round {round}: {loss} ({done} rounds completed; the run stops at the first \
+                 lost round, --on-loss continue goes on)"
+            )));
+        }
+        Ok(())
+    };
     let start_cycle = sim.cycle();
     let mut rep = RunReport::default();
     let mut rtl_quiet: Vec<Option<u64>> = Vec::new();
@@ -166,8 +238,15 @@ pub fn run(
     match cfg.mode {
         Mode::SwLoop => {
             for k in 0..cfg.rounds {
+                if stop() {
+                    return Err(SimError::Interrupted(k));
+                }
                 sim.axi_write(rm::CTRL, rm::CTRL_START.bits(1))?;
                 let deadline = sim.cycle() + round_budget;
+                // Poll as software would, backing off from back-to-back reads to one every
+                // 1,024 cycles: a round waiting microseconds for a real coprocessor then
+                // costs a few reads, and the RTT is the engine's either way.
+                let mut step = 0;
                 loop {
                     let s = sim.axi_read(rm::STATUS)?;
                     if rm::STATUS_DONE.get(s) == 1 {
@@ -176,7 +255,14 @@ pub fn run(
                     if sim.cycle() > deadline {
                         return Err(SimError::Stuck(format!("sw-loop round {k} never finished")));
                     }
+                    // A lost round ends a Stop run now, not after the engine's timeout.
+                    check_loss(sim, k)?;
+                    if step > 0 {
+                        sim.run_cycles(step);
+                    }
+                    step = (step * 2).clamp(1, SW_POLL_MAX_CYCLES);
                 }
+                check_loss(sim, k)?;
                 if k % 1024 == 0 {
                     progress(k, cfg.rounds);
                 }
@@ -198,6 +284,10 @@ pub fn run(
                 if count != last_count {
                     last_count = count;
                     stalled_since = sim.cycle();
+                }
+                if stop() {
+                    sim.axi_write(rm::CTRL, rm::CTRL_ABORT.bits(1))?;
+                    return Err(SimError::Interrupted(count));
                 }
                 if !b2b && let Some(min) = cfg.fast_forward_above {
                     let remain = sim.axi_read(rm::PACER_REMAIN)?;
@@ -229,6 +319,7 @@ pub fn run(
                     last_progress = count;
                     progress(count, cfg.rounds);
                 }
+                check_loss(sim, count)?;
                 sim.run_cycles(chunk);
             }
         }
@@ -263,8 +354,21 @@ pub fn run(
         .iter()
         .map(|r| r.model_rtt_cycles())
         .collect();
+    check_loss(sim, rep.rounds_committed)?;
     let st = sim.model().stats();
     rep.model_errors = (st.errors, st.first_error.clone());
+    rep.splits = sim.model().splits().to_vec();
+    rep.splits.truncate(rep.trace.len());
+    rep.lost = (
+        st.lost,
+        st.first_loss
+            .as_ref()
+            .map(|(r, l)| format!("round {r}: {l}")),
+    );
+    rep.bridged = sim
+        .model()
+        .bridge()
+        .map(|b| (b.relayed(), b.mean_service_ns()));
     rep.wall = t0.elapsed();
     Ok(rep)
 }

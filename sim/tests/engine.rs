@@ -4,7 +4,7 @@
 use backline_pacer::PacerConfig;
 use backline_regmap as rm;
 use backline_sim::{
-    AxiError, HwhsSim, Mode, ModelConfig, Responder, RunConfig, RunReport, run::run,
+    AxiError, HwhsSim, LossPolicy, Mode, ModelConfig, Responder, RunConfig, RunReport, run::run,
 };
 
 fn sim(cfg: ModelConfig) -> Option<HwhsSim> {
@@ -17,7 +17,7 @@ fn sim(cfg: ModelConfig) -> Option<HwhsSim> {
 
 fn quick_model() -> ModelConfig {
     ModelConfig {
-        wire_latency_cycles: 30,
+        fabric_latency_cycles: 30,
         service_cycles: 7,
         ..ModelConfig::default()
     }
@@ -31,6 +31,8 @@ fn run_cfg(mode: Mode, rounds: u64, model: ModelConfig) -> RunConfig {
         model,
         timeout_cycles: 200_000,
         fast_forward_above: Some(256),
+        workload: None,
+        on_loss: LossPolicy::Stop,
     }
 }
 
@@ -343,7 +345,7 @@ fn trace_ram_fills_and_stops() {
         return;
     };
     let mut m = quick_model();
-    m.wire_latency_cycles = 0;
+    m.fabric_latency_cycles = 0;
     m.service_cycles = 0;
     m.record_rounds = false;
     let extra = 10;

@@ -35,6 +35,7 @@ echo "vm-init: up after $($bb cut -d' ' -f1 /proc/uptime) s"
 $bb chroot /host /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     HOME=/run TMPDIR=/run OUT=/run/out REPO="$repo" \
     BIN="$(arg backline.bin)" OTHER="$(arg backline.other)" TESTS="$(arg backline.tests)" ROUNDS="$(arg backline.rounds)" \
+    SIM_ROUNDS="$(arg backline.simrounds)" \
     /bin/bash "$repo/$(arg backline.guest)"
 echo "vm-init: guest script exited with $?"
 $bb sync

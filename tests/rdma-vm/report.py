@@ -52,6 +52,8 @@ def main():
     failed = [s for s in status if "FAILED" in s]
     if not any(s.startswith("bench ok") for s in status):
         failed.append("backline bench over rdma did not complete")
+    if not any(s.startswith("sim-rdma ok") for s in status):
+        failed.append("backline sim bridged over rdma did not complete with 0 mismatches")
     if not any(s.startswith("done") for s in status):
         failed.append("the guest script did not finish")
 

@@ -7,7 +7,9 @@
 # Fails if the rdma rounds, the bad-input cases or the rdma tests fail; never on a timing.
 # Skips, visibly, where qemu cannot run. Needs what scripts/deps.d/rdma.sh installs.
 #
-# Environment: BACKLINE_VM_ROUNDS (default 100000), BACKLINE_VM_CPUS (2),
+# Environment: BACKLINE_VM_ROUNDS (default 100000), BACKLINE_VM_SIM_ROUNDS (rounds of the
+# simulated board bridged over rdma, default 50: each costs 0.3 to a few seconds under TCG),
+# BACKLINE_VM_CPUS (2),
 # BACKLINE_VM_KERNEL (default: the newest /boot/vmlinuz-*-amd64 with rdma_rxe),
 # BACKLINE_VM_TIMEOUT (s, 900), BACKLINE_VM_GUEST (another guest script to run instead of
 # tests/rdma-vm/guest.sh, e.g. for measurements; path relative to the repository).
@@ -16,6 +18,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 OUT=target/rdma-vm
 ROUNDS=${BACKLINE_VM_ROUNDS:-100000}
+SIM_ROUNDS=${BACKLINE_VM_SIM_ROUNDS:-50}
 CPUS=${BACKLINE_VM_CPUS:-2}
 t_start=$(date +%s)
 
@@ -94,7 +97,7 @@ timeout "${BACKLINE_VM_TIMEOUT:-900}" qemu-system-x86_64 \
     -display none -nodefaults -no-reboot \
     -chardev stdio,id=con,signal=off -serial chardev:con \
     -kernel "$kernel" -initrd "$OUT/initramfs.cpio.gz" \
-    -append "console=ttyS0 quiet panic=-1 clocksource=tsc tsc=reliable rdinit=/init backline.repo=$ROOT backline.bin=$BIN backline.tests=$TESTS backline.rounds=$ROUNDS backline.guest=${BACKLINE_VM_GUEST:-tests/rdma-vm/guest.sh} backline.other=${BACKLINE_VM_OTHER:-}" \
+    -append "console=ttyS0 quiet panic=-1 clocksource=tsc tsc=reliable rdinit=/init backline.repo=$ROOT backline.bin=$BIN backline.tests=$TESTS backline.rounds=$ROUNDS backline.simrounds=$SIM_ROUNDS backline.guest=${BACKLINE_VM_GUEST:-tests/rdma-vm/guest.sh} backline.other=${BACKLINE_VM_OTHER:-}" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
     -virtfs "local,path=$ROOT/$OUT/share,mount_tag=outshare,security_model=none" \
     </dev/null 2>&1 | tee "$OUT/console.log" | sed -u 's/^/   vm| /'

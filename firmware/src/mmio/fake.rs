@@ -1,6 +1,8 @@
-//! The in-memory backend for unit tests: the ERNIC register model ([`crate::model`]) for the
-//! ERNIC block, a register file that follows `backline-regmap`'s access classes for the HWHS
-//! block, and a log of every write (and of ERNIC reads) in order.
+//! The in-memory backend for unit tests: for the ERNIC block any [`ErnicRegs`] — plain
+//! registers ([`PlainErnic`], the default) or the simulated board's rule-checking ERNIC model
+//! (`backline_sim::board::ernic::ErnicModel`, which tests use to check the bring-up order) —,
+//! a register file that follows `backline-regmap`'s access classes for the HWHS block, and a
+//! log of every write (and of ERNIC reads) in order.
 //!
 //! The HWHS side has no engine behind it: registers read back what was written (read-only
 //! ones read what a test [`FakeMmio::set_hwhs`] put there, else their reset value), and
@@ -11,15 +13,15 @@ use std::time::Duration;
 
 use backline_regmap as rm;
 
-use super::{Access, Block, Mmio, MmioError, Op, check_offset};
-use crate::ernic;
-use crate::model::{ErnicModel, Refusal};
+use backline_board::{ErnicRegs, PlainErnic, Refusal};
 
-/// Plain memory plus the ERNIC model and a write log.
+use super::{Access, Block, Mmio, MmioError, Op, check_offset};
+
+/// Plain memory plus an ERNIC register file and a write log.
 #[derive(Debug, Clone)]
-pub struct FakeMmio {
-    /// The ERNIC register model.
-    pub ernic: ErnicModel,
+pub struct FakeMmio<E: ErnicRegs = PlainErnic> {
+    /// The ERNIC block.
+    pub ernic: E,
     hwhs: HashMap<u32, u32>,
     log: Vec<Access>,
     waited: Duration,
@@ -28,15 +30,15 @@ pub struct FakeMmio {
 
 impl Default for FakeMmio {
     fn default() -> Self {
-        FakeMmio::new(ernic::Version::MODEL)
+        FakeMmio::new(PlainErnic::new())
     }
 }
 
-impl FakeMmio {
-    /// A fake board whose ERNIC reports `version`; HWHS registers at their reset values.
-    pub fn new(version: ernic::Version) -> FakeMmio {
+impl<E: ErnicRegs> FakeMmio<E> {
+    /// A fake board with `ernic` as its ERNIC block; HWHS registers at their reset values.
+    pub fn new(ernic: E) -> FakeMmio<E> {
         FakeMmio {
-            ernic: ErnicModel::new(version),
+            ernic,
             hwhs: rm::REGISTERS.iter().map(|r| (r.offset, r.reset)).collect(),
             log: Vec::new(),
             waited: Duration::ZERO,
@@ -80,7 +82,7 @@ impl FakeMmio {
 }
 
 /// Maps a model refusal onto the error a backend reports.
-pub(crate) fn refusal_error(block: Block, offset: u32, op: Op, r: Refusal) -> MmioError {
+pub fn refusal_error(block: Block, offset: u32, op: Op, r: Refusal) -> MmioError {
     match r {
         Refusal::NoRegister => MmioError::Bus {
             block,
@@ -103,14 +105,12 @@ pub(crate) fn refusal_error(block: Block, offset: u32, op: Op, r: Refusal) -> Mm
     }
 }
 
-impl Mmio for FakeMmio {
+impl<E: ErnicRegs> Mmio for FakeMmio<E> {
     fn read32(&mut self, block: Block, offset: u32) -> Result<u32, MmioError> {
         check_offset(block, offset, block.window_bytes())?;
         match block {
             Block::Ernic => {
-                let v = self
-                    .ernic
-                    .read(offset)
+                let v = ErnicRegs::read(&mut self.ernic, offset)
                     .map_err(|r| refusal_error(block, offset, Op::Read, r))?;
                 self.log.push(Access {
                     op: Op::Read,
@@ -140,8 +140,7 @@ impl Mmio for FakeMmio {
         check_offset(block, offset, block.window_bytes())?;
         match block {
             Block::Ernic => {
-                self.ernic
-                    .write(offset, value)
+                ErnicRegs::write(&mut self.ernic, offset, value)
                     .map_err(|r| refusal_error(block, offset, Op::Write, r))?;
             }
             Block::Hwhs => {

@@ -4,7 +4,8 @@
 //! * [`board`] — the real board: a UIO device or a `/dev/mem` window mapped with memmap2,
 //!   reached only through explicit volatile accesses (safe-mmio), never through references;
 //! * [`sim`] (feature `sim`) — a client of `backline-apu sim-board` over a Unix socket;
-//! * [`fake`] — plain memory with the ERNIC register model and a write log, for unit tests.
+//! * [`fake`] — plain memory (or any [`backline_board::ErnicRegs`], such as the simulated
+//!   board's rule-checking ERNIC model) and a write log, for unit tests.
 //!
 //! Everything above this module (bring-up, the HWHS driver, the CLI) is generic over
 //! [`Mmio`], so the same sequence runs in tests, against the simulator and on the board.
@@ -23,106 +24,7 @@ pub mod sim;
 use std::fmt;
 use std::time::Duration;
 
-/// One of the board's register blocks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Block {
-    /// The ERNIC RDMA engine's AXI4-Lite register space (offsets of [`crate::ernic`]).
-    Ernic,
-    /// The HWHS engine's AXI4-Lite register file (offsets of `backline-regmap`).
-    Hwhs,
-}
-
-impl Block {
-    /// Name used in messages and logs.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Block::Ernic => "ERNIC",
-            Block::Hwhs => "HWHS",
-        }
-    }
-
-    /// Bytes of register space the block decodes (the window a backend must map).
-    pub const fn window_bytes(self) -> u32 {
-        match self {
-            Block::Ernic => crate::ernic::WINDOW_BYTES,
-            Block::Hwhs => 1 << backline_regmap::AXI_ADDR_BITS,
-        }
-    }
-
-    /// The register's name at `offset` in this block (`QPCONF[2]`, `TRACE_COUNT`), or its
-    /// offset in hex when nothing is mapped there.
-    pub fn register_name(self, offset: u32) -> String {
-        let name = match self {
-            Block::Ernic => crate::ernic::locate(offset).map(|l| l.to_string()),
-            Block::Hwhs => backline_regmap::lookup(offset).map(|r| r.name.to_string()),
-        };
-        name.unwrap_or_else(|| format!("{offset:#x}"))
-    }
-}
-
-impl fmt::Display for Block {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A read or a write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Op {
-    /// A 32-bit read.
-    Read,
-    /// A 32-bit write.
-    Write,
-}
-
-impl fmt::Display for Op {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Op::Read => "read",
-            Op::Write => "write",
-        })
-    }
-}
-
-/// One register access, as the fake backend and the simulated board record them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Access {
-    /// Read or write.
-    pub op: Op,
-    /// Which block.
-    pub block: Block,
-    /// Byte offset in the block.
-    pub offset: u32,
-    /// The value written, or the value the read returned.
-    pub value: u32,
-}
-
-impl Access {
-    /// A write of `value`.
-    pub const fn write(block: Block, offset: u32, value: u32) -> Access {
-        Access {
-            op: Op::Write,
-            block,
-            offset,
-            value,
-        }
-    }
-
-    /// The register's name (`ERNIC QPCONF[2]`).
-    pub fn register(&self) -> String {
-        format!("{} {}", self.block, self.block.register_name(self.offset))
-    }
-}
-
-impl fmt::Display for Access {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let arrow = match self.op {
-            Op::Read => "->",
-            Op::Write => "<-",
-        };
-        write!(f, "{} {arrow} {:#010x}", self.register(), self.value)
-    }
-}
+pub use backline_board::{Access, Block, Op};
 
 /// Why a register access failed.
 #[derive(Debug, thiserror::Error)]
@@ -159,7 +61,8 @@ pub enum MmioError {
         detail: String,
     },
     /// The simulated board refused the access because it breaks the bring-up rules of its
-    /// ERNIC model (see [`crate::model`]); a real board would misbehave silently instead.
+    /// ERNIC model (`backline_sim::board::ernic`); a real board would misbehave silently
+    /// instead.
     #[error("the ERNIC model refused the {block} {op} of {}: {reason}", block.register_name(*offset))]
     Refused {
         /// Which block.
@@ -197,6 +100,18 @@ impl MmioError {
     }
 }
 
+/// What a simulated board knows about its rounds' time ([`Mmio::fabric_splits`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FabricSplits {
+    /// `(fabric, service)` cycles per round, by round number since the last soft reset.
+    pub parts: Vec<(u64, u64)>,
+    /// The fabric model's one-way latency, cycles.
+    pub fabric_latency_cycles: u64,
+    /// Where the service time comes from: `measured: the coprocessor at udp:…` or
+    /// `modelled: echo, 40 cycles`.
+    pub service: String,
+}
+
 /// 32-bit register access to the board's two register blocks.
 ///
 /// Implementations perform each access exactly once, in program order within a block, and
@@ -231,55 +146,53 @@ pub trait Mmio {
     fn is_simulated(&self) -> bool {
         false
     }
-}
 
-impl<M: Mmio + ?Sized> Mmio for Box<M> {
-    fn read32(&mut self, block: Block, offset: u32) -> Result<u32, MmioError> {
-        (**self).read32(block, offset)
-    }
-    fn write32(&mut self, block: Block, offset: u32, value: u32) -> Result<(), MmioError> {
-        (**self).write32(block, offset, value)
-    }
-    fn read_repeat(&mut self, block: Block, offset: u32, out: &mut [u32]) -> Result<(), MmioError> {
-        (**self).read_repeat(block, offset, out)
-    }
-    fn barrier(&mut self) {
-        (**self).barrier()
-    }
-    fn wait(&mut self, d: Duration) -> Result<(), MmioError> {
-        (**self).wait(d)
-    }
-    fn describe(&self) -> String {
-        (**self).describe()
-    }
-    fn is_simulated(&self) -> bool {
-        (**self).is_simulated()
+    /// The modelled fabric's and the remote side's cycles of each round since the last soft
+    /// reset — known only to a simulated board (`None` elsewhere: on a board the RTT is one
+    /// number).
+    fn fabric_splits(&mut self) -> Result<Option<FabricSplits>, MmioError> {
+        Ok(None)
     }
 }
 
-impl<M: Mmio + ?Sized> Mmio for &mut M {
-    fn read32(&mut self, block: Block, offset: u32) -> Result<u32, MmioError> {
-        (**self).read32(block, offset)
-    }
-    fn write32(&mut self, block: Block, offset: u32, value: u32) -> Result<(), MmioError> {
-        (**self).write32(block, offset, value)
-    }
-    fn read_repeat(&mut self, block: Block, offset: u32, out: &mut [u32]) -> Result<(), MmioError> {
-        (**self).read_repeat(block, offset, out)
-    }
-    fn barrier(&mut self) {
-        (**self).barrier()
-    }
-    fn wait(&mut self, d: Duration) -> Result<(), MmioError> {
-        (**self).wait(d)
-    }
-    fn describe(&self) -> String {
-        (**self).describe()
-    }
-    fn is_simulated(&self) -> bool {
-        (**self).is_simulated()
-    }
+/// `Mmio` for a pointer to one: every method forwards.
+macro_rules! forward_mmio {
+    ($($ty:ty),*) => {$(
+        impl<M: Mmio + ?Sized> Mmio for $ty {
+            fn read32(&mut self, block: Block, offset: u32) -> Result<u32, MmioError> {
+                (**self).read32(block, offset)
+            }
+            fn write32(&mut self, block: Block, offset: u32, value: u32) -> Result<(), MmioError> {
+                (**self).write32(block, offset, value)
+            }
+            fn read_repeat(
+                &mut self,
+                block: Block,
+                offset: u32,
+                out: &mut [u32],
+            ) -> Result<(), MmioError> {
+                (**self).read_repeat(block, offset, out)
+            }
+            fn barrier(&mut self) {
+                (**self).barrier()
+            }
+            fn wait(&mut self, d: Duration) -> Result<(), MmioError> {
+                (**self).wait(d)
+            }
+            fn describe(&self) -> String {
+                (**self).describe()
+            }
+            fn is_simulated(&self) -> bool {
+                (**self).is_simulated()
+            }
+            fn fabric_splits(&mut self) -> Result<Option<FabricSplits>, MmioError> {
+                (**self).fabric_splits()
+            }
+        }
+    )*};
 }
+
+forward_mmio!(Box<M>, &mut M);
 
 /// Checks that `offset` is aligned and inside a window of `len` bytes.
 pub(crate) fn check_offset(block: Block, offset: u32, len: u32) -> Result<(), MmioError> {
@@ -447,12 +360,5 @@ mod tests {
             check_offset(Block::Ernic, 2, 0x100),
             Err(MmioError::Misaligned { .. })
         ));
-    }
-
-    #[test]
-    fn accesses_print_register_names() {
-        let a = Access::write(Block::Hwhs, backline_regmap::TRACE_CTRL, 1);
-        assert_eq!(a.to_string(), "HWHS TRACE_CTRL <- 0x00000001");
-        assert_eq!(Block::Hwhs.register_name(0xFC), "0xfc");
     }
 }

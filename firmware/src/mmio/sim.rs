@@ -1,14 +1,15 @@
-//! The simulator backend: a client of `backline-apu sim-board` over its Unix socket
-//! ([`crate::simboard::protocol`]). Register accesses become requests; [`Mmio::wait`]
-//! advances the simulated clock by the same device time (200 MHz cycles), so the drivers'
-//! poll loops behave as on the board. Every request has a timeout: a sim-board that stops
-//! answering is an error, not a hang.
+//! The simulator backend: a client of the simulated board (`backline-apu sim-board`, or a
+//! `backline_sim::board::SimBoard` in any process) over its Unix socket, speaking the one
+//! protocol definition of `backline_sim::board::protocol`. Register accesses become
+//! requests; [`Mmio::wait`] advances the simulated clock by the same device time (cycles of
+//! the engine clock), so the drivers' poll loops behave as on the board. Every request has
+//! a timeout: a sim-board that stops answering is an error, not a hang.
 
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use super::{Access, Block, Mmio, MmioError, Op};
-use crate::simboard::protocol::{self as p, Request, SimState, Status, op};
+use super::{Access, Block, FabricSplits, Mmio, MmioError, Op};
+use backline_sim::board::protocol::{self as p, Request, SimState, Status, op};
 
 /// How long one request may take (a full trace read-out of 2^20 entries included).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
@@ -196,8 +197,7 @@ impl Mmio for SimMmio {
     }
 
     fn wait(&mut self, d: Duration) -> Result<(), MmioError> {
-        let ns = d.as_nanos() as u64;
-        let cycles = ns.div_ceil(crate::hwhs::NS_PER_CYCLE);
+        let cycles = backline_regmap::ns_to_cycles_ceil(d.as_nanos() as u64);
         if cycles > 0 {
             self.call(Request::bare(op::WAIT, cycles), None)?;
         }
@@ -206,6 +206,29 @@ impl Mmio for SimMmio {
 
     fn describe(&self) -> String {
         format!("sim:{}", self.path)
+    }
+
+    fn fabric_splits(&mut self) -> Result<Option<FabricSplits>, MmioError> {
+        let st = self.state()?;
+        let mut out = Vec::new();
+        loop {
+            let payload = self.call(Request::bare(op::SPLITS, out.len() as u64), None)?;
+            for c in payload.chunks_exact(p::SPLIT_ENTRY_BYTES) {
+                let w =
+                    |i: usize| u64::from(u32::from_le_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]));
+                out.push((w(0), w(4)));
+            }
+            if payload.len() / p::SPLIT_ENTRY_BYTES < p::SPLIT_CHUNK {
+                return Ok(Some(FabricSplits {
+                    parts: out,
+                    fabric_latency_cycles: st.fabric_latency_cycles,
+                    service: match &st.bridge {
+                        Some(b) => format!("measured: the coprocessor at {}", b.coprocessor),
+                        None => format!("modelled: {}, {} cycles", st.responder, st.service_cycles),
+                    },
+                }));
+            }
+        }
     }
 
     fn is_simulated(&self) -> bool {

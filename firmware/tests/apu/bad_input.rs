@@ -83,11 +83,11 @@ fn misaligned_base_addresses_are_refused_naming_the_field() {
     let cases: [Case<'_>; 5] = [
         (
             &|c| c.qp.sq_base += 8,
-            "config qp.sq_base = 0xa4020008: must be 64-byte aligned",
+            "config qp.sq_base = 0xa4020008: must be 32-byte aligned",
         ),
         (
             &|c| c.qp.rq_base += 4,
-            "config qp.rq_base = 0x70030004: must be 64-byte aligned",
+            "config qp.rq_base = 0x70030004: must be 256-byte aligned",
         ),
         (
             &|c| c.qp.cq_doorbell += 1,
@@ -111,26 +111,37 @@ fn misaligned_base_addresses_are_refused_naming_the_field() {
 }
 
 #[test]
-fn an_unknown_ernic_version_is_refused_before_anything_is_written() {
-    for (v, want) in [
-        (
-            0x0004_0000,
-            "ERNIC XRNICVER reads 0x00040000: ERNIC v4.0.0 moved its register blocks",
-        ),
-        (
-            0x0002_0500,
-            "ERNIC XRNICVER reads 0x00020500: ERNIC v2.5.0 is not a version this firmware knows",
-        ),
-        (0xFFFF_FFFF, "ERNIC XRNICVER reads 0xffffffff"),
-    ] {
-        let mut fake = FakeMmio::new(ernic::Version::from_reg(v));
+fn a_foreign_register_space_is_refused_before_anything_is_written() {
+    use backline_apu::ernic::IDENT_PROBES;
+    use backline_regmap as rm;
+    // Each reserved word of the v3.x space, non-zero (a v4.x ERNIC's version register at
+    // global + 0x1C, another IP, a wrong base): refused, nothing written.
+    for (k, off) in IDENT_PROBES.iter().enumerate() {
+        let mut regs = backline_board::PlainErnic::new();
+        regs.set(*off, 0x0004_0000);
+        let mut fake = FakeMmio::new(regs);
         let e = Board::open(&mut fake).unwrap_err().to_string();
-        assert!(e.starts_with(want), "{e}");
+        assert!(
+            e.starts_with(&format!(
+                "ERNIC {off:#x} (reserved) reads 0x00040000: reserved offset {off:#x} of the \
+                 ERNIC v3.x register space reads 0x00040000"
+            )),
+            "{e}"
+        );
+        assert!(e.contains("no offset of it can be trusted"), "{e}");
         assert!(fake.writes().is_empty());
-        // The version was the first and only thing read.
-        assert_eq!(fake.log().len(), 1);
-        assert_eq!(fake.log()[0].register(), "ERNIC XRNICVER");
+        // The probes were all that was read.
+        assert_eq!(fake.log().len(), IDENT_PROBES.len(), "probe {k}");
     }
+    // An HWHS of another register map.
+    let mut fake = FakeMmio::default();
+    fake.set_hwhs(rm::VERSION, 0x424C_0001);
+    let e = Board::open(&mut fake).unwrap_err().to_string();
+    assert!(
+        e.starts_with("HWHS VERSION reads 0x424c0001: expected 0x424c0002"),
+        "{e}"
+    );
+    assert!(fake.writes().is_empty());
 }
 
 #[test]
@@ -151,7 +162,7 @@ fn missing_and_out_of_range_fields_are_refused_naming_the_field() {
         ),
         (
             &|c| c.hwhs.payload_bytes = 20,
-            "config hwhs.payload_bytes = 20: the HWHS takes 4, 8, 12 or 16 bytes",
+            "config hwhs.payload_bytes = 20: the HWHS takes 1 ..= 16 bytes",
         ),
         (
             &|c| c.ernic.qps = 1,
@@ -321,5 +332,10 @@ fn a_good_answer_brings_the_fake_board_up_in_order() {
     assert_eq!(rep.peer.qpn, 0x11);
     let w = b.mmio().writes();
     assert_eq!(w.len(), backline_apu::bringup::DOCUMENTED_ORDER.len());
-    assert!(b.mmio().ernic.qp(2).unwrap().enabled);
+    let qpconf = backline_apu::ernic::qp_offset(2, ernic::qp::QPCONF);
+    assert_eq!(
+        ernic::qp::QPCONF_ENABLE
+            .get(backline_apu::Mmio::read32(b.mmio(), backline_apu::Block::Ernic, qpconf).unwrap()),
+        1
+    );
 }

@@ -34,7 +34,7 @@ impl SimProcess {
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let first = lines.next().unwrap().unwrap();
         let peer = first
-            .split("peer model on ")
+            .split("remote side on ")
             .nth(1)
             .and_then(|s| s.split(';').next())
             .unwrap_or_else(|| panic!("no peer address in: {first}"))
@@ -54,7 +54,11 @@ impl SimProcess {
 
 impl Drop for SimProcess {
     fn drop(&mut self) {
-        // SAFETY: kill(2) with the pid of our own child; no memory is involved.
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return; // already exited and reaped
+        }
+        // SAFETY: kill(2) with the pid of our own child, which has not been reaped; no
+        // memory is involved.
         unsafe {
             libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
         }
@@ -148,7 +152,7 @@ fn the_whole_chain_through_the_cli_with_10000_round_runs() {
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["qps"][0]["enabled"], true);
     assert_eq!(j["hwhs"]["round_count"], 10_000);
-    assert_eq!(j["ernic_version"], "3.1.0");
+    assert_eq!(j["ernic_layout"], "ERNIC v3.x register space (PG332 v3.1)");
 
     // Bad run settings: exit 2 with the register named, nothing run.
     let o = apu(
@@ -234,8 +238,9 @@ fn timeouts_exit_1_and_a_bad_board_exits_2() {
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2));
     assert!(err.contains("is `backline-apu sim-board"), "{err}");
-    // An unknown ERNIC version: refused at connect.
-    let sim = SimProcess::start(&scratch("cli-v4"), &["--ernic-version", "4.0"]);
+    // A register space that is not the v3.x ERNIC's (a reserved word reads non-zero, as a
+    // v4.x ERNIC's version register at that offset would): refused at connect.
+    let sim = SimProcess::start(&scratch("cli-v4"), &["--ident-word", "0x00040000"]);
     let o = apu(
         &sim.backend(),
         &["setup", "--config", cfg.to_str().unwrap()],
@@ -243,7 +248,7 @@ fn timeouts_exit_1_and_a_bad_board_exits_2() {
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        err.contains("ERNIC XRNICVER reads 0x00040000: ERNIC v4.0.0 moved its register blocks"),
+        err.contains("ERNIC 0x2001c (reserved) reads 0x00040000: reserved offset 0x2001c"),
         "{err}"
     );
 }
@@ -278,19 +283,88 @@ fn config_errors_come_before_the_board_is_touched() {
     );
 }
 
+/// Sends `sig` to the process and waits (at most 10 s) for it to exit; its exit status.
+fn stop_with(mut sim: SimProcess, sig: libc::c_int) -> std::process::ExitStatus {
+    // SAFETY: kill(2) with the pid of our own child; no memory is involved.
+    unsafe {
+        libc::kill(sim.child.id() as libc::pid_t, sig);
+    }
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = sim.child.try_wait().unwrap() {
+            return st;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "sim-board still running 10 s after signal {sig}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
-fn the_sim_board_removes_its_socket_on_sigterm() {
+fn the_sim_board_stops_on_sigterm_and_sigint_and_removes_its_socket() {
     if no_verilator() {
         return;
     }
-    let dir = scratch("cli-term");
-    let sim = SimProcess::start(&dir, &[]);
-    let sock = sim.socket.clone();
-    assert!(sock.exists());
-    drop(sim);
-    let t0 = Instant::now();
-    while sock.exists() && t0.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(20));
+    for (sig, name) in [(libc::SIGTERM, "term"), (libc::SIGINT, "int")] {
+        let dir = scratch(&format!("cli-{name}"));
+        let sim = SimProcess::start(&dir, &[]);
+        let sock = sim.socket.clone();
+        assert!(sock.exists());
+        let st = stop_with(sim, sig);
+        assert!(st.success(), "signal {sig}: {st:?}");
+        assert!(!sock.exists(), "signal {sig}: the socket is still there");
     }
-    assert!(!sock.exists());
+    // Its socket directory deleted under it: it still stops when asked.
+    let dir = scratch("cli-gone");
+    let sim = SimProcess::start(&dir, &[]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let st = stop_with(sim, libc::SIGTERM);
+    assert!(st.success(), "{st:?}");
+}
+
+#[test]
+fn sim_board_bad_coprocessors_and_what_the_build_has() {
+    let v = Command::new(BIN).arg("--version").output().unwrap();
+    let v = String::from_utf8_lossy(&v.stdout);
+    assert!(v.contains("(simulated board: "), "{v}");
+    let h = Command::new(BIN)
+        .args(["sim-board", "--help"])
+        .output()
+        .unwrap();
+    let h = String::from_utf8_lossy(&h.stdout);
+    assert!(h.contains("Simulator: "), "{h}");
+    assert!(h.contains("--coprocessor <ADDR>"), "{h}");
+    if no_verilator() {
+        assert!(h.contains("sudo apt-get install verilator"), "{h}");
+        return;
+    }
+    let dir = scratch("cli-bad-cop");
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for (cop, needle) in [
+        (
+            format!("udp:127.0.0.1:{port}"),
+            format!("the coprocessor at udp:127.0.0.1:{port} does not answer"),
+        ),
+        (
+            "tcp:1.2.3.4:5".to_string(),
+            "unknown transport `tcp`".to_string(),
+        ),
+    ] {
+        let o = Command::new(BIN)
+            .args(["sim-board", "--socket"])
+            .arg(dir.join("b.sock"))
+            .args(["--peer-listen", "none", "--coprocessor", &cop])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(&needle), "{err}");
+        assert!(!dir.join("b.sock").exists());
+    }
 }

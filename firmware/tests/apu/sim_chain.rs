@@ -12,12 +12,14 @@ use backline_pacer::{Pacer, PacerConfig};
 use backline_regmap as rm;
 use backline_sim::Responder;
 
-use super::util::{scratch, sim_board};
+use super::util::{connect, scratch, sim_board};
 
-/// The model's round trip with the default sim-board settings: two wire legs of 200 cycles
-/// and 40 cycles of service, plus the model's fetch, read and delivery cycles and the
-/// engine's FSM overhead — bounded from below by the legs and the service.
-const MIN_RTT_CYCLES: u64 = 2 * 200 + 40;
+/// The model's round trip with the default sim-board settings: two fabric legs of the
+/// reference's one-way latency and 200 ns of service, plus the model's fetch, read and
+/// delivery cycles and the engine's FSM overhead — bounded from below by the legs and the
+/// service.
+const MIN_RTT_CYCLES: u64 =
+    2 * rm::ns_to_cycles(backline_sim::model::REFERENCE_ONE_WAY_NS) + rm::ns_to_cycles(200);
 
 fn writes(log: &[Access]) -> Vec<(Block, String)> {
     log.iter()
@@ -31,12 +33,14 @@ fn bring_up_follows_the_documented_order_as_the_board_recorded_it() {
     let Some((sim, cfg)) = sim_board("order", |_| {}) else {
         return;
     };
-    let mut b = Board::open(sim.connect().unwrap()).unwrap();
+    let mut b = Board::open(connect(&sim)).unwrap();
     b.setup(&cfg).unwrap();
     let log = b.mmio().log().unwrap();
-    // The version was read first, before any write.
-    assert_eq!(log[0].register(), "ERNIC XRNICVER");
-    assert_eq!(log[0].op, backline_apu::mmio::Op::Read);
+    // The identification probes were read first, before any write.
+    for (k, off) in backline_apu::ernic::IDENT_PROBES.iter().enumerate() {
+        assert_eq!((log[k].block, log[k].offset), (Block::Ernic, *off));
+        assert_eq!(log[k].op, backline_apu::mmio::Op::Read);
+    }
     let want: Vec<(Block, String)> = DOCUMENTED_ORDER
         .iter()
         .map(|(b, n)| (*b, n.to_string()))
@@ -75,11 +79,11 @@ fn single_rounds_carry_the_callers_payload_through_the_peer() {
     let Some((sim, cfg)) = sim_board("rounds", |o| o.responder = Responder::Steane) else {
         return;
     };
-    let mut b = Board::open(sim.connect().unwrap()).unwrap();
+    let mut b = Board::open(connect(&sim)).unwrap();
     b.setup(&cfg).unwrap();
     b.begin_rounds().unwrap();
     for s in 0..8u32 {
-        let r = b.round(&[s]).unwrap();
+        let r = b.round(&s.to_le_bytes(), 0).unwrap();
         assert!(!r.timed_out);
         assert_eq!(r.reply, Expect::Steane.reply_for(s), "syndrome {s}");
         assert!(
@@ -106,7 +110,7 @@ fn check_trace(t: &Trace, rounds: usize, mode: &str) -> u64 {
         assert_eq!(r.cold, k == 0);
         // No jitter configured: every round trip is the same number of cycles.
         assert_eq!(r.rtt_cycles, Some(first), "round {k}");
-        assert_eq!(r.rtt_ns, first as f64 * 5.0);
+        assert_eq!(r.rtt_ns, rm::cycles_to_ns(first) as f64);
     }
     first
 }
@@ -116,7 +120,7 @@ fn sw_loop_and_hw_loop_runs_and_the_trace_round_trip_through_csv() {
     let Some((sim, cfg)) = sim_board("runs", |_| {}) else {
         return;
     };
-    let mut b = Board::open(sim.connect().unwrap()).unwrap();
+    let mut b = Board::open(connect(&sim)).unwrap();
     b.setup(&cfg).unwrap();
     let mut spec = RunSpec::b2b(Mode::SwLoop, 3000);
     spec.expect = Expect::Echo;
@@ -158,7 +162,7 @@ fn jitter_spreads_the_round_trips_within_its_bounds() {
     let Some((sim, cfg)) = sim_board("jitter", |o| o.jitter_cycles = 20) else {
         return;
     };
-    let mut b = Board::open(sim.connect().unwrap()).unwrap();
+    let mut b = Board::open(connect(&sim)).unwrap();
     b.setup(&cfg).unwrap();
     b.run(&RunSpec::b2b(Mode::HwLoop, 2000), &mut |_, _| {})
         .unwrap();
@@ -175,7 +179,7 @@ fn random_delayed_runs_fast_forward_and_record_the_rtl_pacers_intervals() {
     let Some((sim, cfg)) = sim_board("paced", |_| {}) else {
         return;
     };
-    let mut b = Board::open(sim.connect().unwrap()).unwrap();
+    let mut b = Board::open(connect(&sim)).unwrap();
     b.setup(&cfg).unwrap();
     let pacer = PacerConfig {
         freq: 1_000_000,
@@ -196,12 +200,20 @@ fn random_delayed_runs_fast_forward_and_record_the_rtl_pacers_intervals() {
     // The quiet column follows the pacer rule, and the RTL pacer drew the same last interval.
     let mut sw = Pacer::new(pacer).unwrap();
     for r in &t.rows {
-        assert_eq!(r.quiet_ns, f64::from(sw.next_interval_cycles()) * 5.0);
+        let q = u64::from(sw.next_interval_cycles());
+        assert_eq!(r.quiet_ns, rm::cycles_to_ns(q) as f64);
     }
     let last = b.mmio().read32(Block::Hwhs, rm::PACER_LAST).unwrap();
-    assert_eq!(t.rows.last().unwrap().quiet_ns, f64::from(last) * 5.0);
+    assert_eq!(
+        t.rows.last().unwrap().quiet_ns,
+        rm::cycles_to_ns(u64::from(last)) as f64
+    );
     // The quiet periods are not part of the RTT.
-    assert!(t.rows.iter().all(|r| r.rtt_cycles.unwrap() < 1000));
+    assert!(
+        t.rows
+            .iter()
+            .all(|r| r.rtt_cycles.unwrap() < 2 * MIN_RTT_CYCLES)
+    );
     // sw-loop with the same cadence: the host's waits are skipped, the rounds still run.
     spec.mode = Mode::SwLoop;
     spec.rounds = 100;
@@ -215,7 +227,7 @@ fn a_fatal_qp_stops_runs_with_a_named_error_and_setup_recovers_it() {
         return;
     };
     cfg.hwhs.timeout_us = 20;
-    let mut b = Board::open(sim.connect().unwrap()).unwrap();
+    let mut b = Board::open(connect(&sim)).unwrap();
     b.setup(&cfg).unwrap();
     assert_eq!(
         b.run(&RunSpec::b2b(Mode::SwLoop, 100), &mut |_, _| {})
@@ -225,7 +237,7 @@ fn a_fatal_qp_stops_runs_with_a_named_error_and_setup_recovers_it() {
     );
     // The QP fails while a run is going on (a second client plays the fault).
     backline_apu::hwhs::prepare(b.mmio(), &RunSpec::b2b(Mode::SwLoop, 20)).unwrap();
-    let mut other = sim.connect().unwrap();
+    let mut other = connect(&sim);
     other.inject_qp_fatal(2).unwrap();
     let rep =
         backline_apu::hwhs::run(b.mmio(), &RunSpec::b2b(Mode::SwLoop, 20), &mut |_, _| {}).unwrap();
@@ -243,7 +255,11 @@ fn a_fatal_qp_stops_runs_with_a_named_error_and_setup_recovers_it() {
         "{e}"
     );
     let info = b.info().unwrap();
-    assert!(info.qps[0].fatal && info.intsts & 0x10 != 0);
+    assert!(
+        info.qps[0].fatal && backline_apu::ernic::global::INT_FATAL_ERR.get(info.intsts) == 1,
+        "{:#x}",
+        info.intsts
+    );
     // Recovery: tear down (QPCONF = 0 clears the error state), hand-shake, bring up again.
     b.mmio().clear_log().unwrap();
     let rep = b.recover(&cfg).unwrap();
@@ -262,7 +278,7 @@ fn the_simulated_board_refuses_what_a_real_one_would_silently_get_wrong() {
     let Some((sim, cfg)) = sim_board("refusals", |_| {}) else {
         return;
     };
-    let mut m: SimMmio = sim.connect().unwrap();
+    let mut m: SimMmio = connect(&sim);
     // Start before any bring-up.
     let e = m
         .write32(Block::Hwhs, rm::CTRL, rm::CTRL_START.bits(1))
@@ -281,7 +297,7 @@ fn the_simulated_board_refuses_what_a_real_one_would_silently_get_wrong() {
     let e = m
         .write32(
             Block::Ernic,
-            backline_apu::ernic::global::XRNICVER.offset,
+            backline_apu::ernic::global::ERRBUFWPTR.offset,
             0,
         )
         .unwrap_err();
@@ -334,7 +350,7 @@ fn the_simulated_board_refuses_what_a_real_one_would_silently_get_wrong() {
     );
     // Reset tears everything down; state persists across connections.
     drop(b);
-    let mut b = Board::open(sim.connect().unwrap()).unwrap();
+    let mut b = Board::open(connect(&sim)).unwrap();
     assert_eq!(b.reset().unwrap(), vec![2]);
     let i = b.info().unwrap();
     assert!(!i.ernic_enabled && i.qps.is_empty());
@@ -348,7 +364,7 @@ fn setup_on_a_running_board_aborts_the_run_before_tearing_down() {
     let Some((sim, cfg)) = sim_board("abort", |_| {}) else {
         return;
     };
-    let mut b = Board::open(sim.connect().unwrap()).unwrap();
+    let mut b = Board::open(connect(&sim)).unwrap();
     b.setup(&cfg).unwrap();
     let spec = RunSpec::b2b(Mode::HwLoop, 1_000_000);
     backline_apu::hwhs::prepare(b.mmio(), &spec).unwrap();
@@ -387,11 +403,11 @@ fn connections_come_and_go_without_leaking_descriptors() {
     let Some((sim, _)) = sim_board("fds", |_| {}) else {
         return;
     };
-    drop(sim.connect().unwrap());
+    drop(connect(&sim));
     std::thread::sleep(Duration::from_millis(100));
     let before = open_fds();
     for _ in 0..200 {
-        let mut m = sim.connect().unwrap();
+        let mut m = connect(&sim);
         m.read32(Block::Hwhs, rm::VERSION).unwrap();
     }
     std::thread::sleep(Duration::from_millis(300));
@@ -405,9 +421,89 @@ fn waits_advance_the_simulated_clock() {
     let Some((sim, _)) = sim_board("clock", |_| {}) else {
         return;
     };
-    let mut m = sim.connect().unwrap();
+    let mut m = connect(&sim);
     let c0 = m.state().unwrap().cycle;
     m.wait(Duration::from_micros(10)).unwrap();
     let c1 = m.state().unwrap().cycle;
     assert_eq!(c1 - c0, 2000);
+}
+
+/// A coprocessor serving `spec` over udp in this process (what `backline serve` runs), and
+/// its address as `--coprocessor` takes it.
+fn coprocessor(spec: &str) -> (backline_transport::CoprocessorSession, String) {
+    use backline_transport::{CoprocessorSession, ServeOptions, SessionConfig, TransportKind};
+    let mut table = backline_responder::ResponderTable::new();
+    for (id, f) in backline_responder::functions_of(spec, 0).unwrap() {
+        table.insert(id, f);
+    }
+    let s = CoprocessorSession::open(
+        "apu-test",
+        SessionConfig::new(TransportKind::Udp),
+        "127.0.0.1:0",
+        7878,
+        &table,
+        ServeOptions::default(),
+    )
+    .unwrap();
+    let addr = format!("udp:{}", s.peer_address().unwrap());
+    (s, addr)
+}
+
+#[test]
+fn a_bridged_board_checks_every_reply_against_the_cpu_decoder() {
+    use backline_sim::{BridgeConfig, CoprocessorAddr};
+    use backline_transport::Session as _;
+    if super::util::no_verilator() {
+        return;
+    }
+    let (mut srv, addr) = coprocessor("bposd:hgp13");
+    let Some((sim, cfg)) = sim_board("bridged", |o| {
+        o.coprocessor = Some(BridgeConfig::new(CoprocessorAddr::parse(&addr).unwrap()));
+    }) else {
+        return;
+    };
+    let mut b = Board::open(connect(&sim)).unwrap();
+    b.setup(&cfg).unwrap();
+    for (decoder_id, mode) in [(0, Mode::HwLoop), (1, Mode::SwLoop)] {
+        let w = backline_board::workload::Workload::for_function(
+            "bposd:hgp13",
+            decoder_id,
+            256,
+            0.05,
+            9,
+        )
+        .unwrap();
+        let mut spec = RunSpec::b2b(mode, 400);
+        spec.expect = Expect::Workload(w);
+        // 10 ms: far above the measured service time.
+        spec.timeout_cycles = Some(2_000_000);
+        let rep = b.run(&spec, &mut |_, _| {}).unwrap();
+        assert_eq!(rep.rounds_committed, 400);
+        // Every reply the coprocessor gave equals what the CPU decoder answers here.
+        assert_eq!(rep.mismatches, 0, "decoder {decoder_id}");
+        let t = b.read_trace().unwrap();
+        assert_eq!(
+            t.meta("service"),
+            Some(format!("measured: the coprocessor at {addr}").as_str())
+        );
+        assert_eq!(t.splits.len(), 400);
+        let m = t.split_medians().unwrap();
+        let fabric = 2 * rm::ns_to_cycles(backline_sim::model::REFERENCE_ONE_WAY_NS);
+        assert_eq!(m.fabric_cycles, fabric as f64);
+        assert!(m.service_cycles > 0.0 && m.engine_cycles > 0.0, "{m:?}");
+        for (r, s) in t.rows.iter().zip(&t.splits) {
+            if let Some(s) = s {
+                assert_eq!(
+                    r.rtt_cycles.unwrap(),
+                    s.engine_cycles + s.fabric_cycles + s.service_cycles
+                );
+            }
+        }
+    }
+    let st = b.mmio().state().unwrap();
+    let br = st.bridge.unwrap();
+    assert_eq!((br.coprocessor.as_str(), br.lost), (addr.as_str(), 0));
+    assert_eq!(br.relayed, 800);
+    assert_eq!(st.responder, "bridge");
+    srv.stop().unwrap();
 }

@@ -37,9 +37,9 @@ pub fn no_verilator() -> bool {
 #[cfg(feature = "sim")]
 pub fn sim_board(
     name: &str,
-    tweak: impl FnOnce(&mut backline_apu::simboard::SimBoardOptions),
-) -> Option<(backline_apu::simboard::SimBoard, Config)> {
-    use backline_apu::simboard::{SimBoard, SimBoardOptions};
+    tweak: impl FnOnce(&mut backline_sim::board::SimBoardOptions),
+) -> Option<(backline_sim::board::SimBoard, Config)> {
+    use backline_sim::board::{SimBoard, SimBoardOptions};
     if no_verilator() {
         return None;
     }
@@ -49,4 +49,10 @@ pub fn sim_board(
     let mut cfg = example();
     cfg.peer.address = b.peer_address().unwrap().to_string();
     Some((b, cfg))
+}
+
+/// A client connection to a simulated board (the `sim:` backend).
+#[cfg(feature = "sim")]
+pub fn connect(sim: &backline_sim::board::SimBoard) -> backline_apu::mmio::sim::SimMmio {
+    backline_apu::mmio::sim::SimMmio::connect(sim.socket().to_str().unwrap()).unwrap()
 }

@@ -175,8 +175,8 @@ regmap! {
         running: 10, 1, "A hw-loop run is active.";
     }
     QP_NUM = 0x08, ReadPureWrite, reset 0x2, "ERNIC queue pair the engine posts to (2 or more; QP 1 is management)." {}
-    PAY_LEN = 0x0C, ReadPureWrite, reset 0x4, "Request payload bytes: 4, 8, 12 or 16 (payload words come from PAYLOAD0..3, word 0 from the reference memory with FLAGS.use_ref)." {}
-    RPL_LEN = 0x10, ReadPureWrite, reset 0x4, "Expected reply payload bytes: 4, 8, 12 or 16; word 0 of the payload is what is checked and returned." {}
+    PAY_LEN = 0x0C, ReadPureWrite, reset 0x4, "Request payload bytes, 1 ..= 16: bytes 0 .. PAY_LEN of PAYLOAD0..3 (word 0 from the reference memory with FLAGS.use_ref), sent directly in front of the 16-byte header." {}
+    RPL_LEN = 0x10, ReadPureWrite, reset 0x4, "Expected reply payload bytes, 1 ..= 48. The engine finds the reply's payload by the reply header's payload_len; FLAGS.check counts a reply of another length, or whose payload word 0 differs from the expected one, as a mismatch." {}
     DECODER_ID = 0x14, ReadPureWrite, reset 0x0, "decoder_id carried in every request header." {}
     ROUNDS = 0x18, ReadPureWrite, reset 0x0, "hw-loop: rounds per run (0: until CTRL.abort)." {}
     SQ_BASE = 0x1C, ReadPureWrite, reset 0x0, "SQ base byte address on the engine's SQ write port (the PL-side 32-bit address of ERNIC's SQ memory, 64-byte aligned)." {}
@@ -203,13 +203,14 @@ regmap! {
     PAYLOAD2 = 0x68, ReadPureWrite, reset 0x0, "Request payload word 2." {}
     PAYLOAD3 = 0x6C, ReadPureWrite, reset 0x0, "Request payload word 3." {}
     MISMATCH_COUNT = 0x70, ReadPure, reset 0x0, "Replies that differed from the expected reply since soft reset." {}
-    LAST_REPLY = 0x74, ReadPure, reset 0x0, "Payload word 0 of the last reply." {}
+    LAST_REPLY = 0x74, ReadPure, reset 0x0, "Payload bytes 0..3 of the last reply, little-endian; bytes beyond its payload_len read 0." {}
     LAST_RPL_STATUS = 0x78, ReadPure, reset 0x0, "Header word 2 of the last reply: status (bits 15:0), kind (23:16), version (31:24)." {}
+    LAST_RPL_LEN = 0x7C, ReadPure, reset 0x0, "payload_len of the last reply (header word 0, clamped to 48)." {}
     REF_ADDR = 0x80, ReadPureWrite, reset 0x0, "Index (0 ..= 255) of the reference entry that REF_SYN and REF_EXP write." {}
     REF_SYN = 0x84, WriteOnly, reset 0x0, "Writes the reference syndrome (payload word 0) at REF_ADDR." {}
     REF_EXP = 0x88, WriteOnly, reset 0x0, "Writes the expected reply word at REF_ADDR, then advances REF_ADDR by one." {}
     REF_LEN = 0x8C, ReadPureWrite, reset 0x1, "Reference entries in use (1 ..= 256); round r uses entry r mod REF_LEN." {}
-    VERSION = 0x90, ReadPure, reset 0x424C0001, "Engine identity and version: 'BL' (bits 31:16) and the register-map version (15:0)." {}
+    VERSION = 0x90, ReadPure, reset 0x424C0002, "Engine identity and version: 'BL' (bits 31:16) and the register-map version (15:0)." {}
     FSM_OVERHEAD = 0x94, ReadPure, reset 0x2, "The fixed FSM overhead in cycles that every recorded RTT includes beyond the fabric's round trip." {}
     PACER_FREQ = 0xAC, ReadPureWrite, reset 0x0, "Pacer: fixed part of the quiet interval before each hw-loop round, in cycles." {}
     PACER_LAST = 0xB0, ReadPure, reset 0x0, "Pacer: the last interval drawn, freq + (lfsr & span), in cycles." {}
@@ -230,11 +231,36 @@ regmap! {
 }
 
 /// Version of this register map (the low half of `VERSION`).
-pub const REGMAP_VERSION: u32 = 1;
+pub const REGMAP_VERSION: u32 = 2;
 /// The value `VERSION` reads.
 pub const VERSION_VALUE: u32 = 0x424C_0000 | REGMAP_VERSION;
-/// The engine clock the figures of this crate assume.
-pub const CLOCK_MHZ: f64 = 200.0;
+/// The engine clock, Hz: every cycle count of the engine, the simulator, the firmware and the
+/// tools is in cycles of this clock (the reference board's 200 MHz).
+pub const CLOCK_HZ: u64 = 200_000_000;
+/// The engine clock, MHz.
+pub const CLOCK_MHZ: f64 = CLOCK_HZ as f64 / 1e6;
+/// Nanoseconds per engine cycle.
+pub const NS_PER_CYCLE: u64 = 1_000_000_000 / CLOCK_HZ;
+/// Engine cycles per microsecond.
+pub const CYCLES_PER_US: u64 = CLOCK_HZ / 1_000_000;
+
+const _: () =
+    assert!(1_000_000_000u64.is_multiple_of(CLOCK_HZ) && CLOCK_HZ.is_multiple_of(1_000_000));
+
+/// `ns` in engine cycles, rounded to the nearest cycle.
+pub const fn ns_to_cycles(ns: u64) -> u64 {
+    (ns + NS_PER_CYCLE / 2) / NS_PER_CYCLE
+}
+
+/// `ns` in engine cycles, rounded up (a wait of at least `ns`).
+pub const fn ns_to_cycles_ceil(ns: u64) -> u64 {
+    ns.div_ceil(NS_PER_CYCLE)
+}
+
+/// Engine cycles in ns.
+pub const fn cycles_to_ns(cycles: u64) -> u64 {
+    cycles * NS_PER_CYCLE
+}
 /// The fixed FSM overhead in cycles included in every RTT the engine records: the reply
 /// lands in the reply memory in cycle `w`, the registered memory read returns it in `w + 1`,
 /// and the comparison stops the RTT counter in `w + 2`. `FSM_OVERHEAD` reads this value.
@@ -257,38 +283,44 @@ pub const REPLY_ADDR_BITS: u32 = 10;
 pub const SLOT_BYTES: u32 = 64;
 /// Deepest request/reply ring the engine handles.
 pub const MAX_RING_DEPTH: u32 = 64;
-/// Largest request or reply payload the engine handles, bytes.
+/// Largest request payload the engine sends, bytes (`PAY_LEN`, `PAYLOAD0..3`).
 pub const MAX_PAYLOAD_BYTES: u32 = 16;
+/// Largest reply payload the engine takes, bytes: a 64-byte slot less its header
+/// (`RPL_LEN`; word 0 of it is checked and returned).
+pub const MAX_REPLY_BYTES: u32 = SLOT_BYTES - 16;
 /// FSM state names in `STATUS.state` order.
 pub const STATES: [&str; 9] = [
     "IDLE", "DAT_RX", "WQE_POST", "RING_SQ", "WAIT_RPL", "POLL_RPL", "JOIN", "DAT_TX", "NEXT",
 ];
 
-/// The 64-byte WQE the engine writes into the SQ (ERNIC layout as modelled here: check the
-/// IP's product guide for the version on the board before trusting these offsets).
-pub mod wqe {
-    /// Bytes per WQE.
-    pub const BYTES: u32 = 64;
-    /// Work-request id (low 16 bits meaningful): the round number.
-    pub const WRID: u32 = 0x00;
-    /// Local buffer address, low / high.
-    pub const LADDR_LO: u32 = 0x08;
-    /// Local buffer address, high.
-    pub const LADDR_HI: u32 = 0x0C;
-    /// Bytes to transfer.
-    pub const LENGTH: u32 = 0x10;
-    /// Opcode (0 WRITE, 1 WRITE_IMM, 2 SEND, 4 READ).
-    pub const OPCODE: u32 = 0x14;
-    /// Remote virtual address, low.
-    pub const RVA_LO: u32 = 0x18;
-    /// Remote virtual address, high.
-    pub const RVA_HI: u32 = 0x1C;
-    /// Remote key.
-    pub const RKEY: u32 = 0x20;
-    /// Inline small payload (16 bytes, SEND only; unused by the engine).
-    pub const SMALL_PAYLOAD: u32 = 0x28;
-    /// Immediate data (WRITE_IMM only; the engine writes the sequence number there).
-    pub const IMMDT: u32 = 0x38;
+/// The `STATUS.state` code of each FSM state (the index of its name in [`STATES`]); the RTL
+/// reports these, the firmware decodes them.
+pub mod state {
+    /// Waiting for a start or the pacer.
+    pub const IDLE: u32 = 0;
+    /// Request into the request buffer.
+    pub const DAT_RX: u32 = 1;
+    /// WQE into the SQ.
+    pub const WQE_POST: u32 = 2;
+    /// Doorbell.
+    pub const RING_SQ: u32 = 3;
+    /// Waiting for the ERNIC completion.
+    pub const WAIT_RPL: u32 = 4;
+    /// Waiting for the reply's sequence number.
+    pub const POLL_RPL: u32 = 5;
+    /// Reading the reply; waiting for the pre-post.
+    pub const JOIN: u32 = 6;
+    /// Correction to the stimulus side.
+    pub const DAT_TX: u32 = 7;
+    /// Commit.
+    pub const NEXT: u32 = 8;
+    /// An undefined state (never reported by a working engine).
+    pub const INVALID: u32 = 15;
+
+    const _: () = {
+        assert!(super::STATES.len() as u32 == NEXT + 1);
+        assert!(INVALID as usize >= super::STATES.len());
+    };
 }
 
 /// The register at `offset`, if any.
@@ -396,30 +428,11 @@ pub fn write_markdown(out: &mut dyn Write) -> fmt::Result {
         }
     }
     writeln!(out)?;
-    writeln!(out, "## WQE layout (64 bytes, as the engine writes it)")?;
-    writeln!(out)?;
-    writeln!(out, "| offset | field |")?;
-    writeln!(out, "|-------:|-------|")?;
-    for (off, name) in [
-        (wqe::WRID, "wrid (round number, low 16 bits)"),
-        (wqe::LADDR_LO, "local address, low (WQE_LADDR_LO)"),
-        (wqe::LADDR_HI, "local address, high"),
-        (
-            wqe::LENGTH,
-            "length: PAY_LEN + 16 (payload and wire header)",
-        ),
-        (wqe::OPCODE, "opcode (WQE_OPCODE)"),
-        (
-            wqe::RVA_LO,
-            "remote VA, low: WQE_RVA_LO + slot * 64 + 64 - length",
-        ),
-        (wqe::RVA_HI, "remote VA, high (WQE_RVA_HI)"),
-        (wqe::RKEY, "rkey (WQE_RKEY)"),
-        (wqe::SMALL_PAYLOAD, "small payload (16 bytes, zero)"),
-        (wqe::IMMDT, "immediate data: the round's sequence number"),
-    ] {
-        writeln!(out, "| 0x{off:02X} | {name} |")?;
-    }
+    writeln!(
+        out,
+        "The WQEs the engine writes follow PG332 Table 2-1; their layout is defined once in \
+         `backline-board` and listed in [ernic-registers.md](ernic-registers.md)."
+    )?;
     Ok(())
 }
 

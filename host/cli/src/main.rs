@@ -24,7 +24,8 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Decode syndromes from a file with BP(+OSD) for a parity-check matrix.
     Decode(cmd::decode::Args),
-    /// Run the HWHS engine's generated RTL under Verilator against an ERNIC model.
+    /// Run the HWHS engine's generated RTL under Verilator against an ERNIC model, and an
+    /// in-simulation responder or a real coprocessor.
     Sim(cmd::sim::Args),
     /// Draw PNG plots from one or more CSV traces (CCDFs overlaid).
     Plot(cmd::plot::Args),
@@ -51,9 +52,30 @@ fn init_logging() {
         .init();
 }
 
+/// The command line, with `--version` and `sim --help` saying whether this build has the
+/// simulator.
+fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let v: &'static str = Box::leak(
+        format!(
+            "{} (simulator: {})",
+            env!("CARGO_PKG_VERSION"),
+            backline_sim::BUILD
+        )
+        .into_boxed_str(),
+    );
+    Cli::command()
+        .version(v)
+        .mut_subcommand("sim", |c| c.after_help(backline_sim::build_note()))
+}
+
 fn main() -> ExitCode {
+    use clap::FromArgMatches;
     init_logging();
-    let cli = match Cli::try_parse() {
+    let parsed = command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind::*;

@@ -1,28 +1,29 @@
 //! `Controller(hardware="fpga")`: the decode rounds of a run go through the HWHS engine of a
-//! board instead of a host session. With no board present, the board is the simulated one of
-//! backline-apu (the HWHS's Verilator model plus the ERNIC register model), brought up with
-//! the same code as a real board; its modelled coprocessor computes the Steane lookup or
-//! echoes — it cannot call a coprocessor function of this process.
+//! board instead of a host session. With no board present, the board is the simulated one
+//! of `backline-sim` (the HWHS's Verilator model, the ERNIC models), brought up by
+//! `backline-apu` with the same code as a real board; its ERNIC delivers every request
+//! (payload and `decoder_id`) through the bridge to the placement's real coprocessor — a
+//! server thread of this process, an executor process, or one on another host — over shm,
+//! udp or rdma, so any coprocessor function answers (builtin, C symbol, BP+OSD).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use backline_apu::simboard::{SimBoard, SimBoardOptions};
 use backline_apu::{Board, Config, mmio::sim::SimMmio};
-use backline_sim::Responder as ModelResponder;
+use backline_regmap as rm;
+use backline_sim::board::{SimBoard, SimBoardOptions};
+use backline_sim::{BridgeConfig, CoprocessorAddr};
 use backline_stabvm::{RoundError, Rounds};
+use backline_transport::{SessionConfig, TransportKind};
+use backline_wire::Status;
 
 use crate::placement::Fabric;
 
 /// Why the board could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum FpgaError {
-    /// The modelled coprocessor cannot compute this function.
-    #[error(
-        "the simulated board's coprocessor model computes only `steane` or `echo`, not `{0}` (a real board reaches any coprocessor over RDMA)"
-    )]
-    Function(String),
-    /// The simulated board did not start (e.g. built without Verilator).
+    /// The simulated board did not start (built without Verilator, or its coprocessor does
+    /// not answer).
     #[error("the simulated board did not start: {0}")]
     Start(String),
     /// The bring-up failed.
@@ -30,63 +31,86 @@ pub enum FpgaError {
     Setup(#[from] backline_apu::Error),
 }
 
-/// A simulated board, set up for single rounds.
+/// A simulated board bridged to a coprocessor, set up for single rounds.
 pub struct FpgaBoard {
     _sim: SimBoard,
     board: Board<SimMmio>,
-    responder: ModelResponder,
+    coprocessor: String,
     socket: PathBuf,
-    payload_words: usize,
     rtts_ns: Vec<f64>,
-    staged: Option<Vec<u8>>,
-    reply: Option<u64>,
+    staged: Option<(u32, Vec<u8>)>,
+    reply: Option<Result<u64, RoundError>>,
 }
 
 impl std::fmt::Debug for FpgaBoard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FpgaBoard")
             .field("socket", &self.socket)
-            .field("responder", &self.responder.name())
+            .field("coprocessor", &self.coprocessor)
             .finish()
     }
 }
 
+/// Bytes of a reply the engine hands back for a single round (`LAST_REPLY`).
+pub const REPLY_WORD_BYTES: u32 = 4;
+
+fn invalid(msg: String) -> RoundError {
+    RoundError::Transport(backline_transport::Error::Invalid(msg))
+}
+
 impl FpgaBoard {
-    /// Starts a simulated board whose coprocessor model computes `function` (`steane` or
-    /// `echo`), brings it up with the shipped sim-board configuration and readies it for
-    /// single rounds.
-    pub fn simulated(function: &str, reply_timeout_us: Option<u32>) -> Result<Self, FpgaError> {
-        let responder = match function {
-            "steane" => ModelResponder::Steane,
-            "echo" => ModelResponder::Echo,
-            other => return Err(FpgaError::Function(other.to_string())),
+    /// Starts a simulated board whose ERNIC bridges every request to the coprocessor at
+    /// `peer` over `transport`, with the session settings `session` (ring geometry and
+    /// timeouts as the placement's own controllers use them), brings it up with the shipped
+    /// sim-board configuration and readies it for single rounds. `reply_timeout_us`: the
+    /// engine's reply timeout (default: the configuration's).
+    pub fn simulated(
+        transport: TransportKind,
+        peer: &str,
+        session: &SessionConfig,
+        reply_timeout_us: Option<u32>,
+    ) -> Result<Self, FpgaError> {
+        let start = |e: &dyn std::fmt::Display| FpgaError::Start(e.to_string());
+        let kind = match transport {
+            TransportKind::Shm => "shm",
+            TransportKind::Udp => "udp",
+            TransportKind::Rdma => "rdma",
+            TransportKind::Memcpy => {
+                return Err(FpgaError::Start(
+                    "the simulated board reaches its coprocessor over shm, udp or rdma, not \
+                     memcpy"
+                        .into(),
+                ));
+            }
         };
+        let coprocessor = format!("{kind}:{peer}");
+        let addr = CoprocessorAddr::parse(&coprocessor).map_err(|e| start(&e))?;
         static N: AtomicU64 = AtomicU64::new(0);
         let socket = std::env::temp_dir().join(format!(
             "backline-py-board-{}-{}.sock",
             std::process::id(),
+            // Relaxed: a counter for unique names, ordering nothing else.
             N.fetch_add(1, Ordering::Relaxed)
         ));
         let mut opts = SimBoardOptions::new(&socket);
-        opts.responder = responder;
-        let sim = SimBoard::spawn(opts).map_err(|e| FpgaError::Start(e.to_string()))?;
+        opts.coprocessor = Some(BridgeConfig::with_session(addr, session));
+        let sim = SimBoard::spawn(opts).map_err(|e| start(&e))?;
         let mut cfg = Config::sim_example();
         cfg.peer.address = sim
             .peer_address()
             .ok_or_else(|| FpgaError::Start("the board has no peer listener".into()))?
             .to_string();
-        if let Some(t) = reply_timeout_us {
-            cfg.hwhs.timeout_us = t;
-        }
-        let mmio = sim.connect().map_err(|e| FpgaError::Start(e.to_string()))?;
+        // The engine waits for a bridged reply as long as the session would.
+        let bridge_us = u32::try_from(session.reply_timeout.as_micros()).unwrap_or(u32::MAX);
+        cfg.hwhs.timeout_us = reply_timeout_us.unwrap_or(bridge_us.max(cfg.hwhs.timeout_us));
+        let mmio = SimMmio::connect(&socket.display().to_string()).map_err(|e| start(&e))?;
         let mut board = Board::open(mmio)?;
         board.setup(&cfg)?;
         board.begin_rounds()?;
         Ok(FpgaBoard {
-            payload_words: (cfg.hwhs.payload_bytes as usize / 4).clamp(1, 4),
             _sim: sim,
             board,
-            responder,
+            coprocessor,
             socket,
             rtts_ns: Vec::new(),
             staged: None,
@@ -99,9 +123,54 @@ impl FpgaBoard {
         self.rtts_ns.clear();
     }
 
-    /// The function the modelled coprocessor computes.
-    pub fn function(&self) -> &'static str {
-        self.responder.name()
+    /// The coprocessor the board's requests go to (`shm:NAME`, `udp:HOST:PORT`).
+    pub fn coprocessor(&self) -> &str {
+        &self.coprocessor
+    }
+
+    /// One round through the engine: the reply as the host sessions give it (its first
+    /// bytes, little-endian), or why there is none.
+    fn round(&mut self, decoder_id: u32, payload: &[u8]) -> Result<u64, RoundError> {
+        if payload.is_empty() || payload.len() > rm::MAX_PAYLOAD_BYTES as usize {
+            return Err(RoundError::Transport(
+                backline_transport::Error::MessageTooLarge {
+                    size: payload.len(),
+                    capacity: rm::MAX_PAYLOAD_BYTES as usize,
+                },
+            ));
+        }
+        let r = self
+            .board
+            .round(payload, decoder_id)
+            .map_err(|e| invalid(format!("board round: {e}")))?;
+        if r.timed_out {
+            return Err(RoundError::Transport(backline_transport::Error::Timeout {
+                what: format!(
+                    "the board's reply from {} (the HWHS reply timeout)",
+                    self.coprocessor
+                ),
+                waited: std::time::Duration::from_nanos(rm::cycles_to_ns(u64::from(r.rtt_cycles))),
+            }));
+        }
+        let status = (r.reply_status & 0xFFFF) as u16;
+        if status != Status::Ok as u16 {
+            return Err(RoundError::Status {
+                decoder_id,
+                status: Status::from_u16(status).map_or("unknown", |s| s.name()),
+            });
+        }
+        let bytes = r.reply_bytes().ok_or_else(|| {
+            invalid(format!(
+                "the coprocessor answered decoder_id {decoder_id} with {} bytes; a single \
+                 round through the board returns the first {REPLY_WORD_BYTES} (LAST_REPLY)",
+                r.reply_len
+            ))
+        })?;
+        self.rtts_ns
+            .push(rm::cycles_to_ns(u64::from(r.rtt_cycles)) as f64);
+        let mut w = [0u8; 8];
+        w[..bytes.len()].copy_from_slice(&bytes);
+        Ok(u64::from_le_bytes(w))
     }
 }
 
@@ -113,62 +182,19 @@ impl Rounds for FpgaBoard {
         Ok(())
     }
 
-    fn stage(&mut self, _: u32, _decoder_id: u32, payload: &[u8]) -> Result<(), RoundError> {
-        self.staged = Some(payload.to_vec());
+    fn stage(&mut self, _: u32, decoder_id: u32, payload: &[u8]) -> Result<(), RoundError> {
+        self.staged = Some((decoder_id, payload.to_vec()));
         Ok(())
     }
 
     fn post(&mut self, session: u32) -> Result<(), RoundError> {
-        let p = self.staged.take().ok_or(RoundError::NotStaged(session))?;
-        // The engine carries the configured number of 32-bit payload words.
-        let n = self.payload_words;
-        if p.len() > 4 * n {
-            return Err(RoundError::Transport(
-                backline_transport::Error::MessageTooLarge {
-                    size: p.len(),
-                    capacity: 4 * n,
-                },
-            ));
-        }
-        let mut words = [0u32; 4];
-        for (i, b) in p.iter().enumerate() {
-            words[i / 4] |= u32::from(*b) << (8 * (i % 4));
-        }
-        let r = self.board.round(&words[..n]).map_err(|e| {
-            RoundError::Transport(backline_transport::Error::Invalid(format!(
-                "board round: {e}"
-            )))
-        })?;
-        if r.timed_out {
-            return Err(RoundError::Transport(backline_transport::Error::Timeout {
-                what: "the board's reply (HWHS reply timeout)".into(),
-                waited: std::time::Duration::from_secs_f64(
-                    f64::from(r.rtt_cycles) / (backline_regmap::CLOCK_MHZ * 1e6),
-                ),
-            }));
-        }
-        self.rtts_ns
-            .push(f64::from(r.rtt_cycles) * 1e3 / backline_regmap::CLOCK_MHZ);
-        self.reply = Some(match self.responder {
-            // The board's Steane model replies with the correction as a bit mask (bit q: flip
-            // qubit q; 0: none); the host's Steane function with the qubit's index or 0x0F.
-            // The program expects the latter.
-            ModelResponder::Steane => match r.reply & 0x7F {
-                0 => u64::from(backline_decode::steane::NO_ERROR),
-                m if m.is_power_of_two() => u64::from(m.trailing_zeros()),
-                m => {
-                    return Err(RoundError::Transport(backline_transport::Error::Protocol(
-                        format!("the board's Steane reply {m:#x} flips more than one qubit"),
-                    )));
-                }
-            },
-            _ => u64::from(r.reply),
-        });
+        let (id, p) = self.staged.take().ok_or(RoundError::NotStaged(session))?;
+        self.reply = Some(self.round(id, &p));
         Ok(())
     }
 
     fn collect(&mut self, session: u32) -> Result<u64, RoundError> {
-        self.reply.take().ok_or(RoundError::NotStaged(session))
+        self.reply.take().ok_or(RoundError::NotStaged(session))?
     }
 
     fn close(&mut self, _: u32) -> Result<(), RoundError> {
@@ -181,7 +207,11 @@ impl Fabric for FpgaBoard {
         &self.rtts_ns
     }
     fn peer(&self, _: u32) -> String {
-        format!("the simulated board at {}", self.socket.display())
+        format!(
+            "the simulated board at {} (bridged to {})",
+            self.socket.display(),
+            self.coprocessor
+        )
     }
 }
 
@@ -190,16 +220,7 @@ mod tests {
     use super::*;
     use crate::program::{Header, OpSpec, build, compile};
 
-    #[test]
-    fn ghz_through_the_simulated_board() {
-        let mut board = match FpgaBoard::simulated("steane", None) {
-            Ok(b) => b,
-            Err(FpgaError::Start(why)) => {
-                eprintln!("skipped: {why}");
-                return;
-            }
-            Err(e) => panic!("{e}"),
-        };
+    fn ghz() -> backline_stabvm::Program {
         let h = Header {
             name: "ghz".into(),
             num_qubits: 3,
@@ -222,7 +243,7 @@ mod tests {
             op("measure", &[2, 2]),
             op("output", &[0, 1, 2]),
         ];
-        let c = compile(
+        compile(
             build(&h, &ops).unwrap(),
             None,
             &backline_compiler::NoiseDefaults {
@@ -231,29 +252,74 @@ mod tests {
             },
             false,
         )
-        .unwrap();
-        let out = crate::placement::run(&c.program, 20, 3, &mut board, &mut |_| true).unwrap();
-        assert_eq!(out.rtts_ns.len(), 20 * 13);
-        assert!(out.rtts_ns.iter().all(|&t| t > 0.0));
-        // The board's Steane model answers as the host's Steane function does: the same
-        // program gives the same samples through the board as over memcpy.
-        let cfg = crate::placement::session_config(
-            backline_transport::TransportKind::Memcpy,
+        .unwrap()
+        .program
+    }
+
+    fn cfg(t: TransportKind) -> SessionConfig {
+        crate::placement::session_config(
+            t,
             48,
             std::time::Duration::from_secs(1),
             std::time::Duration::from_secs(2),
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn ghz_through_the_simulated_board_and_a_real_coprocessor() {
+        if !backline_sim::AVAILABLE {
+            eprintln!("skipped: backline-sim was built without Verilator");
+            return;
+        }
+        let program = ghz();
         let fns = [(0, "steane".to_string()), (1, "steane".to_string())];
-        let s =
-            crate::placement::Server::start(cfg.clone(), "", "fpga-vs-memcpy", &fns, None).unwrap();
+        // The coprocessor: a server thread of this process, over shm.
+        let name = format!("fpga-test-{}", std::process::id());
+        let srv =
+            crate::placement::Server::start(cfg(TransportKind::Shm), &name, "fpga-srv", &fns, None)
+                .unwrap();
+        let mut board = FpgaBoard::simulated(
+            TransportKind::Shm,
+            srv.peer(),
+            &cfg(TransportKind::Shm),
+            None,
+        )
+        .unwrap();
+        let out = crate::placement::run(&program, 20, 3, &mut board, &mut |_| true).unwrap();
+        assert_eq!(out.rtts_ns.len(), 20 * 13);
+        assert!(out.rtts_ns.iter().all(|&t| t > 0.0));
+        // The same program gives the same samples through the board as over memcpy.
+        let m = crate::placement::Server::start(
+            cfg(TransportKind::Memcpy),
+            "",
+            "fpga-vs-memcpy",
+            &fns,
+            None,
+        )
+        .unwrap();
         let mut f = crate::placement::session_rounds(vec![backline_stabvm::Endpoint {
             key: "ctl".into(),
-            peer: s.peer().into(),
-            config: cfg,
+            peer: m.peer().into(),
+            config: cfg(TransportKind::Memcpy),
         }]);
-        let host = crate::placement::run(&c.program, 20, 3, &mut f, &mut |_| true).unwrap();
+        let host = crate::placement::run(&program, 20, 3, &mut f, &mut |_| true).unwrap();
         assert_eq!(host.bits, out.bits);
-        assert!(FpgaBoard::simulated("bposd:hgp13", None).is_err());
+        // A coprocessor that is not there: a clear error before any round.
+        let e = FpgaBoard::simulated(
+            TransportKind::Udp,
+            "127.0.0.1:9",
+            &SessionConfig {
+                setup_timeout: std::time::Duration::from_millis(300),
+                ..cfg(TransportKind::Udp)
+            },
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("the coprocessor at udp:127.0.0.1:9 does not answer"),
+            "{e}"
+        );
     }
 }

@@ -251,17 +251,36 @@ pub struct FpgaBoard {
 #[cfg(feature = "fpga")]
 #[pymethods]
 impl FpgaBoard {
-    /// FpgaBoard(function="steane", reply_timeout_us=None): starts a simulated board whose
-    /// modelled coprocessor computes `function` (`steane` or `echo`).
+    /// FpgaBoard(transport, peer, payload_bytes=48, reply_timeout=1.0, setup_timeout=5.0,
+    /// reply_timeout_us=None): starts a simulated board whose ERNIC delivers every request to
+    /// the coprocessor at `peer` over `transport` (shm, udp or rdma).
     #[new]
-    #[pyo3(signature = (function="steane", reply_timeout_us=None))]
-    fn new(py: Python<'_>, function: &str, reply_timeout_us: Option<u32>) -> PyResult<FpgaBoard> {
-        let f = function.to_string();
+    #[pyo3(signature = (transport, peer, payload_bytes=48, reply_timeout=1.0, setup_timeout=5.0, reply_timeout_us=None))]
+    fn new(
+        py: Python<'_>,
+        transport: &str,
+        peer: &str,
+        payload_bytes: usize,
+        reply_timeout: f64,
+        setup_timeout: f64,
+        reply_timeout_us: Option<u32>,
+    ) -> PyResult<FpgaBoard> {
+        let t = placement::transport_of(transport).map_err(|e| placement_err(py, e))?;
+        let config = placement::session_config(
+            t,
+            payload_bytes,
+            secs(py, reply_timeout)?,
+            secs(py, setup_timeout)?,
+        )
+        .map_err(|e| placement_err(py, e))?;
+        let peer = peer.to_string();
         let b = py
-            .detach(move || crate::fpga::FpgaBoard::simulated(&f, reply_timeout_us))
+            .detach(move || crate::fpga::FpgaBoard::simulated(t, &peer, &config, reply_timeout_us))
             .map_err(|e| {
-                let class = match e {
-                    crate::fpga::FpgaError::Function(_) => "CoprocessorFunctionError",
+                let class = match &e {
+                    crate::fpga::FpgaError::Start(m) if m.contains("does not answer") => {
+                        "CoprocessorUnreachableError"
+                    }
                     _ => "PlacementError",
                 };
                 err(py, class, e.to_string())
@@ -271,13 +290,14 @@ impl FpgaBoard {
         })
     }
 
-    /// The function the board's coprocessor model computes.
+    /// The coprocessor the board's requests go to (`shm:NAME`, `udp:HOST:PORT`).
     #[getter]
-    fn function(&self) -> &'static str {
+    fn coprocessor(&self) -> String {
         self.inner
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .function()
+            .coprocessor()
+            .to_string()
     }
 }
 

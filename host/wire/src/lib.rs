@@ -197,6 +197,38 @@ const _: () = {
     assert!(DEFAULT_RING_DEPTH.is_power_of_two() && MAX_RING_DEPTH.is_power_of_two());
 };
 
+/// The header as four little-endian 32-bit words, for hardware that moves whole words (the
+/// HWHS engine's request buffer and reply memory): the word index of each field, and the
+/// value of word [`words::STATUS`] for a message of a kind.
+pub mod words {
+    use super::{Kind, WIRE_VERSION};
+
+    /// Words in a header.
+    pub const COUNT: u32 = 4;
+    /// `payload_len`.
+    pub const PAYLOAD_LEN: u32 = 0;
+    /// `decoder_id`.
+    pub const DECODER_ID: u32 = 1;
+    /// `status` (15:0), `kind` (23:16), `version` (31:24).
+    pub const STATUS: u32 = 2;
+    /// `seq`, the arrival flag.
+    pub const SEQ: u32 = 3;
+
+    /// Word [`STATUS`] of a message of `kind` with `status`.
+    pub const fn status_word(status: u16, kind: Kind) -> u32 {
+        status as u32 | (kind as u32) << 16 | (WIRE_VERSION as u32) << 24
+    }
+
+    const _: () = {
+        assert!(COUNT as usize * 4 == super::HEADER_BYTES);
+        assert!(SEQ as usize * 4 == super::SEQ_OFFSET_IN_HEADER);
+        assert!(core::mem::offset_of!(super::SlotHeader, decoder_id) == DECODER_ID as usize * 4);
+        assert!(core::mem::offset_of!(super::SlotHeader, status) == STATUS as usize * 4);
+        assert!(core::mem::offset_of!(super::SlotHeader, kind) == STATUS as usize * 4 + 2);
+        assert!(core::mem::offset_of!(super::SlotHeader, version) == STATUS as usize * 4 + 3);
+    };
+}
+
 impl SlotHeader {
     /// Encodes the header into its 16 little-endian bytes.
     pub fn to_bytes(&self) -> [u8; HEADER_BYTES] {

@@ -1,16 +1,19 @@
-//! The simulated board (`backline-apu sim-board`): the HWHS engine's generated RTL under
-//! Verilator (`backline-sim`, with its port-level ERNIC and responder models) plus the
-//! register-level ERNIC model of [`crate::model`], serving both register spaces over a Unix
-//! socket and keeping their state between clients, as a real board keeps its state between
-//! CLI calls. A modelled coprocessor answers the out-of-band handshake on TCP.
+//! The simulated board (what `backline-apu sim-board` runs): the HWHS engine's generated RTL
+//! under Verilator with the ERNIC data-path model of [`crate::model`], plus the
+//! register-level ERNIC model of [`ernic`], serving both register spaces over a Unix socket
+//! ([`protocol`]) and keeping their state between clients, as a real board keeps its state
+//! between CLI calls. A modelled remote side answers the board's out-of-band handshake on
+//! TCP; the requests of the rounds then go to the in-simulation responder or, with
+//! [`SimBoardOptions::coprocessor`], through the [`crate::bridge`] to a real coprocessor.
 //!
 //! How the two ERNIC models meet: the register model validates the bring-up; when the HWHS
-//! is started, the simulated board checks that the engine's QP, SQ base and depth and
-//! request buffer agree with the enabled QP and the board's memory map, and configures the
-//! port-level model from what was brought up and what the peer said in the handshake (its
-//! request ring and rkey, its ring depth). A WQE the engine posts with a wrong rkey or
-//! address is then a data-path error of the port model, as it would be a NAK on the wire.
-//! A QP that is not enabled, or in the fatal state, delivers no replies: its rounds time out.
+//! is started, the simulated board checks that the engine's QP, SQ base and depth, request
+//! buffer and ring depth agree with the enabled QP, the board's memory map and the
+//! handshake, and configures the data-path model from what was brought up and what the
+//! remote side said in the handshake (its request ring and rkey). A WQE the engine posts
+//! with a wrong rkey or address is then a data-path error of the model, as it would be a NAK
+//! on the wire. A QP that is not enabled, or in the fatal state, delivers no replies: its
+//! rounds time out.
 //!
 //! Time: the simulated clock advances only when a client asks (register accesses take their
 //! AXI4-Lite handshake cycles, waits take their cycles); between requests it stands still.
@@ -20,14 +23,19 @@
 //!
 //! | what | address | size |
 //! |------|--------:|-----:|
-//! | HWHS request buffer (`WQE_LADDR`) | `0xA400_0000` | 64 B |
+//! | HWHS request buffer (`WQE_LADDR`) | `0xA400_0000` | 32 B |
 //! | HWHS reply memory (the memory region) | `0xA401_0000` | 4 KiB |
 //! | SQ memory (`SQBA`, `SQ_BASE`) | `0xA402_0000` | 64 KiB |
+//!
+//! Stopping: [`SimBoard::stop_flag`] (set from a signal handler), a client's `shutdown`
+//! request or dropping the [`SimBoard`] stops every thread — the listeners poll the flag, so
+//! nothing depends on waking them with a connection — and removes the socket file.
 
+pub mod ernic;
 pub mod protocol;
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,17 +43,15 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use backline_board::{Access, Block, Op, PeerInfo, Refusal};
 use backline_regmap as rm;
-use backline_sim::{HwhsSim, ModelConfig, Responder, SimError};
 use backline_wire::oob;
-use backline_wire::{Geometry, Handshake, HandshakeKind, RejectReason};
+use backline_wire::{Handshake, HandshakeKind, RejectReason};
 
-use crate::ernic;
-use crate::mmio::fake::refusal_error;
-use crate::mmio::sim::SimMmio;
-use crate::mmio::{Access, Block, MmioError, Op};
-use crate::model::{BoardFacts, ErnicModel, PeerFacts, mac_is_unicast};
-use protocol::{self as p, PeerState, PortStats, Request, SimState, Status, op};
+use crate::bridge::{Bridge, BridgeConfig, BridgeError};
+use crate::{HwhsSim, ModelConfig, Responder, SimError};
+use ernic::ErnicModel;
+use protocol::{self as p, BridgeStats, PortStats, Request, SimState, Status, op};
 
 /// The simulated board's memory map (bus addresses as the ERNIC sees them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,83 +75,65 @@ impl Default for MemoryMap {
 }
 
 /// Bytes of the simulated SQ memory.
-pub const SQ_MEMORY_BYTES: u32 = backline_sim::model::SQ_MEM_BYTES;
+pub const SQ_MEMORY_BYTES: u32 = crate::model::SQ_MEM_BYTES;
 
-/// The modelled coprocessor's side of the handshake.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ModelPeer {
-    /// Its QP.
-    pub qpn: u32,
-    /// Its first PSN.
-    pub psn: u32,
-    /// Its IPv4 address.
-    pub ip: Ipv4Addr,
-    /// Its MAC.
-    pub mac: [u8; 6],
-    /// Key of its request ring.
-    pub rkey: u32,
-    /// Virtual address of its request ring.
-    pub ring_addr: u64,
-    /// Its ring geometry (the board's must match).
-    pub geometry: Geometry,
-}
-
-impl Default for ModelPeer {
-    fn default() -> Self {
-        ModelPeer {
-            qpn: 0x11,
-            psn: 0x2000,
-            ip: Ipv4Addr::new(10, 0, 0, 1),
-            mac: [0x02, 0x00, 0x00, 0x00, 0x00, 0x01],
-            rkey: 0x1234,
-            ring_addr: 0x7F00_0000_0000,
-            geometry: Geometry {
-                depth: rm::MAX_RING_DEPTH,
-                slot_bytes: rm::SLOT_BYTES,
-            },
-        }
-    }
-}
+/// The remote side the simulated board's ERNIC talks to: what it answers the board's hello
+/// with (its QP, PSN, address, MAC, request ring and key, 64 slots of 64 bytes).
+pub const MODEL_PEER: PeerInfo = PeerInfo {
+    qpn: 0x11,
+    psn: 0x2000,
+    ip: Ipv4Addr::new(10, 0, 0, 1),
+    mac: [0x02, 0x00, 0x00, 0x00, 0x00, 0x01],
+    rkey: 0x1234,
+    ring_addr: 0x7F00_0000_0000,
+    depth: rm::MAX_RING_DEPTH,
+    slot_bytes: rm::SLOT_BYTES,
+};
 
 /// Settings of a simulated board.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimBoardOptions {
     /// The Unix socket to serve.
     pub socket: PathBuf,
-    /// Where the modelled peer listens for the handshake (`None`: no peer).
+    /// Where the modelled remote side listens for the handshake (`None`: nowhere).
     pub peer_listen: Option<String>,
-    /// The modelled peer.
-    pub peer: ModelPeer,
-    /// What the modelled peer computes.
+    /// The modelled remote side.
+    pub peer: PeerInfo,
+    /// The in-simulation responder (ignored with a coprocessor).
     pub responder: Responder,
-    /// One-way wire latency, cycles.
-    pub wire_latency_cycles: u64,
-    /// Responder service time, cycles.
+    /// A real coprocessor to bridge every request to, instead of the responder.
+    pub coprocessor: Option<BridgeConfig>,
+    /// One-way fabric latency, cycles.
+    pub fabric_latency_cycles: u64,
+    /// In-simulation responder service time, cycles.
     pub service_cycles: u64,
-    /// Extra uniform delay per wire leg, 0 ..= this many cycles.
+    /// Extra uniform delay per fabric leg, 0 ..= this many cycles.
     pub jitter_cycles: u64,
     /// Seed of the jitter.
     pub seed: u64,
-    /// What `XRNICVER` reports.
-    pub ernic_version: ernic::Version,
+    /// What the first identification probe of the ERNIC space reads (0 on a v3.x ERNIC;
+    /// anything else rehearses the refusal of a foreign register space).
+    pub ident_word: u32,
     /// The memory map.
     pub memory: MemoryMap,
 }
 
 impl SimBoardOptions {
-    /// Defaults: peer on an ephemeral localhost port, echo responder, 1 µs one way,
-    /// 200 ns service, no jitter, the model's ERNIC version and memory map.
+    /// Defaults: the remote side's handshake on an ephemeral localhost port, echo responder,
+    /// the reference's one-way fabric latency, 200 ns service, no jitter, the default
+    /// memory map.
     pub fn new(socket: impl Into<PathBuf>) -> SimBoardOptions {
         SimBoardOptions {
             socket: socket.into(),
             peer_listen: Some("127.0.0.1:0".into()),
-            peer: ModelPeer::default(),
+            peer: MODEL_PEER,
             responder: Responder::Echo,
-            wire_latency_cycles: 200,
-            service_cycles: 40,
+            coprocessor: None,
+            fabric_latency_cycles: rm::ns_to_cycles(crate::model::REFERENCE_ONE_WAY_NS),
+            service_cycles: rm::ns_to_cycles(200),
             jitter_cycles: 0,
             seed: 1,
-            ernic_version: ernic::Version::MODEL,
+            ident_word: 0,
             memory: MemoryMap::default(),
         }
     }
@@ -158,6 +146,9 @@ pub enum SimBoardError {
     /// The HWHS model could not start (e.g. built without Verilator).
     #[error(transparent)]
     Sim(#[from] SimError),
+    /// The bridge to the coprocessor could not be set up.
+    #[error(transparent)]
+    Bridge(#[from] BridgeError),
     /// Another sim-board serves the socket.
     #[error("a simulated board already serves {0}")]
     InUse(String),
@@ -169,6 +160,18 @@ pub enum SimBoardError {
         /// The cause.
         source: std::io::Error,
     },
+}
+
+/// Why a register access of the board failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AccessError {
+    /// The bus answered an error (no register, a read-only register, outside the window,
+    /// misaligned, an AXI error of the engine).
+    #[error("{0}")]
+    Bus(String),
+    /// The ERNIC model refused the access: it breaks a bring-up rule.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// Log entries kept at most (older ones are kept; later ones counted as dropped).
@@ -184,7 +187,7 @@ pub struct SimCore {
     violations: Vec<String>,
     opts: SimBoardOptions,
     handshakes: u64,
-    peer_state: Option<PeerState>,
+    hello: Option<PeerInfo>,
 }
 
 impl std::fmt::Debug for SimCore {
@@ -196,22 +199,37 @@ impl std::fmt::Debug for SimCore {
     }
 }
 
-fn refused(block: Block, offset: u32, op: Op, reason: String) -> MmioError {
-    MmioError::Refused {
-        block,
-        offset,
-        op,
-        reason,
+fn check_offset(block: Block, offset: u32) -> Result<(), AccessError> {
+    let len = block.window_bytes();
+    if !offset.is_multiple_of(4) {
+        return Err(AccessError::Bus(format!(
+            "offset {offset:#x} is not 32-bit aligned"
+        )));
+    }
+    if offset.checked_add(4).is_none_or(|end| end > len) {
+        return Err(AccessError::Bus(format!(
+            "offset {offset:#x} is outside the {len:#x}-byte window"
+        )));
+    }
+    Ok(())
+}
+
+fn refusal(r: Refusal) -> AccessError {
+    match r {
+        Refusal::NoRegister => AccessError::Bus("SLVERR (no register there)".into()),
+        Refusal::ReadOnly(s) => AccessError::Bus(format!("SLVERR ({s})")),
+        Refusal::Rule(s) => AccessError::Refused(s),
     }
 }
 
 impl SimCore {
-    /// A powered-up board.
-    pub fn new(opts: SimBoardOptions) -> Result<SimCore, SimError> {
-        let mut ernic = ErnicModel::new(opts.ernic_version);
+    /// A powered-up board (and, with a coprocessor, its bridge connected).
+    pub fn new(opts: SimBoardOptions) -> Result<SimCore, SimBoardError> {
+        let mut ernic = ErnicModel::new();
         ernic.set_reply_memory(opts.memory.reply_memory);
-        ernic.set_max_sq_depth(SQ_MEMORY_BYTES / rm::wqe::BYTES);
-        let mut shadow = vec![0u32; 64];
+        ernic.set_max_sq_depth(SQ_MEMORY_BYTES / backline_board::ernic::wqe::BYTES);
+        ernic.set_ident_word(opts.ident_word);
+        let mut shadow = vec![0u32; 1 << (rm::AXI_ADDR_BITS - 2)];
         for r in rm::REGISTERS {
             shadow[(r.offset / 4) as usize] = r.reset;
         }
@@ -224,10 +242,14 @@ impl SimCore {
             violations: Vec::new(),
             opts,
             handshakes: 0,
-            peer_state: None,
+            hello: None,
         };
         let cfg = core.port_config();
-        *core.hwhs.model_mut() = backline_sim::ErnicModel::new(cfg);
+        *core.hwhs.model_mut() = crate::ErnicModel::new(cfg);
+        if let Some(b) = &core.opts.coprocessor {
+            let bridge = Bridge::connect(b)?;
+            core.hwhs.model_mut().attach_bridge(bridge);
+        }
         Ok(core)
     }
 
@@ -245,6 +267,11 @@ impl SimCore {
         &self.ernic
     }
 
+    /// The engine and its data-path model.
+    pub fn hwhs(&self) -> &HwhsSim {
+        &self.hwhs
+    }
+
     fn record(&mut self, a: Access) {
         if self.log.len() < LOG_CAP {
             self.log.push(a);
@@ -253,18 +280,15 @@ impl SimCore {
         }
     }
 
-    /// The port-level model's settings for what is configured now.
+    /// The data-path model's settings for what is configured now.
     fn port_config(&self) -> ModelConfig {
         let qp = self.ernic.qp(self.sh(rm::QP_NUM));
         let live = qp.is_some_and(|q| q.enabled && !q.fatal);
-        let peer = self.ernic.peer();
-        let reply_len = match self.sh(rm::RPL_LEN) {
-            v @ (4 | 8 | 12 | 16) => v,
-            _ => 4,
-        };
+        let peer = self.ernic.peer().map(|(p, _)| p);
+        let reply_len = self.sh(rm::RPL_LEN).clamp(1, rm::MAX_REPLY_BYTES);
         let o = &self.opts;
         ModelConfig {
-            wire_latency_cycles: o.wire_latency_cycles,
+            fabric_latency_cycles: o.fabric_latency_cycles,
             service_cycles: o.service_cycles,
             jitter_cycles: o.jitter_cycles,
             jitter_seed: o.seed,
@@ -272,20 +296,21 @@ impl SimCore {
             reply_len,
             sq_base: self.sh(rm::SQ_BASE),
             sq_depth: self.sh(rm::SQ_DEPTH).max(1),
-            remote_va: if peer.is_some() { o.peer.ring_addr } else { 0 },
-            rkey: if peer.is_some() { o.peer.rkey } else { 0 },
-            ring_depth: self.sh(rm::RING_DEPTH).clamp(1, rm::MAX_RING_DEPTH),
+            request_buffer: o.memory.request_buffer,
+            remote_va: peer.map_or(0, |p| p.ring_addr),
+            rkey: peer.map_or(0, |p| p.rkey),
+            ring_depth: match self.hello {
+                Some(h) => h.depth,
+                None => self.sh(rm::RING_DEPTH).clamp(1, rm::MAX_RING_DEPTH),
+            },
             record_rounds: false,
             ..ModelConfig::default()
         }
     }
 
-    /// Updates the port model's settings in place (its round state is kept).
+    /// Updates the data-path model's settings in place (its round state is kept).
     fn refresh_port(&mut self) {
-        let mut cfg = self.port_config();
-        if let Some(pk) = &self.peer_state {
-            cfg.ring_depth = pk.depth;
-        }
+        let cfg = self.port_config();
         self.hwhs.model_mut().config = cfg;
     }
 
@@ -320,7 +345,7 @@ impl SimCore {
         }
         let mem = self.opts.memory;
         if qp.sq_base < mem.sq_memory
-            || qp.sq_base + u64::from(depth) * u64::from(rm::wqe::BYTES)
+            || qp.sq_base + u64::from(depth) * u64::from(backline_board::ernic::wqe::BYTES)
                 > mem.sq_memory + u64::from(SQ_MEMORY_BYTES)
         {
             return Some(format!(
@@ -340,12 +365,12 @@ impl SimCore {
                 mem.request_buffer
             ));
         }
-        if let Some(pk) = &self.peer_state {
+        if let Some(h) = &self.hello {
             let rd = self.sh(rm::RING_DEPTH);
-            if rd != pk.depth {
+            if rd != h.depth {
                 return Some(format!(
                     "RING_DEPTH = {rd}, but the rings agreed in the handshake have {} slots",
-                    pk.depth
+                    h.depth
                 ));
             }
         }
@@ -353,14 +378,11 @@ impl SimCore {
     }
 
     /// A register read.
-    pub fn read(&mut self, block: Block, offset: u32) -> Result<u32, MmioError> {
-        crate::mmio::check_offset(block, offset, block.window_bytes())?;
+    pub fn read(&mut self, block: Block, offset: u32) -> Result<u32, AccessError> {
+        check_offset(block, offset)?;
         match block {
             Block::Ernic => {
-                let v = self
-                    .ernic
-                    .read(offset)
-                    .map_err(|r| refusal_error(block, offset, Op::Read, r))?;
+                let v = self.ernic.read(offset).map_err(refusal)?;
                 self.record(Access {
                     op: Op::Read,
                     block,
@@ -369,12 +391,10 @@ impl SimCore {
                 });
                 Ok(v)
             }
-            Block::Hwhs => self.hwhs.axi_read(offset).map_err(|e| MmioError::Bus {
-                block,
-                offset,
-                op: Op::Read,
-                detail: e.to_string(),
-            }),
+            Block::Hwhs => self
+                .hwhs
+                .axi_read(offset)
+                .map_err(|e| AccessError::Bus(e.to_string())),
         }
     }
 
@@ -384,69 +404,49 @@ impl SimCore {
         block: Block,
         offset: u32,
         count: u64,
-    ) -> Result<Vec<u32>, MmioError> {
+    ) -> Result<Vec<u32>, AccessError> {
         (0..count).map(|_| self.read(block, offset)).collect()
     }
 
-    fn note_refusal(&mut self, e: &MmioError, value: u32) {
-        if let MmioError::Refused {
-            block,
-            offset,
-            op,
-            reason,
-        } = e
-        {
-            self.violations.push(format!(
-                "{block} {op} {} = {value:#010x}: {reason}",
-                block.register_name(*offset)
-            ));
-        }
-    }
-
     /// A register write.
-    pub fn write(&mut self, block: Block, offset: u32, value: u32) -> Result<(), MmioError> {
+    pub fn write(&mut self, block: Block, offset: u32, value: u32) -> Result<(), AccessError> {
         let r = self.write_inner(block, offset, value);
-        if let Err(e) = &r {
-            self.note_refusal(e, value);
+        if let Err(AccessError::Refused(reason)) = &r {
+            self.violations.push(format!(
+                "{block} write {} = {value:#010x}: {reason}",
+                block.register_name(offset)
+            ));
         }
         r
     }
 
-    fn write_inner(&mut self, block: Block, offset: u32, value: u32) -> Result<(), MmioError> {
-        crate::mmio::check_offset(block, offset, block.window_bytes())?;
+    fn write_inner(&mut self, block: Block, offset: u32, value: u32) -> Result<(), AccessError> {
+        check_offset(block, offset)?;
         match block {
             Block::Ernic => {
-                self.ernic
-                    .write(offset, value)
-                    .map_err(|r| refusal_error(block, offset, Op::Write, r))?;
+                self.ernic.write(offset, value).map_err(refusal)?;
                 self.refresh_port();
             }
             Block::Hwhs => {
                 let start = offset == rm::CTRL && rm::CTRL_START.get(value) == 1;
                 if start {
                     if let Some(why) = self.start_problem() {
-                        return Err(refused(block, offset, Op::Write, why));
+                        return Err(AccessError::Refused(why));
                     }
                     self.refresh_port();
                 }
                 self.hwhs
                     .axi_write(offset, value)
-                    .map_err(|e| MmioError::Bus {
-                        block,
-                        offset,
-                        op: Op::Write,
-                        detail: e.to_string(),
-                    })?;
+                    .map_err(|e| AccessError::Bus(e.to_string()))?;
                 if rm::lookup(offset).is_some_and(|r| r.access.readable()) {
                     self.shadow[(offset / 4) as usize] = value;
                 }
                 if offset == rm::CTRL && rm::CTRL_SOFT_RESET.get(value) == 1 {
-                    // The engine's round numbering restarts: so does the port model's.
-                    let mut cfg = self.port_config();
-                    if let Some(pk) = &self.peer_state {
-                        cfg.ring_depth = pk.depth;
-                    }
-                    *self.hwhs.model_mut() = backline_sim::ErnicModel::new(cfg);
+                    // The engine's round numbering restarts: so does the data-path model's
+                    // (the bridge stays).
+                    let cfg = self.port_config();
+                    let fresh = self.hwhs.model_mut().renewed(cfg);
+                    *self.hwhs.model_mut() = fresh;
                 }
             }
         }
@@ -466,32 +466,11 @@ impl SimCore {
         Ok(())
     }
 
-    /// The modelled peer accepted a hello from the board.
-    fn accept_peer(&mut self, hello: &Handshake) {
-        let pk = self.opts.peer;
-        self.ernic.set_peer(
-            PeerFacts {
-                qpn: pk.qpn,
-                psn: pk.psn,
-                ip: pk.ip.octets(),
-                mac: pk.mac,
-            },
-            BoardFacts {
-                qpn: hello.qpn,
-                psn: hello.psn,
-                rkey: hello.rkey,
-                ring_addr: hello.ring_addr,
-                ring_bytes: u64::from(hello.geometry.depth) * u64::from(hello.geometry.slot_bytes),
-            },
-        );
+    /// The modelled remote side accepted a hello from the board.
+    fn accept_hello(&mut self, board: PeerInfo) {
+        self.ernic.set_peer(self.opts.peer, board);
         self.handshakes += 1;
-        self.peer_state = Some(PeerState {
-            board_qpn: hello.qpn,
-            peer_qpn: pk.qpn,
-            ring_addr: pk.ring_addr,
-            rkey: pk.rkey,
-            depth: hello.geometry.depth,
-        });
+        self.hello = Some(board);
         self.refresh_port();
     }
 
@@ -511,12 +490,24 @@ impl SimCore {
         SimState {
             protocol: p::PROTOCOL_VERSION,
             cycle: self.hwhs.cycle(),
-            ernic_version: self.opts.ernic_version.to_string(),
+            ernic_layout: backline_board::ernic::LAYOUT.into(),
             peer_listen: self.opts.peer_listen.clone(),
             handshakes: self.handshakes,
-            peer: self.peer_state.clone(),
-            responder: self.opts.responder.name().into(),
-            wire_latency_cycles: self.opts.wire_latency_cycles,
+            board_qpn: self.hello.map(|h| h.qpn),
+            peer: self.hello.map(|_| self.opts.peer),
+            responder: if self.opts.coprocessor.is_some() {
+                "bridge".into()
+            } else {
+                self.opts.responder.name().into()
+            },
+            bridge: self.hwhs.model().bridge().map(|b| BridgeStats {
+                coprocessor: b.addr().to_string(),
+                relayed: b.relayed(),
+                lost: b.lost(),
+                first_loss: b.first_loss().map(str::to_string),
+                mean_service_ns: b.mean_service_ns(),
+            }),
+            fabric_latency_cycles: self.opts.fabric_latency_cycles,
             service_cycles: self.opts.service_cycles,
             enabled_qps: self.ernic.enabled_qps(),
             fatal_qps: self
@@ -538,15 +529,13 @@ impl SimCore {
         }
     }
 
-    /// Serves one request; `None` payload for shutdown.
+    /// Serves one request.
     fn serve(&mut self, req: Request) -> (Status, Vec<u8>) {
-        let reg_err = |e: MmioError| -> (Status, Vec<u8>) {
-            let (status, text) = match &e {
-                MmioError::Refused { reason, .. } => (Status::Refused, reason.clone()),
-                MmioError::Bus { detail, .. } => (Status::Bus, detail.clone()),
-                other => (Status::Bus, other.to_string()),
-            };
-            (status, text.into_bytes())
+        let reg_err = |e: AccessError| -> (Status, Vec<u8>) {
+            match e {
+                AccessError::Refused(r) => (Status::Refused, r.into_bytes()),
+                AccessError::Bus(d) => (Status::Bus, d.into_bytes()),
+            }
         };
         let block = || p::block_of(req.block);
         match req.op {
@@ -598,6 +587,17 @@ impl SimCore {
                 }
                 (Status::Ok, v)
             }
+            op::SPLITS => {
+                let all = self.hwhs.model().splits();
+                let from = (req.arg as usize).min(all.len());
+                let to = (from + p::SPLIT_CHUNK).min(all.len());
+                let mut v = Vec::with_capacity((to - from) * p::SPLIT_ENTRY_BYTES);
+                for s in &all[from..to] {
+                    v.extend(s.fabric_cycles.to_le_bytes());
+                    v.extend(s.service_cycles.to_le_bytes());
+                }
+                (Status::Ok, v)
+            }
             op::CLEAR_LOG => {
                 self.log.clear();
                 self.log_dropped = 0;
@@ -616,34 +616,27 @@ impl SimCore {
     }
 }
 
-/// Checks a hello against the modelled peer; the answer to send.
-fn answer_hello(peer: &ModelPeer, h: &Handshake) -> Handshake {
-    let geo = peer.geometry;
+/// Checks a hello against the modelled remote side; the answer to send, and the board's
+/// announced identity when accepted.
+fn answer_hello(peer: &PeerInfo, h: &Handshake) -> (Handshake, Option<PeerInfo>) {
+    let geo = peer.geometry();
     if h.kind != HandshakeKind::Hello {
-        return Handshake::reject(RejectReason::Malformed, geo);
+        return (Handshake::reject(RejectReason::Malformed, geo), None);
     }
     if h.geometry != geo {
-        return Handshake::reject(RejectReason::Geometry, geo);
+        return (Handshake::reject(RejectReason::Geometry, geo), None);
     }
     if h.in_flight != 1 {
-        return Handshake::reject(RejectReason::Unsupported, geo);
+        return (Handshake::reject(RejectReason::Unsupported, geo), None);
     }
-    let ip_ok = crate::peer::ip_of_gid(h.gid).is_some();
-    if h.qpn < 2 || h.qpn > 0xFF_FFFF || !ip_ok || !mac_is_unicast(h.mac) || h.psn > 0xFF_FFFF {
-        return Handshake::reject(RejectReason::Malformed, geo);
+    match PeerInfo::from_record(h, None) {
+        Ok(board) => (peer.record(HandshakeKind::Accept), Some(board)),
+        Err(_) => (Handshake::reject(RejectReason::Malformed, geo), None),
     }
-    let mut a = Handshake::new(HandshakeKind::Accept, geo, 1);
-    a.qpn = peer.qpn;
-    a.psn = peer.psn;
-    a.gid = crate::peer::gid_of(peer.ip);
-    a.mac = peer.mac;
-    a.rkey = peer.rkey;
-    a.ring_addr = peer.ring_addr;
-    a
 }
 
-/// A running simulated board: its socket server and its modelled peer, on threads of this
-/// process. Dropping it stops both and removes the socket.
+/// A running simulated board: its socket server and its modelled remote side, on threads of
+/// this process. Dropping it stops both and removes the socket.
 pub struct SimBoard {
     socket: PathBuf,
     peer_addr: Option<SocketAddr>,
@@ -668,9 +661,13 @@ fn lock(core: &Mutex<SimCore>) -> std::sync::MutexGuard<'_, SimCore> {
     core.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// How often the listeners look at the stop flag.
+const POLL: Duration = Duration::from_millis(20);
+
 impl SimBoard {
-    /// Starts a simulated board: binds the socket (replacing a stale one) and the peer's
-    /// listener, and serves on background threads.
+    /// Starts a simulated board: binds the socket (replacing a stale one) and the remote
+    /// side's listener, connects the bridge when there is one, and serves on background
+    /// threads.
     pub fn spawn(opts: SimBoardOptions) -> Result<SimBoard, SimBoardError> {
         let socket = opts.socket.clone();
         if socket.exists() {
@@ -683,6 +680,9 @@ impl SimBoard {
         let io = |what: String| move |source| SimBoardError::Io { what, source };
         let listener =
             UnixListener::bind(&socket).map_err(io(format!("binding {}", socket.display())))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(io(format!("setting up {}", socket.display())))?;
         let stop = Arc::new(AtomicBool::new(false));
         let clients = Arc::new(Mutex::new(Clients::new()));
         let mut threads = Vec::new();
@@ -690,6 +690,8 @@ impl SimBoard {
         if let Some(addr) = &opts.peer_listen {
             let tcp =
                 TcpListener::bind(addr).map_err(io(format!("binding the peer listener {addr}")))?;
+            tcp.set_nonblocking(true)
+                .map_err(io("peer listener".into()))?;
             let local = tcp.local_addr().map_err(io("peer listener".into()))?;
             peer_addr = Some(local);
             let (core, stop) = (core.clone(), stop.clone());
@@ -699,9 +701,8 @@ impl SimBoard {
         }
         {
             let (core, stop, clients) = (core.clone(), stop.clone(), clients.clone());
-            let path = socket.clone();
             threads.push(std::thread::spawn(move || {
-                accept_loop(listener, core, stop, clients, path)
+                accept_loop(listener, core, stop, clients)
             }));
         }
         Ok(SimBoard {
@@ -719,14 +720,9 @@ impl SimBoard {
         &self.socket
     }
 
-    /// Where the modelled peer listens.
+    /// Where the modelled remote side listens.
     pub fn peer_address(&self) -> Option<SocketAddr> {
         self.peer_addr
-    }
-
-    /// A client connection (the `sim:` backend).
-    pub fn connect(&self) -> Result<SimMmio, MmioError> {
-        SimMmio::connect(&self.socket.display().to_string())
     }
 
     /// Runs `f` on the board's state, between two requests.
@@ -739,12 +735,12 @@ impl SimBoard {
         self.stop.clone()
     }
 
-    /// True once a client asked the board to shut down.
+    /// True once a client, a signal or the owner asked the board to stop.
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
 
-    /// Blocks until a client asks the board to shut down, then stops it.
+    /// Blocks until the board is asked to stop, then stops it.
     pub fn wait(mut self) {
         while !self.stopped() {
             std::thread::sleep(Duration::from_millis(50));
@@ -753,13 +749,8 @@ impl SimBoard {
     }
 
     fn stop_threads(&mut self) {
-        // Release pairs with the Acquire loads of the loops, which then see the flag after
-        // the wake-up connections below.
+        // Release pairs with the Acquire loads of the loops, which poll the flag.
         self.stop.store(true, Ordering::Release);
-        let _ = UnixStream::connect(&self.socket);
-        if let Some(a) = self.peer_addr {
-            let _ = TcpStream::connect_timeout(&a, Duration::from_millis(200));
-        }
         for (_, c) in lock_clients(&self.clients).drain() {
             let _ = c.shutdown(std::net::Shutdown::Both);
         }
@@ -788,32 +779,39 @@ fn accept_loop(
     core: Arc<Mutex<SimCore>>,
     stop: Arc<AtomicBool>,
     clients: Arc<Mutex<Clients>>,
-    path: PathBuf,
 ) {
-    for (id, conn) in (0u64..).zip(listener.incoming()) {
-        if stop.load(Ordering::Acquire) {
-            return;
+    let mut id = 0u64;
+    while !stop.load(Ordering::Acquire) {
+        let stream = match listener.accept() {
+            Ok((s, _)) => s,
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                std::thread::sleep(POLL);
+                continue;
+            }
+            Err(e) => {
+                log::warn!("sim-board: accept failed: {e}");
+                std::thread::sleep(POLL);
+                continue;
+            }
+        };
+        if stream.set_nonblocking(false).is_err() {
+            continue;
         }
-        let Ok(stream) = conn else { continue };
+        id += 1;
         if let Ok(c) = stream.try_clone() {
             lock_clients(&clients).insert(id, c);
         }
-        let (core, stop, path, clients) =
-            (core.clone(), stop.clone(), path.clone(), clients.clone());
+        let (core, stop, clients) = (core.clone(), stop.clone(), clients.clone());
+        let this = id;
         std::thread::spawn(move || {
-            serve_client(stream, core, stop, path);
+            serve_client(stream, core, stop);
             // The connection is over: drop our clone of it (its descriptor) too.
-            lock_clients(&clients).remove(&id);
+            lock_clients(&clients).remove(&this);
         });
     }
 }
 
-fn serve_client(
-    mut s: UnixStream,
-    core: Arc<Mutex<SimCore>>,
-    stop: Arc<AtomicBool>,
-    path: PathBuf,
-) {
+fn serve_client(mut s: UnixStream, core: Arc<Mutex<SimCore>>, stop: Arc<AtomicBool>) {
     let mut buf = [0u8; p::REQUEST_BYTES];
     loop {
         if s.read_exact(&mut buf).is_err() {
@@ -822,9 +820,8 @@ fn serve_client(
         let req = Request::decode(&buf);
         if req.op == op::SHUTDOWN {
             let _ = p::write_response(&mut s, Status::Ok, &[]);
+            // Release pairs with the listeners' Acquire polls.
             stop.store(true, Ordering::Release);
-            // Wake the accept loop so that it sees the flag.
-            let _ = UnixStream::connect(&path);
             return;
         }
         let (status, payload) = lock(&core).serve(req);
@@ -835,12 +832,22 @@ fn serve_client(
     }
 }
 
-fn peer_loop(tcp: TcpListener, peer: ModelPeer, core: Arc<Mutex<SimCore>>, stop: Arc<AtomicBool>) {
-    for conn in tcp.incoming() {
-        if stop.load(Ordering::Acquire) {
-            return;
+fn peer_loop(tcp: TcpListener, peer: PeerInfo, core: Arc<Mutex<SimCore>>, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::Acquire) {
+        let mut s = match tcp.accept() {
+            Ok((s, _)) => s,
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                std::thread::sleep(POLL);
+                continue;
+            }
+            Err(_) => {
+                std::thread::sleep(POLL);
+                continue;
+            }
+        };
+        if s.set_nonblocking(false).is_err() {
+            continue;
         }
-        let Ok(mut s) = conn else { continue };
         let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
         let hello = match oob::recv(&mut s, Duration::from_secs(5)) {
             Ok(h) => h,
@@ -849,12 +856,42 @@ fn peer_loop(tcp: TcpListener, peer: ModelPeer, core: Arc<Mutex<SimCore>>, stop:
                 continue;
             }
         };
-        let answer = answer_hello(&peer, &hello);
-        if answer.kind == HandshakeKind::Accept {
-            lock(&core).accept_peer(&hello);
-        } else {
-            log::warn!("sim-board peer: refused a hello ({:?})", answer.reason);
+        let (answer, board) = answer_hello(&peer, &hello);
+        match board {
+            Some(b) => lock(&core).accept_hello(b),
+            None => log::warn!("sim-board peer: refused a hello ({:?})", answer.reason),
         }
         let _ = oob::send(&mut s, &answer);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hellos_are_checked_against_the_remote_side() {
+        let board = PeerInfo {
+            qpn: 2,
+            psn: 0x100,
+            ip: Ipv4Addr::new(10, 0, 0, 2),
+            mac: [2, 0x0a, 0x35, 0, 0, 2],
+            rkey: 0x21,
+            ring_addr: 0xA401_0000,
+            depth: 64,
+            slot_bytes: 64,
+        };
+        let (a, b) = answer_hello(&MODEL_PEER, &board.record(HandshakeKind::Hello));
+        assert_eq!(a.kind, HandshakeKind::Accept);
+        assert_eq!(b, Some(board));
+        assert_eq!(PeerInfo::from_record(&a, None).unwrap(), MODEL_PEER);
+        let mut small = board;
+        small.depth = 16;
+        let (a, b) = answer_hello(&MODEL_PEER, &small.record(HandshakeKind::Hello));
+        assert_eq!((a.reason, b), (Some(RejectReason::Geometry), None));
+        let mut qp1 = board;
+        qp1.qpn = 1;
+        let (a, _) = answer_hello(&MODEL_PEER, &qp1.record(HandshakeKind::Hello));
+        assert_eq!(a.reason, Some(RejectReason::Malformed));
     }
 }

@@ -1,4 +1,6 @@
-//! The sim-board's socket protocol (Unix stream socket, little-endian).
+//! The simulated board's socket protocol (Unix stream socket, little-endian): the one
+//! definition the server ([`super::SimBoard`]) and the control plane's `sim:` backend
+//! (`backline-apu`) both use.
 //!
 //! Request, 16 bytes: `op: u8, block: u8, 0: u16, offset: u32, arg: u64`.
 //! Response: `status: u8, 0: [u8; 3], len: u32`, then `len` payload bytes.
@@ -16,6 +18,7 @@
 //! | 9 | shutdown | — | — |
 //! | 10 | state | — | [`SimState`] as JSON |
 //! | 11 | clear-log | — | — |
+//! | 12 | splits | first round | up to 65,536 entries of 8 bytes: `fabric_cycles: u32, service_cycles: u32` per round since the last soft reset ([`crate::RoundSplit`]) |
 //!
 //! Status: 0 ok, 1 bus error, 2 refused by the ERNIC model's rules, 3 bad request; the
 //! payload of an error is its message (UTF-8).
@@ -24,10 +27,10 @@ use std::io::{Read, Write};
 
 use serde::{Deserialize, Serialize};
 
-use crate::mmio::{Access, Block, Op};
+use backline_board::{Access, Block, Op, PeerInfo};
 
 /// Version of this protocol; a client and a server of different versions refuse each other.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 /// Bytes of a request.
 pub const REQUEST_BYTES: usize = 16;
 /// Largest `read-repeat` count (the trace RAM's depth).
@@ -53,7 +56,13 @@ pub mod op {
     pub const SHUTDOWN: u8 = 9;
     pub const STATE: u8 = 10;
     pub const CLEAR_LOG: u8 = 11;
+    pub const SPLITS: u8 = 12;
 }
+
+/// Round splits per `splits` answer.
+pub const SPLIT_CHUNK: usize = 65_536;
+/// Bytes of one split entry.
+pub const SPLIT_ENTRY_BYTES: usize = 8;
 
 /// Faults `inject` can cause.
 pub mod fault {
@@ -232,41 +241,48 @@ pub struct PortStats {
     pub first_error: Option<String>,
 }
 
-/// The modelled peer as the handshake set it up.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PeerState {
-    /// The board's QP that hand-shook.
-    pub board_qpn: u32,
-    /// The peer's QP.
-    pub peer_qpn: u32,
-    /// The peer's request ring.
-    pub ring_addr: u64,
-    /// Its key.
-    pub rkey: u32,
-    /// Ring slots.
-    pub depth: u32,
+/// Counters of the bridge to a real coprocessor (see `backline_sim::bridge`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BridgeStats {
+    /// The coprocessor (`udp:127.0.0.1:7878`).
+    pub coprocessor: String,
+    /// Requests relayed and answered.
+    pub relayed: u64,
+    /// Requests whose reply was lost (no answer in time, the coprocessor gone, or a reply
+    /// that does not fit the engine's reply slot).
+    pub lost: u64,
+    /// The first loss, described.
+    pub first_loss: Option<String>,
+    /// Mean measured service time, ns.
+    pub mean_service_ns: f64,
 }
 
 /// What the simulated board reports about itself (`state`, and after `hello`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimState {
     /// Protocol version.
     pub protocol: u32,
     /// Engine cycles simulated since power-up.
     pub cycle: u64,
-    /// `XRNICVER`, decoded.
-    pub ernic_version: String,
+    /// The ERNIC register space the board models (`v3.x`).
+    pub ernic_layout: String,
     /// Where the modelled peer listens for the handshake.
     pub peer_listen: Option<String>,
     /// Handshakes the modelled peer accepted.
     pub handshakes: u64,
-    /// The last accepted handshake.
-    pub peer: Option<PeerState>,
-    /// The modelled responder (`echo`, `steane`, `silent`).
+    /// The QP of the board's last accepted hello.
+    pub board_qpn: Option<u32>,
+    /// The remote side the ERNIC talks to (the modelled peer's QP, ring and key), after a
+    /// handshake.
+    pub peer: Option<PeerInfo>,
+    /// What answers the requests: the in-simulation responder (`echo`, `steane`, `silent`)
+    /// or `bridge` to a real coprocessor.
     pub responder: String,
-    /// One-way wire latency, cycles.
-    pub wire_latency_cycles: u64,
-    /// Responder service time, cycles.
+    /// The bridge, when the board relays to a real coprocessor.
+    pub bridge: Option<BridgeStats>,
+    /// One-way fabric latency, cycles.
+    pub fabric_latency_cycles: u64,
+    /// In-simulation responder service time, cycles (a real coprocessor's is measured).
     pub service_cycles: u64,
     /// Data QPs enabled.
     pub enabled_qps: Vec<u32>,

@@ -1,52 +1,48 @@
 //! A register-level model of the ERNIC (a *model*: the IP cannot run here). It holds the
-//! register file of [`crate::ernic`], checks every write against the bring-up rules below,
-//! and reports what the configured queue pairs are, so that the simulated board can wire
-//! them to the HWHS engine's Verilator model and let rounds run as configured.
+//! register file of `backline_board::ernic` (checked against AMD's PG332), checks every
+//! write against the bring-up rules below, and reports what the configured queue pairs are,
+//! so that the simulated board can wire them to the HWHS engine's Verilator model.
 //!
 //! A write that breaks a rule is refused (not applied) with the rule in words; a real ERNIC
-//! would accept it and misbehave later (a QP that never sends, replies that land elsewhere),
-//! which is exactly what a bring-up model should turn into an early, named error.
+//! would accept it and misbehave later (a QP that never sends, replies that land elsewhere,
+//! timeouts that count at the wrong rate), which is exactly what a bring-up model should
+//! turn into an early, named error.
 //!
-//! The rules:
-//! 1. Read-only registers (`XRNICVER`, `STAT*`, `CQHEAD`, `ERRBUFWPTR`) are not written;
-//!    offsets with no register answer a bus error.
+//! The rules (the guide's programming sections — "ERNIC Global Configuration", "Memory
+//! Registration", "RC QP Creation", "Interrupts" — plus this firmware's conventions):
+//! 1. Read-only registers (`ERRBUFWPTR`, `IPKTERRQWPTR`, `STAT*`, and `CQHEAD` unless
+//!    `XRNICADCONF.sw_override`) are not written; offsets with no register answer a bus
+//!    error, except the reserved words of `IDENT_PROBES`, which read 0.
 //! 2. Global registers change only while `XRNICCONF.enable` = 0; enabling needs the MAC
-//!    (unicast), the IPv4 address, and the error, data and response-error buffers (64-byte
-//!    aligned bases, non-zero counts and sizes), and room for a data QP (`num_qps` ≥ 2).
-//!    The ERNIC is disabled only after every data QP is.
-//! 3. A memory-region entry changes only while invalid (`ACCESSDESC` = 0); it becomes valid
-//!    only when every field was written since it was invalidated, its `PDNUM` is its index,
-//!    the physical base is 4 KiB aligned, the virtual address 64-byte aligned, the key 8
-//!    bits and the length a non-zero multiple of 64. It is not invalidated under an enabled
-//!    QP of its PD.
+//!    (unicast), the IPv4 address, the error, incoming-packet-error, data and
+//!    response-error buffers (64-byte aligned bases, non-zero counts and sizes), the
+//!    response-error write-pointer address, `XRNICADCONF` with the `base_count_width` of
+//!    the 200 MHz clock, and room for a data QP (`num_qps` ≥ 2). The ERNIC is disabled only
+//!    after every data QP is.
+//! 3. A memory-region entry changes only while no enabled QP uses its PD. By this
+//!    firmware's convention entry `i` holds PD `i` (`PDPDNUM` = its index). A QP's region
+//!    must have had every field written, a 4 KiB aligned physical base, a 64-byte aligned
+//!    virtual address, an 8-bit key, a non-zero length that is a multiple of 64, and an
+//!    access type of 0, 1 or 2.
 //! 4. QP 1 is the management QP: no register of it is written.
 //! 5. A QP's registers change only while `QPCONF.enable` = 0, and `QPCONF.enable` is written
 //!    last: it needs every other QP register written since the QP was last disabled, the
-//!    ERNIC enabled with `num_qps` covering the QP, 64-byte aligned SQ/RQ/CQ bases and
-//!    4-byte aligned doorbell addresses, non-zero depths, a path MTU code ≤ 4, IPv4, the
-//!    doorbell on the hardware-handshake port (`db_over_axi` = 0: the HWHS rings it), a
-//!    remote QPN, MAC and IP, and a valid memory region for its PD.
+//!    ERNIC enabled with `num_qps` covering the QP, a 32-byte aligned SQ and CQ base, a
+//!    256-byte aligned RQ base, 4-byte aligned doorbell addresses, non-zero depths and RQ
+//!    buffer size, a path MTU code ≤ 4, IPv4, the hardware handshake enabled
+//!    (`hw_handshake_dis` = 0: the HWHS rings the doorbell), a remote QPN, MAC and IP, and a
+//!    region for its PD that grants remote writes.
 //! 6. When the peer's handshake is known ([`ErnicModel::set_peer`]) the QP must point at
 //!    that peer (QPN, MAC, IP, its first PSN − 1 in `LSTRQREQ`), and what the board told the
-//!    peer must hold (its PSN in `SQPSN`; its region key and ring inside the region, which
-//!    grants remote writes). When the board's memory map is known
-//!    ([`ErnicModel::set_reply_memory`]) the region must map the HWHS reply memory.
+//!    peer must hold (its PSN in `SQPSN`; its region key and ring inside the region). When
+//!    the board's memory map is known ([`ErnicModel::set_reply_memory`]) the region must map
+//!    the HWHS reply memory.
 //! 7. `SQPI` is not written by the Arm while the HWHS owns the doorbell.
 
 use std::collections::HashMap;
 
-use crate::ernic::{self, Loc, Reg, Unit, global as g, mr as m, qp as q};
-
-/// Why the model did not perform an access.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// No register at this offset (a bus error on the real IP).
-    NoRegister,
-    /// A write to a read-only register (a bus error on the real IP).
-    ReadOnly(String),
-    /// A bring-up rule was broken; the text says which and how to fix it.
-    Rule(String),
-}
+use backline_board::ernic::{self, Loc, Reg, Unit, global as g, mr as m, qp as q};
+use backline_board::{ErnicRegs, PeerInfo, Refusal, fmt_mac, mac_is_unicast};
 
 /// What a successful write changed that the simulated board must act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,34 +53,6 @@ pub enum Effect {
     QpEnabled(u32),
     /// This QP was disabled (torn down).
     QpDisabled(u32),
-}
-
-/// The peer's side of the handshake, as the model checks the QP against it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PeerFacts {
-    /// The peer's QP number.
-    pub qpn: u32,
-    /// The peer's first PSN.
-    pub psn: u32,
-    /// The peer's IPv4 address.
-    pub ip: [u8; 4],
-    /// The peer's MAC address.
-    pub mac: [u8; 6],
-}
-
-/// What the board told the peer in its hello.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BoardFacts {
-    /// The board's data QP.
-    pub qpn: u32,
-    /// The board's first PSN.
-    pub psn: u32,
-    /// The key of the region the peer writes replies into.
-    pub rkey: u32,
-    /// The virtual address of the board's reply ring.
-    pub ring_addr: u64,
-    /// Bytes of the reply ring (depth × slot bytes).
-    pub ring_bytes: u64,
 }
 
 /// A QP as configured.
@@ -114,12 +82,6 @@ struct QpState {
     written: u64,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-struct MrState {
-    /// Bit i: `MR_REGS[i]` written since the entry was last invalid.
-    written: u64,
-}
-
 /// QP registers that must be written before `QPCONF.enable`.
 const QP_REQUIRED: &[Reg] = &[
     q::QPADVCONF,
@@ -146,67 +108,81 @@ const QP_REQUIRED: &[Reg] = &[
 
 /// Global registers that must have been written before `XRNICCONF.enable`.
 const GLOBAL_REQUIRED: &[Reg] = &[
+    g::XRNICADCONF,
     g::MACXADDLSB,
     g::MACXADDMSB,
     g::IPV4XADD,
     g::ERRBUFBA,
     g::ERRBUFBAMSB,
     g::ERRBUFSZ,
+    g::IPKTERRQBA,
+    g::IPKTERRQBAMSB,
+    g::IPKTERRQSZ,
     g::DATBUFBA,
     g::DATBUFBAMSB,
     g::DATBUFSZ,
     g::RESPERRPKTBA,
     g::RESPERRPKTBAMSB,
     g::RESPERRSZ,
+    g::RESPERRBUFWPTR,
 ];
 
 fn index_of(table: &[Reg], r: Reg) -> u32 {
     table.iter().position(|x| x.offset == r.offset).unwrap() as u32
 }
 
-/// True for a MAC address a QP can send to: not zero, not multicast.
-pub fn mac_is_unicast(mac: [u8; 6]) -> bool {
-    mac != [0; 6] && mac[0] & 1 == 0
-}
-
 /// The register-level ERNIC model.
 #[derive(Debug, Clone)]
 pub struct ErnicModel {
-    version: u32,
     regs: HashMap<u32, u32>,
     global_written: Vec<u32>,
     qps: Vec<QpState>,
-    mrs: Vec<MrState>,
-    peer: Option<PeerFacts>,
-    board: Option<BoardFacts>,
+    /// Bit i of entry e: `MR_REGS[i]` of entry e written.
+    mrs: Vec<u64>,
+    peer: Option<PeerInfo>,
+    board: Option<PeerInfo>,
     reply_memory: Option<u64>,
     max_sq_depth: u32,
+    ident: u32,
+}
+
+impl Default for ErnicModel {
+    fn default() -> Self {
+        ErnicModel::new()
+    }
 }
 
 impl ErnicModel {
-    /// A powered-up ERNIC reporting `version` in `XRNICVER`; every other register is 0.
-    pub fn new(version: ernic::Version) -> ErnicModel {
+    /// A powered-up ERNIC: every register 0.
+    pub fn new() -> ErnicModel {
         ErnicModel {
-            version: version.to_reg(),
             regs: HashMap::new(),
             global_written: Vec::new(),
             qps: vec![QpState::default(); ernic::MAX_QPN as usize + 1],
-            mrs: vec![MrState::default(); ernic::MR_ENTRIES as usize],
+            mrs: vec![0; ernic::MR_ENTRIES as usize],
             peer: None,
             board: None,
             reply_memory: None,
             max_sq_depth: 1 << 15,
+            ident: 0,
         }
     }
 
-    /// Checks QPs against the peer that answered the handshake (rule 6).
-    pub fn set_peer(&mut self, peer: PeerFacts, board: BoardFacts) {
+    /// Makes the first identification probe read `value` (to rehearse the refusal of an
+    /// address that holds something other than an ERNIC v3.x).
+    pub fn set_ident_word(&mut self, value: u32) {
+        self.ident = value;
+    }
+
+    /// Checks QPs against the peer that answered the handshake and what the board announced
+    /// (rule 6).
+    pub fn set_peer(&mut self, peer: PeerInfo, board: PeerInfo) {
         self.peer = Some(peer);
         self.board = Some(board);
     }
 
     /// The peer and the board's hello, when a handshake happened.
-    pub fn peer(&self) -> Option<(PeerFacts, BoardFacts)> {
+    pub fn peer(&self) -> Option<(PeerInfo, PeerInfo)> {
         Some((self.peer?, self.board?))
     }
 
@@ -221,7 +197,10 @@ impl ErnicModel {
     }
 
     fn get(&self, offset: u32) -> u32 {
-        self.regs.get(&offset).copied().unwrap_or(0)
+        self.regs
+            .get(&offset)
+            .copied()
+            .unwrap_or(ernic::RESET_VALUE)
     }
 
     fn qreg(&self, qpn: u32, r: Reg) -> u32 {
@@ -234,6 +213,16 @@ impl ErnicModel {
 
     fn mreg(&self, index: u32, r: Reg) -> u32 {
         self.get(ernic::mr_offset(index, r))
+    }
+
+    fn mreg64(&self, index: u32, lo: Reg, hi: Reg) -> u64 {
+        u64::from(self.mreg(index, lo)) | u64::from(self.mreg(index, hi)) << 32
+    }
+
+    /// A region's length in bytes (48 bits: `WRRDBUFLEN` and `ACCESSDESC.len_msb`).
+    fn mr_len(&self, index: u32) -> u64 {
+        u64::from(self.mreg(index, m::WRRDBUFLEN))
+            | u64::from(m::ACCESSDESC_LEN_MSB.get(self.mreg(index, m::ACCESSDESC))) << 32
     }
 
     fn enabled(&self) -> bool {
@@ -269,7 +258,7 @@ impl ErnicModel {
         match self.qp(qpn) {
             Some(v) if v.enabled => {
                 self.qps[qpn as usize].fatal = true;
-                let sts = self.get(g::INTSTS.offset) | g::INT_QP_FATAL.bits(1);
+                let sts = self.get(g::INTSTS.offset) | g::INT_FATAL_ERR.bits(1);
                 self.regs.insert(g::INTSTS.offset, sts);
                 Ok(())
             }
@@ -279,14 +268,17 @@ impl ErnicModel {
 
     /// A register read.
     pub fn read(&mut self, offset: u32) -> Result<u32, Refusal> {
+        if let Some(i) = ernic::IDENT_PROBES.iter().position(|&p| p == offset) {
+            return Ok(if i == 0 { self.ident } else { 0 });
+        }
         let loc = ernic::locate(offset).ok_or(Refusal::NoRegister)?;
         Ok(match (loc.unit, loc.reg.name) {
-            (Unit::Global, "XRNICVER") => self.version,
             (Unit::Qp(n), "STATQP") => {
                 let s = self.qps[n as usize];
-                q::STATQP_ACTIVE.bits(u32::from(s.enabled && !s.fatal))
-                    | q::STATQP_FATAL.bits(u32::from(s.fatal))
+                // Idle: nothing to send, nothing outstanding.
+                q::STATQP_FATAL.bits(u32::from(s.fatal))
                     | q::STATQP_SQ_EMPTY.bits(1)
+                    | q::STATQP_OSQ_EMPTY.bits(1)
             }
             _ => self.get(offset),
         })
@@ -295,7 +287,9 @@ impl ErnicModel {
     /// A register write, checked against the rules.
     pub fn write(&mut self, offset: u32, value: u32) -> Result<Effect, Refusal> {
         let loc = ernic::locate(offset).ok_or(Refusal::NoRegister)?;
-        if !loc.reg.access.writable() {
+        let sw_override = g::XRNICADCONF_SW_OVERRIDE.get(self.get(g::XRNICADCONF.offset)) == 1;
+        let overridable = loc.reg.name == "CQHEAD" && sw_override;
+        if !loc.reg.access.writable() && !overridable {
             return Err(Refusal::ReadOnly(format!(
                 "{loc} is read-only ({})",
                 loc.reg.access.short()
@@ -306,7 +300,9 @@ impl ErnicModel {
             Unit::Mr(i) => self.write_mr(loc, i, value)?,
             Unit::Qp(n) => self.write_qp(loc, n, value)?,
         };
-        self.regs.insert(offset, value);
+        if loc.reg.offset != g::INTSTS.offset || loc.unit != Unit::Global {
+            self.regs.insert(offset, value);
+        }
         Ok(effect)
     }
 
@@ -317,6 +313,9 @@ impl ErnicModel {
             // Write 1 to clear.
             let v = self.get(r.offset) & !value;
             self.regs.insert(r.offset, v);
+            return Ok(Effect::None);
+        }
+        if r.offset == g::INTEN.offset {
             return Ok(Effect::None);
         }
         if r.offset == g::XRNICCONF.offset {
@@ -336,38 +335,7 @@ impl ErnicModel {
                 }
             }
             if on {
-                let missing: Vec<&str> = GLOBAL_REQUIRED
-                    .iter()
-                    .filter(|x| !self.global_written.contains(&x.offset))
-                    .map(|x| x.name)
-                    .collect();
-                if !missing.is_empty() {
-                    return rule(format!(
-                        "XRNICCONF.enable before {} {} written: the global registers come first",
-                        missing.join(", "),
-                        if missing.len() == 1 { "was" } else { "were" }
-                    ));
-                }
-                let mac = ernic::mac_from_regs(
-                    self.get(g::MACXADDLSB.offset),
-                    self.get(g::MACXADDMSB.offset),
-                );
-                if !mac_is_unicast(mac) {
-                    return rule(format!(
-                        "XRNICCONF.enable with MACXADD {}: not a unicast address",
-                        fmt_mac(mac)
-                    ));
-                }
-                if self.get(g::IPV4XADD.offset) == 0 {
-                    return rule("XRNICCONF.enable with IPv4XADD = 0".into());
-                }
-                let nq = g::XRNICCONF_NUM_QPS.get(value);
-                if nq < 2 {
-                    return rule(format!(
-                        "XRNICCONF.num_qps = {nq}: QP 1 is management, so at least 2 are \
-                         needed for a data QP"
-                    ));
-                }
+                self.check_global_enable(value).map_err(Refusal::Rule)?;
             }
             return Ok(Effect::None);
         }
@@ -377,7 +345,7 @@ impl ErnicModel {
                  (XRNICCONF = 0) before changing its global configuration"
             ));
         }
-        let is_base = [g::ERRBUFBA, g::DATBUFBA, g::RESPERRPKTBA]
+        let is_base = [g::ERRBUFBA, g::IPKTERRQBA, g::DATBUFBA, g::RESPERRPKTBA]
             .iter()
             .any(|b| b.offset == r.offset);
         if is_base && !u64::from(value).is_multiple_of(ernic::BUFFER_BASE_ALIGN) {
@@ -394,103 +362,160 @@ impl ErnicModel {
                 "{loc} = {value:#010x}: buffer count and size must be non-zero"
             ));
         }
+        if r.offset == g::IPKTERRQSZ.offset && g::BUFSZ_COUNT.get(value) == 0 {
+            return rule(format!("{loc} = {value:#010x}: the queue needs entries"));
+        }
+        if r.offset == g::XRNICADCONF.offset {
+            let want = ernic::base_count_width(backline_regmap::CLOCK_MHZ);
+            let got = g::XRNICADCONF_BASE_COUNT_WIDTH.get(value);
+            if got != want {
+                return rule(format!(
+                    "XRNICADCONF.base_count_width = {got}, but the {} MHz clock needs {want} \
+                     (ceil(log2(4.096 x MHz))): every ack timeout would count at the wrong rate",
+                    backline_regmap::CLOCK_MHZ
+                ));
+            }
+            if g::XRNICADCONF_SW_OVERRIDE.get(value) == 1 {
+                return rule(format!(
+                    "XRNICADCONF = {value:#010x} sets sw_override: the HWHS and the IP own the \
+                     doorbells in normal operation"
+                ));
+            }
+        }
         if !self.global_written.contains(&r.offset) {
             self.global_written.push(r.offset);
         }
         Ok(Effect::None)
     }
 
-    fn write_mr(&mut self, loc: Loc, index: u32, value: u32) -> Result<Effect, Refusal> {
-        let rule = |s: String| Err(Refusal::Rule(s));
-        let valid = self.mreg(index, m::ACCESSDESC) != 0;
-        let is_access = loc.reg.offset == m::ACCESSDESC.offset;
-        if !is_access {
-            if valid {
-                return rule(format!(
-                    "{loc} = {value:#010x} while the entry is valid: write ACCESSDESC[MR \
-                     {index}] = 0 first"
-                ));
-            }
-            if loc.reg.offset == m::BUFRKEY.offset && value > 0xFF {
-                return rule(format!("{loc} = {value:#x}: region keys are 8 bits"));
-            }
-            self.mrs[index as usize].written |= 1 << index_of(m::MR_REGS, loc.reg);
-            return Ok(Effect::None);
-        }
-        if value == 0 {
-            if let Some(n) = self
-                .enabled_qps()
-                .into_iter()
-                .find(|&n| self.qp(n).is_some_and(|v| v.pd == index))
-            {
-                return rule(format!(
-                    "ACCESSDESC[MR {index}] = 0 invalidates the region of enabled QP {n}: tear \
-                     down the QP first"
-                ));
-            }
-            self.mrs[index as usize].written = 0;
-            return Ok(Effect::None);
-        }
-        if valid {
-            return rule(format!(
-                "{loc} = {value:#x} while the entry is valid: write 0 first"
-            ));
-        }
-        let written = self.mrs[index as usize].written;
-        let missing: Vec<&str> = m::MR_REGS
+    fn check_global_enable(&self, value: u32) -> Result<(), String> {
+        let missing: Vec<&str> = GLOBAL_REQUIRED
             .iter()
-            .enumerate()
-            .filter(|(i, r)| r.offset != m::ACCESSDESC.offset && written & (1 << i) == 0)
-            .map(|(_, r)| r.name)
+            .filter(|x| !self.global_written.contains(&x.offset))
+            .map(|x| x.name)
             .collect();
         if !missing.is_empty() {
-            return rule(format!(
-                "ACCESSDESC[MR {index}] makes the entry valid before {} {} written (ACCESSDESC \
-                 goes last)",
+            return Err(format!(
+                "XRNICCONF.enable before {} {} written: the global registers come first",
                 missing.join(", "),
                 if missing.len() == 1 { "was" } else { "were" }
             ));
         }
-        let pd = self.mreg(index, m::PDNUM);
-        let phys = u64::from(self.mreg(index, m::BUFBASEADDRLSB))
-            | u64::from(self.mreg(index, m::BUFBASEADDRMSB)) << 32;
-        let va = u64::from(self.mreg(index, m::VIRTADDRLSB))
-            | u64::from(self.mreg(index, m::VIRTADDRMSB)) << 32;
-        let len = self.mreg(index, m::WRRDBUFLEN);
-        if pd != index {
+        let mac = ernic::mac_from_regs(
+            self.get(g::MACXADDLSB.offset),
+            self.get(g::MACXADDMSB.offset),
+        );
+        if !mac_is_unicast(mac) {
+            return Err(format!(
+                "XRNICCONF.enable with MACXADD {}: not a unicast address",
+                fmt_mac(mac)
+            ));
+        }
+        if self.get(g::IPV4XADD.offset) == 0 {
+            return Err("XRNICCONF.enable with IPv4XADD = 0".into());
+        }
+        let nq = g::XRNICCONF_NUM_QPS.get(value);
+        if nq < 2 {
+            return Err(format!(
+                "XRNICCONF.num_qps = {nq}: QP 1 is management, so at least 2 are needed for a \
+                 data QP"
+            ));
+        }
+        Ok(())
+    }
+
+    fn pd_in_use(&self, index: u32) -> Option<u32> {
+        self.enabled_qps()
+            .into_iter()
+            .find(|&n| self.qp(n).is_some_and(|v| v.pd == index))
+    }
+
+    fn write_mr(&mut self, loc: Loc, index: u32, value: u32) -> Result<Effect, Refusal> {
+        let rule = |s: String| Err(Refusal::Rule(s));
+        if let Some(n) = self.pd_in_use(index) {
             return rule(format!(
-                "PDNUM[MR {index}] = {pd}: the table is indexed by PD, so entry {index} holds \
+                "{loc} = {value:#010x} while enabled QP {n} uses PD {index}: tear down the QP \
+                 first (QPCONF = 0)"
+            ));
+        }
+        if loc.reg.offset == m::BUFRKEY.offset && value > 0xFF {
+            return rule(format!("{loc} = {value:#x}: region keys are 8 bits"));
+        }
+        if loc.reg.offset == m::PDPDNUM.offset && value != index {
+            return rule(format!(
+                "{loc} = {value}: this firmware keeps PD i in entry i, so entry {index} holds \
                  PD {index}"
             ));
         }
-        if !phys.is_multiple_of(ernic::MR_PHYS_ALIGN) {
+        if loc.reg.offset == m::ACCESSDESC.offset && m::ACCESSDESC_ACCESS.get(value) > 2 {
             return rule(format!(
-                "BUFBASEADDR[MR {index}] = {phys:#x}: a region's physical base must be {} \
-                 KiB aligned",
+                "{loc} = {value:#x}: access type {} (0 read, 1 write, 2 read and write)",
+                m::ACCESSDESC_ACCESS.get(value)
+            ));
+        }
+        self.mrs[index as usize] |= 1 << index_of(m::MR_REGS, loc.reg);
+        Ok(Effect::None)
+    }
+
+    /// Why the region of PD `pd` cannot back QP `qpn`, if it cannot.
+    fn check_region(&self, qpn: u32, pd: u32) -> Result<(), String> {
+        if pd >= ernic::MR_ENTRIES {
+            return Err(format!(
+                "PD[QP {qpn}] = {pd}: beyond the memory-region table"
+            ));
+        }
+        let written = self.mrs[pd as usize];
+        let missing: Vec<&str> = m::MR_REGS
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| written & (1 << i) == 0)
+            .map(|(_, r)| r.name)
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "QPCONF[QP {qpn}].enable, but PD {pd}'s memory region lacks {}: register the \
+                 region first",
+                missing.join(", ")
+            ));
+        }
+        let phys = self.mreg64(pd, m::BUFBASEADDRLSB, m::BUFBASEADDRMSB);
+        let va = self.mreg64(pd, m::VIRTADDRLSB, m::VIRTADDRMSB);
+        let len = self.mr_len(pd);
+        if !phys.is_multiple_of(ernic::MR_PHYS_ALIGN) {
+            return Err(format!(
+                "BUFBASEADDR[MR {pd}] = {phys:#x}: a region's physical base must be {} KiB \
+                 aligned",
                 ernic::MR_PHYS_ALIGN / 1024
             ));
         }
         if !va.is_multiple_of(ernic::MR_VA_ALIGN) {
-            return rule(format!(
-                "VIRTADDR[MR {index}] = {va:#x}: a region's virtual address must be {}-byte \
+            return Err(format!(
+                "VIRTADDR[MR {pd}] = {va:#x}: a region's virtual address must be {}-byte \
                  aligned",
                 ernic::MR_VA_ALIGN
             ));
         }
         if len == 0 || !len.is_multiple_of(64) {
-            return rule(format!(
-                "WRRDBUFLEN[MR {index}] = {len}: a non-zero multiple of 64 bytes"
+            return Err(format!(
+                "WRRDBUFLEN[MR {pd}] = {len}: a non-zero multiple of 64 bytes"
+            ));
+        }
+        let access = m::ACCESSDESC_ACCESS.get(self.mreg(pd, m::ACCESSDESC));
+        if access == m::access::READ {
+            return Err(format!(
+                "ACCESSDESC[MR {pd}].access = 0 (read only), but the peer writes its replies \
+                 into the region: 1 (write) or 2 (read and write)"
             ));
         }
         if let Some(mem) = self.reply_memory
             && phys != mem
         {
-            return rule(format!(
-                "BUFBASEADDR[MR {index}] = {phys:#x}, but the HWHS reply memory is at \
-                 {mem:#x}: the peer's replies would land elsewhere"
+            return Err(format!(
+                "BUFBASEADDR[MR {pd}] = {phys:#x}, but the HWHS reply memory is at {mem:#x}: \
+                 the peer's replies would land elsewhere"
             ));
         }
-        Ok(Effect::None)
+        Ok(())
     }
 
     fn write_qp(&mut self, loc: Loc, qpn: u32, value: u32) -> Result<Effect, Refusal> {
@@ -503,14 +528,14 @@ impl ErnicModel {
         }
         let st = self.qps[qpn as usize];
         let r = loc.reg;
-        if r.offset == q::RQCI.offset {
+        if r.offset == q::RQCI.offset || r.offset == q::CQHEAD.offset {
             return Ok(Effect::None);
         }
         if r.offset == q::SQPI.offset {
-            if q::QPCONF_DB_OVER_AXI.get(self.qreg(qpn, q::QPCONF)) == 0 {
+            if q::QPCONF_HW_HANDSHAKE_DIS.get(self.qreg(qpn, q::QPCONF)) == 0 {
                 return rule(format!(
-                    "{loc} = {value}: the HWHS rings this QP's doorbell \
-                     (QPCONF.db_over_axi = 0); the Arm must not"
+                    "{loc} = {value}: the HWHS rings this QP's doorbell over the \
+                     hardware-handshake port (QPCONF.hw_handshake_dis = 0); the Arm must not"
                 ));
             }
             return Ok(Effect::None);
@@ -523,7 +548,9 @@ impl ErnicModel {
                 ));
             }
             let align = match r.name {
-                "SQBA" | "RQBA" | "CQBA" => ernic::QUEUE_BASE_ALIGN,
+                "SQBA" => ernic::SQ_BASE_ALIGN,
+                "CQBA" => ernic::CQ_BASE_ALIGN,
+                "RQBA" => ernic::RQ_BASE_ALIGN,
                 "CQDBADD" | "RQWPTRDBADD" => ernic::DOORBELL_ALIGN,
                 _ => 1,
             };
@@ -589,10 +616,17 @@ impl ErnicModel {
                 "QPCONF[QP {qpn}] = {value:#010x} selects IPv6; the board is set up for IPv4"
             ));
         }
-        if q::QPCONF_DB_OVER_AXI.get(value) == 1 {
+        if q::QPCONF_HW_HANDSHAKE_DIS.get(value) == 1 {
             return Err(format!(
-                "QPCONF[QP {qpn}] = {value:#010x} sets db_over_axi, but the HWHS rings the SQ \
-                 doorbell over the hardware-handshake port: set it to 0"
+                "QPCONF[QP {qpn}] = {value:#010x} sets hw_handshake_dis, but the HWHS rings the \
+                 SQ doorbell over the hardware-handshake port: clear bit 4"
+            ));
+        }
+        if q::QPCONF_RQ_BUF_SIZE.get(value) == 0 {
+            return Err(format!(
+                "QPCONF[QP {qpn}] = {value:#010x}: rq_buf_size 0 (the RQ buffer size in units \
+                 of {} bytes)",
+                ernic::RQ_BUF_UNIT
             ));
         }
         let depth = self.qreg(qpn, q::QDEPTH);
@@ -627,12 +661,7 @@ impl ErnicModel {
             return Err(format!("IPDESADDR1[QP {qpn}] = 0: no remote IP"));
         }
         let pd = q::PD_PD.get(self.qreg(qpn, q::PD));
-        if pd >= ernic::MR_ENTRIES || self.mreg(pd, m::ACCESSDESC) == 0 {
-            return Err(format!(
-                "PD[QP {qpn}] = {pd} has no valid memory region (ACCESSDESC[MR {pd}] = 0): \
-                 register the region first"
-            ));
-        }
+        self.check_region(qpn, pd)?;
         if let Some(p) = self.peer {
             let lst = q::PSN.get(self.qreg(qpn, q::LSTRQREQ));
             let want_lst = p.psn.wrapping_sub(1) & 0xFF_FFFF;
@@ -646,7 +675,7 @@ impl ErnicModel {
                 (
                     "IPDESADDR1",
                     u64::from(dip),
-                    u64::from(u32::from_be_bytes(p.ip)),
+                    u64::from(u32::from(p.ip)),
                     "the peer's IP",
                 ),
                 (
@@ -688,20 +717,14 @@ impl ErnicModel {
                     b.rkey
                 ));
             }
-            let va = u64::from(self.mreg(pd, m::VIRTADDRLSB))
-                | u64::from(self.mreg(pd, m::VIRTADDRMSB)) << 32;
-            let len = u64::from(self.mreg(pd, m::WRRDBUFLEN));
-            if b.ring_addr < va || b.ring_addr + b.ring_bytes > va + len {
+            let va = self.mreg64(pd, m::VIRTADDRLSB, m::VIRTADDRMSB);
+            let len = self.mr_len(pd);
+            if b.ring_addr < va || b.ring_addr + b.ring_bytes() > va + len {
                 return Err(format!(
                     "the reply ring the board told the peer ({:#x} + {} bytes) is outside MR \
                      {pd} ({va:#x} + {len} bytes)",
-                    b.ring_addr, b.ring_bytes
-                ));
-            }
-            if m::ACCESSDESC_REMOTE_WRITE.get(self.mreg(pd, m::ACCESSDESC)) == 0 {
-                return Err(format!(
-                    "ACCESSDESC[MR {pd}] does not grant remote writes; the peer writes its \
-                     replies there"
+                    b.ring_addr,
+                    b.ring_bytes()
                 ));
             }
         }
@@ -709,10 +732,14 @@ impl ErnicModel {
     }
 }
 
-/// `02:0a:35:00:00:01`.
-pub fn fmt_mac(mac: [u8; 6]) -> String {
-    let parts: Vec<String> = mac.iter().map(|b| format!("{b:02x}")).collect();
-    parts.join(":")
+impl ErnicRegs for ErnicModel {
+    fn read(&mut self, offset: u32) -> Result<u32, Refusal> {
+        ErnicModel::read(self, offset)
+    }
+
+    fn write(&mut self, offset: u32, value: u32) -> Result<(), Refusal> {
+        ErnicModel::write(self, offset, value).map(|_| ())
+    }
 }
 
 #[cfg(test)]
@@ -727,49 +754,67 @@ mod tests {
     }
 
     fn global_setup(mdl: &mut ErnicModel) {
+        let adconf = g::XRNICADCONF_BASE_COUNT_WIDTH.bits(10);
         for (r, v) in [
+            (g::XRNICADCONF, adconf),
             (g::MACXADDLSB, 0x0000_0002),
             (g::MACXADDMSB, 0x0000_0200),
             (g::IPV4XADD, 0x0A00_0002),
             (g::ERRBUFBA, 0x1000),
             (g::ERRBUFBAMSB, 0),
             (g::ERRBUFSZ, 0x0040_0010),
+            (g::IPKTERRQBA, 0x1800),
+            (g::IPKTERRQBAMSB, 0),
+            (g::IPKTERRQSZ, 64),
             (g::DATBUFBA, 0x2000),
             (g::DATBUFBAMSB, 0),
             (g::DATBUFSZ, 0x1000_0004),
             (g::RESPERRPKTBA, 0x3000),
             (g::RESPERRPKTBAMSB, 0),
             (g::RESPERRSZ, 0x0040_0004),
+            (g::RESPERRBUFWPTR, 0x3800),
         ] {
             mdl.write(r.offset, v).unwrap();
         }
-        mdl.write(g::XRNICCONF.offset, 0x12B7_0401).unwrap();
+        mdl.write(g::XRNICCONF.offset, 0x12B7_0421).unwrap();
     }
 
     #[test]
     fn global_enable_needs_the_global_block_and_blocks_changes() {
-        let mut mdl = ErnicModel::new(ernic::Version::MODEL);
+        let mut mdl = ErnicModel::new();
         let e = rule(mdl.write(g::XRNICCONF.offset, 0x0401));
-        assert!(e.contains("before MACXADDLSB"), "{e}");
+        assert!(e.contains("before XRNICADCONF, MACXADDLSB"), "{e}");
+        let e = rule(mdl.write(g::XRNICADCONF.offset, 0));
+        assert!(
+            e.contains("base_count_width = 0, but the 200 MHz clock needs 10"),
+            "{e}"
+        );
         global_setup(&mut mdl);
         let e = rule(mdl.write(g::IPV4XADD.offset, 1));
         assert!(e.contains("while XRNICCONF.enable = 1"), "{e}");
         assert_eq!(
-            mdl.write(g::XRNICVER.offset, 1),
-            Err(Refusal::ReadOnly("XRNICVER is read-only (RO-pure)".into()))
+            mdl.write(g::ERRBUFWPTR.offset, 1),
+            Err(Refusal::ReadOnly(
+                "ERRBUFWPTR is read-only (RO-pure)".into()
+            ))
         );
-        assert_eq!(mdl.read(0x2_000C), Err(Refusal::NoRegister));
-        assert_eq!(mdl.read(g::XRNICVER.offset), Ok(0x0003_0100));
-        let e = rule(mdl.write(g::DATBUFBA.offset, 0x2010));
-        assert!(e.contains("while XRNICCONF.enable"), "{e}");
+        // Reserved words read 0; other unmapped offsets are bus errors.
+        assert_eq!(mdl.read(ernic::IDENT_PROBES[0]), Ok(0));
+        assert_eq!(mdl.read(0x2_00C0), Err(Refusal::NoRegister));
+        mdl.set_ident_word(0x0004_0200);
+        assert_eq!(mdl.read(ernic::IDENT_PROBES[0]), Ok(0x0004_0200));
         mdl.write(g::XRNICCONF.offset, 0).unwrap();
         let e = rule(mdl.write(g::DATBUFBA.offset, 0x2010));
         assert!(e.contains("64-byte aligned"), "{e}");
+        // INTSTS is write-1-to-clear.
+        mdl.regs.insert(g::INTSTS.offset, 0x81);
+        mdl.write(g::INTSTS.offset, 0x80).unwrap();
+        assert_eq!(mdl.read(g::INTSTS.offset), Ok(1));
     }
 
     #[test]
     fn qp_one_is_never_configured_and_qpconf_goes_last() {
-        let mut mdl = ErnicModel::new(ernic::Version::MODEL);
+        let mut mdl = ErnicModel::new();
         global_setup(&mut mdl);
         let e = rule(mdl.write(ernic::qp_offset(1, q::SQBA), 0x1000));
         assert!(e.contains("management QP"), "{e}");
@@ -777,9 +822,24 @@ mod tests {
         let e = rule(mdl.write(ernic::qp_offset(2, q::QPCONF), 1));
         assert!(e.contains("before QPADVCONF, RQBA"), "{e}");
         assert!(!e.contains("SQBA,"), "{e}");
-        let e = rule(mdl.write(ernic::qp_offset(2, q::CQBA), 0x1008));
-        assert!(e.contains("not 64-byte aligned"), "{e}");
+        // PG332: the RQ base is 256-byte aligned, SQ and CQ 32-byte aligned.
+        let e = rule(mdl.write(ernic::qp_offset(2, q::RQBA), 0x1080));
+        assert!(e.contains("not 256-byte aligned"), "{e}");
+        mdl.write(ernic::qp_offset(2, q::CQBA), 0x1020).unwrap();
+        let e = rule(mdl.write(ernic::qp_offset(2, q::CQBA), 0x1010));
+        assert!(e.contains("not 32-byte aligned"), "{e}");
         assert_eq!(mdl.qp(1), None);
         assert!(!mdl.qp(2).unwrap().enabled);
+    }
+
+    #[test]
+    fn regions_follow_the_access_codes_of_the_guide() {
+        let mut mdl = ErnicModel::new();
+        let e = rule(mdl.write(ernic::mr_offset(1, m::ACCESSDESC), 6));
+        assert!(e.contains("access type 6"), "{e}");
+        let e = rule(mdl.write(ernic::mr_offset(1, m::PDPDNUM), 2));
+        assert!(e.contains("entry 1 holds PD 1"), "{e}");
+        let e = rule(mdl.write(ernic::mr_offset(1, m::BUFRKEY), 0x100));
+        assert!(e.contains("8 bits"), "{e}");
     }
 }

@@ -534,6 +534,50 @@ mod tests {
     }
 
     #[test]
+    fn garbage_and_mutated_frames_always_get_one_parseable_answer() {
+        let d = CuqrDispatch::new(&table("garbage"), 256).unwrap();
+        let mut valid = Vec::new();
+        for c in [
+            enq(3, 0, &[1]),
+            Call::GetCorrections {
+                decoder_id: 4,
+                return_size: 1,
+                reset: true,
+            },
+            Call::ResetDecoder { decoder_id: 3 },
+        ] {
+            let mut f = [0u8; 64];
+            let n = cuqr::encode_request(&mut f, 1, 2, &c).unwrap();
+            valid.push(f[..n].to_vec());
+        }
+        // xorshift64: byte flips, truncations and extensions of valid frames, and noise.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut out = [0u8; 256];
+        for i in 0..20_000 {
+            let mut f = valid[i % valid.len()].clone();
+            match next() % 4 {
+                0 => {
+                    let k = next() as usize % f.len();
+                    f[k] ^= 1 << (next() % 8);
+                }
+                1 => f.truncate(next() as usize % f.len()),
+                2 => f.extend((0..next() % 300).map(|_| next() as u8)),
+                _ => f = (0..next() % 80).map(|_| next() as u8).collect(),
+            }
+            let (m, status) = d.answer(&f, &mut out);
+            let (h, r) = parse_response(&out[..m]).expect("a response frame");
+            assert_eq!(h.status, status as i32);
+            assert!(r.len() <= 1);
+        }
+    }
+
+    #[test]
     fn tables_that_cannot_be_served_are_refused() {
         let mut t = table("refuse");
         assert!(matches!(CuqrDispatch::new(&t, 40), Err(CuqrError::Slot(_))));

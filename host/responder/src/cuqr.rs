@@ -19,6 +19,7 @@
 //! status), so that a client can time the call and see a refused round at once.
 
 use std::net::{SocketAddr, UdpSocket};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
@@ -156,6 +157,19 @@ impl CuqrDispatch {
         let id = u32::try_from(id).ok()?;
         let i = self.streams.binary_search_by_key(&id, |e| e.0).ok()?;
         self.streams[i].1.as_stream()
+    }
+
+    /// The `internal_error` response to `frame` (what a panic in a decoder is answered with).
+    fn internal_error(&self, frame: &[u8], out: &mut [u8]) -> (usize, CallStatus) {
+        let (request_id, timestamp) = cuqr::echo_fields(frame).unwrap_or((0, 0));
+        let h = ResponseHeader {
+            status: CallStatus::InternalError as i32,
+            result_len: 0,
+            request_id,
+            timestamp,
+        };
+        let n = cuqr::encode_response(out, &h, &[]).unwrap_or(0);
+        (n, CallStatus::InternalError)
     }
 
     /// Answers one frame into `out` (at least a slot long); returns the response's length and
@@ -387,7 +401,10 @@ fn serve(
         probes.stamp(Hop::Received, frame);
         probes.stamp(Hop::RequestSeen, frame);
         probes.stamp(Hop::FnStart, frame);
-        let (m, status) = d.answer(&buf[..n], &mut out);
+        // A panic in a decoder becomes an internal error; the server lives on (the stream's
+        // lock, poisoned, drops the half-booked shot when next taken).
+        let answered = catch_unwind(AssertUnwindSafe(|| d.answer(&buf[..n], &mut out)));
+        let (m, status) = answered.unwrap_or_else(|_| d.internal_error(&buf[..n], &mut out));
         probes.take_marks(frame);
         probes.stamp(Hop::FnEnd, frame);
         stats.frames.fetch_add(1, Ordering::Relaxed);

@@ -402,6 +402,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         );
     }
     if streams > 0 {
+        if a.csv.is_some() {
+            bail!(
+                "--csv names one file, but a stream: run writes two traces (enqueue, get_corrections): use --out-dir"
+            );
+        }
         if a.shots < 2 {
             bail!("--shots must be at least 2 (the first call is reported apart)");
         }

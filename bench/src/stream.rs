@@ -84,10 +84,71 @@ pub trait StreamLink {
     fn reset(&mut self) -> Result<LinkReply, LinkError>;
 }
 
+/// A link that carries the stream payloads of [`backline_wire::stream`] as whole messages: a
+/// [`StreamLink`] by sending each call as one request.
+pub trait PayloadLink {
+    /// Sends one request (encoded with [`backline_wire::stream::encode_request`]); returns the
+    /// reply's payload (`Err` for a transport failure or a slot status other than ok).
+    fn exchange(&mut self, request: &StreamRequest<'_>) -> Result<&[u8], LinkError>;
+}
+
+/// `r` encoded into `buf`.
+fn encode<'b>(buf: &'b mut [u8], r: &StreamRequest<'_>) -> Result<&'b [u8], LinkError> {
+    let n = backline_wire::stream::encode_request(buf, r)
+        .map_err(|e| LinkError::Malformed(format!("request: {e}")))?;
+    Ok(&buf[..n])
+}
+
+/// One stream call over a [`PayloadLink`]: exchange, parse; the result bytes go to `out`.
+fn payload_call(
+    link: &mut dyn PayloadLink,
+    r: &StreamRequest<'_>,
+    out: &mut [u8],
+) -> Result<LinkReply, LinkError> {
+    let reply = link.exchange(r)?;
+    let (h, rest) = backline_wire::stream::parse_reply(reply)
+        .map_err(|e| LinkError::Malformed(e.to_string()))?;
+    let len = rest.len().min(out.len());
+    out[..len].copy_from_slice(&rest[..len]);
+    Ok(LinkReply {
+        status: Some(h.status),
+        is_final: h.flags & FLAG_FINAL != 0,
+        len: rest.len(),
+    })
+}
+
+impl<T: PayloadLink> StreamLink for T {
+    fn enqueue(&mut self, round: u32, _bits: usize, packed: &[u8]) -> Result<LinkReply, LinkError> {
+        let r = StreamRequest::Enqueue {
+            round,
+            bits: packed,
+        };
+        payload_call(self, &r, &mut [])
+    }
+
+    fn get_corrections(
+        &mut self,
+        observables: usize,
+        reset: bool,
+        out: &mut [u8],
+    ) -> Result<LinkReply, LinkError> {
+        let r = StreamRequest::GetCorrections {
+            observables: observables as u32,
+            reset,
+        };
+        payload_call(self, &r, out)
+    }
+
+    fn reset(&mut self) -> Result<LinkReply, LinkError> {
+        payload_call(self, &StreamRequest::Reset, &mut [])
+    }
+}
+
 /// A `stream:` function over a backline session, at one decoder id.
 pub struct SessionLink<'a> {
     session: &'a mut ControllerSession,
     decoder_id: DecoderId,
+    /// The request being sent (a slot's payload capacity).
     req: Vec<u8>,
 }
 
@@ -101,57 +162,18 @@ impl<'a> SessionLink<'a> {
             req: vec![0; cap],
         }
     }
+}
 
-    fn call(&mut self, r: &StreamRequest<'_>, out: &mut [u8]) -> Result<LinkReply, LinkError> {
-        let n = backline_wire::stream::encode_request(&mut self.req, r)
-            .map_err(|e| LinkError::Malformed(format!("request: {e}")))?;
-        self.session
-            .stage_payload(&self.req[..n], self.decoder_id)?;
+impl PayloadLink for SessionLink<'_> {
+    fn exchange(&mut self, request: &StreamRequest<'_>) -> Result<&[u8], LinkError> {
+        let request = encode(&mut self.req, request)?;
+        self.session.stage_payload(request, self.decoder_id)?;
         self.session.post()?;
         let reply = self.session.collect()?;
         if reply.status != Status::Ok {
             return Err(LinkError::Slot(reply.status));
         }
-        let (h, rest) = backline_wire::stream::parse_reply(reply.payload)
-            .map_err(|e| LinkError::Malformed(e.to_string()))?;
-        let len = rest.len().min(out.len());
-        out[..len].copy_from_slice(&rest[..len]);
-        Ok(LinkReply {
-            status: Some(h.status),
-            is_final: h.flags & FLAG_FINAL != 0,
-            len: rest.len(),
-        })
-    }
-}
-
-impl StreamLink for SessionLink<'_> {
-    fn enqueue(&mut self, round: u32, _bits: usize, packed: &[u8]) -> Result<LinkReply, LinkError> {
-        self.call(
-            &StreamRequest::Enqueue {
-                round,
-                bits: packed,
-            },
-            &mut [],
-        )
-    }
-
-    fn get_corrections(
-        &mut self,
-        observables: usize,
-        reset: bool,
-        out: &mut [u8],
-    ) -> Result<LinkReply, LinkError> {
-        self.call(
-            &StreamRequest::GetCorrections {
-                observables: observables as u32,
-                reset,
-            },
-            out,
-        )
-    }
-
-    fn reset(&mut self) -> Result<LinkReply, LinkError> {
-        self.call(&StreamRequest::Reset, &mut [])
+        Ok(reply.payload)
     }
 }
 
@@ -553,54 +575,19 @@ mod tests {
         f: std::sync::Arc<dyn backline_responder::Responder>,
         calls: u64,
         fail_at: u64,
+        reply: [u8; 48],
     }
 
-    impl Local {
-        fn op(&mut self, r: &StreamRequest<'_>, out: &mut [u8]) -> Result<LinkReply, LinkError> {
+    impl PayloadLink for Local {
+        fn exchange(&mut self, request: &StreamRequest<'_>) -> Result<&[u8], LinkError> {
             self.calls += 1;
-            let mut req = [0u8; 64];
-            let n = backline_wire::stream::encode_request(&mut req, r).unwrap();
+            let mut buf = [0u8; 64];
+            let mut req = encode(&mut buf, request)?.to_vec();
             if self.calls == self.fail_at {
                 req[4] ^= 1;
             }
-            let mut rep = [0u8; 48];
-            let m = self.f.respond(&req[..n], &mut rep).unwrap();
-            let (h, rest) = backline_wire::stream::parse_reply(&rep[..m]).unwrap();
-            out[..rest.len()].copy_from_slice(rest);
-            Ok(LinkReply {
-                status: Some(h.status),
-                is_final: h.flags & FLAG_FINAL != 0,
-                len: rest.len(),
-            })
-        }
-    }
-
-    impl StreamLink for Local {
-        fn enqueue(&mut self, round: u32, _: usize, packed: &[u8]) -> Result<LinkReply, LinkError> {
-            self.op(
-                &StreamRequest::Enqueue {
-                    round,
-                    bits: packed,
-                },
-                &mut [],
-            )
-        }
-        fn get_corrections(
-            &mut self,
-            observables: usize,
-            reset: bool,
-            out: &mut [u8],
-        ) -> Result<LinkReply, LinkError> {
-            self.op(
-                &StreamRequest::GetCorrections {
-                    observables: observables as u32,
-                    reset,
-                },
-                out,
-            )
-        }
-        fn reset(&mut self) -> Result<LinkReply, LinkError> {
-            self.op(&StreamRequest::Reset, &mut [])
+            let m = self.f.respond(&req, &mut self.reply).unwrap();
+            Ok(&self.reply[..m])
         }
     }
 
@@ -625,6 +612,7 @@ mod tests {
             f,
             calls: 0,
             fail_at: 13,
+            reply: [0; 48],
         };
         let cfg = StreamRun {
             shots: 200,

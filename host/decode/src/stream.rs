@@ -353,18 +353,7 @@ impl StreamDecoder {
     /// detectors, padding bits 0). Returns whether a window is now ready
     /// ([`StreamDecoder::decode_ready`]); the last window waits for [`StreamDecoder::finish`].
     pub fn push_round(&mut self, round: u32, bits: &[u8]) -> Result<bool, StreamFault> {
-        let t = self.rounds();
-        if self.received == t {
-            return Err(StreamFault::ShotComplete { rounds: t as u32 });
-        }
-        if round as usize != self.received {
-            return Err(StreamFault::RoundOrder {
-                expected: self.received as u32,
-                found: round,
-            });
-        }
-        let r = round as usize;
-        let dets = self.round_detectors(r);
+        let dets = self.next_round(round)?;
         let n = dets.len();
         if bits.len() != n.div_ceil(8) {
             return Err(StreamFault::RoundLength {
@@ -383,29 +372,13 @@ impl StreamDecoder {
         for (i, d) in self.dets[dets].iter_mut().enumerate() {
             *d ^= bits[i / 8] >> (i % 8) & 1;
         }
-        self.received += 1;
-        let w = &self.windows[self.next];
-        if self.received == w.rounds.end && self.next + 1 < self.windows.len() {
-            self.ready = Some(self.next);
-            return Ok(true);
-        }
-        Ok(false)
+        Ok(self.booked())
     }
 
     /// [`StreamDecoder::push_round`] with one 0/1 byte per detector of the round (any non-zero
     /// byte is 1), then the decode of a window it made ready. Returns whether one was decoded.
     pub fn push_round_bytes(&mut self, round: u32, events: &[u8]) -> Result<bool, StreamFault> {
-        let t = self.rounds();
-        if self.received == t {
-            return Err(StreamFault::ShotComplete { rounds: t as u32 });
-        }
-        if round as usize != self.received {
-            return Err(StreamFault::RoundOrder {
-                expected: self.received as u32,
-                found: round,
-            });
-        }
-        let dets = self.round_detectors(round as usize);
+        let dets = self.next_round(round)?;
         if events.len() != dets.len() {
             return Err(StreamFault::RoundLength {
                 round,
@@ -417,13 +390,37 @@ impl StreamDecoder {
         for (d, &e) in self.dets[dets].iter_mut().zip(events) {
             *d ^= (e != 0) as u8;
         }
+        if self.booked() {
+            return self.decode_ready();
+        }
+        Ok(false)
+    }
+
+    /// The detectors of `round` if it is the shot's next one.
+    fn next_round(&self, round: u32) -> Result<Range<usize>, StreamFault> {
+        let t = self.rounds();
+        if self.received == t {
+            return Err(StreamFault::ShotComplete { rounds: t as u32 });
+        }
+        if round as usize != self.received {
+            return Err(StreamFault::RoundOrder {
+                expected: self.received as u32,
+                found: round,
+            });
+        }
+        Ok(self.round_detectors(round as usize))
+    }
+
+    /// Counts the round just XORed in; whether it completes a window (not the last, which
+    /// waits for [`StreamDecoder::finish`]), which is then ready.
+    fn booked(&mut self) -> bool {
         self.received += 1;
         let w = &self.windows[self.next];
         if self.received == w.rounds.end && self.next + 1 < self.windows.len() {
             self.ready = Some(self.next);
-            return self.decode_ready();
+            return true;
         }
-        Ok(false)
+        false
     }
 
     /// Decodes the window [`StreamDecoder::push_round`] made ready, if any, and commits its

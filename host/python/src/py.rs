@@ -163,14 +163,7 @@ impl Server {
         reply_timeout: f64,
         setup_timeout: f64,
     ) -> PyResult<Server> {
-        let t = placement::transport_of(transport).map_err(|e| placement_err(py, e))?;
-        let config = placement::session_config(
-            t,
-            payload_bytes,
-            secs(py, reply_timeout)?,
-            secs(py, setup_timeout)?,
-        )
-        .map_err(|e| placement_err(py, e))?;
+        let config = config_of(py, transport, payload_bytes, reply_timeout, setup_timeout)?;
         let (address, key) = (address.to_string(), key.to_string());
         let s = py
             .detach(move || RustServer::start(config, &address, &key, &fns, max_sessions))
@@ -227,6 +220,24 @@ impl Server {
     fn lock(&self) -> std::sync::MutexGuard<'_, RustServer> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// The session settings of a transport by name, with the timeouts in seconds.
+fn config_of(
+    py: Python<'_>,
+    transport: &str,
+    payload_bytes: usize,
+    reply_timeout: f64,
+    setup_timeout: f64,
+) -> PyResult<backline_transport::SessionConfig> {
+    let t = placement::transport_of(transport).map_err(|e| placement_err(py, e))?;
+    placement::session_config(
+        t,
+        payload_bytes,
+        secs(py, reply_timeout)?,
+        secs(py, setup_timeout)?,
+    )
+    .map_err(|e| placement_err(py, e))
 }
 
 fn secs(py: Python<'_>, s: f64) -> PyResult<Duration> {
@@ -532,14 +543,7 @@ impl StreamClient {
         reply_timeout: f64,
         setup_timeout: f64,
     ) -> PyResult<StreamClient> {
-        let t = placement::transport_of(transport).map_err(|e| placement_err(py, e))?;
-        let config = placement::session_config(
-            t,
-            payload_bytes,
-            secs(py, reply_timeout)?,
-            secs(py, setup_timeout)?,
-        )
-        .map_err(|e| placement_err(py, e))?;
+        let config = config_of(py, transport, payload_bytes, reply_timeout, setup_timeout)?;
         let p = peer.to_string();
         let s = py
             .detach(move || backline_transport::ControllerSession::open("py-stream", config, &p, 0))

@@ -433,17 +433,7 @@ mod tests {
     use backline_wire::cuqr::{Request, parse_response};
 
     fn table(tag: &str) -> ResponderTable {
-        let dir = std::env::temp_dir().join(format!("backline-cuqr-{}-{tag}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("rep.dem");
-        std::fs::write(
-            &p,
-            "repeat 2 {\n error(0.05) D0 L0\n error(0.05) D0 D1\n error(0.05) D1\n \
-             error(0.02) D0 D2\n error(0.02) D1 D3\n detector(0, 0) D0\n detector(1, 0) D1\n \
-             shift_detectors(0, 1) 2\n}\nerror(0.05) D0 L0\nerror(0.05) D0 D1\nerror(0.05) D1\n\
-             detector(0, 0) D0\ndetector(1, 0) D1\n",
-        )
-        .unwrap();
+        let p = crate::stream::tests::model_file(&format!("cuqr-{tag}"));
         let mut t = ResponderTable::new();
         let spec = format!("stream:{}:window=2;commit=1;streams=2", p.display());
         for (id, r) in crate::stream_functions(&spec, 3).unwrap() {

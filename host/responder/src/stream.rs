@@ -476,11 +476,12 @@ impl Responder for StreamFunction {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    /// A repetition code of 3 rounds (2 detectors each), written to a file for the spec.
-    fn model_file(tag: &str) -> std::path::PathBuf {
+    /// A repetition code of 3 rounds (2 detectors each), written to a file for the spec (also
+    /// the CUQR server's tests).
+    pub(crate) fn model_file(tag: &str) -> std::path::PathBuf {
         let dir =
             std::env::temp_dir().join(format!("backline-stream-{}-{tag}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -544,6 +545,15 @@ mod tests {
         assert!(e.contains("no time coordinate"), "{e}");
     }
 
+    /// The status of one call.
+    fn st(f: &dyn Responder, r: &StreamRequest<'_>) -> CallStatus {
+        call(f, r).0.status
+    }
+
+    fn enq(round: u32, bits: &[u8]) -> StreamRequest<'_> {
+        StreamRequest::Enqueue { round, bits }
+    }
+
     #[test]
     fn a_shot_streams_and_every_fault_is_a_status() {
         let p = model_file("shot");
@@ -552,177 +562,42 @@ mod tests {
         assert_eq!(f.iter().map(|e| e.0).collect::<Vec<_>>(), vec![5, 6]);
         let (a, b) = (&*f[0].1, &*f[1].1);
         use CallStatus::*;
-        use StreamRequest::*;
-        let gc = |reset| GetCorrections {
-            observables: 1,
-            reset,
-        };
+        let gc = |observables, reset| StreamRequest::GetCorrections { observables, reset };
         // Nothing yet.
-        assert_eq!(call(a, &gc(false)).0.status, NotReady);
+        assert_eq!(st(a, &gc(1, false)), NotReady);
         // Round 0: detector 0 (the boundary mechanism, L0).
-        assert_eq!(
-            call(
-                a,
-                &Enqueue {
-                    round: 0,
-                    bits: &[1]
-                }
-            )
-            .0
-            .status,
-            Ok
-        );
+        assert_eq!(st(a, &enq(0, &[1])), Ok);
         // A repeat, a wrong length, padding, a wrong return size: refused, nothing changes.
-        assert_eq!(
-            call(
-                a,
-                &Enqueue {
-                    round: 0,
-                    bits: &[0]
-                }
-            )
-            .0
-            .status,
-            Busy
-        );
-        assert_eq!(
-            call(
-                a,
-                &Enqueue {
-                    round: 1,
-                    bits: &[0, 0]
-                }
-            )
-            .0
-            .status,
-            BadRequest
-        );
-        assert_eq!(
-            call(
-                a,
-                &Enqueue {
-                    round: 1,
-                    bits: &[4]
-                }
-            )
-            .0
-            .status,
-            BadRequest
-        );
-        let wrong = GetCorrections {
-            observables: 2,
-            reset: false,
-        };
-        assert_eq!(call(a, &wrong).0.status, BadRequest);
-        assert_eq!(call(a, &Reset).0.status, Ok);
+        assert_eq!(st(a, &enq(0, &[0])), Busy);
+        assert_eq!(st(a, &enq(1, &[0, 0])), BadRequest);
+        assert_eq!(st(a, &enq(1, &[4])), BadRequest);
+        assert_eq!(st(a, &gc(2, false)), BadRequest);
+        assert_eq!(st(a, &StreamRequest::Reset), Ok);
         // The reset made it fresh: the shot again, now to its end.
-        assert_eq!(
-            call(
-                a,
-                &Enqueue {
-                    round: 0,
-                    bits: &[1]
-                }
-            )
-            .0
-            .status,
-            Ok
-        );
+        assert_eq!(st(a, &enq(0, &[1])), Ok);
         // The other stream is independent.
-        assert_eq!(
-            call(
-                b,
-                &Enqueue {
-                    round: 0,
-                    bits: &[0]
-                }
-            )
-            .0
-            .status,
-            Ok
-        );
-        let (h, _) = call(
-            a,
-            &Enqueue {
-                round: 1,
-                bits: &[0],
-            },
-        );
+        assert_eq!(st(b, &enq(0, &[0])), Ok);
+        let (h, _) = call(a, &enq(1, &[0]));
         assert_eq!((h.status, h.flags, h.rounds), (Ok, FLAG_DECODED, 2));
         // So far: window 0 committed round 0's boundary flip.
-        let (h, obs) = call(a, &gc(false));
+        let (h, obs) = call(a, &gc(1, false));
         assert_eq!((h.status, h.flags, obs.as_slice()), (Ok, 0, &[1u8][..]));
-        assert_eq!(
-            call(
-                a,
-                &Enqueue {
-                    round: 2,
-                    bits: &[0]
-                }
-            )
-            .0
-            .status,
-            Ok
-        );
-        let (h, obs) = call(a, &gc(true));
+        assert_eq!(st(a, &enq(2, &[0])), Ok);
+        let (h, obs) = call(a, &gc(1, true));
         assert_eq!(
             (h.status, h.flags & FLAG_FINAL, h.rounds),
             (Ok, FLAG_FINAL, 3)
         );
         assert_eq!(obs, [1]);
         // Reset by the get_corrections: fresh.
-        assert_eq!(call(a, &gc(false)).0.status, NotReady);
+        assert_eq!(st(a, &gc(1, false)), NotReady);
         // A skipped round latches "dropped" until a reset.
-        assert_eq!(
-            call(
-                a,
-                &Enqueue {
-                    round: 0,
-                    bits: &[0]
-                }
-            )
-            .0
-            .status,
-            Ok
-        );
-        assert_eq!(
-            call(
-                a,
-                &Enqueue {
-                    round: 2,
-                    bits: &[0]
-                }
-            )
-            .0
-            .status,
-            SyndromesDropped
-        );
-        assert_eq!(
-            call(
-                a,
-                &Enqueue {
-                    round: 1,
-                    bits: &[0]
-                }
-            )
-            .0
-            .status,
-            SyndromesDropped
-        );
-        assert_eq!(call(a, &gc(false)).0.status, SyndromesDropped);
-        assert_eq!(call(a, &Reset).0.status, Ok);
-        assert_eq!(
-            call(
-                a,
-                &Enqueue {
-                    round: 0,
-                    bits: &[0]
-                }
-            )
-            .0
-            .status,
-            Ok
-        );
+        assert_eq!(st(a, &enq(0, &[0])), Ok);
+        assert_eq!(st(a, &enq(2, &[0])), SyndromesDropped);
+        assert_eq!(st(a, &enq(1, &[0])), SyndromesDropped);
+        assert_eq!(st(a, &gc(1, false)), SyndromesDropped);
+        assert_eq!(st(a, &StreamRequest::Reset), Ok);
+        assert_eq!(st(a, &enq(0, &[0])), Ok);
         // Garbage is a bad request, never a panic.
         let mut out = [0u8; 48];
         let n = a.respond(&[9, 9], &mut out).unwrap();

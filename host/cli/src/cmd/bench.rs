@@ -610,6 +610,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         };
         if let Some(plan) = &plans[i] {
             let label = format!("bench {transport} {}", plan.label);
+            let stream_run = |link: &mut dyn backline_bench::stream::StreamLink| {
+                let seed = u64::from(a.seed);
+                bs::run(link, plan, a.shots, seed, !a.quiet, label, a.whole_history)
+            };
             let (r, hops) = if cuqr {
                 let mut link = backline_bench::stream::CuqrLink::connect(
                     &peer,
@@ -619,16 +623,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     spin_of(&config),
                 )
                 .with_context(|| format!("connecting to the cuqr server at {peer}"))?;
-                let r = bs::run(
-                    &mut link,
-                    plan,
-                    a.shots,
-                    u64::from(a.seed),
-                    !a.quiet,
-                    label,
-                    a.whole_history,
-                )?;
-                (r, backline_probe::Table::new())
+                (stream_run(&mut link)?, backline_probe::Table::new())
             } else {
                 let mut session = ControllerSession::open("bench", config.clone(), &peer, 7878)
                     .with_context(|| {
@@ -639,16 +634,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                         .enable_probes(plan.calls(a.shots))
                         .context("--hop-stats / --hop-csv")?;
                 }
-                let mut link = backline_bench::stream::SessionLink::new(&mut session, decoder_id);
-                let r = bs::run(
-                    &mut link,
-                    plan,
-                    a.shots,
-                    u64::from(a.seed),
-                    !a.quiet,
-                    label,
-                    a.whole_history,
-                )?;
+                let r = stream_run(&mut backline_bench::stream::SessionLink::new(
+                    &mut session,
+                    decoder_id,
+                ))?;
                 let mut t = backline_probe::Table::new();
                 t.merge(session.probes().rows());
                 (r, t)

@@ -111,7 +111,18 @@ pub fn wilson_interval(k: u64, n: u64, z: f64) -> (f64, f64) {
     let z2 = z * z;
     let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
     let half = z / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    ((centre - half).max(0.0), (centre + half).min(1.0))
+    // The ends are exact at k = 0 and k = n (the formula leaves a rounding error there).
+    let lo = if k == 0.0 {
+        0.0
+    } else {
+        (centre - half).max(0.0)
+    };
+    let hi = if k == n {
+        1.0
+    } else {
+        (centre + half).min(1.0)
+    };
+    (lo, hi)
 }
 
 /// Nearest-rank percentile of sorted, non-empty data.

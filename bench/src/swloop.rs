@@ -127,7 +127,7 @@ pub fn request_payload(round: u64, buf: &mut [u8]) {
 }
 
 /// Progress on stderr: a rewritten line on a terminal, a line every 10 s otherwise.
-struct Progress {
+pub(crate) struct Progress {
     enabled: bool,
     tty: bool,
     start: Instant,
@@ -137,7 +137,7 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(enabled: bool, label: &str) -> Progress {
+    pub(crate) fn new(enabled: bool, label: &str) -> Progress {
         let now = Instant::now();
         Progress {
             enabled,
@@ -149,7 +149,7 @@ impl Progress {
         }
     }
 
-    fn tick(&mut self, done: u64, total: u64) {
+    pub(crate) fn tick(&mut self, done: u64, total: u64) {
         if !self.enabled {
             return;
         }
@@ -183,7 +183,7 @@ impl Progress {
         }
     }
 
-    fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.enabled && self.shown && self.tty {
             let _ = writeln!(std::io::stderr());
         }

@@ -53,6 +53,7 @@ from .qec import (
     decode,
     runtime_call,
 )
+from .stream import StreamDecoderFunction, StreamSession, stream_decoder
 from .tools import format_latency, ir_dumps
 from .triton import triton_decoder
 
@@ -83,6 +84,8 @@ __all__ = [
     "RuntimeCall",
     "STAGE_PAYLOAD",
     "Session",
+    "StreamDecoderFunction",
+    "StreamSession",
     "X_CHECKS",
     "Z_CHECKS",
     "apply_correction",
@@ -92,5 +95,6 @@ __all__ = [
     "format_latency",
     "ir_dumps",
     "runtime_call",
+    "stream_decoder",
     "triton_decoder",
 ]

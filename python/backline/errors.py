@@ -78,3 +78,13 @@ class DetectorErrorModelError(BacklineError, ValueError):
 class DecoderSettingsError(BacklineError, ValueError):
     """A circuit-level decoder setting that is unknown or out of range, or a model a decoder
     cannot use (a mechanism with p ≥ 0.5, nothing to decode)."""
+
+
+class StreamError(BacklineError, RuntimeError):
+    """A streaming decoder refused a call; ``status`` is its status name (``busy``,
+    ``syndromes_dropped``, ``not_ready``, ``bad_request``, ``invalid_decoder``,
+    ``internal_error``)."""
+
+    def __init__(self, message: str, status: str = "internal_error"):
+        super().__init__(message)
+        self.status = status

@@ -13,6 +13,9 @@ after_reset_flip_probability all 0.01):
   surface_d3_r8_p0.01.dets.b8    the same shots, b8
   surface_d3_r8_p0.01.obs.01     their observable flips, 01
 
+And the streaming decoder's figure model: surface_d5_r5_p0.001.dem, the same circuit at
+distance 5, 5 rounds, p = 0.001 (120 detectors in 6 rounds), as stim writes it.
+
 Usage (any Python with stim 1.16):  scripts/dev/make_dem_fixtures.py [OUT_DIR]
 """
 
@@ -78,6 +81,16 @@ def main():
         data=obs, path=OUT / f"{NAME}.obs.01", format="01", num_observables=dem.num_observables
     )
     print(f"wrote {NAME}.* to {OUT}: {dem.num_detectors} detectors, {dem.num_errors} errors")
+    stream = stim.Circuit.generated(
+        "surface_code:rotated_memory_z",
+        distance=5,
+        rounds=5,
+        after_clifford_depolarization=0.001,
+        before_measure_flip_probability=0.001,
+        after_reset_flip_probability=0.001,
+    ).detector_error_model(decompose_errors=True)
+    (OUT / "surface_d5_r5_p0.001.dem").write_text(str(stream) + "\n")
+    print(f"wrote surface_d5_r5_p0.001.dem: {stream.num_detectors} detectors, {stream.num_errors} errors")
 
 
 if __name__ == "__main__":

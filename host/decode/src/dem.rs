@@ -770,10 +770,33 @@ impl DetectorErrorModel {
     /// # Panics
     /// If `detectors` is not within `0..num_detectors()`.
     pub fn window(&self, detectors: Range<usize>) -> DemWindow {
+        self.cut(detectors, |_| true)
+    }
+
+    /// [`DetectorErrorModel::window`] with only the mechanisms whose first (lowest) detector
+    /// is in `detectors`: what a sliding window decides, once the windows before it have
+    /// committed the mechanisms that start earlier. Models numbered in time order (stim's)
+    /// have no mechanism that starts inside a window and reaches back before it.
+    ///
+    /// # Panics
+    /// If `detectors` is not within `0..num_detectors()`.
+    pub fn window_from(&self, detectors: Range<usize>) -> DemWindow {
+        let start = detectors.start as u32;
+        self.cut(detectors, |k| {
+            self.checks
+                .col(k as usize)
+                .first()
+                .is_some_and(|&d| d >= start)
+        })
+    }
+
+    /// The cut of [`DetectorErrorModel::window`], keeping the mechanisms `keep` accepts.
+    fn cut(&self, detectors: Range<usize>, keep: impl Fn(u32) -> bool) -> DemWindow {
         assert!(detectors.start <= detectors.end && detectors.end <= self.num_detectors());
         let mut ids: Vec<u32> = detectors
             .clone()
             .flat_map(|d| self.mechanisms_of(d).iter().copied())
+            .filter(|&k| keep(k))
             .collect();
         ids.sort_unstable();
         ids.dedup();
@@ -1042,5 +1065,11 @@ mod tests {
         dem.apply_mechanisms([0, 2], &mut dets, &mut obs);
         assert_eq!(dets, vec![1, 0, 0, 0, 0, 0, 0]);
         assert_eq!(obs, vec![1]);
+        // Mechanism 1 (D0 D2) and 2 (D1 L0) start before detector 2: not in the window that
+        // starts there.
+        let w = dem.window_from(2..4);
+        assert_eq!(w.mechanisms, vec![3, 4, 5]);
+        assert_eq!(w.model.check_matrix().col(0), &[0, 1]);
+        assert_eq!(dem.window_from(0..7).mechanisms.len(), dem.num_mechanisms());
     }
 }

@@ -18,7 +18,8 @@
 //!   coordinates, windows), [`shots`] stim's `01`/`b8` shot files, [`relay`] is Relay-BP
 //!   (arXiv 2506.01779) with `relay-bp`'s parameter names, and [`dem_decoder`] runs BP+OSD or
 //!   Relay-BP on a model, detection events in, observable flips out, batches on threads;
-//!   [`sparse`] holds the compressed-column matrices they share.
+//!   [`sparse`] holds the compressed-column matrices they share; [`stream`] decodes a
+//!   model's rounds as they arrive, in sliding windows; [`noise`] also samples a model's shots.
 //!
 //! Every decoder is built once and then decodes without allocating: all scratch is owned by
 //! the decoder and the correction is written into the caller's buffer.
@@ -64,6 +65,7 @@ pub mod relay;
 pub mod shots;
 pub mod sparse;
 pub mod steane;
+pub mod stream;
 
 pub use bitmat::BitMatrix;
 pub use bp::{BpDecoder, BpMethod, BpSettings, Schedule};

@@ -193,3 +193,49 @@ fn dem_decoders_do_not_allocate_after_construction() {
         assert!(unconverged > 0 || legs > 150, "{settings:?}");
     }
 }
+
+#[test]
+fn streaming_decoders_do_not_allocate_after_construction() {
+    use backline_decode::dem::DetectorErrorModel;
+    use backline_decode::shots::{ShotFormat, ShotTable};
+    use backline_decode::stream::{StreamDecoder, StreamSettings};
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/dem/");
+    let text = std::fs::read_to_string(format!("{dir}surface_d3_r8_p0.01.dem")).unwrap();
+    let dem = DetectorErrorModel::parse(&text, "fixture.dem").unwrap();
+    let bytes = std::fs::read(format!("{dir}surface_d3_r8_p0.01.dets.b8")).unwrap();
+    let dets = ShotTable::read(&bytes, ShotFormat::B8, 64, "dets.b8").unwrap();
+    let settings = StreamSettings {
+        window: Some(4),
+        commit: Some(2),
+        decoder: backline_decode::dem_decoder::DemDecoderSettings::BpOsd(BpOsdConfig {
+            max_iter: 20,
+            osd_method: OsdMethod::OsdCs,
+            osd_order: 7,
+            ..BpOsdConfig::default()
+        }),
+    };
+    let mut s = StreamDecoder::new(&dem, &settings).unwrap();
+    let mut events = vec![0u8; 64];
+    let mut packed = [0u8; 8];
+    let mut out = [0u8; 1];
+    let mut decoded = 0;
+    let before = allocations();
+    for shot in 0..150 {
+        backline_decode::shots::unpack_into(dets.row(shot), &mut events);
+        s.reset();
+        for r in 0..s.rounds() {
+            let d = s.round_detectors(r);
+            let n = d.len().div_ceil(8);
+            backline_decode::shots::pack_into(&events[d], &mut packed[..n]);
+            if s.push_round(r as u32, &packed[..n]).unwrap() {
+                decoded += s.decode_ready().unwrap() as u32;
+            }
+            // Refused: the same round again, which allocates nothing either.
+            assert!(s.push_round(r as u32, &packed[..n]).is_err());
+        }
+        decoded += s.finish().unwrap() as u32;
+        s.observables_packed(&mut out);
+    }
+    assert_eq!(allocations(), before);
+    assert!(decoded > 150, "{decoded}");
+}

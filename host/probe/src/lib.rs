@@ -1,6 +1,7 @@
 //! Hop probes: a timestamp per round at every hop it passes — the controller's
 //! `stage_payload` and `post`, the transport's send and receive, the coprocessor seeing the
-//! request, the function's start and end (and a GPU proxy's hand-off inside it), the reply
+//! request, the function's start and end (and inside it a GPU proxy's hand-off, or a streaming
+//! decoder's window bookkeeping and inner decode), the reply
 //! leaving, the controller seeing it — keyed by the round. Off by default: every probe is one
 //! predictable branch on a flag of its [`Recorder`] (or, for [`mark`] from inside a function,
 //! of the calling thread).
@@ -90,6 +91,11 @@ pub enum Hop {
     ProxyPosted,
     /// GPU proxy: the kernel's reply is seen.
     ProxySeen,
+    /// Streaming decoder: the round is booked into its window (the inner decode, if the
+    /// round completes a window, starts).
+    WindowReady,
+    /// Streaming decoder: the inner decode of a window returned.
+    DecodeDone,
     /// Coprocessor: the function returned.
     FnEnd,
     /// Coprocessor: the reply is published (ring) or sent (udp, rdma).
@@ -101,7 +107,7 @@ pub enum Hop {
 }
 
 /// Number of hops.
-pub const HOPS: usize = 12;
+pub const HOPS: usize = 14;
 
 impl Hop {
     /// Every hop, in order.
@@ -114,6 +120,8 @@ impl Hop {
         Hop::FnStart,
         Hop::ProxyPosted,
         Hop::ProxySeen,
+        Hop::WindowReady,
+        Hop::DecodeDone,
         Hop::FnEnd,
         Hop::ReplySent,
         Hop::ReplyReceived,
@@ -131,6 +139,8 @@ impl Hop {
             Hop::FnStart => "fn_start",
             Hop::ProxyPosted => "proxy_posted",
             Hop::ProxySeen => "proxy_seen",
+            Hop::WindowReady => "window_ready",
+            Hop::DecodeDone => "decode_done",
             Hop::FnEnd => "fn_end",
             Hop::ReplySent => "reply_sent",
             Hop::ReplyReceived => "reply_received",

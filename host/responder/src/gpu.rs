@@ -105,12 +105,6 @@ impl Responder for GpuResponder {
     }
 }
 
-/// How many decoder ids a spec takes (two for BP+OSD, one otherwise).
-pub fn spec_width(spec: &str) -> u32 {
-    let s = spec.strip_prefix("gpu:").unwrap_or(spec);
-    if s.starts_with("bposd:") { 2 } else { 1 }
-}
-
 /// The functions of a `gpu:` spec from decoder id `base`, on a kernel launched with `options`.
 pub fn gpu_functions(
     spec: &str,
@@ -243,8 +237,8 @@ mod tests {
             &f[0].1.ring_server().unwrap(),
             &f[1].1.ring_server().unwrap()
         ));
-        assert_eq!(spec_width("gpu:bposd:hgp13"), 2);
-        assert_eq!(spec_width("gpu:echo"), 1);
+        assert_eq!(crate::spec_width("gpu:bposd:hgp13"), 2);
+        assert_eq!(crate::spec_width("gpu:echo"), 1);
     }
 
     #[test]

@@ -4,14 +4,18 @@
 //! [`Steane`] (the Hamming lookup of SPEC §5), [`CSymbol`] (any C function in a shared
 //! library loaded at run time), BP+OSD from a CSS code ([`bposd_functions`]) and the GPU
 //! functions of `backline-gpu` ([`gpu_functions`]: `gpu:echo`, `gpu:steane`, `gpu:bposd:…`,
-//! `gpu:FILE:FUNCTION`). A [`ResponderTable`] maps each `decoder_id` to one responder;
-//! [`ResponderTable::dispatch`] runs it behind a panic boundary and turns every failure into a
-//! reply status, so a failing function never takes the server down.
+//! `gpu:FILE:FUNCTION`) and streaming decoders of a detector error model ([`stream`]:
+//! `stream:FILE.dem…`, one stream per decoder id). A [`ResponderTable`] maps each `decoder_id`
+//! to one responder; [`ResponderTable::dispatch`] runs it behind a panic boundary and turns
+//! every failure into a reply status, so a failing function never takes the server down.
+//! [`cuqr`] serves the streams to clients of NVIDIA's realtime RPC frames over UDP.
 #![deny(missing_docs)]
 
 mod bposd;
 mod csym;
+pub mod cuqr;
 mod gpu;
+pub mod stream;
 mod table;
 
 use backline_wire::{DecoderId, Status};
@@ -21,9 +25,10 @@ pub type Functions = Vec<(DecoderId, std::sync::Arc<dyn Responder>)>;
 
 pub use bposd::{BpOsdSpecError, CssHalf, bposd_code, bposd_functions};
 pub use csym::{CSymbol, CoprocessorFn};
-pub use gpu::{GpuResponder, GpuSpecError, gpu_functions, spec_width};
+pub use gpu::{GpuResponder, GpuSpecError, gpu_functions};
+pub use stream::{StreamFunction, StreamSpecError, stream_functions};
 pub use table::{
-    ResponderTable, SpecContext, SpecError, functions_of, functions_of_with, parse_spec,
+    ResponderTable, SpecContext, SpecError, functions_of, functions_of_with, parse_spec, spec_width,
 };
 
 /// Why a responder produced no reply payload.
@@ -73,6 +78,11 @@ pub trait Responder: Send + Sync {
     }
     /// A line for the shutdown report of a server (counters, hop times), if it keeps any.
     fn report(&self) -> Option<String> {
+        None
+    }
+    /// A streaming decoder ([`stream`]), for servers that call its operations directly (the
+    /// CUQR server).
+    fn as_stream(&self) -> Option<&StreamFunction> {
         None
     }
 }

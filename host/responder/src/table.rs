@@ -259,8 +259,9 @@ impl ResponderTable {
 pub enum SpecError {
     /// Not one of the known forms.
     #[error(
-        "unknown responder `{0}` (expected echo, steane, bposd:CODE[:SETTINGS], LIB:SYMBOL, or a \
-         GPU function: gpu:echo, gpu:steane, gpu:bposd:CODE[:SETTINGS], gpu:FILE:FUNCTION)"
+        "unknown responder `{0}` (expected echo, steane, bposd:CODE[:SETTINGS], \
+         stream:FILE.dem[:DECODER[:SETTINGS]], LIB:SYMBOL, or a GPU function: gpu:echo, \
+         gpu:steane, gpu:bposd:CODE[:SETTINGS], gpu:FILE:FUNCTION)"
     )]
     Unknown(String),
     /// A `gpu:` spec was refused.
@@ -275,6 +276,9 @@ pub enum SpecError {
     /// A BP+OSD spec was refused.
     #[error(transparent)]
     BpOsd(#[from] crate::BpOsdSpecError),
+    /// A streaming decoder spec was refused.
+    #[error(transparent)]
+    Stream(#[from] crate::StreamSpecError),
 }
 
 /// What specs need from their surroundings: where GPU kernels run.
@@ -293,9 +297,23 @@ impl SpecContext {
     }
 }
 
+/// How many decoder ids a spec takes: two for BP+OSD (`bposd:`, `gpu:bposd:`), `streams` for a
+/// `stream:` spec, one otherwise.
+pub fn spec_width(spec: &str) -> u32 {
+    let s = spec.strip_prefix("gpu:").unwrap_or(spec);
+    if s.starts_with("bposd:") {
+        2
+    } else if spec.starts_with("stream:") {
+        crate::stream::stream_width(spec)
+    } else {
+        1
+    }
+}
+
 /// The functions a spec registers, starting at decoder id `base`: one for `echo`, `steane`,
 /// C symbols and GPU functions; two for `bposd:` and `gpu:bposd:` (X checks at `base`, Z
-/// checks at `base + 1`). GPU settings come from the `BACKLINE_GPU_*` variables.
+/// checks at `base + 1`); `streams` for `stream:` (default 1). GPU settings come from the
+/// `BACKLINE_GPU_*` variables.
 pub fn functions_of(spec: &str, base: DecoderId) -> Result<crate::Functions, SpecError> {
     if spec.starts_with("gpu:") {
         return functions_of_with(spec, base, &SpecContext::from_env()?);
@@ -315,17 +333,21 @@ pub fn functions_of_with(
     if spec.starts_with("bposd:") {
         return Ok(crate::bposd_functions(spec, base)?);
     }
+    if spec.starts_with("stream:") {
+        return Ok(crate::stream_functions(spec, base)?);
+    }
     Ok(vec![(base, parse_spec(spec)?)])
 }
 
 /// Parses a responder spec: `echo`, `steane`, `bposd:CODE[:SETTINGS]` (its X-check half;
-/// use [`functions_of`] for both), or `LIB:SYMBOL` (a C function in a shared library; the last
-/// `:` separates the symbol).
+/// use [`functions_of`] for both), `stream:FILE.dem[:DECODER[:SETTINGS]]` (its first stream),
+/// or `LIB:SYMBOL` (a C function in a shared library; the last `:` separates the symbol).
 pub fn parse_spec(spec: &str) -> Result<Arc<dyn Responder>, SpecError> {
     match spec {
         "echo" => Ok(Arc::new(Echo)),
         "steane" => Ok(Arc::new(Steane)),
         s if s.starts_with("bposd:") => Ok(crate::bposd_functions(s, 0)?.remove(0).1),
+        s if s.starts_with("stream:") => Ok(crate::stream_functions(s, 0)?.remove(0).1),
         s if s.starts_with("gpu:") => Ok(functions_of(s, 0)?.remove(0).1),
         _ => match spec.rsplit_once(':') {
             Some((lib, sym)) if !lib.is_empty() && !sym.is_empty() => {

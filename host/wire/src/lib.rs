@@ -1,6 +1,8 @@
 //! The one definition of backline's wire format (v1): the slot layout that every transport
 //! moves, the reply status codes, the ring geometry both sides agree on, and the out-of-band
-//! handshake message shared by the host runtime and the Arm control plane.
+//! handshake message shared by the host runtime and the Arm control plane; also the payloads
+//! of streaming decoders ([`stream`]) and NVIDIA's realtime RPC frames ([`cuqr`]), which
+//! backline speaks beside its own.
 //!
 //! The byte-by-byte description lives in `docs/wire-format.md`; this crate is its executable
 //! form, and the layout is pinned by compile-time assertions below.
@@ -26,9 +28,11 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod cuqr;
 mod handshake;
 #[cfg(feature = "std")]
 pub mod oob;
+pub mod stream;
 
 pub use handshake::{
     HANDSHAKE_BYTES, HANDSHAKE_MAGIC, Handshake, HandshakeError, HandshakeKind, RejectReason,

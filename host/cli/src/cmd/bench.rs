@@ -1,5 +1,8 @@
 //! `backline bench`: sw-loop rounds over a placement, with the transport's bare floor measured
-//! in the same run, reported as a table (or one JSON object), CSV traces and PNG plots.
+//! in the same run, reported as a table (or one JSON object), CSV traces and PNG plots. A
+//! `stream:` responder is driven shot by shot instead ([`super::bench_stream`]): two runs, the
+//! enqueue round trips and the final `get_corrections` of each shot, over a backline transport
+//! or, with `--protocol cuqr`, as CUQR frames over UDP.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -16,6 +19,7 @@ use backline_transport::{
     ControllerSession, CoprocessorSession, ServeOptions, SessionConfig, TransportKind, os,
 };
 
+use super::bench_stream::{self as bs, StreamPlan, is_stream};
 use super::common::{
     GpuArgs, RdmaArgs, RingArgs, base_ids, builtin_name, is_gpu, load_responder, table_of,
 };
@@ -25,22 +29,37 @@ use super::common::{
 pub struct Args {
     /// The fabric: memcpy (threads in this process), shm (a server process over shared
     /// memory), udp (a server over UDP) or rdma (a server over RDMA WRITEs; see --device,
-    /// --gid-index).
-    #[arg(long, default_value = "memcpy")]
-    pub transport: String,
+    /// --gid-index) [default: memcpy; udp with --protocol cuqr].
+    #[arg(long)]
+    pub transport: Option<String>,
+    /// The protocol: backline (its slots, over --transport) or cuqr (NVIDIA's realtime RPC
+    /// frames over udp, to a server of stream: decoders: the `backline serve --protocol cuqr`
+    /// this bench starts, or another at --peer; --slot-bytes sets the slot, default 256).
+    #[arg(long, default_value = "backline", value_parser = ["backline", "cuqr"])]
+    pub protocol: String,
     /// The coprocessor function: echo, steane, bposd:CODE[:SETTINGS] (BP+OSD from a CSS
-    /// code's Tanner graph, e.g. bposd:hgp13:max_iter=10), LIB:SYMBOL (a C function in a
-    /// shared library), or on a GPU: gpu:echo, gpu:steane, gpu:bposd:CODE[:SETTINGS],
-    /// gpu:FILE.cu:FUNCTION (a device function compiled into the persistent kernel).
+    /// code's Tanner graph, e.g. bposd:hgp13:max_iter=10), stream:FILE.dem[:DECODER[:SETTINGS]]
+    /// (a streaming decoder, driven with shots sampled from the model: see --shots),
+    /// LIB:SYMBOL (a C function in a shared library), or on a GPU: gpu:echo, gpu:steane,
+    /// gpu:bposd:CODE[:SETTINGS], gpu:FILE.cu:FUNCTION (a device function compiled into the
+    /// persistent kernel).
     #[arg(long, default_value = "steane")]
     pub responder: String,
     /// Run several responders side by side, e.g. echo,steane (one session each; decoder ids
     /// 0, 1, … in this order, two for a bposd: function).
     #[arg(long, value_delimiter = ',', conflicts_with = "responder")]
     pub compare: Vec<String>,
-    /// Rounds per responder, round 0 included.
+    /// Rounds per responder, round 0 included (stream: responders run --shots instead).
     #[arg(long, default_value_t = 1_000_000)]
     pub rounds: u64,
+    /// stream: responders: shots sampled from the model's mechanisms (from --seed), each
+    /// streamed round by round, then its corrections asked for.
+    #[arg(long, default_value_t = 10_000)]
+    pub shots: u64,
+    /// stream: responders: decode the same shots with the whole-history decoder too (after the
+    /// run, on every core) and print both logical error rates.
+    #[arg(long)]
+    pub whole_history: bool,
     /// b2b (next round as soon as the last reply lands) or random-delayed (the pacer).
     #[arg(long, default_value = "b2b")]
     pub cadence: String,
@@ -121,6 +140,8 @@ struct Run {
     round0: Option<f64>,
     /// Logical failures among the replies (syndrome requests only).
     logical_failures: Option<u64>,
+    /// Fields a streaming run adds to the JSON report.
+    extra: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Run {
@@ -133,6 +154,7 @@ impl Run {
             summary,
             round0,
             logical_failures: None,
+            extra: serde_json::Map::new(),
         }
     }
 }
@@ -140,14 +162,33 @@ impl Run {
 /// Each responder's requests and their payload length: syndromes sized by the code for
 /// `bposd:` responders (an explicit --payload-bytes must agree), counters of --payload-bytes
 /// (default 8) otherwise.
-fn requests_of(a: &Args, responders: &[String]) -> anyhow::Result<Vec<(Requests, usize)>> {
+fn requests_of(
+    a: &Args,
+    responders: &[String],
+    plans: &[Option<StreamPlan>],
+) -> anyhow::Result<Vec<(Requests, usize)>> {
     if let Some(p) = a.error_rate
         && !(0.0..=1.0).contains(&p)
     {
         bail!("--error-rate {p} is outside [0, 1]");
     }
     let mut out = Vec::with_capacity(responders.len());
-    for spec in responders {
+    for (spec, plan) in responders.iter().zip(plans) {
+        if let Some(p) = plan {
+            // The slot carries the widest round's enqueue and the corrections.
+            let need = p.request_bytes.max(p.reply_bytes);
+            if let Some(given) = a.payload_bytes
+                && given < need
+            {
+                bail!(
+                    "--payload-bytes {given}: {spec} needs {need} bytes (an enqueue of its widest \
+                     round of {} detectors); leave --payload-bytes out",
+                    p.widest_round
+                );
+            }
+            out.push((Requests::Counters { check_as: None }, need));
+            continue;
+        }
         // Requests go to a bposd: function's first id (its X checks), or to --decoder-id on a
         // --peer (odd: the Z checks).
         let half = if a.peer.is_some() { a.decoder_id } else { 0 };
@@ -205,6 +246,7 @@ impl ServerProcess {
         a: &Args,
         geometry: backline_wire::Geometry,
         hop_csv: Option<&Path>,
+        rounds: u64,
     ) -> anyhow::Result<ServerProcess> {
         let exe = std::env::current_exe().context("locating the backline executable")?;
         let name = format!("bench-{}", std::process::id());
@@ -212,6 +254,8 @@ impl ServerProcess {
         cmd.arg("serve")
             .arg("--transport")
             .arg(transport.name())
+            .arg("--protocol")
+            .arg(&a.protocol)
             .arg("--ring-depth")
             .arg(geometry.depth.to_string())
             .arg("--slot-bytes")
@@ -235,7 +279,7 @@ impl ServerProcess {
             cmd.arg("--hop-csv")
                 .arg(p)
                 .arg("--hop-rounds")
-                .arg(a.rounds.to_string());
+                .arg(rounds.to_string());
         }
         for (id, r) in base_ids(responders).into_iter().zip(responders) {
             cmd.arg("--fn").arg(format!("{id}={r}"));
@@ -330,7 +374,12 @@ fn sanitize(s: &str) -> String {
 
 /// Runs `backline bench`.
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let transport: TransportKind = a.transport.parse()?;
+    let cuqr = a.protocol == "cuqr";
+    let transport: TransportKind = match (cuqr, a.transport.as_deref()) {
+        (true, None | Some("udp")) => TransportKind::Udp,
+        (true, Some(t)) => bail!("--protocol cuqr runs over udp, not --transport {t}"),
+        (false, t) => t.unwrap_or("memcpy").parse()?,
+    };
     let pacer = pacer_config(&a)?;
     if a.rounds < 2 {
         bail!("--rounds must be at least 2 (round 0 is reported apart)");
@@ -349,6 +398,44 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         vec![a.responder.clone()]
     } else {
         a.compare.clone()
+    };
+    // Streaming decoders: their models, read now (a bad spec is our error, not the server's).
+    let plans: Vec<Option<StreamPlan>> = responders
+        .iter()
+        .map(|r| is_stream(r).then(|| StreamPlan::new(r)).transpose())
+        .collect::<anyhow::Result<_>>()?;
+    let streams = plans.iter().filter(|p| p.is_some()).count();
+    if cuqr && streams < responders.len() {
+        bail!(
+            "--protocol cuqr carries the calls of streaming decoders: every responder must be a \
+             stream:FILE.dem… spec"
+        );
+    }
+    if streams > 0 {
+        if a.csv.is_some() {
+            bail!(
+                "--csv names one file, but a stream: run writes two traces (enqueue, get_corrections): use --out-dir"
+            );
+        }
+        if a.shots < 2 {
+            bail!("--shots must be at least 2 (the first call is reported apart)");
+        }
+        if a.in_flight != 1 {
+            bail!("a stream: responder takes one call at a time: leave --in-flight at 1");
+        }
+        if !pacer.is_b2b() {
+            bail!("stream: responders run b2b (every call as soon as the last reply lands)");
+        }
+    }
+    // What a floor half measures: as many round trips as the runs make.
+    let floor_rounds = if streams > 0 {
+        plans
+            .iter()
+            .map(|p| p.as_ref().map_or(a.rounds, |p| p.calls(a.shots)))
+            .max()
+            .unwrap_or(a.rounds)
+    } else {
+        a.rounds
     };
     if responders.len() > 1 && a.csv.is_some() {
         bail!("--csv names one file, but --compare runs several responders: use --out-dir");
@@ -396,14 +483,24 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             load_responder(r, &ctx)?;
         }
     }
-    let requests = requests_of(&a, &responders)?;
+    let requests = requests_of(&a, &responders, &plans)?;
     // The slots carry every request and every syndrome-sized reply.
     let slot_payload = requests
         .iter()
         .map(|(r, bytes)| (*bytes).max(r.reply_bytes().unwrap_or(0)))
         .max()
         .unwrap_or(8);
-    let mut config: SessionConfig = a.ring.config(transport, slot_payload)?;
+    let mut config: SessionConfig = if cuqr {
+        // One datagram per CUQR slot (default 256 bytes).
+        let mut ring = a.ring.clone();
+        ring.slot_bytes = Some(
+            ring.slot_bytes
+                .unwrap_or(backline_wire::cuqr::DEFAULT_SLOT_BYTES as u32),
+        );
+        ring.config(transport, 0)?
+    } else {
+        a.ring.config(transport, slot_payload)?
+    };
     config.in_flight = a.in_flight;
     config.reply_timeout = Duration::from_millis(a.timeout_ms.max(1));
     config.pin_cpu = pin_resp;
@@ -420,10 +517,6 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    if let Some(c) = pin_ctrl {
-        os::pin_current_thread(c)?;
-    }
-
     // The coprocessor: a thread here (memcpy), a process we start, or the user's --peer.
     let mut local: Option<CoprocessorSession> = None;
     let mut child: Option<ServerProcess> = None;
@@ -436,7 +529,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             let table = table_of(&fns, &ctx)?;
             let key = format!("bench-{}", std::process::id());
             let options = ServeOptions {
-                probe_rounds: if hop_args.on() { a.rounds } else { 0 },
+                probe_rounds: if hop_args.on() { floor_rounds } else { 0 },
                 ..ServeOptions::default()
             };
             local = Some(CoprocessorSession::open(
@@ -457,6 +550,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 &a,
                 config.geometry,
                 server_hops.as_deref(),
+                floor_rounds,
             )?;
             let p = s.peer.clone();
             child = Some(s);
@@ -464,7 +558,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
     };
 
+    // Pinned only now: threads started above (the memcpy coprocessor's) inherit this thread's
+    // CPU set, and must be free to take their own CPU.
+    if let Some(c) = pin_ctrl {
+        os::pin_current_thread(c)?;
+    }
+
     let floor_label = match transport {
+        _ if cuqr => "floor (cuqr invalid-decoder reply)",
         TransportKind::Memcpy if gpu_floor => "floor (gpu kernel)",
         TransportKind::Udp => "floor (raw udp)",
         TransportKind::Rdma => "floor (rdma write)",
@@ -472,6 +573,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     let floor_half = |rounds: u64| -> anyhow::Result<Vec<f64>> {
         let t = config.reply_timeout.max(Duration::from_secs(1));
+        if cuqr {
+            return bs::cuqr_floor(
+                &peer,
+                config.geometry.slot_bytes as usize,
+                rounds,
+                t,
+                spin_of(&config),
+            )
+            .with_context(|| format!("measuring the {floor_label}"));
+        }
         let r = match transport {
             // A bare persistent kernel bouncing seq through one mapped line.
             TransportKind::Memcpy if gpu_floor => {
@@ -493,18 +604,98 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     // Floor: half before the runs, half after, so drift affects both alike.
     let mut floor_rtts = Vec::new();
     if !a.no_baseline {
-        floor_rtts = floor_half(a.rounds / 2)?;
+        floor_rtts = floor_half(floor_rounds / 2)?;
     }
 
     let mut runs: Vec<Run> = Vec::new();
     let mut controller_hops: Vec<(String, backline_probe::Table)> = Vec::new();
     let mut failure: Option<anyhow::Error> = None;
+    // What streaming runs print under the table.
+    let mut stream_lines: Vec<String> = Vec::new();
     for (i, spec) in responders.iter().enumerate() {
         let decoder_id = if responders.len() == 1 && a.peer.is_some() {
             a.decoder_id
         } else {
             base_ids(&responders)[i]
         };
+        if let Some(plan) = &plans[i] {
+            let label = format!("bench {transport} {}", plan.label);
+            let stream_run = |link: &mut dyn backline_bench::stream::StreamLink| {
+                let seed = u64::from(a.seed);
+                bs::run(link, plan, a.shots, seed, !a.quiet, label, a.whole_history)
+            };
+            let (r, hops) = if cuqr {
+                let mut link = backline_bench::stream::CuqrLink::connect(
+                    &peer,
+                    i64::from(decoder_id),
+                    config.geometry.slot_bytes as usize,
+                    config.reply_timeout,
+                    spin_of(&config),
+                )
+                .with_context(|| format!("connecting to the cuqr server at {peer}"))?;
+                (stream_run(&mut link)?, backline_probe::Table::new())
+            } else {
+                let mut session = ControllerSession::open("bench", config.clone(), &peer, 7878)
+                    .with_context(|| {
+                        format!("connecting to the coprocessor at {transport}:{peer}")
+                    })?;
+                if hop_args.on() {
+                    session
+                        .enable_probes(plan.calls(a.shots))
+                        .context("--hop-stats / --hop-csv")?;
+                }
+                let r = stream_run(&mut backline_bench::stream::SessionLink::new(
+                    &mut session,
+                    decoder_id,
+                ))?;
+                let mut t = backline_probe::Table::new();
+                t.merge(session.probes().rows());
+                (r, t)
+            };
+            if hop_args.on() {
+                controller_hops.push((plan.label.clone(), hops));
+            }
+            let o = &r.outcome;
+            if let Some(e) = &o.error {
+                failure = Some(anyhow::anyhow!(
+                    "{} over {transport}: {} of {} shots completed, then: {e}",
+                    plan.spec,
+                    o.shots,
+                    a.shots
+                ));
+            } else if o.mismatches() > 0 {
+                failure = Some(anyhow::anyhow!(
+                    "{} over {transport}: {} calls were refused or wrong ({})",
+                    plan.spec,
+                    o.mismatches(),
+                    o.refusals()
+                ));
+            }
+            for line in bs::summary_lines(plan, &r) {
+                stream_lines.push(line);
+            }
+            let fields = bs::json_fields(plan, &r);
+            for (what, trace) in [
+                ("enqueue", r.outcome.enqueue),
+                ("get_corrections", r.outcome.corrections),
+            ] {
+                let mut trace = trace;
+                set_meta(&mut trace, &a, transport, spec, &config, pacer);
+                trace.set_meta("calls", what);
+                trace.set_meta("protocol", &a.protocol);
+                trace.set_meta("shots", a.shots);
+                trace.set_meta("seed", a.seed);
+                trace.set_meta("logical_failures", o_logical(&fields));
+                let mut run = Run::new(format!("{} {what}", plan.label), trace);
+                run.extra = fields.clone();
+                run.extra.insert("calls".into(), what.into());
+                runs.push(run);
+            }
+            if failure.is_some() {
+                break;
+            }
+            continue;
+        }
         let mut session = ControllerSession::open("bench", config.clone(), &peer, 7878)
             .with_context(|| format!("connecting to the coprocessor at {transport}:{peer}"))?;
         if hop_args.on() {
@@ -577,7 +768,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
     }
     if !a.no_baseline && failure.is_none() {
-        let mut second = floor_half(a.rounds - a.rounds / 2)?;
+        let mut second = floor_half(floor_rounds - floor_rounds / 2)?;
         // Round 0 of the second half is warm; only the very first floor round is cold.
         floor_rtts.append(&mut second);
     }
@@ -622,7 +813,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         for ((_, t), s) in merged.iter_mut().zip(&server_tables) {
             t.merge(s.rows());
         }
-        let note = if a.peer.is_some() {
+        let note = if cuqr {
+            Some(
+                "cuqr: the client times each call whole; the hops are the server's, per frame (received = request_seen)",
+            )
+        } else if a.peer.is_some() {
             Some(
                 "the coprocessor's own hops: its `backline serve --hop-stats` (another process, maybe another clock)",
             )
@@ -681,6 +876,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     f.iter().map(|(s, n)| format!("{n} {}", s.name())).collect();
                 println!("{}: {}", r.label, list.join(", "));
             }
+        }
+        for line in &stream_lines {
+            println!("{line}");
         }
     }
     match failure {
@@ -830,12 +1028,27 @@ fn table(
     } else {
         "random-delayed"
     };
+    let streaming = runs.iter().any(|r| r.extra.contains_key("shots"));
     let mut t = Table::new(format!(
-        "backline bench: {transport}, {} rounds each ({cadence}), {} payload, {} in flight, {} x {} B slots",
-        a.rounds,
+        "backline bench: {transport}{}, {} ({cadence}), {} payload, {} in flight, {} x {} B slots",
+        if a.protocol == "cuqr" {
+            " (cuqr frames)"
+        } else {
+            ""
+        },
+        if streaming {
+            format!(
+                "{} shots each, every round enqueued, then get_corrections",
+                a.shots
+            )
+        } else {
+            format!("{} rounds each", a.rounds)
+        },
         match a.payload_bytes {
             Some(b) => format!("{b} B"),
-            None if runs.iter().any(|r| r.logical_failures.is_some()) => "syndrome-sized".into(),
+            None if streaming || runs.iter().any(|r| r.logical_failures.is_some()) => {
+                "syndrome-sized".into()
+            }
             None => "8 B".into(),
         },
         config.in_flight,
@@ -887,14 +1100,12 @@ fn json(a: &Args, transport: TransportKind, runs: &[Run], baseline: Option<&Run>
                 ratio_median: base.as_ref().map(|b| stats.median_ns / b.median_ns),
                 stats,
                 baseline: base.clone(),
-                extra: r
-                    .logical_failures
-                    .map(|k| {
-                        [("logical_failures".to_string(), serde_json::json!(k))]
-                            .into_iter()
-                            .collect()
-                    })
-                    .unwrap_or_default(),
+                extra: match r.logical_failures {
+                    Some(k) => [("logical_failures".to_string(), serde_json::json!(k))]
+                        .into_iter()
+                        .collect(),
+                    None => r.extra.clone(),
+                },
             })
         })
         .collect();
@@ -907,4 +1118,21 @@ fn json(a: &Args, transport: TransportKind, runs: &[Run], baseline: Option<&Run>
         })
         .to_string(),
     }
+}
+
+/// The spin budget of a session's waits, as a duration (0: block at once).
+fn spin_of(config: &SessionConfig) -> Duration {
+    match config.wait.spin {
+        backline_transport::SpinBudget::AlwaysBlock => Duration::ZERO,
+        backline_transport::SpinBudget::NeverBlock => Duration::MAX,
+        backline_transport::SpinBudget::For(t) => t,
+    }
+}
+
+/// The logical failures of a streaming run's JSON fields.
+fn o_logical(fields: &serde_json::Map<String, serde_json::Value>) -> u64 {
+    fields
+        .get("logical_failures")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0)
 }

@@ -1,9 +1,11 @@
 //! One module per subcommand.
 
 pub mod bench;
+mod bench_stream;
 mod common;
 pub mod decode;
 pub mod hops;
 pub mod plot;
 pub mod serve;
+mod serve_cuqr;
 pub mod sim;

@@ -1,4 +1,6 @@
-//! `backline serve`: a coprocessor in its own process, for the shm, udp and rdma transports.
+//! `backline serve`: a coprocessor in its own process, for the shm, udp and rdma transports;
+//! with `--protocol cuqr`, a server of NVIDIA's realtime RPC frames over udp instead
+//! ([`super::serve_cuqr`]).
 //!
 //! The first line on stdout is `ready <address>` once the server accepts controllers, so that
 //! scripts (and `backline bench`) can wait for it. Human-readable lines go to stderr.
@@ -21,6 +23,11 @@ pub struct Args {
     /// The transport to serve: shm, udp or rdma (memcpy runs inside `backline bench`).
     #[arg(long, default_value = "shm")]
     pub transport: String,
+    /// The protocol: backline (its slots) or cuqr (NVIDIA's realtime RPC frames, CUQR/CUQS,
+    /// over udp: enqueue_syndromes, get_corrections and reset_decoder answered by stream:
+    /// functions; --slot-bytes sets the slot, default 256).
+    #[arg(long, default_value = "backline", value_parser = ["backline", "cuqr"])]
+    pub protocol: String,
     /// Shared-memory segment name (shm): /dev/shm/backline-NAME.
     #[arg(long, default_value = "backline")]
     pub name: String,
@@ -28,7 +35,8 @@ pub struct Args {
     #[arg(long, default_value = "127.0.0.1:7878")]
     pub bind: String,
     /// The coprocessor function for decoder id 0: echo, steane, LIB:SYMBOL,
-    /// bposd:CODE[:SETTINGS] (X checks on id 0, Z checks on id 1), or a GPU function:
+    /// bposd:CODE[:SETTINGS] (X checks on id 0, Z checks on id 1),
+    /// stream:FILE.dem[:DECODER[:SETTINGS]] (a streaming decoder), or a GPU function:
     /// gpu:echo, gpu:steane, gpu:bposd:CODE[:SETTINGS], gpu:FILE.cu:FUNCTION (served through a
     /// CPU proxy thread, whose hop is timed and reported at shutdown).
     #[arg(long, default_value = "steane", conflicts_with = "fns")]
@@ -102,6 +110,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .collect::<anyhow::Result<Vec<_>>>()?
     };
     let table = table_of(&fns, &args.gpu.context()?)?;
+    if args.protocol == "cuqr" {
+        if transport != TransportKind::Udp {
+            bail!("--protocol cuqr runs over udp: add --transport udp");
+        }
+        return super::serve_cuqr::run(&args, &table);
+    }
     let mut config = args.ring.config(transport, args.payload_bytes)?;
     config.pin_cpu = args.pin;
     config.rdma = args.rdma.options();

@@ -1,0 +1,644 @@
+//! The streaming bench: shots sampled from a detector error model's mechanisms
+//! ([`DemNoise`], seeded; no stim at run time) streamed round by round to a streaming decoder,
+//! with `get_corrections` at each shot's end, every reply checked.
+//!
+//! The decoder is reached through a [`StreamLink`]: [`SessionLink`] — a `stream:` coprocessor
+//! function over any backline transport, one operation per message
+//! ([`backline_wire::stream`]) — or [`CuqrLink`] — a server of NVIDIA's realtime RPC frames over
+//! UDP ([`backline_wire::cuqr`]), backline's (`backline serve --protocol cuqr`) or anyone's.
+//! [`run`] times each call from just before its request leaves to just after its reply is in:
+//! the *enqueue* trace has one row per round (`enqueue_syndromes` round trips, a window's inner
+//! decode included when the round completes one), the *corrections* trace one per shot (the
+//! final `get_corrections`, which decodes the last window). A reply is right when its status is
+//! `ok` (and, for the final `get_corrections`, the corrections are final and ⌈k/8⌉ bytes); a
+//! right answer that differs from the shot's sampled observables is a logical failure.
+//! [`whole_history`] decodes the same shots (the same seed) with the whole-history decoder in
+//! the same process, for the logical error rate to compare with.
+//!
+//! A refused call is counted by status, the stream is reset, and the run goes on with the next
+//! shot; a transport failure (a timeout) ends the run with what it has.
+
+use std::net::UdpSocket;
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use backline_decode::dem::DetectorErrorModel;
+use backline_decode::dem_decoder::{DemDecoder, DemDecoderSettings, decode_batch};
+use backline_decode::noise::DemNoise;
+use backline_decode::shots::ShotTable;
+use backline_decode::stream::{StreamBuildError, round_layout};
+use backline_transport::{Controller as _, ControllerSession, Session as _};
+use backline_wire::cuqr::{self, Call, CallStatus};
+use backline_wire::stream::{FLAG_FINAL, StreamRequest};
+use backline_wire::{DecoderId, Status};
+
+use crate::swloop::Progress;
+use crate::trace::{Clock, RoundStatus, Trace, TraceRow};
+
+/// What one call answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkReply {
+    /// The call's status; `None` for a status code outside the protocol's.
+    pub status: Option<CallStatus>,
+    /// Whether the corrections are final (always `true` where the protocol does not say:
+    /// CUQR).
+    pub is_final: bool,
+    /// Result bytes written.
+    pub len: usize,
+}
+
+/// Why a call got no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    /// The backline session failed (a timeout, a lost peer).
+    #[error(transparent)]
+    Session(#[from] backline_transport::Error),
+    /// The slot's status was not ok (the coprocessor has no stream at that id, or it failed).
+    #[error("the coprocessor answered {}", .0.name())]
+    Slot(Status),
+    /// A reply that is not one of the protocol's.
+    #[error("malformed reply: {0}")]
+    Malformed(String),
+    /// No reply within the timeout.
+    #[error("no reply within {0:?}")]
+    Timeout(Duration),
+    /// The socket.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A way to a streaming decoder.
+pub trait StreamLink {
+    /// `enqueue_syndromes`: round `round` of the shot, `bits` detection events packed
+    /// LSB-first in `packed`.
+    fn enqueue(&mut self, round: u32, bits: usize, packed: &[u8]) -> Result<LinkReply, LinkError>;
+    /// `get_corrections` of `observables` bits into `out`, resetting the stream afterwards when
+    /// `reset`.
+    fn get_corrections(
+        &mut self,
+        observables: usize,
+        reset: bool,
+        out: &mut [u8],
+    ) -> Result<LinkReply, LinkError>;
+    /// `reset_decoder`.
+    fn reset(&mut self) -> Result<LinkReply, LinkError>;
+}
+
+/// A link that carries the stream payloads of [`backline_wire::stream`] as whole messages: a
+/// [`StreamLink`] by sending each call as one request.
+pub trait PayloadLink {
+    /// Sends one request (encoded with [`backline_wire::stream::encode_request`]); returns the
+    /// reply's payload (`Err` for a transport failure or a slot status other than ok).
+    fn exchange(&mut self, request: &StreamRequest<'_>) -> Result<&[u8], LinkError>;
+}
+
+/// `r` encoded into `buf`.
+fn encode<'b>(buf: &'b mut [u8], r: &StreamRequest<'_>) -> Result<&'b [u8], LinkError> {
+    let n = backline_wire::stream::encode_request(buf, r)
+        .map_err(|e| LinkError::Malformed(format!("request: {e}")))?;
+    Ok(&buf[..n])
+}
+
+/// One stream call over a [`PayloadLink`]: exchange, parse; the result bytes go to `out`.
+fn payload_call(
+    link: &mut dyn PayloadLink,
+    r: &StreamRequest<'_>,
+    out: &mut [u8],
+) -> Result<LinkReply, LinkError> {
+    let reply = link.exchange(r)?;
+    let (h, rest) = backline_wire::stream::parse_reply(reply)
+        .map_err(|e| LinkError::Malformed(e.to_string()))?;
+    let len = rest.len().min(out.len());
+    out[..len].copy_from_slice(&rest[..len]);
+    Ok(LinkReply {
+        status: Some(h.status),
+        is_final: h.flags & FLAG_FINAL != 0,
+        len: rest.len(),
+    })
+}
+
+impl<T: PayloadLink> StreamLink for T {
+    fn enqueue(&mut self, round: u32, _bits: usize, packed: &[u8]) -> Result<LinkReply, LinkError> {
+        let r = StreamRequest::Enqueue {
+            round,
+            bits: packed,
+        };
+        payload_call(self, &r, &mut [])
+    }
+
+    fn get_corrections(
+        &mut self,
+        observables: usize,
+        reset: bool,
+        out: &mut [u8],
+    ) -> Result<LinkReply, LinkError> {
+        let r = StreamRequest::GetCorrections {
+            observables: observables as u32,
+            reset,
+        };
+        payload_call(self, &r, out)
+    }
+
+    fn reset(&mut self) -> Result<LinkReply, LinkError> {
+        payload_call(self, &StreamRequest::Reset, &mut [])
+    }
+}
+
+/// A `stream:` function over a backline session, at one decoder id.
+pub struct SessionLink<'a> {
+    session: &'a mut ControllerSession,
+    decoder_id: DecoderId,
+    /// The request being sent (a slot's payload capacity).
+    req: Vec<u8>,
+}
+
+impl<'a> SessionLink<'a> {
+    /// The stream at `decoder_id` of the session's coprocessor.
+    pub fn new(session: &'a mut ControllerSession, decoder_id: DecoderId) -> SessionLink<'a> {
+        let cap = session.config().geometry.payload_capacity();
+        SessionLink {
+            session,
+            decoder_id,
+            req: vec![0; cap],
+        }
+    }
+}
+
+impl PayloadLink for SessionLink<'_> {
+    fn exchange(&mut self, request: &StreamRequest<'_>) -> Result<&[u8], LinkError> {
+        let request = encode(&mut self.req, request)?;
+        self.session.stage_payload(request, self.decoder_id)?;
+        self.session.post()?;
+        let reply = self.session.collect()?;
+        if reply.status != Status::Ok {
+            return Err(LinkError::Slot(reply.status));
+        }
+        Ok(reply.payload)
+    }
+}
+
+/// A client of a CUQR server over UDP: one datagram per call, the reply matched by request id
+/// (replies to earlier, timed-out calls are skipped).
+pub struct CuqrLink {
+    sock: UdpSocket,
+    decoder_id: i64,
+    timeout: Duration,
+    spin: Duration,
+    next_id: u32,
+    frame: Vec<u8>,
+    reply: Vec<u8>,
+    /// Replies that answered no call of this wait (late, or not ours).
+    pub strays: u64,
+}
+
+impl CuqrLink {
+    /// A client of the server at `peer` (`host:port`) for decoder `decoder_id`, with slots of
+    /// `slot_bytes`, waiting at most `timeout` for each reply (busy-polling for `spin` first).
+    pub fn connect(
+        peer: &str,
+        decoder_id: i64,
+        slot_bytes: usize,
+        timeout: Duration,
+        spin: Duration,
+    ) -> std::io::Result<CuqrLink> {
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(peer)?
+            .next()
+            .ok_or_else(|| std::io::Error::other(format!("{peer}: no address")))?;
+        let local = if addr.is_ipv4() {
+            "0.0.0.0:0"
+        } else {
+            "[::]:0"
+        };
+        let sock = UdpSocket::bind(local)?;
+        sock.connect(addr)?;
+        sock.set_nonblocking(true)?;
+        Ok(CuqrLink {
+            sock,
+            decoder_id,
+            timeout,
+            spin,
+            next_id: 1,
+            frame: vec![0; slot_bytes],
+            reply: vec![0; slot_bytes + 1],
+            strays: 0,
+        })
+    }
+
+    fn call(&mut self, call: &Call<'_>, out: &mut [u8]) -> Result<LinkReply, LinkError> {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1);
+        let n = cuqr::encode_request(&mut self.frame, id, 0, call)
+            .map_err(|e| LinkError::Malformed(format!("request: {e}")))?;
+        loop {
+            match self.sock.send(&self.frame[..n]) {
+                Ok(_) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::yield_now(),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let start = Instant::now();
+        let mut blocking = false;
+        loop {
+            match self.sock.recv(&mut self.reply) {
+                Ok(m) => {
+                    let (h, result) = cuqr::parse_response(&self.reply[..m])
+                        .map_err(|e| LinkError::Malformed(e.to_string()))?;
+                    if h.request_id != id {
+                        self.strays += 1;
+                        continue;
+                    }
+                    if blocking {
+                        self.sock.set_nonblocking(true)?;
+                    }
+                    let len = result.len().min(out.len());
+                    out[..len].copy_from_slice(&result[..len]);
+                    return Ok(LinkReply {
+                        status: CallStatus::from_code(h.status),
+                        is_final: true,
+                        len: result.len(),
+                    });
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    let waited = start.elapsed();
+                    if waited >= self.timeout {
+                        if blocking {
+                            self.sock.set_nonblocking(true)?;
+                        }
+                        return Err(LinkError::Timeout(self.timeout));
+                    }
+                    if !blocking && waited >= self.spin {
+                        self.sock.set_nonblocking(false)?;
+                        blocking = true;
+                    }
+                    if blocking {
+                        let left = (self.timeout - waited).max(Duration::from_micros(100));
+                        self.sock
+                            .set_read_timeout(Some(left.min(Duration::from_millis(20))))?;
+                    } else {
+                        core::hint::spin_loop();
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+impl StreamLink for CuqrLink {
+    fn enqueue(&mut self, round: u32, bits: usize, packed: &[u8]) -> Result<LinkReply, LinkError> {
+        self.call(
+            &Call::EnqueueSyndromes {
+                decoder_id: self.decoder_id,
+                counter: round as i64,
+                mapping_id: 0,
+                num_bits: bits as i64,
+                bits: packed,
+            },
+            &mut [],
+        )
+    }
+
+    fn get_corrections(
+        &mut self,
+        observables: usize,
+        reset: bool,
+        out: &mut [u8],
+    ) -> Result<LinkReply, LinkError> {
+        self.call(
+            &Call::GetCorrections {
+                decoder_id: self.decoder_id,
+                return_size: observables as i64,
+                reset,
+            },
+            out,
+        )
+    }
+
+    fn reset(&mut self) -> Result<LinkReply, LinkError> {
+        self.call(
+            &Call::ResetDecoder {
+                decoder_id: self.decoder_id,
+            },
+            &mut [],
+        )
+    }
+}
+
+/// What one streaming run does.
+#[derive(Debug, Clone)]
+pub struct StreamRun {
+    /// Shots, the cold first one included.
+    pub shots: u64,
+    /// Seed of the sampled shots.
+    pub seed: u64,
+    /// Progress on stderr for runs longer than a second.
+    pub progress: bool,
+    /// Label of the progress line.
+    pub label: String,
+}
+
+/// What a streaming run measured.
+#[derive(Debug)]
+pub struct StreamOutcome {
+    /// One row per `enqueue_syndromes` call.
+    pub enqueue: Trace,
+    /// One row per shot's final `get_corrections`.
+    pub corrections: Trace,
+    /// Shots whose every reply was right.
+    pub shots: u64,
+    /// Right answers that differ from the sampled observables.
+    pub logical_failures: u64,
+    /// Calls refused, by status code (`ok` counts replies that were ok but not final or of the
+    /// wrong length).
+    pub refused: [u64; 7],
+    /// Each shot's prediction (⌈k/8⌉ bytes, zero for a shot that did not complete), in shot
+    /// order, for [`whole_history`].
+    pub predictions: Vec<u8>,
+    /// Which shots completed.
+    pub completed: Vec<bool>,
+    /// What ended the run early.
+    pub error: Option<LinkError>,
+}
+
+impl StreamOutcome {
+    /// Calls refused or wrong, in all.
+    pub fn mismatches(&self) -> u64 {
+        self.refused.iter().sum()
+    }
+
+    /// `status=count` of the refusals.
+    pub fn refusals(&self) -> String {
+        CallStatus::ALL
+            .iter()
+            .zip(&self.refused)
+            .filter(|(_, n)| **n > 0)
+            .map(|(s, n)| {
+                if *s == CallStatus::Ok {
+                    format!("{n} wrong replies")
+                } else {
+                    format!("{n} {}", s.name())
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+fn pack(bits: &[u8], out: &mut [u8]) {
+    out.fill(0);
+    for (i, &b) in bits.iter().enumerate() {
+        out[i / 8] |= b << (i % 8);
+    }
+}
+
+fn row(round: u64, rtt_ns: f64, status: RoundStatus) -> TraceRow {
+    TraceRow {
+        round,
+        rtt_ns,
+        rtt_cycles: None,
+        quiet_ns: 0.0,
+        status,
+        cold: round == 0,
+    }
+}
+
+/// Streams `cfg.shots` shots of `dem` through `link`.
+pub fn run(
+    link: &mut dyn StreamLink,
+    dem: &DetectorErrorModel,
+    cfg: &StreamRun,
+) -> Result<StreamOutcome, StreamBuildError> {
+    let layout: Vec<Range<usize>> = round_layout(dem)?;
+    let k = dem.num_observables();
+    let kb = k.div_ceil(8);
+    let mut noise = DemNoise::new(dem, cfg.seed);
+    let mut events = vec![0u8; dem.num_detectors()];
+    let mut truth = vec![0u8; k];
+    let mut truth_packed = vec![0u8; kb];
+    let mut packed: Vec<Vec<u8>> = layout
+        .iter()
+        .map(|r| vec![0u8; r.len().div_ceil(8)])
+        .collect();
+    let mut result = vec![0u8; kb];
+    let calls = cfg.shots as usize * layout.len();
+    let mut out = StreamOutcome {
+        enqueue: Trace::with_capacity(Clock::HostNs, calls),
+        corrections: Trace::with_capacity(Clock::HostNs, cfg.shots as usize),
+        shots: 0,
+        logical_failures: 0,
+        refused: [0; 7],
+        predictions: vec![0; cfg.shots as usize * kb],
+        completed: vec![false; cfg.shots as usize],
+        error: None,
+    };
+    let mut progress = Progress::new(cfg.progress, &cfg.label);
+    let mut call = 0u64;
+    'shots: for shot in 0..cfg.shots {
+        noise.sample(&mut events, &mut truth);
+        for (r, p) in layout.iter().zip(packed.iter_mut()) {
+            pack(&events[r.clone()], p);
+        }
+        let mut refused = None;
+        for (r, p) in packed.iter().enumerate() {
+            let t0 = Instant::now();
+            let reply = link.enqueue(r as u32, layout[r].len(), p);
+            let rtt = t0.elapsed().as_nanos() as f64;
+            match reply {
+                Ok(LinkReply {
+                    status: Some(CallStatus::Ok),
+                    ..
+                }) => out.enqueue.rows.push(row(call, rtt, RoundStatus::Ok)),
+                Ok(rep) => {
+                    out.enqueue.rows.push(row(call, rtt, RoundStatus::Mismatch));
+                    refused = Some(rep.status.unwrap_or(CallStatus::InternalError));
+                }
+                Err(e) => {
+                    out.enqueue.rows.push(row(call, rtt, RoundStatus::Timeout));
+                    out.error = Some(e);
+                    break 'shots;
+                }
+            }
+            call += 1;
+            if refused.is_some() {
+                break;
+            }
+        }
+        if let Some(status) = refused {
+            out.refused[status as usize] += 1;
+            if let Err(e) = link.reset() {
+                out.error = Some(e);
+                break;
+            }
+            continue;
+        }
+        let t0 = Instant::now();
+        let reply = link.get_corrections(k, true, &mut result);
+        let rtt = t0.elapsed().as_nanos() as f64;
+        match reply {
+            Ok(rep) if rep.status == Some(CallStatus::Ok) && rep.is_final && rep.len == kb => {
+                out.corrections.rows.push(row(shot, rtt, RoundStatus::Ok));
+                out.shots += 1;
+                pack(&truth, &mut truth_packed);
+                out.logical_failures += (result != truth_packed) as u64;
+                out.predictions[shot as usize * kb..(shot as usize + 1) * kb]
+                    .copy_from_slice(&result);
+                out.completed[shot as usize] = true;
+            }
+            Ok(rep) => {
+                out.corrections
+                    .rows
+                    .push(row(shot, rtt, RoundStatus::Mismatch));
+                let s = match rep.status {
+                    Some(CallStatus::Ok) | None => CallStatus::Ok,
+                    Some(s) => s,
+                };
+                out.refused[s as usize] += 1;
+                if let Err(e) = link.reset() {
+                    out.error = Some(e);
+                    break;
+                }
+            }
+            Err(e) => {
+                out.corrections
+                    .rows
+                    .push(row(shot, rtt, RoundStatus::Timeout));
+                out.error = Some(e);
+                break;
+            }
+        }
+        if shot % 256 == 0 {
+            progress.tick(shot, cfg.shots);
+        }
+    }
+    progress.finish();
+    Ok(out)
+}
+
+/// The whole-history decoder on the same shots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WholeHistory {
+    /// Shots decoded (those the stream completed).
+    pub shots: u64,
+    /// Its logical failures.
+    pub logical_failures: u64,
+    /// Shots where its prediction and the stream's differ.
+    pub differ: u64,
+}
+
+/// Decodes the shots of `stream` again (the same seed, so the same shots) with the
+/// whole-history decoder `decoder`, on every core, and compares.
+pub fn whole_history(
+    dem: &DetectorErrorModel,
+    decoder: &DemDecoderSettings,
+    cfg: &StreamRun,
+    stream: &StreamOutcome,
+) -> Result<WholeHistory, backline_decode::DecoderError> {
+    let dec = DemDecoder::new(dem, decoder)?;
+    let mut noise = DemNoise::new(dem, cfg.seed);
+    let n = stream.completed.len();
+    let mut dets = ShotTable::zeros(n, dem.num_detectors());
+    let mut truth = ShotTable::zeros(n, dem.num_observables());
+    let mut events = vec![0u8; dem.num_detectors()];
+    let mut obs = vec![0u8; dem.num_observables()];
+    for s in 0..n {
+        noise.sample(&mut events, &mut obs);
+        pack(&events, dets.row_mut(s));
+        pack(&obs, truth.row_mut(s));
+    }
+    let batch = decode_batch(&dec, &dets, 0, false)?;
+    let kb = dem.num_observables().div_ceil(8);
+    let mut w = WholeHistory {
+        shots: 0,
+        logical_failures: 0,
+        differ: 0,
+    };
+    for s in (0..n).filter(|&s| stream.completed[s]) {
+        let p = batch.predictions.row(s);
+        w.shots += 1;
+        w.logical_failures += (p != truth.row(s)) as u64;
+        w.differ += (p != &stream.predictions[s * kb..(s + 1) * kb]) as u64;
+    }
+    Ok(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A link to an in-process stream, with a fault injected on one call.
+    struct Local {
+        f: std::sync::Arc<dyn backline_responder::Responder>,
+        calls: u64,
+        fail_at: u64,
+        reply: [u8; 48],
+    }
+
+    impl PayloadLink for Local {
+        fn exchange(&mut self, request: &StreamRequest<'_>) -> Result<&[u8], LinkError> {
+            self.calls += 1;
+            let mut buf = [0u8; 64];
+            let mut req = encode(&mut buf, request)?.to_vec();
+            if self.calls == self.fail_at {
+                req[4] ^= 1;
+            }
+            let m = self.f.respond(&req, &mut self.reply).unwrap();
+            Ok(&self.reply[..m])
+        }
+    }
+
+    #[test]
+    fn shots_stream_and_match_the_whole_history() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../host/decode/tests/data/dem/surface_d3_r8_p0.01.dem"
+        );
+        let spec = format!(
+            "stream:{path}:bposd:window=4;commit=2;max_iter=30;ms_scaling_factor=0.625;\
+             osd_method=osd_cs;osd_order=7"
+        );
+        let dem = DetectorErrorModel::parse(&std::fs::read_to_string(path).unwrap(), path).unwrap();
+        let f = backline_responder::stream_functions(&spec, 0)
+            .unwrap()
+            .remove(0)
+            .1;
+        // A round skipped on call 13 (shot 1's round 2 sent as round 3): that shot is refused
+        // and skipped.
+        let mut link = Local {
+            f,
+            calls: 0,
+            fail_at: 13,
+            reply: [0; 48],
+        };
+        let cfg = StreamRun {
+            shots: 200,
+            seed: 4,
+            progress: false,
+            label: String::new(),
+        };
+        let out = run(&mut link, &dem, &cfg).unwrap();
+        assert!(out.error.is_none());
+        assert_eq!(out.shots, 199);
+        assert_eq!(out.refused[CallStatus::SyndromesDropped as usize], 1);
+        assert_eq!(out.refusals(), "1 syndromes_dropped");
+        assert_eq!(out.corrections.rows.len(), 199);
+        assert_eq!(out.enqueue.rows.len(), 9 * 199 + 3);
+        assert!(!out.completed[1] && out.completed[2]);
+        let decoder = backline_responder::stream::parse_stream_spec(&spec)
+            .unwrap()
+            .settings
+            .decoder;
+        let w = whole_history(&dem, &decoder, &cfg, &out).unwrap();
+        assert_eq!(w.shots, 199);
+        // p = 0.01 at d = 3: a few failures either way, and the two agree on most shots.
+        assert!(w.differ < 15, "{w:?}");
+        assert!(
+            out.logical_failures.abs_diff(w.logical_failures) <= w.differ,
+            "{w:?}"
+        );
+    }
+}

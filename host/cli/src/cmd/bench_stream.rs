@@ -1,0 +1,203 @@
+//! The streaming runs of `backline bench --responder stream:…`: what a `stream:` spec needs
+//! (its model, payload sizes and inner decoder), the run itself through a backline session or
+//! a CUQR client ([`backline_bench::stream`]), the CUQR floor, and the lines that report the
+//! logical error rates.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use backline_bench::stats::wilson_interval;
+use backline_bench::stream::{self as sb, StreamLink, StreamOutcome, StreamRun, WholeHistory};
+use backline_decode::dem::DetectorErrorModel;
+use backline_decode::dem_decoder::DemDecoderSettings;
+use backline_wire::stream::STREAM_HEADER_BYTES;
+
+/// Whether a spec is a streaming decoder.
+pub fn is_stream(spec: &str) -> bool {
+    spec.starts_with("stream:")
+}
+
+/// What the bench needs of a `stream:` spec.
+pub struct StreamPlan {
+    /// The spec.
+    pub spec: String,
+    /// A short name for tables and file names: `stream-<model file stem>`.
+    pub label: String,
+    /// The model the shots are sampled from.
+    pub dem: DetectorErrorModel,
+    /// Its inner decoder (for the whole-history comparison).
+    pub decoder: DemDecoderSettings,
+    /// Rounds per shot.
+    pub rounds: usize,
+    /// Largest request payload (an enqueue of the widest round).
+    pub request_bytes: usize,
+    /// Largest reply payload (the corrections).
+    pub reply_bytes: usize,
+    /// Widest round, in detectors.
+    pub widest_round: usize,
+}
+
+impl StreamPlan {
+    /// Reads the spec's model and builds its decoder once (a bad spec is the bench's error).
+    pub fn new(spec: &str) -> anyhow::Result<StreamPlan> {
+        let (s, dec) = backline_responder::stream::stream_decoder_of(spec)?;
+        let widest = (0..dec.rounds())
+            .map(|r| dec.round_detectors(r).len())
+            .max()
+            .unwrap_or(0);
+        let stem = Path::new(&s.path)
+            .file_stem()
+            .map_or("model".into(), |f| f.to_string_lossy().to_string());
+        Ok(StreamPlan {
+            spec: spec.to_string(),
+            label: format!("stream-{stem}"),
+            rounds: dec.rounds(),
+            request_bytes: STREAM_HEADER_BYTES + widest.div_ceil(8),
+            reply_bytes: STREAM_HEADER_BYTES + dec.num_observables().div_ceil(8),
+            widest_round: widest,
+            decoder: s.settings.decoder,
+            dem: dec.model().clone(),
+        })
+    }
+
+    /// Calls of a run of `shots` shots (each round, then `get_corrections`).
+    pub fn calls(&self, shots: u64) -> u64 {
+        shots * (self.rounds as u64 + 1)
+    }
+}
+
+/// What a streaming run of the bench produced.
+pub struct StreamResult {
+    /// The run.
+    pub outcome: StreamOutcome,
+    /// The whole-history decoder on the same shots, when asked for.
+    pub whole: Option<WholeHistory>,
+}
+
+/// Streams `shots` shots of `plan` through `link`; with `whole`, decodes them again with the
+/// whole-history decoder afterwards.
+pub fn run(
+    link: &mut dyn StreamLink,
+    plan: &StreamPlan,
+    shots: u64,
+    seed: u64,
+    progress: bool,
+    label: String,
+    whole: bool,
+) -> anyhow::Result<StreamResult> {
+    let run = StreamRun {
+        shots,
+        seed,
+        progress,
+        label,
+    };
+    let outcome = sb::run(link, &plan.dem, &run).context("the model's rounds")?;
+    let whole = if whole && outcome.error.is_none() {
+        if progress {
+            eprintln!(
+                "{}: decoding the {} shots again with the whole-history decoder",
+                plan.label, outcome.shots
+            );
+        }
+        Some(sb::whole_history(&plan.dem, &plan.decoder, &run, &outcome)?)
+    } else {
+        None
+    };
+    Ok(StreamResult { outcome, whole })
+}
+
+/// `k/n` with its 95 % Wilson interval, as text.
+fn rate(k: u64, n: u64) -> String {
+    let (lo, hi) = wilson_interval(k, n, 1.96);
+    let p = if n == 0 { 0.0 } else { k as f64 / n as f64 };
+    format!("{k}/{n} = {p:.2e} [{lo:.2e}, {hi:.2e}]")
+}
+
+/// The lines a streaming run adds under the table.
+pub fn summary_lines(plan: &StreamPlan, r: &StreamResult) -> Vec<String> {
+    let o = &r.outcome;
+    let mut v = vec![format!(
+        "{}: {} shots of {} rounds streamed, logical errors {} (95 % Wilson)",
+        plan.label,
+        o.shots,
+        plan.rounds,
+        rate(o.logical_failures, o.shots)
+    )];
+    if let Some(w) = &r.whole {
+        v.push(format!(
+            "{}: whole-history decoder on the same shots: logical errors {}; {} shots decoded differently",
+            plan.label,
+            rate(w.logical_failures, w.shots),
+            w.differ
+        ));
+    }
+    if o.mismatches() > 0 {
+        v.push(format!("{}: refused: {}", plan.label, o.refusals()));
+    }
+    v
+}
+
+/// The JSON fields of a streaming run.
+pub fn json_fields(
+    plan: &StreamPlan,
+    r: &StreamResult,
+) -> serde_json::Map<String, serde_json::Value> {
+    let o = &r.outcome;
+    let (lo, hi) = wilson_interval(o.logical_failures, o.shots, 1.96);
+    let mut m = serde_json::Map::new();
+    m.insert("spec".into(), plan.spec.clone().into());
+    m.insert("shots".into(), o.shots.into());
+    m.insert("rounds_per_shot".into(), plan.rounds.into());
+    m.insert("logical_failures".into(), o.logical_failures.into());
+    m.insert(
+        "ler".into(),
+        (o.logical_failures as f64 / o.shots.max(1) as f64).into(),
+    );
+    m.insert("ler_low".into(), lo.into());
+    m.insert("ler_high".into(), hi.into());
+    m.insert("refused".into(), o.mismatches().into());
+    if let Some(w) = &r.whole {
+        let (lo, hi) = wilson_interval(w.logical_failures, w.shots, 1.96);
+        m.insert(
+            "whole_history".into(),
+            serde_json::json!({
+                "shots": w.shots,
+                "logical_failures": w.logical_failures,
+                "ler": w.logical_failures as f64 / w.shots.max(1) as f64,
+                "ler_low": lo,
+                "ler_high": hi,
+                "differ": w.differ,
+            }),
+        );
+    }
+    m
+}
+
+/// The CUQR floor: `rounds` `reset_decoder` calls for a decoder id no server has
+/// (`i64::MIN`), each answered `invalid_decoder` after the frame is parsed — the server's
+/// frame path with nothing to decode.
+pub fn cuqr_floor(
+    peer: &str,
+    slot_bytes: usize,
+    rounds: u64,
+    timeout: Duration,
+    spin: Duration,
+) -> anyhow::Result<Vec<f64>> {
+    let mut link = sb::CuqrLink::connect(peer, i64::MIN, slot_bytes, timeout, spin)
+        .with_context(|| format!("connecting to the cuqr server at {peer}"))?;
+    let mut out = Vec::with_capacity(rounds as usize);
+    for _ in 0..rounds {
+        let t0 = Instant::now();
+        let r = link.reset()?;
+        out.push(t0.elapsed().as_nanos() as f64);
+        if r.status != Some(backline_wire::cuqr::CallStatus::InvalidDecoder) {
+            anyhow::bail!(
+                "the cuqr server at {peer} answered reset_decoder({}) with {:?}, not invalid_decoder",
+                i64::MIN,
+                r.status
+            );
+        }
+    }
+    Ok(out)
+}

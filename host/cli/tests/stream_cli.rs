@@ -1,0 +1,214 @@
+//! Streaming decoders from the command line: `backline bench --responder stream:…` over
+//! memcpy (with the whole-history comparison), `backline serve --protocol cuqr` answering
+//! `backline bench --protocol cuqr --peer` over loopback UDP with every reply checked, and the
+//! errors of bad set-ups.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_backline");
+
+fn model() -> String {
+    concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../decode/tests/data/dem/surface_d3_r8_p0.01.dem"
+    )
+    .to_string()
+}
+
+fn spec() -> String {
+    format!("stream:{}:bposd:window=4;commit=2;max_iter=10", model())
+}
+
+fn out_dir(tag: &str) -> String {
+    let d = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("stream-cli-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.display().to_string()
+}
+
+fn bench(args: &[&str], tag: &str) -> Output {
+    Command::new(BIN)
+        .arg("bench")
+        .args(args)
+        .args(["--json", "--no-plots", "-q", "--out-dir", &out_dir(tag)])
+        .output()
+        .unwrap()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(
+        o.status.success(),
+        "backline failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim()).expect("one JSON object")
+}
+
+#[test]
+fn bench_streams_shots_over_memcpy_and_compares_with_the_whole_history() {
+    let o = bench(
+        &["--responder", &spec(), "--shots", "300", "--whole-history"],
+        "memcpy",
+    );
+    let v = json(&o);
+    let runs = v["runs"]
+        .as_array()
+        .expect("two runs: enqueue, get_corrections");
+    assert_eq!(runs.len(), 2);
+    let (enq, gc) = (&runs[0], &runs[1]);
+    assert_eq!(enq["calls"], "enqueue");
+    assert_eq!(gc["calls"], "get_corrections");
+    // 9 rounds a shot, every reply right.
+    assert_eq!(enq["completed"], 300 * 9);
+    assert_eq!(gc["completed"], 300);
+    assert_eq!(enq["shots"], 300);
+    assert_eq!(enq["refused"], 0);
+    assert!(enq["median_ns"].as_f64().unwrap() > 0.0);
+    assert!(enq["ratio_median"].as_f64().unwrap() > 0.0, "the floor ran");
+    // p = 0.01 at distance 3: a few % logical errors, and the whole history near them.
+    let k = enq["logical_failures"].as_u64().unwrap();
+    let w = &enq["whole_history"];
+    assert_eq!(w["shots"], 300);
+    let kw = w["logical_failures"].as_u64().unwrap();
+    assert!(k.abs_diff(kw) <= w["differ"].as_u64().unwrap(), "{enq}");
+    assert!((1..60).contains(&k), "{k}");
+    assert!(enq["ler_low"].as_f64().unwrap() <= enq["ler"].as_f64().unwrap());
+}
+
+/// `backline serve` with `args`; returns the child and its address.
+fn serve(args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let peer = line
+        .strip_prefix("ready ")
+        .unwrap_or_else(|| panic!("serve did not start: {line:?}"))
+        .trim()
+        .to_string();
+    (child, peer)
+}
+
+#[test]
+fn bench_speaks_cuqr_to_serve_over_loopback_udp() {
+    let fn0 = format!("0={}", spec());
+    let fn1 = format!("1={}", spec());
+    let (child, peer) = serve(&[
+        "--transport",
+        "udp",
+        "--protocol",
+        "cuqr",
+        "--bind",
+        "127.0.0.1:0",
+        "--fn",
+        &fn0,
+        "--fn",
+        &fn1,
+    ]);
+    // Two logical qubits on one server: decoder ids 0 and 1, one stream each.
+    for id in ["0", "1"] {
+        let o = bench(
+            &[
+                "--protocol",
+                "cuqr",
+                "--peer",
+                &peer,
+                "--responder",
+                &spec(),
+                "--decoder-id",
+                id,
+                "--shots",
+                "200",
+                "--timeout-ms",
+                "5000",
+            ],
+            &format!("cuqr{id}"),
+        );
+        let v = json(&o);
+        let runs = v["runs"].as_array().unwrap();
+        assert_eq!(v["transport"], "udp");
+        assert_eq!(runs[0]["completed"], 200 * 9);
+        assert_eq!(runs[1]["completed"], 200);
+        assert_eq!(runs[0]["refused"], 0);
+        assert!(runs[1]["baseline"]["median_ns"].as_f64().unwrap() > 0.0);
+    }
+    let st = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // Each bench: 2000 calls and 2000 floor frames, answered invalid_decoder.
+    assert!(
+        err.contains("stopped after 8000 frames (ok=4000 invalid_decoder=4000)"),
+        "{err}"
+    );
+    assert!(err.contains("200 shots finished"), "{err}");
+}
+
+#[test]
+fn bad_streaming_set_ups_are_errors() {
+    for (args, want) in [
+        (
+            vec!["--protocol", "cuqr", "--responder", "steane"],
+            "every responder must be a stream:",
+        ),
+        (
+            vec![
+                "--protocol",
+                "cuqr",
+                "--transport",
+                "shm",
+                "--responder",
+                "x",
+            ],
+            "--protocol cuqr runs over udp",
+        ),
+        (
+            vec!["--responder", "stream:/nonexistent/m.dem"],
+            "reading /nonexistent/m.dem",
+        ),
+    ] {
+        let o = Command::new(BIN).arg("bench").args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let s = spec();
+    let o = Command::new(BIN)
+        .args(["bench", "--responder", &s, "--in-flight", "2"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("one call at a time"));
+    let o = Command::new(BIN)
+        .args(["serve", "--protocol", "cuqr", "--fn", &format!("0={s}")])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("add --transport udp"));
+    let o = Command::new(BIN)
+        .args([
+            "serve",
+            "--transport",
+            "udp",
+            "--protocol",
+            "cuqr",
+            "--bind",
+            "127.0.0.1:0",
+            "--fn",
+            "0=echo",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("not a streaming decoder"), "{err}");
+}

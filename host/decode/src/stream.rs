@@ -1,0 +1,741 @@
+//! Streaming (sliding-window) decoding of a detector error model: rounds of detection events
+//! come in one at a time; every `commit` rounds a window of `window` rounds is decoded and the
+//! corrections of its first `commit` rounds are committed; at the end of the shot what is left
+//! is decoded once more and everything is committed.
+//!
+//! # Rounds
+//!
+//! A *round* is the set of detectors that share a time coordinate (the last coordinate of each
+//! `detector(…)` declaration, as stim writes them). The detectors must be numbered in time
+//! order, and every detector needs a time coordinate; [`StreamDecoder::new`] refuses other
+//! models and says which detector is out of line.
+//!
+//! # Windows
+//!
+//! Window `k` covers the rounds `k·C .. min(k·C + W, T)` of a model of `T` rounds (`W` =
+//! `window`, `C` = `commit`); the last window is the first one that reaches round `T − 1`. Each
+//! window decodes the mechanisms whose *first* detector lies in it
+//! ([`crate::dem::DetectorErrorModel::window_from`]), restricted to its detectors, with the inner
+//! decoder (BP+OSD or Relay-BP, [`DemDecoderSettings`]) built once for that window:
+//!
+//! 1. its syndrome is the window's detection events with the effect of every mechanism committed
+//!    so far XORed in;
+//! 2. the inner decoder chooses mechanisms that explain it;
+//! 3. those whose first detector lies in the window's first `C` rounds (every one, in the last
+//!    window) are *committed*: their observable flips join the prediction and their detector
+//!    flips are XORed into the detection events of the rounds ahead (which may not have arrived
+//!    yet: arriving rounds are XORed in, so the order does not matter).
+//!
+//! A window is decoded as soon as its last round arrives ([`StreamDecoder::push_round`] says so,
+//! [`StreamDecoder::decode_ready`] does it); the last window once every round is in and the
+//! answer is asked for ([`StreamDecoder::finish`]). A window whose syndrome is all zero is not
+//! run through the inner decoder: both inner decoders answer the zero syndrome with no flip
+//! (every prior is below ½), so skipping them changes no answer.
+//!
+//! With `W ≥ T` there is one window, the whole shot, and the answers are bit for bit those of
+//! the whole-history [`DemDecoder`]. When `W − C` covers the code's distance in rounds the
+//! logical error rate matches it within statistics (`tests/stream.rs`).
+//!
+//! # Bad input
+//!
+//! Hot-path errors are a small `Copy` [`StreamFault`]: a round out of order, of the wrong
+//! length or with padding bits set, rounds past the shot's last, or [`StreamDecoder::finish`]
+//! before the last round. None changes the stream's state, so a caller can answer the fault
+//! and go on.
+//!
+//! ```
+//! use backline_decode::dem::DetectorErrorModel;
+//! use backline_decode::stream::{StreamDecoder, StreamSettings};
+//! // A repetition code, 3 rounds of 2 detectors, with measurement errors.
+//! let dem = DetectorErrorModel::parse(
+//!     "repeat 2 {\n error(0.05) D0 L0\n error(0.05) D0 D1\n error(0.05) D1\n\
+//!      error(0.02) D0 D2\n error(0.02) D1 D3\n\
+//!      detector(0, 0) D0\n detector(1, 0) D1\n shift_detectors(0, 1) 2\n}\n\
+//!      error(0.05) D0 L0\nerror(0.05) D0 D1\nerror(0.05) D1\n\
+//!      detector(0, 0) D0\ndetector(1, 0) D1\n",
+//!     "rep.dem",
+//! )
+//! .unwrap();
+//! let settings = StreamSettings { window: Some(2), commit: Some(1), ..StreamSettings::default() };
+//! let mut s = StreamDecoder::new(&dem, &settings).unwrap();
+//! assert_eq!(s.rounds(), 3);
+//! // Round 0: detector 0 alone fired (the boundary mechanism, which flips L0).
+//! s.push_round(0, &[0b01]).unwrap();
+//! assert!(s.push_round(1, &[0b00]).unwrap(), "window 0 (rounds 0..2) is ready");
+//! s.decode_ready().unwrap();
+//! s.push_round(2, &[0b00]).unwrap();
+//! s.finish().unwrap();
+//! assert_eq!(s.observables(), &[1]);
+//! ```
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::dem::DetectorErrorModel;
+use crate::dem_decoder::{DemDecoder, DemDecoderSettings};
+use crate::error::{DecoderError, SettingError, parse_value};
+
+/// Window settings and the inner decoder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamSettings {
+    /// Rounds per window, ≥ 1; `None`: every round (one window, the whole shot).
+    pub window: Option<usize>,
+    /// Rounds committed per window, `1 ..= window`; `None`: `window − 1` (at least 1).
+    pub commit: Option<usize>,
+    /// The inner decoder of every window.
+    pub decoder: DemDecoderSettings,
+}
+
+impl Default for StreamSettings {
+    /// One window over the whole shot, decoded by BP+OSD with `ldpc`'s defaults.
+    fn default() -> StreamSettings {
+        StreamSettings {
+            window: None,
+            commit: None,
+            decoder: DemDecoderSettings::BpOsd(crate::BpOsdConfig::default()),
+        }
+    }
+}
+
+impl StreamSettings {
+    /// The names [`StreamSettings::set`] takes besides the inner decoder's.
+    pub const KEYS: &'static str = "window, commit";
+
+    /// Sets `window`, `commit` or a setting of the inner decoder by name, from text.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
+        match key.trim() {
+            "window" => self.window = Some(parse_value(key, value, "a positive integer")?),
+            "commit" => self.commit = Some(parse_value(key, value, "a positive integer")?),
+            _ => match &mut self.decoder {
+                DemDecoderSettings::BpOsd(c) => c.set(key, value)?,
+                DemDecoderSettings::RelayBp(c) => c.set(key, value)?,
+            },
+        }
+        Ok(())
+    }
+}
+
+/// Why a streaming decoder could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StreamBuildError {
+    /// `window` or `commit` out of range.
+    #[error("{0}")]
+    Settings(String),
+    /// The model's detectors do not form rounds.
+    #[error("{file}: {msg}")]
+    Layout {
+        /// The model's name.
+        file: String,
+        /// What is wrong.
+        msg: String,
+    },
+    /// A window's inner decoder could not be built.
+    #[error("window of rounds {rounds:?}: {source}")]
+    Window {
+        /// The window's rounds.
+        rounds: Range<usize>,
+        /// Why.
+        source: DecoderError,
+    },
+}
+
+/// Why a streaming call was refused; the stream's state is unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum StreamFault {
+    /// A round other than the next one.
+    #[error("round {found} arrived, the stream expects round {expected}")]
+    RoundOrder {
+        /// The next round of the shot.
+        expected: u32,
+        /// The round given.
+        found: u32,
+    },
+    /// Every round of the shot is in: reset (or finish) first.
+    #[error("all {rounds} rounds of the shot are in")]
+    ShotComplete {
+        /// Rounds of the model.
+        rounds: u32,
+    },
+    /// A round's detection events of the wrong length.
+    #[error("round {round} has {expected} detectors ({bytes} bytes bit-packed), not {found} bytes")]
+    RoundLength {
+        /// The round.
+        round: u32,
+        /// Its detectors.
+        expected: u32,
+        /// The bytes that carries.
+        bytes: u32,
+        /// Bytes given.
+        found: u32,
+    },
+    /// Padding bits past the round's detectors are set.
+    #[error("round {round}: padding bits past its {detectors} detectors are set")]
+    Padding {
+        /// The round.
+        round: u32,
+        /// Its detectors.
+        detectors: u32,
+    },
+    /// [`StreamDecoder::finish`] before the last round.
+    #[error("{received} of {rounds} rounds are in; the shot is not complete")]
+    Incomplete {
+        /// Rounds received.
+        received: u32,
+        /// Rounds of the model.
+        rounds: u32,
+    },
+    /// The inner decoder refused the window (a bug: its lengths are fixed at build).
+    #[error("the inner decoder failed on window {window}")]
+    Decoder {
+        /// The window.
+        window: u32,
+    },
+}
+
+/// One window: its rounds and detectors, its inner decoder, and which of its columns it
+/// commits.
+#[derive(Debug, Clone)]
+struct Window {
+    rounds: Range<usize>,
+    detectors: Range<usize>,
+    decoder: DemDecoder,
+    /// Decoder column `j` is mechanism `global[j]` of the whole model.
+    global: Vec<u32>,
+    /// Whether decoder column `j` is committed.
+    commit: Vec<bool>,
+    /// Observable scratch for the inner decoder (the window's own prediction is not used).
+    obs: Vec<u8>,
+}
+
+/// A streaming decoder of one shot at a time. Built once (its windows' decoders included);
+/// rounds, decodes and resets do not allocate.
+#[derive(Debug, Clone)]
+pub struct StreamDecoder {
+    dem: Arc<DetectorErrorModel>,
+    /// Round `r` is detectors `round_start[r]..round_start[r + 1]`.
+    round_start: Vec<usize>,
+    windows: Vec<Window>,
+    /// Detection events so far, with every committed mechanism's effect XORed in.
+    dets: Vec<u8>,
+    /// Observable flips of the committed mechanisms.
+    obs: Vec<u8>,
+    received: usize,
+    /// The next window to decode.
+    next: usize,
+    /// A window whose rounds are all in, not yet decoded.
+    ready: Option<usize>,
+}
+
+impl StreamDecoder {
+    /// A streaming decoder for `dem` with `settings`.
+    pub fn new(
+        dem: &DetectorErrorModel,
+        settings: &StreamSettings,
+    ) -> Result<StreamDecoder, StreamBuildError> {
+        let round_start = rounds_of(dem)?;
+        let t = round_start.len() - 1;
+        let w = settings.window.unwrap_or(t);
+        if w == 0 {
+            return Err(StreamBuildError::Settings(
+                "window = 0: a window takes at least one round".into(),
+            ));
+        }
+        let c = settings.commit.unwrap_or(w.saturating_sub(1).max(1));
+        if c == 0 || c > w {
+            return Err(StreamBuildError::Settings(format!(
+                "commit = {c}: a window of {w} rounds commits 1..={w} of them"
+            )));
+        }
+        let dem = Arc::new(dem.clone());
+        let mut windows = Vec::new();
+        let mut start = 0;
+        loop {
+            let end = (start + w).min(t);
+            let last = end == t;
+            let detectors = round_start[start]..round_start[end];
+            let cut = dem.window_from(detectors.clone());
+            let rounds = start..end;
+            let decoder = match DemDecoder::new(&cut.model, &settings.decoder) {
+                Ok(d) => d,
+                // No mechanism starts in the window: it has nothing to decide.
+                Err(DecoderError::NothingToDecode(_)) => {
+                    return Err(StreamBuildError::Layout {
+                        file: dem.name().to_string(),
+                        msg: format!(
+                            "no mechanism that a decoder can use starts in rounds {rounds:?}; \
+                             make the window longer"
+                        ),
+                    });
+                }
+                Err(source) => return Err(StreamBuildError::Window { rounds, source }),
+            };
+            let commit_end = if last {
+                usize::MAX
+            } else {
+                round_start[start + c]
+            };
+            let global: Vec<u32> = decoder
+                .mechanisms()
+                .iter()
+                .map(|&j| cut.mechanisms[j as usize])
+                .collect();
+            let commit = global
+                .iter()
+                .map(|&k| (dem.mechanism(k as usize).detectors[0] as usize) < commit_end)
+                .collect();
+            windows.push(Window {
+                rounds,
+                detectors,
+                obs: vec![0; decoder.num_observables()],
+                decoder,
+                global,
+                commit,
+            });
+            if last {
+                break;
+            }
+            start += c;
+        }
+        Ok(StreamDecoder {
+            dets: vec![0; dem.num_detectors()],
+            obs: vec![0; dem.num_observables()],
+            dem,
+            round_start,
+            windows,
+            received: 0,
+            next: 0,
+            ready: None,
+        })
+    }
+
+    /// The model.
+    pub fn model(&self) -> &DetectorErrorModel {
+        &self.dem
+    }
+
+    /// Rounds per shot.
+    pub fn rounds(&self) -> usize {
+        self.round_start.len() - 1
+    }
+
+    /// The detectors of round `r`.
+    pub fn round_detectors(&self, r: usize) -> Range<usize> {
+        self.round_start[r]..self.round_start[r + 1]
+    }
+
+    /// Detectors per shot.
+    pub fn num_detectors(&self) -> usize {
+        self.dets.len()
+    }
+
+    /// Observables per shot.
+    pub fn num_observables(&self) -> usize {
+        self.obs.len()
+    }
+
+    /// The windows' rounds, in decoding order.
+    pub fn windows(&self) -> impl Iterator<Item = Range<usize>> + '_ {
+        self.windows.iter().map(|w| w.rounds.clone())
+    }
+
+    /// Rounds of the current shot received so far.
+    pub fn received(&self) -> usize {
+        self.received
+    }
+
+    /// Whether every window, the last one included, has been decoded.
+    pub fn is_final(&self) -> bool {
+        self.next == self.windows.len()
+    }
+
+    /// Takes round `round`'s detection events, bit-packed LSB-first (`⌈n/8⌉` bytes for its `n`
+    /// detectors, padding bits 0). Returns whether a window is now ready
+    /// ([`StreamDecoder::decode_ready`]); the last window waits for [`StreamDecoder::finish`].
+    pub fn push_round(&mut self, round: u32, bits: &[u8]) -> Result<bool, StreamFault> {
+        let dets = self.next_round(round)?;
+        let n = dets.len();
+        if bits.len() != n.div_ceil(8) {
+            return Err(StreamFault::RoundLength {
+                round,
+                expected: n as u32,
+                bytes: n.div_ceil(8) as u32,
+                found: bits.len() as u32,
+            });
+        }
+        if !n.is_multiple_of(8) && bits[n / 8] >> (n % 8) != 0 {
+            return Err(StreamFault::Padding {
+                round,
+                detectors: n as u32,
+            });
+        }
+        for (i, d) in self.dets[dets].iter_mut().enumerate() {
+            *d ^= bits[i / 8] >> (i % 8) & 1;
+        }
+        Ok(self.booked())
+    }
+
+    /// [`StreamDecoder::push_round`] with one 0/1 byte per detector of the round (any non-zero
+    /// byte is 1), then the decode of a window it made ready. Returns whether one was decoded.
+    pub fn push_round_bytes(&mut self, round: u32, events: &[u8]) -> Result<bool, StreamFault> {
+        let dets = self.next_round(round)?;
+        if events.len() != dets.len() {
+            return Err(StreamFault::RoundLength {
+                round,
+                expected: dets.len() as u32,
+                bytes: dets.len() as u32,
+                found: events.len() as u32,
+            });
+        }
+        for (d, &e) in self.dets[dets].iter_mut().zip(events) {
+            *d ^= (e != 0) as u8;
+        }
+        if self.booked() {
+            return self.decode_ready();
+        }
+        Ok(false)
+    }
+
+    /// The detectors of `round` if it is the shot's next one.
+    fn next_round(&self, round: u32) -> Result<Range<usize>, StreamFault> {
+        let t = self.rounds();
+        if self.received == t {
+            return Err(StreamFault::ShotComplete { rounds: t as u32 });
+        }
+        if round as usize != self.received {
+            return Err(StreamFault::RoundOrder {
+                expected: self.received as u32,
+                found: round,
+            });
+        }
+        Ok(self.round_detectors(round as usize))
+    }
+
+    /// Counts the round just XORed in; whether it completes a window (not the last, which
+    /// waits for [`StreamDecoder::finish`]), which is then ready.
+    fn booked(&mut self) -> bool {
+        self.received += 1;
+        let w = &self.windows[self.next];
+        if self.received == w.rounds.end && self.next + 1 < self.windows.len() {
+            self.ready = Some(self.next);
+            return true;
+        }
+        false
+    }
+
+    /// Decodes the window [`StreamDecoder::push_round`] made ready, if any, and commits its
+    /// first rounds. Returns whether the inner decoder ran (not for a window without a
+    /// detection event).
+    pub fn decode_ready(&mut self) -> Result<bool, StreamFault> {
+        match self.ready.take() {
+            Some(k) => self.decode_window(k),
+            None => Ok(false),
+        }
+    }
+
+    /// Once every round is in: decodes what is left (the last window) and commits it. Calling
+    /// it again does nothing. Returns whether the inner decoder ran.
+    pub fn finish(&mut self) -> Result<bool, StreamFault> {
+        let t = self.rounds();
+        if self.received < t {
+            return Err(StreamFault::Incomplete {
+                received: self.received as u32,
+                rounds: t as u32,
+            });
+        }
+        let mut ran = self.decode_ready()?;
+        if !self.is_final() {
+            ran |= self.decode_window(self.windows.len() - 1)?;
+        }
+        Ok(ran)
+    }
+
+    /// Observable flips committed so far (all of them once [`StreamDecoder::is_final`]), one
+    /// 0/1 byte per observable.
+    pub fn observables(&self) -> &[u8] {
+        &self.obs
+    }
+
+    /// [`StreamDecoder::observables`] bit-packed LSB-first into `out` (`⌈k/8⌉` bytes,
+    /// padding bits 0).
+    ///
+    /// # Panics
+    /// If `out` is not `⌈k/8⌉` bytes long.
+    pub fn observables_packed(&self, out: &mut [u8]) {
+        assert_eq!(out.len(), self.obs.len().div_ceil(8), "observable bytes");
+        out.fill(0);
+        for (i, &o) in self.obs.iter().enumerate() {
+            out[i / 8] |= o << (i % 8);
+        }
+    }
+
+    /// Forgets the shot.
+    pub fn reset(&mut self) {
+        self.dets.fill(0);
+        self.obs.fill(0);
+        self.received = 0;
+        self.next = 0;
+        self.ready = None;
+    }
+
+    /// Decodes a whole shot round by round (detection events of every detector, one 0/1 byte
+    /// each) into its observable flips (0/1 bytes): reset, every round, finish.
+    pub fn decode_shot(
+        &mut self,
+        events: &[u8],
+        observables: &mut [u8],
+    ) -> Result<(), StreamFault> {
+        self.reset();
+        for r in 0..self.rounds() {
+            let d = self.round_detectors(r);
+            self.push_round_bytes(r as u32, &events[d])?;
+        }
+        self.finish()?;
+        observables.copy_from_slice(&self.obs);
+        Ok(())
+    }
+
+    fn decode_window(&mut self, k: usize) -> Result<bool, StreamFault> {
+        debug_assert_eq!(k, self.next);
+        self.next = k + 1;
+        let w = &mut self.windows[k];
+        let syndrome = &self.dets[w.detectors.clone()];
+        if syndrome.iter().all(|&b| b == 0) {
+            return Ok(false);
+        }
+        w.decoder
+            .decode(syndrome, &mut w.obs)
+            .map_err(|_| StreamFault::Decoder { window: k as u32 })?;
+        for (j, &c) in w.decoder.correction().iter().enumerate() {
+            if c != 0 && w.commit[j] {
+                let m = self.dem.mechanism(w.global[j] as usize);
+                for &d in m.detectors {
+                    self.dets[d as usize] ^= 1;
+                }
+                for &l in m.observables {
+                    self.obs[l as usize] ^= 1;
+                }
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// The rounds of a model, as [`StreamDecoder`] takes them: the detectors of each, in order
+/// (for a client that sends the rounds of sampled shots).
+pub fn round_layout(dem: &DetectorErrorModel) -> Result<Vec<Range<usize>>, StreamBuildError> {
+    let s = rounds_of(dem)?;
+    Ok(s.windows(2).map(|w| w[0]..w[1]).collect())
+}
+
+/// The rounds of a model: `round_start` with `T + 1` entries.
+fn rounds_of(dem: &DetectorErrorModel) -> Result<Vec<usize>, StreamBuildError> {
+    let layout = |msg: String| StreamBuildError::Layout {
+        file: dem.name().to_string(),
+        msg,
+    };
+    let mut starts = vec![0];
+    let mut last: Option<f64> = None;
+    for d in 0..dem.num_detectors() {
+        let t = dem.detector_time(d).ok_or_else(|| {
+            layout(format!(
+                "detector D{d} has no time coordinate; streaming needs every detector declared \
+                 with coordinates, time last (detector(x, y, t) D{d})"
+            ))
+        })?;
+        match last {
+            Some(prev) if t < prev => {
+                return Err(layout(format!(
+                    "detector D{d} has time {t}, before D{}'s {prev}: streaming needs the \
+                     detectors numbered in time order",
+                    d - 1
+                )));
+            }
+            Some(prev) if t > prev => starts.push(d),
+            _ => {}
+        }
+        last = Some(t);
+    }
+    starts.push(dem.num_detectors());
+    if dem.num_detectors() == 0 {
+        return Err(layout("the model has no detectors".into()));
+    }
+    Ok(starts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::noise::DemNoise;
+
+    /// A distance-3 repetition code over `r` rounds with measurement errors (2 detectors a
+    /// round, then the final data round), coordinates as stim writes them.
+    fn rep(r: usize, p: f64) -> DetectorErrorModel {
+        let q = p / 2.0;
+        DetectorErrorModel::parse(
+            &format!(
+                "repeat {r} {{\n error({p}) D0 L0\n error({p}) D0 D1\n error({p}) D1\n \
+                 error({q}) D0 D2\n error({q}) D1 D3\n \
+                 detector(0, 0) D0\n detector(1, 0) D1\n shift_detectors(0, 1) 2\n}}\n\
+                 error({p}) D0 L0\n error({p}) D0 D1\n error({p}) D1\n\
+                 detector(0, 0) D0\n detector(1, 0) D1\n"
+            ),
+            "rep.dem",
+        )
+        .unwrap()
+    }
+
+    fn settings(window: usize, commit: usize) -> StreamSettings {
+        StreamSettings {
+            window: Some(window),
+            commit: Some(commit),
+            decoder: DemDecoderSettings::BpOsd(crate::BpOsdConfig {
+                max_iter: 20,
+                osd_method: crate::OsdMethod::OsdCs,
+                osd_order: 4,
+                ..crate::BpOsdConfig::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn rounds_and_windows_follow_the_time_coordinates() {
+        let dem = rep(5, 0.02);
+        let s = StreamDecoder::new(&dem, &settings(3, 2)).unwrap();
+        assert_eq!(s.rounds(), 6);
+        assert_eq!(s.round_detectors(0), 0..2);
+        assert_eq!(s.round_detectors(5), 10..12);
+        assert_eq!(s.windows().collect::<Vec<_>>(), vec![0..3, 2..5, 4..6]);
+        let whole = StreamDecoder::new(&dem, &StreamSettings::default()).unwrap();
+        assert_eq!(whole.windows().collect::<Vec<_>>(), vec![0..6]);
+        let s = StreamDecoder::new(&dem, &settings(6, 6)).unwrap();
+        assert_eq!(s.windows().count(), 1);
+        let s = StreamDecoder::new(&dem, &settings(2, 2)).unwrap();
+        assert_eq!(s.windows().collect::<Vec<_>>(), vec![0..2, 2..4, 4..6]);
+    }
+
+    #[test]
+    fn bad_settings_and_models_are_errors() {
+        let dem = rep(3, 0.02);
+        for (w, c, want) in [
+            (0, 1, "window = 0"),
+            (3, 0, "commit = 0"),
+            (2, 3, "commit = 3"),
+        ] {
+            let e = StreamDecoder::new(&dem, &settings(w, c))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{e}");
+        }
+        let no_coords = DetectorErrorModel::parse("error(0.1) D0 D1\n", "nc.dem").unwrap();
+        let e = StreamDecoder::new(&no_coords, &StreamSettings::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("nc.dem: detector D0 has no time coordinate"),
+            "{e}"
+        );
+        let backwards = DetectorErrorModel::parse(
+            "error(0.1) D0 D1\ndetector(0, 1) D0\ndetector(0, 0) D1\n",
+            "b.dem",
+        )
+        .unwrap();
+        let e = StreamDecoder::new(&backwards, &StreamSettings::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("D1 has time 0, before D0's 1"), "{e}");
+        let mut s = settings(2, 1);
+        assert!(s.set("window", "x").is_err());
+        s.set("max_iter", "7").unwrap();
+        assert!(
+            s.set("gamma0", "0.1").is_err(),
+            "a Relay-BP setting on BP+OSD"
+        );
+    }
+
+    #[test]
+    fn faults_leave_the_stream_as_it_was() {
+        let dem = rep(3, 0.02);
+        let mut s = StreamDecoder::new(&dem, &settings(2, 1)).unwrap();
+        assert_eq!(
+            s.finish(),
+            Err(StreamFault::Incomplete {
+                received: 0,
+                rounds: 4
+            })
+        );
+        assert_eq!(
+            s.push_round(1, &[0]),
+            Err(StreamFault::RoundOrder {
+                expected: 0,
+                found: 1
+            })
+        );
+        assert!(matches!(
+            s.push_round(0, &[0, 0]),
+            Err(StreamFault::RoundLength {
+                expected: 2,
+                found: 2,
+                ..
+            })
+        ));
+        assert_eq!(
+            s.push_round(0, &[0b100]),
+            Err(StreamFault::Padding {
+                round: 0,
+                detectors: 2
+            })
+        );
+        assert_eq!(s.received(), 0);
+        for r in 0..4 {
+            s.push_round(r, &[0]).unwrap();
+            s.decode_ready().unwrap();
+        }
+        assert_eq!(
+            s.push_round(4, &[0]),
+            Err(StreamFault::ShotComplete { rounds: 4 })
+        );
+        assert!(!s.is_final());
+        assert_eq!(s.finish(), Ok(false));
+        assert!(s.is_final());
+        assert_eq!(s.finish(), Ok(false));
+        assert_eq!(s.observables(), &[0]);
+        s.reset();
+        assert_eq!(s.received(), 0);
+    }
+
+    #[test]
+    fn one_window_over_the_shot_is_the_whole_history_decoder() {
+        let dem = rep(6, 0.05);
+        let cfg = settings(100, 1);
+        let mut s = StreamDecoder::new(&dem, &cfg).unwrap();
+        let mut whole = DemDecoder::new(&dem, &cfg.decoder).unwrap();
+        let mut noise = DemNoise::new(&dem, 5);
+        let mut dets = vec![0u8; dem.num_detectors()];
+        let (mut obs, mut a, mut b) = ([0u8; 1], [0u8; 1], [0u8; 1]);
+        let mut nontrivial = 0;
+        for _ in 0..500 {
+            nontrivial += (noise.sample(&mut dets, &mut obs) > 0) as u32;
+            s.decode_shot(&dets, &mut a).unwrap();
+            whole.decode(&dets, &mut b).unwrap();
+            assert_eq!(a, b);
+        }
+        assert!(nontrivial > 300, "{nontrivial}");
+    }
+
+    #[test]
+    fn windows_commit_single_mechanisms_right() {
+        // Every mechanism alone, in a shot of its own, is decoded to its own observables by
+        // windows of 2 rounds committing 1.
+        let dem = rep(5, 0.02);
+        let mut s = StreamDecoder::new(&dem, &settings(2, 1)).unwrap();
+        let mut out = [0u8; 1];
+        for k in 0..dem.num_mechanisms() as u32 {
+            let mut dets = vec![0u8; dem.num_detectors()];
+            let mut want = [0u8; 1];
+            dem.apply_mechanisms([k], &mut dets, &mut want);
+            s.decode_shot(&dets, &mut out).unwrap();
+            assert_eq!(out, want, "mechanism {k}: {:?}", dem.mechanism(k as usize));
+        }
+    }
+}

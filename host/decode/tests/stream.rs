@@ -1,0 +1,125 @@
+//! The streaming decoder on stim's models (`tests/data/dem/`): its rounds and windows, its
+//! answers against the whole-history decoder on stim's own shots, and shots sampled from the
+//! model's mechanisms.
+
+use std::path::PathBuf;
+
+use backline_decode::dem::DetectorErrorModel;
+use backline_decode::dem_decoder::{DemDecoder, DemDecoderSettings};
+use backline_decode::noise::DemNoise;
+use backline_decode::relay::RelayConfig;
+use backline_decode::shots::{ShotFormat, ShotTable};
+use backline_decode::stream::{StreamDecoder, StreamSettings};
+use backline_decode::{BpOsdConfig, OsdMethod};
+
+fn model(name: &str) -> DetectorErrorModel {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/dem")
+        .join(name);
+    DetectorErrorModel::parse(&std::fs::read_to_string(&path).unwrap(), name).unwrap()
+}
+
+fn bposd() -> DemDecoderSettings {
+    DemDecoderSettings::BpOsd(BpOsdConfig {
+        max_iter: 30,
+        ms_scaling_factor: 0.625,
+        osd_method: OsdMethod::OsdCs,
+        osd_order: 7,
+        ..BpOsdConfig::default()
+    })
+}
+
+fn settings(window: usize, commit: usize, decoder: DemDecoderSettings) -> StreamSettings {
+    StreamSettings {
+        window: Some(window),
+        commit: Some(commit),
+        decoder,
+    }
+}
+
+#[test]
+fn stims_surface_models_have_rounds_of_their_checks() {
+    let d5 = model("surface_d5_r5_p0.001.dem");
+    let s = StreamDecoder::new(&d5, &settings(5, 3, bposd())).unwrap();
+    // A Z memory: the first and last rounds compare with the known initial and final data.
+    let sizes: Vec<usize> = (0..s.rounds())
+        .map(|r| s.round_detectors(r).len())
+        .collect();
+    assert_eq!(sizes, vec![12, 24, 24, 24, 24, 12]);
+    assert_eq!(s.windows().collect::<Vec<_>>(), vec![0..5, 3..6]);
+    let d3 = model("surface_d3_r8_p0.01.dem");
+    let s = StreamDecoder::new(&d3, &settings(4, 2, bposd())).unwrap();
+    assert_eq!(s.rounds(), 9);
+    assert_eq!(
+        s.windows().collect::<Vec<_>>(),
+        vec![0..4, 2..6, 4..8, 6..9]
+    );
+}
+
+/// stim's 2,000 shots of the distance-3 model: windows of 4 rounds committing 2 (the overlap
+/// of 2 rounds covers the distance) against the whole history. The two may differ on a shot
+/// or two; their logical errors must agree within statistics.
+#[test]
+fn windows_match_the_whole_history_on_stims_shots() {
+    let dem = model("surface_d3_r8_p0.01.dem");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/dem");
+    let read = |name: &str, format, bits| {
+        ShotTable::read(&std::fs::read(dir.join(name)).unwrap(), format, bits, name).unwrap()
+    };
+    let dets = read(
+        "surface_d3_r8_p0.01.dets.b8",
+        ShotFormat::B8,
+        dem.num_detectors(),
+    );
+    let obs = read("surface_d3_r8_p0.01.obs.01", ShotFormat::Ascii01, 1);
+    for decoder in [bposd(), DemDecoderSettings::RelayBp(RelayConfig::default())] {
+        let mut whole = DemDecoder::new(&dem, &decoder).unwrap();
+        let mut s = StreamDecoder::new(&dem, &settings(4, 2, decoder.clone())).unwrap();
+        let mut events = vec![0u8; dem.num_detectors()];
+        let (mut a, mut b) = ([0u8; 1], [0u8; 1]);
+        let (mut fails_whole, mut fails_stream, mut differ) = (0u32, 0u32, 0u32);
+        for shot in 0..dets.shots() {
+            backline_decode::shots::unpack_into(dets.row(shot), &mut events);
+            let truth = obs.get(shot, 0) as u8;
+            whole.decode(&events, &mut a).unwrap();
+            s.decode_shot(&events, &mut b).unwrap();
+            fails_whole += (a[0] != truth) as u32;
+            fails_stream += (b[0] != truth) as u32;
+            differ += (a != b) as u32;
+        }
+        // Paired: each shot where they differ moves one failure count by one. Within 3σ of
+        // no difference, and the whole-history rate where it is known to be (a few %).
+        let sigma = (differ.max(1) as f64).sqrt();
+        assert!(
+            (fails_stream as f64 - fails_whole as f64).abs() <= 3.0 * sigma + 1.0,
+            "{decoder:?}: stream {fails_stream}, whole {fails_whole}, differ {differ}"
+        );
+        assert!((20..200).contains(&fails_whole), "{fails_whole}");
+        assert!(differ < 120, "{differ}");
+    }
+}
+
+/// Shots sampled from the distance-5 model's mechanisms: W = 5, C = 3, as the bench's figure
+/// runs it.
+#[test]
+fn sampled_shots_of_the_d5_model() {
+    let dem = model("surface_d5_r5_p0.001.dem");
+    let mut noise = DemNoise::new(&dem, 11);
+    let dec = bposd();
+    let mut whole = DemDecoder::new(&dem, &dec).unwrap();
+    let mut s = StreamDecoder::new(&dem, &settings(5, 3, dec)).unwrap();
+    let mut events = vec![0u8; dem.num_detectors()];
+    let (mut truth, mut a, mut b) = ([0u8; 1], [0u8; 1], [0u8; 1]);
+    let (mut nontrivial, mut differ, mut fails) = (0u32, 0u32, 0u32);
+    for _ in 0..2000 {
+        nontrivial += (noise.sample(&mut events, &mut truth) > 0) as u32;
+        whole.decode(&events, &mut a).unwrap();
+        s.decode_shot(&events, &mut b).unwrap();
+        differ += (a != b) as u32;
+        fails += (b != truth) as u32;
+    }
+    // At p = 0.001 about 2 mechanisms happen a shot; most shots have some.
+    assert!(nontrivial > 800, "{nontrivial}");
+    assert!(differ <= 5, "{differ}");
+    assert!(fails <= 5, "{fails}");
+}

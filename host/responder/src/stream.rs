@@ -1,0 +1,628 @@
+//! Streaming decoders as coprocessor functions: `stream:FILE.dem[:DECODER[:SETTINGS]]`, one
+//! [`StreamFunction`] per decoder id, each holding the shot of one logical qubit in a
+//! [`backline_decode::stream::StreamDecoder`].
+//!
+//! DECODER is `bposd` (default) or `relay-bp`; SETTINGS are `key=value` pairs separated by `;`:
+//! `window` and `commit` (rounds; default one window over the whole shot), `streams` (decoder
+//! ids the spec takes from its base, one stream each; default 1), `idle_ms` (a shot left this
+//! long mid-way is dropped when the stream is next used; default 5000), and the inner
+//! decoder's settings with `ldpc`'s or `relay-bp`'s names (`max_iter`, `osd_method`, …,
+//! `gamma0`, …). Example: `stream:surface.dem:bposd:window=5;commit=3;max_iter=30`.
+//!
+//! Each request is one operation of [`backline_wire::stream`] (enqueue a round, get the
+//! corrections, reset), and each reply starts with a [`CallStatus`]; the CUQR server
+//! ([`crate::cuqr`]) calls the same typed operations ([`StreamFunction::enqueue`],
+//! [`StreamFunction::get_corrections`], [`StreamFunction::reset`]). The rules of a stream:
+//!
+//! - round `r` of a shot is accepted only after rounds `0..r`; a later round than the next one
+//!   means rounds were lost: [`CallStatus::SyndromesDropped`], latched until a reset; an
+//!   earlier one (a repeat) is [`CallStatus::BadRequest`];
+//! - round 0 is accepted only by a fresh stream (after a reset, a `get_corrections` with reset,
+//!   or the idle timeout): a round 0 in the middle of a shot is [`CallStatus::Busy`], the
+//!   stream's shot belonging to another client;
+//! - a round of the wrong length, padding bits set, or a return size other than the model's
+//!   number of observables: [`CallStatus::BadRequest`];
+//! - `get_corrections` before any round of the shot: [`CallStatus::NotReady`]; before the last
+//!   round, the corrections committed so far; after it, the last window is decoded and the
+//!   answer is final ([`backline_wire::stream::FLAG_FINAL`]);
+//! - a shot untouched for the idle time is dropped when the stream is next used (a client that
+//!   disappeared mid-shot leaves nothing stuck).
+//!
+//! A refused call changes nothing but the latch. Hop probes (on when the serving loop has
+//! them on) mark [`backline_probe::Hop::WindowReady`] after the round's bookkeeping and
+//! [`backline_probe::Hop::DecodeDone`] after a window's inner decode.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use backline_decode::BpOsdConfig;
+use backline_decode::dem::DetectorErrorModel;
+use backline_decode::dem_decoder::DemDecoderSettings;
+use backline_decode::relay::RelayConfig;
+use backline_decode::stream::{StreamDecoder, StreamFault, StreamSettings};
+use backline_probe::{Hop, mark};
+use backline_wire::cuqr::CallStatus;
+use backline_wire::stream::{
+    FLAG_DECODED, FLAG_FINAL, STREAM_HEADER_BYTES, StreamReply, StreamRequest,
+};
+
+use crate::{Responder, ResponderError};
+
+/// Default idle time after which a shot left mid-way is dropped.
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(5);
+
+/// Why a `stream:` spec was refused.
+#[derive(Debug, thiserror::Error)]
+#[error("stream spec `{spec}`: {msg}")]
+pub struct StreamSpecError {
+    /// The spec.
+    pub spec: String,
+    /// What is wrong (the model's or the decoder's error, rendered).
+    pub msg: String,
+}
+
+/// A parsed `stream:` spec.
+#[derive(Debug, Clone)]
+pub struct StreamSpec {
+    /// The model's file.
+    pub path: String,
+    /// `bposd` or `relay-bp`.
+    pub decoder: &'static str,
+    /// Window, commit and inner decoder settings.
+    pub settings: StreamSettings,
+    /// Decoder ids (streams) the spec takes.
+    pub streams: u32,
+    /// Idle time after which a shot left mid-way is dropped.
+    pub idle: Duration,
+}
+
+/// Parses a `stream:FILE.dem[:DECODER[:SETTINGS]]` spec (without reading the model).
+pub fn parse_stream_spec(spec: &str) -> Result<StreamSpec, StreamSpecError> {
+    let bad = |msg: String| StreamSpecError {
+        spec: spec.to_string(),
+        msg,
+    };
+    let rest = spec
+        .strip_prefix("stream:")
+        .ok_or_else(|| bad("expected stream:FILE.dem[:DECODER[:SETTINGS]]".into()))?;
+    // Settings always contain '='; the decoder is a known name; the file is what is left (it
+    // may itself contain ':').
+    let (rest, set) = match rest.rsplit_once(':') {
+        Some((r, s)) if s.contains('=') => (r, s),
+        _ => (rest, ""),
+    };
+    let (path, decoder) = match rest.rsplit_once(':') {
+        Some((p, "bposd")) => (p, "bposd"),
+        Some((p, "relay-bp")) => (p, "relay-bp"),
+        _ => (rest, "bposd"),
+    };
+    if path.is_empty() {
+        return Err(bad("no model file".into()));
+    }
+    let mut settings = StreamSettings {
+        decoder: match decoder {
+            "relay-bp" => DemDecoderSettings::RelayBp(RelayConfig::default()),
+            _ => DemDecoderSettings::BpOsd(BpOsdConfig::default()),
+        },
+        ..StreamSettings::default()
+    };
+    let (mut streams, mut idle) = (1u32, DEFAULT_IDLE);
+    for kv in set.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| bad(format!("`{kv}` is not key=value")))?;
+        match k.trim() {
+            "streams" => {
+                streams = v
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|&n: &u32| (1..=4096).contains(&n))
+                    .ok_or_else(|| bad(format!("streams: `{v}` is not an integer in 1..=4096")))?
+            }
+            "idle_ms" => {
+                idle = v
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|&n: &u64| n > 0)
+                    .map(Duration::from_millis)
+                    .ok_or_else(|| bad(format!("idle_ms: `{v}` is not a positive integer")))?
+            }
+            _ => settings.set(k, v).map_err(|e| {
+                bad(format!(
+                    "{e} (stream settings: {}, streams, idle_ms, and the {decoder} decoder's)",
+                    StreamSettings::KEYS
+                ))
+            })?,
+        }
+    }
+    Ok(StreamSpec {
+        path: path.to_string(),
+        decoder,
+        settings,
+        streams,
+        idle,
+    })
+}
+
+/// How many decoder ids a `stream:` spec takes (its `streams`; 1 when unreadable, the error
+/// coming when it is built).
+pub fn stream_width(spec: &str) -> u32 {
+    parse_stream_spec(spec).map_or(1, |s| s.streams)
+}
+
+/// The model and the decoder of a `stream:` spec.
+pub fn stream_decoder_of(spec: &str) -> Result<(StreamSpec, StreamDecoder), StreamSpecError> {
+    let s = parse_stream_spec(spec)?;
+    let bad = |msg: String| StreamSpecError {
+        spec: spec.to_string(),
+        msg,
+    };
+    let text = std::fs::read_to_string(Path::new(&s.path))
+        .map_err(|e| bad(format!("reading {}: {e}", s.path)))?;
+    let dem = DetectorErrorModel::parse(&text, &s.path).map_err(|e| bad(e.to_string()))?;
+    let dec = StreamDecoder::new(&dem, &s.settings).map_err(|e| bad(e.to_string()))?;
+    Ok((s, dec))
+}
+
+/// The streams of a `stream:` spec from decoder id `base`: `streams` of them, each its own
+/// shot.
+pub fn stream_functions(spec: &str, base: u32) -> Result<crate::Functions, StreamSpecError> {
+    let (s, dec) = stream_decoder_of(spec)?;
+    Ok((0..s.streams)
+        .map(|k| {
+            let name = if s.streams == 1 {
+                spec.to_string()
+            } else {
+                format!("{spec} (stream {k})")
+            };
+            let f: std::sync::Arc<dyn Responder> =
+                std::sync::Arc::new(StreamFunction::new(name, dec.clone(), s.idle));
+            (base + k, f)
+        })
+        .collect())
+}
+
+/// What a stream call did: its status, the reply flags and the shot's rounds so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// The call's status.
+    pub status: CallStatus,
+    /// [`FLAG_FINAL`], [`FLAG_DECODED`].
+    pub flags: u8,
+    /// Rounds of the current shot received.
+    pub rounds: u32,
+}
+
+impl Outcome {
+    fn reply(&self) -> StreamReply {
+        StreamReply {
+            status: self.status,
+            flags: self.flags,
+            rounds: self.rounds,
+        }
+    }
+}
+
+/// Counters of a stream, for the shutdown report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamCounters {
+    /// Rounds accepted.
+    pub rounds: u64,
+    /// Windows whose inner decode ran.
+    pub decodes: u64,
+    /// Shots answered with final corrections.
+    pub shots: u64,
+    /// Calls refused (any status but ok).
+    pub refused: u64,
+    /// Shots dropped by the idle timeout.
+    pub stale: u64,
+}
+
+#[derive(Debug)]
+struct Shot {
+    dec: StreamDecoder,
+    /// A round was lost; refuse everything but a reset.
+    dropped: bool,
+    last: Instant,
+    counters: StreamCounters,
+}
+
+/// One stream: a streaming decoder holding one shot at a time, behind a lock (calls from
+/// several sessions are served one at a time).
+#[derive(Debug)]
+pub struct StreamFunction {
+    name: String,
+    idle: Duration,
+    rounds: usize,
+    observables: usize,
+    /// Detectors of each round.
+    round_bits: Vec<u32>,
+    shot: Mutex<Shot>,
+}
+
+impl StreamFunction {
+    /// A stream of `dec`'s model, dropping a shot left mid-way for `idle`.
+    pub fn new(name: String, dec: StreamDecoder, idle: Duration) -> StreamFunction {
+        StreamFunction {
+            name,
+            idle,
+            rounds: dec.rounds(),
+            observables: dec.num_observables(),
+            round_bits: (0..dec.rounds())
+                .map(|r| dec.round_detectors(r).len() as u32)
+                .collect(),
+            shot: Mutex::new(Shot {
+                dec,
+                dropped: false,
+                last: Instant::now(),
+                counters: StreamCounters::default(),
+            }),
+        }
+    }
+
+    /// Rounds per shot.
+    pub fn rounds(&self) -> usize {
+        self.rounds
+    }
+
+    /// Observables (the return size `get_corrections` must ask for).
+    pub fn num_observables(&self) -> usize {
+        self.observables
+    }
+
+    /// Detectors of round `r`, `None` past the last round.
+    pub fn round_bits(&self, r: usize) -> Option<usize> {
+        self.round_bits.get(r).map(|&n| n as usize)
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> StreamCounters {
+        self.lock().counters
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shot> {
+        // A panic inside a decode leaves a shot half-booked: drop it.
+        self.shot.lock().unwrap_or_else(|p| {
+            let mut g = p.into_inner();
+            g.dec.reset();
+            g.dropped = false;
+            g
+        })
+    }
+
+    /// The shot, with a stale one dropped first.
+    fn fresh(&self) -> std::sync::MutexGuard<'_, Shot> {
+        let mut g = self.lock();
+        let now = Instant::now();
+        if g.dec.received() > 0 && now.duration_since(g.last) > self.idle {
+            g.dec.reset();
+            g.dropped = false;
+            g.counters.stale += 1;
+        }
+        g.last = now;
+        g
+    }
+
+    fn outcome(g: &mut Shot, status: CallStatus, flags: u8) -> Outcome {
+        if status != CallStatus::Ok {
+            g.counters.refused += 1;
+        }
+        Outcome {
+            status,
+            flags,
+            rounds: g.dec.received() as u32,
+        }
+    }
+
+    /// `enqueue_syndromes`: round `round`'s detection events, bit-packed LSB-first. A round
+    /// that completes a window is decoded before this returns ([`FLAG_DECODED`] when the inner
+    /// decoder ran).
+    pub fn enqueue(&self, round: u64, bits: &[u8]) -> Outcome {
+        let mut g = self.fresh();
+        if g.dropped {
+            return Self::outcome(&mut g, CallStatus::SyndromesDropped, 0);
+        }
+        let Ok(round) = u32::try_from(round) else {
+            g.dropped = true;
+            return Self::outcome(&mut g, CallStatus::SyndromesDropped, 0);
+        };
+        match g.dec.push_round(round, bits) {
+            Ok(ready) => {
+                mark(Hop::WindowReady);
+                g.counters.rounds += 1;
+                let mut flags = 0;
+                if ready {
+                    match g.dec.decode_ready() {
+                        Ok(ran) => {
+                            mark(Hop::DecodeDone);
+                            if ran {
+                                g.counters.decodes += 1;
+                                flags = FLAG_DECODED;
+                            }
+                        }
+                        Err(_) => return Self::outcome(&mut g, CallStatus::InternalError, 0),
+                    }
+                }
+                Self::outcome(&mut g, CallStatus::Ok, flags)
+            }
+            Err(StreamFault::RoundOrder { expected, found }) => {
+                let status = if found > expected {
+                    g.dropped = true;
+                    CallStatus::SyndromesDropped
+                } else if found == 0 {
+                    CallStatus::Busy
+                } else {
+                    CallStatus::BadRequest
+                };
+                Self::outcome(&mut g, status, 0)
+            }
+            // Round 0 after the shot's last round: the shot waits for its get_corrections.
+            Err(StreamFault::ShotComplete { .. }) if round == 0 => {
+                Self::outcome(&mut g, CallStatus::Busy, 0)
+            }
+            Err(StreamFault::Decoder { .. }) => Self::outcome(&mut g, CallStatus::InternalError, 0),
+            Err(_) => Self::outcome(&mut g, CallStatus::BadRequest, 0),
+        }
+    }
+
+    /// `get_corrections`: the observable flips so far, bit-packed into `out` (`⌈k/8⌉` bytes
+    /// written on [`CallStatus::Ok`], whose count is returned with the outcome). After the
+    /// shot's last round the last window is decoded first and the answer is final
+    /// ([`FLAG_FINAL`]). With `reset`, the stream is fresh afterwards (whatever the status).
+    pub fn get_corrections(
+        &self,
+        return_size: u64,
+        reset: bool,
+        out: &mut [u8],
+    ) -> (Outcome, usize) {
+        let mut g = self.fresh();
+        let r = self.corrections(&mut g, return_size, out);
+        if reset {
+            g.dec.reset();
+            g.dropped = false;
+        }
+        r
+    }
+
+    fn corrections(&self, g: &mut Shot, return_size: u64, out: &mut [u8]) -> (Outcome, usize) {
+        let bytes = self.observables.div_ceil(8);
+        if return_size != self.observables as u64 {
+            return (Self::outcome(g, CallStatus::BadRequest, 0), 0);
+        }
+        if g.dropped {
+            return (Self::outcome(g, CallStatus::SyndromesDropped, 0), 0);
+        }
+        if g.dec.received() == 0 {
+            return (Self::outcome(g, CallStatus::NotReady, 0), 0);
+        }
+        let Some(out) = out.get_mut(..bytes) else {
+            return (Self::outcome(g, CallStatus::InternalError, 0), 0);
+        };
+        let mut flags = 0;
+        if g.dec.received() == self.rounds {
+            let was_final = g.dec.is_final();
+            mark(Hop::WindowReady);
+            match g.dec.finish() {
+                Ok(ran) => {
+                    mark(Hop::DecodeDone);
+                    if ran {
+                        g.counters.decodes += 1;
+                        flags |= FLAG_DECODED;
+                    }
+                }
+                Err(_) => return (Self::outcome(g, CallStatus::InternalError, 0), 0),
+            }
+            if !was_final {
+                g.counters.shots += 1;
+            }
+            flags |= FLAG_FINAL;
+        }
+        g.dec.observables_packed(out);
+        (Self::outcome(g, CallStatus::Ok, flags), bytes)
+    }
+
+    /// `reset_decoder`: the stream is fresh.
+    pub fn reset(&self) -> Outcome {
+        let mut g = self.lock();
+        g.dec.reset();
+        g.dropped = false;
+        g.last = Instant::now();
+        Self::outcome(&mut g, CallStatus::Ok, 0)
+    }
+}
+
+impl Responder for StreamFunction {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn respond(&self, input: &[u8], out: &mut [u8]) -> Result<usize, ResponderError> {
+        if out.len() < STREAM_HEADER_BYTES {
+            return Err(ResponderError::Failed(
+                "the reply slot is smaller than 8 bytes",
+            ));
+        }
+        let (head, body) = out.split_at_mut(STREAM_HEADER_BYTES);
+        let (outcome, n) = match backline_wire::stream::parse_request(input) {
+            Ok(StreamRequest::Enqueue { round, bits }) => (self.enqueue(round as u64, bits), 0),
+            Ok(StreamRequest::GetCorrections { observables, reset }) => {
+                self.get_corrections(observables as u64, reset, body)
+            }
+            Ok(StreamRequest::Reset) => (self.reset(), 0),
+            Err(_) => {
+                let mut g = self.lock();
+                (Self::outcome(&mut g, CallStatus::BadRequest, 0), 0)
+            }
+        };
+        backline_wire::stream::encode_reply(head, &outcome.reply())
+            .map_err(|_| ResponderError::Failed("the reply slot is smaller than 8 bytes"))?;
+        Ok(STREAM_HEADER_BYTES + n)
+    }
+
+    fn as_stream(&self) -> Option<&StreamFunction> {
+        Some(self)
+    }
+
+    fn report(&self) -> Option<String> {
+        let c = self.counters();
+        Some(format!(
+            "{}: {} rounds, {} shots finished, {} windows decoded, {} calls refused, {} idle shots dropped",
+            self.name, c.rounds, c.shots, c.decodes, c.refused, c.stale
+        ))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A repetition code of 3 rounds (2 detectors each), written to a file for the spec (also
+    /// the CUQR server's tests).
+    pub(crate) fn model_file(tag: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("backline-stream-{}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("rep.dem");
+        std::fs::write(
+            &p,
+            "repeat 2 {\n error(0.05) D0 L0\n error(0.05) D0 D1\n error(0.05) D1\n \
+             error(0.02) D0 D2\n error(0.02) D1 D3\n detector(0, 0) D0\n detector(1, 0) D1\n \
+             shift_detectors(0, 1) 2\n}\nerror(0.05) D0 L0\nerror(0.05) D0 D1\nerror(0.05) D1\n\
+             detector(0, 0) D0\ndetector(1, 0) D1\n",
+        )
+        .unwrap();
+        p
+    }
+
+    fn call(f: &dyn Responder, r: &StreamRequest<'_>) -> (StreamReply, Vec<u8>) {
+        let mut req = [0u8; 64];
+        let n = backline_wire::stream::encode_request(&mut req, r).unwrap();
+        let mut out = [0u8; 48];
+        let m = f.respond(&req[..n], &mut out).unwrap();
+        let (h, rest) = backline_wire::stream::parse_reply(&out[..m]).unwrap();
+        (h, rest.to_vec())
+    }
+
+    #[test]
+    fn specs_parse_and_say_what_is_wrong() {
+        let s = parse_stream_spec("stream:a:b.dem:relay-bp:window=4;commit=2;streams=3;gamma0=0.2")
+            .unwrap();
+        assert_eq!(
+            (s.path.as_str(), s.decoder, s.streams),
+            ("a:b.dem", "relay-bp", 3)
+        );
+        assert_eq!((s.settings.window, s.settings.commit), (Some(4), Some(2)));
+        let s = parse_stream_spec("stream:x.dem:window=2").unwrap();
+        assert_eq!((s.path.as_str(), s.decoder), ("x.dem", "bposd"));
+        assert_eq!(stream_width("stream:x.dem:bposd:streams=4"), 4);
+        for (spec, want) in [
+            ("stream:", "no model file"),
+            ("stream:x.dem:bposd:streams=0", "streams: `0`"),
+            ("stream:x.dem:bposd:idle_ms=-1", "idle_ms"),
+            (
+                "stream:x.dem:bposd:flavour=mint",
+                "unknown setting `flavour`",
+            ),
+            ("stream:x.dem:bposd:gamma0=0.1", "gamma0"),
+            (
+                "stream:x.dem:bposd:window=5;commit",
+                "`commit` is not key=value",
+            ),
+            ("stream:/nonexistent/x.dem", "reading /nonexistent/x.dem"),
+        ] {
+            let e = stream_functions(spec, 0).err().unwrap().to_string();
+            assert!(e.contains(want), "{spec}: {e}");
+        }
+        let p = model_file("bad");
+        std::fs::write(&p, "error(0.1) D0\n").unwrap();
+        let e = stream_functions(&format!("stream:{}", p.display()), 0)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("no time coordinate"), "{e}");
+    }
+
+    /// The status of one call.
+    fn st(f: &dyn Responder, r: &StreamRequest<'_>) -> CallStatus {
+        call(f, r).0.status
+    }
+
+    fn enq(round: u32, bits: &[u8]) -> StreamRequest<'_> {
+        StreamRequest::Enqueue { round, bits }
+    }
+
+    #[test]
+    fn a_shot_streams_and_every_fault_is_a_status() {
+        let p = model_file("shot");
+        let spec = format!("stream:{}:bposd:window=2;commit=1;streams=2", p.display());
+        let f = stream_functions(&spec, 5).unwrap();
+        assert_eq!(f.iter().map(|e| e.0).collect::<Vec<_>>(), vec![5, 6]);
+        let (a, b) = (&*f[0].1, &*f[1].1);
+        use CallStatus::*;
+        let gc = |observables, reset| StreamRequest::GetCorrections { observables, reset };
+        // Nothing yet.
+        assert_eq!(st(a, &gc(1, false)), NotReady);
+        // Round 0: detector 0 (the boundary mechanism, L0).
+        assert_eq!(st(a, &enq(0, &[1])), Ok);
+        // A repeat, a wrong length, padding, a wrong return size: refused, nothing changes.
+        assert_eq!(st(a, &enq(0, &[0])), Busy);
+        assert_eq!(st(a, &enq(1, &[0, 0])), BadRequest);
+        assert_eq!(st(a, &enq(1, &[4])), BadRequest);
+        assert_eq!(st(a, &gc(2, false)), BadRequest);
+        assert_eq!(st(a, &StreamRequest::Reset), Ok);
+        // The reset made it fresh: the shot again, now to its end.
+        assert_eq!(st(a, &enq(0, &[1])), Ok);
+        // The other stream is independent.
+        assert_eq!(st(b, &enq(0, &[0])), Ok);
+        let (h, _) = call(a, &enq(1, &[0]));
+        assert_eq!((h.status, h.flags, h.rounds), (Ok, FLAG_DECODED, 2));
+        // So far: window 0 committed round 0's boundary flip.
+        let (h, obs) = call(a, &gc(1, false));
+        assert_eq!((h.status, h.flags, obs.as_slice()), (Ok, 0, &[1u8][..]));
+        assert_eq!(st(a, &enq(2, &[0])), Ok);
+        let (h, obs) = call(a, &gc(1, true));
+        assert_eq!(
+            (h.status, h.flags & FLAG_FINAL, h.rounds),
+            (Ok, FLAG_FINAL, 3)
+        );
+        assert_eq!(obs, [1]);
+        // Reset by the get_corrections: fresh.
+        assert_eq!(st(a, &gc(1, false)), NotReady);
+        // A skipped round latches "dropped" until a reset.
+        assert_eq!(st(a, &enq(0, &[0])), Ok);
+        assert_eq!(st(a, &enq(2, &[0])), SyndromesDropped);
+        assert_eq!(st(a, &enq(1, &[0])), SyndromesDropped);
+        assert_eq!(st(a, &gc(1, false)), SyndromesDropped);
+        assert_eq!(st(a, &StreamRequest::Reset), Ok);
+        assert_eq!(st(a, &enq(0, &[0])), Ok);
+        // Garbage is a bad request, never a panic.
+        let mut out = [0u8; 48];
+        let n = a.respond(&[9, 9], &mut out).unwrap();
+        assert_eq!(
+            backline_wire::stream::parse_reply(&out[..n])
+                .unwrap()
+                .0
+                .status,
+            BadRequest
+        );
+        assert!(a.respond(&[3, 0, 0, 0, 0, 0, 0, 0], &mut out[..4]).is_err());
+        let c = a.as_stream().unwrap().counters();
+        assert_eq!((c.shots, c.decodes), (1, 1));
+        assert!(a.report().unwrap().contains("1 shots finished"));
+    }
+
+    #[test]
+    fn a_shot_left_mid_way_is_dropped_after_the_idle_time() {
+        let p = model_file("idle");
+        let f = stream_functions(&format!("stream:{}:idle_ms=30", p.display()), 0).unwrap();
+        let s = f[0].1.as_stream().unwrap();
+        assert_eq!(s.enqueue(0, &[0]).status, CallStatus::Ok);
+        assert_eq!(s.enqueue(0, &[0]).status, CallStatus::Busy);
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(s.enqueue(0, &[0]).status, CallStatus::Ok);
+        assert_eq!(s.counters().stale, 1);
+    }
+}

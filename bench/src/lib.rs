@@ -7,6 +7,7 @@
 #![deny(missing_docs)]
 
 pub mod memory;
+pub mod outputs;
 #[cfg(feature = "plots")]
 pub mod plot;
 pub mod report;
@@ -18,6 +19,7 @@ pub mod stream;
 pub mod swloop;
 pub mod trace;
 
+pub use outputs::{OutputError, Outputs, RunName};
 pub use report::{JsonReport, Table};
 pub use stats::Summary;
 pub use trace::{Clock, CycleSplit, SplitMedians, Trace, TraceError, TraceRow};

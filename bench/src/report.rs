@@ -48,21 +48,14 @@ impl Table {
         });
     }
 
-    /// Adds a row of ratios `a / b` (round 0 included when both have it).
-    pub fn push_ratio(
-        &mut self,
-        label: impl Into<String>,
-        a: (&Summary, Option<f64>),
-        b: (&Summary, Option<f64>),
-    ) {
-        let round0 = match (a.1, b.1) {
-            (Some(x), Some(y)) if y > 0.0 => Some(x / y),
-            _ => None,
-        };
+    /// Adds a row of ratios `a / b` of the statistics for which a ratio means something
+    /// ([`Summary::ratio_to`]); round 0, std, min and max show `-` (one cold round over
+    /// another is noise, not a comparison).
+    pub fn push_ratio(&mut self, label: impl Into<String>, a: &Summary, b: &Summary) {
         self.rows.push(TableRow {
             label: label.into(),
-            round0_ns: round0,
-            stats: a.0.ratio_to(b.0),
+            round0_ns: None,
+            stats: a.ratio_to(b),
             ratio: true,
         });
     }
@@ -228,12 +221,20 @@ mod tests {
         let mut t = Table::new("demo");
         t.push("steane", Some(4640.0), a);
         t.push("floor", None, b);
-        t.push_ratio("steane/floor", (&a, Some(4640.0)), (&b, None));
+        t.push_ratio("steane/floor", &a, &b);
         let s = t.render();
         assert!(s.contains("4.640"), "{s}");
         assert!(s.contains("1.500"), "{s}");
-        assert!(s.contains("1.50x"), "{s}");
         assert_eq!(s.lines().count(), 5);
+        // The ratio row: round 0, mean, median, std, min, max, then the percentiles.
+        let ratio: Vec<&str> = s.lines().last().unwrap().split_whitespace().collect();
+        assert_eq!(
+            ratio[1..],
+            [
+                "-", "1.33x", "1.50x", "-", "-", "-", "1.25x", "1.25x", "1.25x", "1.25x"
+            ],
+            "{s}"
+        );
     }
 
     #[test]

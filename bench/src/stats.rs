@@ -67,16 +67,19 @@ impl Summary {
         }
     }
 
-    /// Every statistic divided by the same statistic of `base` (count is kept).
+    /// The statistics of `self` divided by those of `base` where a ratio means something:
+    /// the mean, the median and the tail percentiles (count is kept). The standard deviation,
+    /// minimum and maximum are NaN: the spread of one run over another's, or one extreme
+    /// round over another's, says nothing about the run.
     pub fn ratio_to(&self, base: &Summary) -> Summary {
         let r = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
         Summary {
             count: self.count,
             mean_ns: r(self.mean_ns, base.mean_ns),
             median_ns: r(self.median_ns, base.median_ns),
-            std_ns: r(self.std_ns, base.std_ns),
-            min_ns: r(self.min_ns, base.min_ns),
-            max_ns: r(self.max_ns, base.max_ns),
+            std_ns: f64::NAN,
+            min_ns: f64::NAN,
+            max_ns: f64::NAN,
             p99_ns: r(self.p99_ns, base.p99_ns),
             p999_ns: r(self.p999_ns, base.p999_ns),
             p9999_ns: r(self.p9999_ns, base.p9999_ns),
@@ -193,6 +196,7 @@ mod tests {
         let b = Summary::of(&[1.0, 2.0]).unwrap();
         let r = a.ratio_to(&b);
         assert_eq!(r.median_ns, 2.0);
-        assert_eq!(r.max_ns, 2.0);
+        assert_eq!(r.p99_ns, 2.0);
+        assert!(r.max_ns.is_nan() && r.min_ns.is_nan() && r.std_ns.is_nan());
     }
 }

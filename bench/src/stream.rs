@@ -340,6 +340,8 @@ pub struct StreamRun {
     pub progress: bool,
     /// Label of the progress line.
     pub label: String,
+    /// Set (by a SIGINT handler) to end the run at the next shot boundary.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// What a streaming run measured.
@@ -363,6 +365,8 @@ pub struct StreamOutcome {
     pub completed: Vec<bool>,
     /// What ended the run early.
     pub error: Option<LinkError>,
+    /// Whether [`StreamRun::stop`] ended the run before its last shot.
+    pub interrupted: bool,
 }
 
 impl StreamOutcome {
@@ -435,10 +439,20 @@ pub fn run(
         predictions: vec![0; cfg.shots as usize * kb],
         completed: vec![false; cfg.shots as usize],
         error: None,
+        interrupted: false,
     };
     let mut progress = Progress::new(cfg.progress, &cfg.label);
     let mut call = 0u64;
     'shots: for shot in 0..cfg.shots {
+        // Relaxed: the flag carries no data; the next shot boundary is soon enough.
+        if cfg
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+        {
+            out.interrupted = true;
+            break;
+        }
         noise.sample(&mut events, &mut truth);
         for (r, p) in layout.iter().zip(packed.iter_mut()) {
             pack(&events[r.clone()], p);
@@ -618,6 +632,7 @@ mod tests {
             shots: 200,
             seed: 4,
             progress: false,
+            stop: None,
             label: String::new(),
         };
         let out = run(&mut link, &dem, &cfg).unwrap();

@@ -3,6 +3,8 @@
 //! pacer (whose quiet period is never part of the RTT), and checks each reply.
 
 use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use backline_pacer::{Pacer, PacerConfig};
@@ -95,6 +97,9 @@ pub struct SwLoop {
     pub progress: bool,
     /// Label for the progress line.
     pub label: String,
+    /// Set (by a SIGINT handler) to end the run at the next round boundary: no more rounds
+    /// are posted, those in flight are collected.
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 /// The outcome of a run: a trace with one row per round attempted, and the error that ended
@@ -111,6 +116,8 @@ pub struct SwLoopResult {
     pub logical_failures: u64,
     /// What stopped the run before its last round.
     pub error: Option<Error>,
+    /// Whether [`SwLoop::stop`] ended the run before its last round.
+    pub interrupted: bool,
 }
 
 /// Fills `buf` with the request of `round`: byte 0 cycles through the eight Steane syndromes;
@@ -247,10 +254,25 @@ pub fn run(session: &mut ControllerSession, cfg: &SwLoop) -> SwLoopResult {
     let mut posted = 0u64;
     let mut error = None;
     let b2b = cfg.pacer.is_b2b();
+    // The last round + 1: cfg.rounds, or the rounds posted when a stop was asked for.
+    let mut end = cfg.rounds;
+    let mut interrupted = false;
 
-    'run: for round in 0..cfg.rounds {
+    let mut round = 0;
+    'run: while round < end {
+        // Relaxed: the flag carries no data; the next round boundary is soon enough.
+        if !interrupted
+            && let Some(stop) = &cfg.stop
+            && stop.load(Ordering::Relaxed)
+        {
+            interrupted = true;
+            end = posted;
+            if round >= end {
+                break;
+            }
+        }
         // Post until `in_flight` rounds are out (or all are posted).
-        while posted < cfg.rounds && posted < round + in_flight {
+        while posted < end && posted < round + in_flight {
             match &mut requests {
                 Requests::Counters { .. } => request_payload(posted, &mut req),
                 Requests::Syndromes(s) => s.fill(posted, &mut req),
@@ -338,6 +360,7 @@ pub fn run(session: &mut ControllerSession, cfg: &SwLoop) -> SwLoopResult {
         if round % 1024 == 0 {
             progress.tick(round, cfg.rounds);
         }
+        round += 1;
     }
     progress.finish();
     let logical_failures = match &requests {
@@ -350,6 +373,7 @@ pub fn run(session: &mut ControllerSession, cfg: &SwLoop) -> SwLoopResult {
         mismatches,
         logical_failures,
         error,
+        interrupted,
     }
 }
 

@@ -7,17 +7,20 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use backline_bench::report::JsonStats;
 use backline_bench::swloop::{self, Requests, SwLoop};
 use backline_bench::trace::{Clock, RoundStatus, Trace, TraceRow};
-use backline_bench::{JsonReport, Summary, Table, plot};
+use backline_bench::{JsonReport, Outputs, RunName, Summary, Table};
 use backline_pacer::{PacerConfig, REFERENCE_SEED};
 use backline_transport::{
     ControllerSession, CoprocessorSession, ServeOptions, SessionConfig, TransportKind, os,
 };
+use signal_hook::consts::SIGINT;
 
 use super::bench_stream::{self as bs, StreamPlan, is_stream};
 use super::common::{
@@ -111,9 +114,10 @@ pub struct Args {
     /// Print exactly one JSON object on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// Directory for CSV traces and plots.
-    #[arg(long, default_value = "backline-out")]
-    pub out_dir: PathBuf,
+    /// Directory for CSV traces and plots [default: backline-out]. Not created when nothing
+    /// goes into it (--csv PATH with --no-plots: the floor's trace is then not written).
+    #[arg(long)]
+    pub out_dir: Option<PathBuf>,
     /// CSV trace path (single responder only); default OUT_DIR/bench-TRANSPORT-RESPONDER.csv.
     #[arg(long)]
     pub csv: Option<PathBuf>,
@@ -290,6 +294,9 @@ impl ServerProcess {
         if a.ring.hold_dma_latency {
             cmd.arg("--hold-dma-latency");
         }
+        // Its own process group: a Ctrl-C at the terminal is the bench's to handle (it stops
+        // at a round boundary and then stops this server), not the server's.
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -350,26 +357,6 @@ impl Drop for ServerProcess {
             let _ = backline_transport::shm::remove_stale(n);
         }
     }
-}
-
-fn sanitize(s: &str) -> String {
-    let base =
-        Path::new(s.rsplit_once(':').map_or(
-            s,
-            |(lib, sym)| {
-                if Path::new(lib).exists() { sym } else { s }
-            },
-        ));
-    base.to_string_lossy()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 /// Runs `backline bench`.
@@ -464,6 +451,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
              add --no-baseline"
         );
     }
+    let floor_label = match transport {
+        _ if cuqr => "floor (cuqr invalid-decoder reply)",
+        TransportKind::Memcpy if gpu_floor => "floor (gpu kernel)",
+        TransportKind::Udp => "floor (raw udp)",
+        TransportKind::Rdma => "floor (rdma write)",
+        _ => "floor (cache line)",
+    };
+    // Every output is named and proved writable before the first round.
+    let outputs = plan_outputs(&a, transport, &responders, &plans, floor_label);
+    outputs.check()?;
     let ctx = a.gpu.context()?;
     let hop_args = super::hops::HopArgs {
         stats: a.hop_stats,
@@ -564,13 +561,6 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         os::pin_current_thread(c)?;
     }
 
-    let floor_label = match transport {
-        _ if cuqr => "floor (cuqr invalid-decoder reply)",
-        TransportKind::Memcpy if gpu_floor => "floor (gpu kernel)",
-        TransportKind::Udp => "floor (raw udp)",
-        TransportKind::Rdma => "floor (rdma write)",
-        _ => "floor (cache line)",
-    };
     let floor_half = |rounds: u64| -> anyhow::Result<Vec<f64>> {
         let t = config.reply_timeout.max(Duration::from_secs(1));
         if cuqr {
@@ -601,6 +591,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         r.with_context(|| format!("measuring the {floor_label}"))
     };
 
+    // Ctrl-C ends the run at the next round boundary (a second one at once, with 130).
+    let stop = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register_conditional_shutdown(SIGINT, 130, stop.clone())
+        .and_then(|_| signal_hook::flag::register(SIGINT, stop.clone()))
+        .context("installing the SIGINT handler")?;
+    let mut interrupted = false;
     // Floor: half before the runs, half after, so drift affects both alike.
     let mut floor_rtts = Vec::new();
     if !a.no_baseline {
@@ -612,7 +608,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let mut failure: Option<anyhow::Error> = None;
     // What streaming runs print under the table.
     let mut stream_lines: Vec<String> = Vec::new();
+    // The position in `outputs` of the next run.
+    let mut slot = 0;
     for (i, spec) in responders.iter().enumerate() {
+        // Relaxed: the flag carries no data.
+        if stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
         let decoder_id = if responders.len() == 1 && a.peer.is_some() {
             a.decoder_id
         } else {
@@ -620,9 +623,15 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         };
         if let Some(plan) = &plans[i] {
             let label = format!("bench {transport} {}", plan.label);
+            let settings = backline_bench::stream::StreamRun {
+                shots: a.shots,
+                seed: u64::from(a.seed),
+                progress: !a.quiet,
+                label,
+                stop: Some(stop.clone()),
+            };
             let stream_run = |link: &mut dyn backline_bench::stream::StreamLink| {
-                let seed = u64::from(a.seed);
-                bs::run(link, plan, a.shots, seed, !a.quiet, label, a.whole_history)
+                bs::run(link, plan, &settings, a.whole_history)
             };
             let (r, hops) = if cuqr {
                 let mut link = backline_bench::stream::CuqrLink::connect(
@@ -656,6 +665,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 controller_hops.push((plan.label.clone(), hops));
             }
             let o = &r.outcome;
+            interrupted |= o.interrupted;
             if let Some(e) = &o.error {
                 failure = Some(anyhow::anyhow!(
                     "{} over {transport}: {} of {} shots completed, then: {e}",
@@ -686,12 +696,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 trace.set_meta("shots", a.shots);
                 trace.set_meta("seed", a.seed);
                 trace.set_meta("logical_failures", o_logical(&fields));
-                let mut run = Run::new(format!("{} {what}", plan.label), trace);
+                let mut run = Run::new(outputs.runs()[slot].label.clone(), trace);
+                slot += 1;
                 run.extra = fields.clone();
                 run.extra.insert("calls".into(), what.into());
                 runs.push(run);
             }
-            if failure.is_some() {
+            if failure.is_some() || interrupted {
                 break;
             }
             continue;
@@ -713,6 +724,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             clock_mhz: a.clock_mhz,
             progress: !a.quiet,
             label: format!("bench {transport} {spec}"),
+            stop: Some(stop.clone()),
         };
         let r = swloop::run(&mut session, &cfg);
         if hop_args.on() {
@@ -760,14 +772,17 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 what.join(", ")
             ));
         }
-        let mut run = Run::new(spec.clone(), trace);
+        let mut run = Run::new(outputs.runs()[slot].label.clone(), trace);
+        slot += 1;
         run.logical_failures = syndromes.then_some(r.logical_failures);
         runs.push(run);
-        if failure.is_some() {
+        interrupted |= r.interrupted;
+        if failure.is_some() || interrupted {
             break;
         }
     }
-    if !a.no_baseline && failure.is_none() {
+    interrupted |= stop.load(Ordering::Relaxed);
+    if !a.no_baseline && failure.is_none() && !interrupted {
         let mut second = floor_half(floor_rounds - floor_rounds / 2)?;
         // Round 0 of the second half is warm; only the very first floor round is cold.
         floor_rtts.append(&mut second);
@@ -831,7 +846,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         super::hops::report(&hop_args, transport.name(), &merged, note)?;
     }
 
-    let baseline = (!a.no_baseline && failure.is_none()).then(|| {
+    let baseline = (!a.no_baseline && failure.is_none() && !floor_rtts.is_empty()).then(|| {
         let mut t = Trace::with_capacity(Clock::HostNs, floor_rtts.len());
         for (i, &rtt) in floor_rtts.iter().enumerate() {
             t.rows.push(TraceRow {
@@ -854,7 +869,19 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Run::new(floor_label.to_string(), t)
     });
 
-    write_outputs(&a, transport, &runs, baseline.as_ref())?;
+    // The traces in the order of `outputs`: the runs that ran, then the floor (last).
+    let mut traces: Vec<Option<&Trace>> = vec![None; outputs.runs().len()];
+    for (t, r) in traces.iter_mut().zip(&runs) {
+        *t = Some(&r.trace);
+    }
+    if let (Some(b), Some(last)) = (&baseline, traces.last_mut()) {
+        *last = Some(&b.trace);
+    }
+    let written = outputs.write(&traces, transport.name())?;
+    if !a.json && !written.is_empty() {
+        let list: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+        eprintln!("wrote {}", list.join(", "));
+    }
     if a.json {
         println!("{}", json(&a, transport, &runs, baseline.as_ref()));
     } else {
@@ -883,6 +910,21 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     match failure {
         Some(e) => Err(e),
+        None if interrupted => {
+            let done: Vec<String> = runs
+                .iter()
+                .map(|r| format!("{} {}", r.label, r.trace.rows.len()))
+                .collect();
+            eprintln!(
+                "backline: interrupted: rounds completed: {}",
+                if done.is_empty() {
+                    "none".to_string()
+                } else {
+                    done.join(", ")
+                }
+            );
+            Ok(ExitCode::from(130))
+        }
         None => Ok(ExitCode::SUCCESS),
     }
 }
@@ -942,78 +984,43 @@ fn set_meta(
     }
 }
 
-fn out_path(a: &Args, transport: TransportKind, what: &str, ext: &str) -> PathBuf {
-    a.out_dir
-        .join(format!("bench-{transport}-{}.{ext}", sanitize(what)))
-}
-
-fn write_outputs(
+/// Names every file of the run (the runs in order, then the floor) in `--out-dir`, which is
+/// used when a trace has no `--csv` path, when plots are drawn, or when it is given.
+fn plan_outputs(
     a: &Args,
     transport: TransportKind,
-    runs: &[Run],
-    baseline: Option<&Run>,
-) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&a.out_dir)
-        .with_context(|| format!("creating {}", a.out_dir.display()))?;
-    let mut written = Vec::new();
-    for r in runs.iter().chain(baseline) {
-        let is_floor = baseline.is_some_and(|b| std::ptr::eq(b, r));
-        let name = if is_floor { "floor" } else { r.label.as_str() };
-        let path = match (&a.csv, is_floor) {
-            (Some(p), false) => p.clone(),
-            _ => out_path(a, transport, name, "csv"),
-        };
-        r.trace.save(&path)?;
-        written.push(path);
-        if !a.no_plots {
-            let rows: Vec<(u64, f64)> = r
-                .trace
-                .rows
-                .iter()
-                .filter(|x| !x.cold && x.status == RoundStatus::Ok)
-                .map(|x| (x.round, x.rtt_ns))
-                .collect();
-            let title = format!("{} over {transport}: RTT by round", r.label);
-            let p = out_path(a, transport, &format!("{name}-rtt"), "png");
-            if plot::rtt_vs_round(&rows, r.round0, &p, &title).is_ok() {
-                written.push(p);
+    responders: &[String],
+    plans: &[Option<StreamPlan>],
+    floor_label: &str,
+) -> Outputs {
+    let mut names = Vec::new();
+    for (spec, plan) in responders.iter().zip(plans) {
+        match plan {
+            Some(p) => {
+                for what in ["enqueue", "get_corrections"] {
+                    let label = format!("{} {what}", p.label);
+                    names.push(RunName { label, csv: None });
+                }
             }
-            let p = out_path(a, transport, &format!("{name}-hist"), "png");
-            let v: Vec<f64> = rows.iter().map(|x| x.1).collect();
-            if plot::histogram(
-                &v,
-                &p,
-                &format!("{} over {transport}: distribution", r.label),
-            )
-            .is_ok()
-            {
-                written.push(p);
-            }
+            None => names.push(RunName {
+                label: spec.clone(),
+                csv: a.csv.clone(),
+            }),
         }
     }
-    if !a.no_plots {
-        let series: Vec<(String, Vec<f64>)> = runs
-            .iter()
-            .chain(baseline)
-            .map(|r| (r.label.clone(), r.trace.warm_ok_rtts_ns()))
-            .collect();
-        let refs: Vec<(&str, &[f64])> = series.iter().map(|(n, v)| (n.as_str(), &v[..])).collect();
-        let p = out_path(a, transport, "ccdf", "png");
-        if plot::ccdf(&refs, &p, &format!("RTT CCDF over {transport}")).is_ok() {
-            written.push(p);
-        }
+    if !a.no_baseline {
+        names.push(RunName {
+            label: floor_label.to_string(),
+            csv: None,
+        });
     }
-    if !a.json {
-        eprintln!(
-            "wrote {}",
-            written
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    Ok(())
+    let needs_dir = a.out_dir.is_some() || !a.no_plots || a.csv.is_none();
+    let dir = needs_dir.then(|| {
+        a.out_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("backline-out"))
+    });
+    Outputs::plan(dir, &format!("bench-{transport}"), !a.no_plots, &names)
 }
 
 fn table(
@@ -1066,11 +1073,7 @@ fn table(
         t.push(b.label.clone(), b.round0, bs);
         for r in runs {
             if let Some(s) = r.summary {
-                t.push_ratio(
-                    format!("{} / floor", r.label),
-                    (&s, r.round0),
-                    (&bs, b.round0),
-                );
+                t.push_ratio(format!("{} / floor", r.label), &s, &bs);
             }
         }
     }

@@ -80,27 +80,19 @@ pub struct StreamResult {
 pub fn run(
     link: &mut dyn StreamLink,
     plan: &StreamPlan,
-    shots: u64,
-    seed: u64,
-    progress: bool,
-    label: String,
+    run: &StreamRun,
     whole: bool,
 ) -> anyhow::Result<StreamResult> {
-    let run = StreamRun {
-        shots,
-        seed,
-        progress,
-        label,
-    };
-    let outcome = sb::run(link, &plan.dem, &run).context("the model's rounds")?;
-    let whole = if whole && outcome.error.is_none() {
+    let progress = run.progress;
+    let outcome = sb::run(link, &plan.dem, run).context("the model's rounds")?;
+    let whole = if whole && outcome.error.is_none() && !outcome.interrupted {
         if progress {
             eprintln!(
                 "{}: decoding the {} shots again with the whole-history decoder",
                 plan.label, outcome.shots
             );
         }
-        Some(sb::whole_history(&plan.dem, &plan.decoder, &run, &outcome)?)
+        Some(sb::whole_history(&plan.dem, &plan.decoder, run, &outcome)?)
     } else {
         None
     };

@@ -325,7 +325,7 @@ fn bad_inputs_get_one_line_errors() {
         (vec!["--in-flight".into(), "300".into()], "--in-flight 300"),
         (
             vec!["--ring-depth".into(), "100".into()],
-            "not a power of two",
+            "--ring-depth 100: must be a power of two",
         ),
         (vec!["--spin-us".into(), "-5".into()], "spin budget"),
         (

@@ -24,7 +24,8 @@ use signal_hook::consts::SIGINT;
 
 use super::bench_stream::{self as bs, StreamPlan, is_stream};
 use super::common::{
-    GpuArgs, RdmaArgs, RingArgs, base_ids, builtin_name, is_gpu, load_responder, table_of,
+    GpuArgs, RdmaArgs, RingArgs, base_ids, builtin_name, check_pin, is_gpu, load_responder,
+    table_of, timeout_flag, warn_ignored,
 };
 
 /// Flags of `backline bench`.
@@ -99,10 +100,10 @@ pub struct Args {
     /// host:port of its set-up listener. Without it, bench starts its own server process.
     #[arg(long)]
     pub peer: Option<String>,
-    /// Decoder id of the requests when --peer serves a single function.
-    #[arg(long, default_value_t = 0)]
-    pub decoder_id: u32,
-    /// Longest wait for one reply, in ms, before the run stops with a timeout.
+    /// Decoder id of the requests when --peer serves a single function [default: 0].
+    #[arg(long)]
+    pub decoder_id: Option<u32>,
+    /// Longest wait for one reply, in ms (1 ..= 3600000), before the run stops with a timeout.
     #[arg(long, default_value_t = 1000)]
     pub timeout_ms: u64,
     /// Pin the controller and responder threads: CTRL,RESP (CPU numbers).
@@ -195,7 +196,11 @@ fn requests_of(
         }
         // Requests go to a bposd: function's first id (its X checks), or to --decoder-id on a
         // --peer (odd: the Z checks).
-        let half = if a.peer.is_some() { a.decoder_id } else { 0 };
+        let half = if a.peer.is_some() {
+            a.decoder_id.unwrap_or(0)
+        } else {
+            0
+        };
         let r = Requests::for_spec(
             spec,
             half,
@@ -227,7 +232,9 @@ fn pacer_config(a: &Args) -> anyhow::Result<PacerConfig> {
     })?;
     // Defaults for a host run: 10 µs + up to 82 µs at 200 MHz. The reference board used
     // --freq 1000000 --span 0x0FFFFFFF (5 ms … 1.35 s).
-    let cfg = cadence.config(a.freq, a.span, a.seed, (2_000, 0x3FFF))?;
+    let cfg = cadence
+        .config(a.freq, a.span, a.seed, (2_000, 0x3FFF))
+        .map_err(|e| super::common::pacer_error(e, a.seed))?;
     if !(a.clock_mhz > 0.0 && a.clock_mhz.is_finite()) {
         bail!("--clock-mhz must be a positive number");
     }
@@ -430,6 +437,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if a.peer.is_some() && transport == TransportKind::Memcpy {
         bail!("--peer names a server process, but memcpy runs the coprocessor in this process");
     }
+    a.ring.check_depth()?;
     if a.in_flight == 0 || a.in_flight > a.ring.ring_depth {
         bail!(
             "--in-flight {} must be between 1 and --ring-depth {}",
@@ -442,6 +450,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         [] => (None, None),
         _ => bail!("--pin takes two CPU numbers, CTRL,RESP (e.g. --pin 0,1)"),
     };
+    // Both CPUs checked here: a responder's CPU that does not exist is a --pin error, not a
+    // timeout or a server that did not start.
+    if let (Some(c), Some(r)) = (pin_ctrl, pin_resp) {
+        check_pin("--pin CTRL,RESP", "the controller's CPU", c)?;
+        if a.peer.is_none() {
+            check_pin("--pin CTRL,RESP", "the responder's CPU", r)?;
+        }
+    }
+    timeout_flag("--timeout-ms", a.timeout_ms)?;
+    warn_inapplicable(&a, transport);
     let gpu_runs = responders.iter().filter(|r| is_gpu(r)).count();
     let gpu_floor = transport == TransportKind::Memcpy && gpu_runs > 0;
     if gpu_floor && gpu_runs < responders.len() && !a.no_baseline {
@@ -499,7 +517,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         a.ring.config(transport, slot_payload)?
     };
     config.in_flight = a.in_flight;
-    config.reply_timeout = Duration::from_millis(a.timeout_ms.max(1));
+    config.reply_timeout = timeout_flag("--timeout-ms", a.timeout_ms)?;
     config.pin_cpu = pin_resp;
     config.rdma = a.rdma.options();
     if transport == TransportKind::Rdma {
@@ -617,7 +635,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             break;
         }
         let decoder_id = if responders.len() == 1 && a.peer.is_some() {
-            a.decoder_id
+            a.decoder_id.unwrap_or(0)
         } else {
             base_ids(&responders)[i]
         };
@@ -980,6 +998,17 @@ fn set_meta(
                 o.port,
                 o.gid_index.map_or("auto".to_string(), |g| g.to_string())
             ),
+        );
+    }
+}
+
+/// Warns (one line each) about flags that do not apply to this run.
+fn warn_inapplicable(a: &Args, transport: TransportKind) {
+    a.rdma.warn_unless_rdma(transport);
+    if a.decoder_id.is_some() && a.peer.is_none() {
+        warn_ignored(
+            "--decoder-id",
+            "applies with --peer (a bench's own server numbers its functions 0, 1, …)",
         );
     }
 }

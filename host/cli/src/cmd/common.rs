@@ -30,8 +30,54 @@ pub struct RingArgs {
     pub hold_dma_latency: bool,
 }
 
+/// The longest reply timeout a flag may ask for: an hour.
+pub const MAX_TIMEOUT_MS: u64 = 3_600_000;
+
+/// A timeout flag's value, in 1 ..= [`MAX_TIMEOUT_MS`] ms (0 would never wait; a larger one
+/// is a hang, not a timeout).
+pub fn timeout_flag(flag: &str, ms: u64) -> anyhow::Result<std::time::Duration> {
+    if !(1..=MAX_TIMEOUT_MS).contains(&ms) {
+        bail!("{flag} {ms}: must be between 1 and {MAX_TIMEOUT_MS} (ms)");
+    }
+    Ok(std::time::Duration::from_millis(ms))
+}
+
+/// Checks a `--pin` CPU now, before anything starts on it: an error naming `flag` and `role`.
+pub fn check_pin(flag: &str, role: &str, cpu: usize) -> anyhow::Result<()> {
+    backline_transport::os::check_cpu(cpu).map_err(|e| anyhow::anyhow!("{flag}: {role}: {e}"))
+}
+
+/// A pacer error as an error of the flag that caused it (`--seed`, `--span`, `--freq`).
+pub fn pacer_error(e: backline_pacer::CadenceError, seed: u32) -> anyhow::Error {
+    use backline_pacer::{CadenceError as C, PacerError as P};
+    match e {
+        C::Pacer(P::ZeroSeed) => anyhow::anyhow!("--seed {seed}: {}", P::ZeroSeed),
+        C::Pacer(p @ P::SpanNotMask(_)) => anyhow::anyhow!("--span: {p}"),
+        C::Pacer(p @ P::IntervalOverflow { .. }) => anyhow::anyhow!("--freq / --span: {p}"),
+        other => anyhow::anyhow!("--cadence: {other}"),
+    }
+}
+
+/// A one-line warning about a flag that does not apply: `backline: warning: FLAG …; ignored`.
+pub fn warn_ignored(flag: &str, why: &str) {
+    eprintln!("backline: warning: {flag} {why}; ignored");
+}
+
 impl RingArgs {
+    /// `--ring-depth`, checked on its own (before any flag that is bounded by it).
+    pub fn check_depth(&self) -> anyhow::Result<()> {
+        let d = self.ring_depth;
+        if !(d.is_power_of_two() && d <= backline_wire::MAX_RING_DEPTH) {
+            bail!(
+                "--ring-depth {d}: must be a power of two between 1 and {}",
+                backline_wire::MAX_RING_DEPTH
+            );
+        }
+        Ok(())
+    }
+
     pub fn geometry(&self, payload_bytes: usize) -> anyhow::Result<Geometry> {
+        self.check_depth()?;
         let slot_bytes = match self.slot_bytes {
             Some(s) => s,
             None => {
@@ -49,7 +95,7 @@ impl RingArgs {
             slot_bytes,
         }
         .validate()
-        .context("ring geometry")?;
+        .with_context(|| format!("--slot-bytes {slot_bytes}"))?;
         if payload_bytes > g.payload_capacity() {
             bail!(
                 "--payload-bytes {payload_bytes} does not fit --slot-bytes {slot_bytes} (capacity {} bytes)",
@@ -91,6 +137,29 @@ pub struct RdmaArgs {
 }
 
 impl RdmaArgs {
+    /// Warns about each rdma flag given for another transport (a value from the environment
+    /// is not a flag given, and says nothing).
+    pub fn warn_unless_rdma(&self, transport: TransportKind) {
+        if transport == TransportKind::Rdma {
+            return;
+        }
+        let from_env = |var: &str, v: String| std::env::var(var).ok() == Some(v);
+        let why = format!("applies to --transport rdma, not {transport}");
+        if let Some(d) = &self.device
+            && !from_env("BACKLINE_RDMA_DEVICE", d.clone())
+        {
+            warn_ignored("--device", &why);
+        }
+        if let Some(g) = self.gid_index
+            && !from_env("BACKLINE_RDMA_GID_INDEX", g.to_string())
+        {
+            warn_ignored("--gid-index", &why);
+        }
+        if self.ib_port != 1 {
+            warn_ignored("--ib-port", &why);
+        }
+    }
+
     pub fn options(&self) -> RdmaOptions {
         RdmaOptions {
             device: self.device.clone(),

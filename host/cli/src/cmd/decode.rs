@@ -265,8 +265,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The BP+OSD settings of the flags (defaults as `ldpc`'s), with `error_rate`.
+/// Called once per run: it warns about an --osd-order that does not apply.
 fn bposd_config(a: &Args, error_rate: f64) -> BpOsdConfig {
     let d = BpOsdConfig::default();
+    if let Some(k) = a.osd_order
+        && a.osd_method.unwrap_or(d.osd_method) != OsdMethod::OsdCs
+    {
+        eprintln!(
+            "backline: warning: --osd-order {k} applies to --osd-method osd_cs only; ignored"
+        );
+    }
     BpOsdConfig {
         error_rate,
         error_channel: None,

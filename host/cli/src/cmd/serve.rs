@@ -90,6 +90,10 @@ pub struct Args {
 /// Runs `backline serve`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let transport: TransportKind = args.transport.parse()?;
+    if let Some(cpu) = args.pin {
+        // Before `ready`: a CPU that does not exist is this server's error, said now.
+        super::common::check_pin("--pin", "the serving threads' CPU", cpu)?;
+    }
     if args.exit_with_parent {
         backline_transport::os::exit_with_parent()?;
     }

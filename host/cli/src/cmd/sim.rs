@@ -170,15 +170,17 @@ fn config(a: &Args) -> anyhow::Result<(RunConfig, Option<BridgeConfig>)> {
         Cadence::RandomDelayed => backline_pacer::Cadence::RandomDelayed,
     };
     // The board's reference cadence by default (freq 1,000,000, span 0x0FFFFFFF at 200 MHz).
-    let pacer = cadence.config(
-        a.freq,
-        a.span,
-        a.seed,
-        (
-            backline_pacer::REFERENCE_FREQ,
-            backline_pacer::REFERENCE_SPAN,
-        ),
-    )?;
+    let pacer = cadence
+        .config(
+            a.freq,
+            a.span,
+            a.seed,
+            (
+                backline_pacer::REFERENCE_FREQ,
+                backline_pacer::REFERENCE_SPAN,
+            ),
+        )
+        .map_err(|e| super::common::pacer_error(e, a.seed))?;
     let timeout_us = a.timeout_us.unwrap_or(if a.coprocessor.is_some() {
         DEFAULT_BRIDGED_TIMEOUT_US
     } else {
@@ -213,7 +215,8 @@ fn config(a: &Args) -> anyhow::Result<(RunConfig, Option<BridgeConfig>)> {
             )
             .with_context(|| format!("--responder {}", a.responder))?;
             let mut b = BridgeConfig::new(addr);
-            b.reply_timeout = Duration::from_millis(a.coprocessor_timeout_ms.max(1));
+            b.reply_timeout =
+                super::common::timeout_flag("--coprocessor-timeout-ms", a.coprocessor_timeout_ms)?;
             b.rdma = a.rdma.options();
             // The slots `backline serve` makes by default: its 48-byte payloads.
             b.geometry = a.ring.geometry(BRIDGE_PAYLOAD_BYTES)?;

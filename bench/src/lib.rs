@@ -6,6 +6,7 @@
 //! (`stream`: rounds of sampled shots to a `stream:` function or a CUQR server).
 #![deny(missing_docs)]
 
+pub mod exit;
 pub mod memory;
 pub mod outputs;
 #[cfg(feature = "plots")]

@@ -558,7 +558,7 @@ fn run(backend: &str, a: &RunArgs) -> anyhow::Result<ExitCode> {
         out(&s)?;
     }
     Ok(if failed {
-        ExitCode::from(1)
+        ExitCode::from(backline_bench::exit::FAILED)
     } else {
         ExitCode::SUCCESS
     })
@@ -707,7 +707,7 @@ fn main() -> ExitCode {
                 "backline-apu: error: {} (see --help)",
                 first.trim_start_matches("error: ")
             );
-            return ExitCode::from(2);
+            return ExitCode::from(backline_bench::exit::BAD_INPUT);
         }
     };
     init_log(cli.verbose);
@@ -730,7 +730,7 @@ fn main() -> ExitCode {
                 msg.push_str(&format!(": {cause}"));
             }
             eprintln!("{msg}");
-            ExitCode::from(2)
+            ExitCode::from(backline_bench::exit::BAD_INPUT)
         }
     }
 }

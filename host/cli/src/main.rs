@@ -1,9 +1,11 @@
 //! `backline`: the user's front door. Thin: clap parses, each subcommand turns its flags into a
 //! library configuration, calls the library, and prints. Errors are rendered once, here, as one
-//! line on stderr with a non-zero exit.
+//! line on stderr with a non-zero exit. Exit statuses ([`backline_bench::exit`]): 0 ok, 1 a run
+//! that failed its checks, 2 bad input or a set-up failure, 130 interrupted.
 
 use std::process::ExitCode;
 
+use backline_bench::exit;
 use clap::{Parser, Subcommand};
 
 mod cmd;
@@ -92,7 +94,7 @@ fn main() -> ExitCode {
                 "backline: error: {} (see --help)",
                 first.trim_start_matches("error: ")
             );
-            return ExitCode::from(2);
+            return ExitCode::from(exit::BAD_INPUT);
         }
     };
     let result = match cli.command {
@@ -111,7 +113,11 @@ fn main() -> ExitCode {
                 msg.push_str(&format!(": {cause}"));
             }
             eprintln!("{msg}");
-            ExitCode::from(2)
+            ExitCode::from(if e.downcast_ref::<exit::ChecksFailed>().is_some() {
+                exit::FAILED
+            } else {
+                exit::BAD_INPUT
+            })
         }
     }
 }

@@ -196,3 +196,36 @@ fn the_ratio_row_has_no_round0_std_min_or_max() {
         }
     }
 }
+
+#[test]
+fn a_run_that_fails_its_checks_exits_1_and_keeps_its_trace() {
+    let d = out_dir("checks-failed");
+    let lib = format!("{d}/libfail.so");
+    let src = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../ffi/examples/c/steane_decoder.c"
+    );
+    let st = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-shared", "-fPIC", "-O2", "-o", &lib, src])
+        .status()
+        .expect("C compiler");
+    assert!(st.success());
+    let o = backline(&[
+        "bench",
+        "--responder",
+        &format!("{lib}:always_fail"),
+        "--rounds",
+        "100",
+        "--quiet",
+        "--no-plots",
+        "--no-baseline",
+        "--out-dir",
+        &d,
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("were not the expected ones"), "{err}");
+    let t =
+        backline_bench::Trace::load(&Path::new(&d).join("bench-memcpy-always_fail.csv")).unwrap();
+    assert_eq!(t.rows.len(), 100);
+}

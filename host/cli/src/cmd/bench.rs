@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use backline_bench::exit::ChecksFailed;
 use backline_bench::report::JsonStats;
 use backline_bench::swloop::{self, Requests, SwLoop};
 use backline_bench::trace::{Clock, RoundStatus, Trace, TraceRow};
@@ -692,12 +693,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     a.shots
                 ));
             } else if o.mismatches() > 0 {
-                failure = Some(anyhow::anyhow!(
+                failure = Some(anyhow::Error::new(ChecksFailed(format!(
                     "{} over {transport}: {} calls were refused or wrong ({})",
                     plan.spec,
                     o.mismatches(),
                     o.refusals()
-                ));
+                ))));
             }
             for line in bs::summary_lines(plan, &r) {
                 stream_lines.push(line);
@@ -783,12 +784,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|(s, n)| format!("{n} {}", s.name()))
                 .collect();
-            failure = Some(anyhow::anyhow!(
+            failure = Some(anyhow::Error::new(ChecksFailed(format!(
                 "{spec} over {transport}: {} of {} replies were not the expected ones ({})",
                 r.mismatches,
                 a.rounds,
                 what.join(", ")
-            ));
+            ))));
         }
         let mut run = Run::new(outputs.runs()[slot].label.clone(), trace);
         slot += 1;
@@ -941,7 +942,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     done.join(", ")
                 }
             );
-            Ok(ExitCode::from(130))
+            Ok(ExitCode::from(backline_bench::exit::INTERRUPTED))
         }
         None => Ok(ExitCode::SUCCESS),
     }

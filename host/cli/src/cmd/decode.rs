@@ -483,7 +483,7 @@ fn run_checks(args: &Args) -> anyhow::Result<ExitCode> {
             unsatisfied.len(),
             shots.len()
         );
-        return Ok(ExitCode::from(1));
+        return Ok(ExitCode::from(backline_bench::exit::FAILED));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -332,11 +332,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Ok(r) => r,
         Err(e @ SimError::CoprocessorLost(_)) => {
             eprintln!("backline sim: {e}");
-            return Ok(ExitCode::from(1));
+            return Ok(ExitCode::from(backline_bench::exit::FAILED));
         }
         Err(SimError::Interrupted(done)) => {
             eprintln!("backline sim: interrupted after {done} rounds");
-            return Ok(ExitCode::from(1));
+            return Ok(ExitCode::from(backline_bench::exit::FAILED));
         }
         Err(e) => return Err(anyhow::Error::new(e).context("simulating")),
     };
@@ -513,7 +513,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     let failed = rep.mismatches > 0 || rep.model_errors.0 > 0 || rep.timeouts > 0 || rep.lost.0 > 0;
     Ok(if failed {
-        ExitCode::from(1)
+        ExitCode::from(backline_bench::exit::FAILED)
     } else {
         ExitCode::SUCCESS
     })

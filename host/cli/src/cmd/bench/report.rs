@@ -1,0 +1,236 @@
+//! What a bench prints and records: its runs, the trace headers, the table and the JSON.
+
+use backline_bench::report::JsonStats;
+use backline_bench::trace::{Clock, RoundStatus, Trace, TraceRow};
+use backline_bench::{JsonReport, Summary, Table};
+use backline_pacer::PacerConfig;
+use backline_transport::TransportKind;
+
+use super::BenchConfig;
+
+/// One measured run.
+pub(super) struct Run {
+    pub(super) label: String,
+    pub(super) trace: Trace,
+    pub(super) summary: Option<Summary>,
+    pub(super) round0: Option<f64>,
+    /// Logical failures among the replies (syndrome requests only).
+    pub(super) logical_failures: Option<u64>,
+    /// Fields a streaming run adds to the JSON report.
+    pub(super) extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Run {
+    pub(super) fn new(label: String, trace: Trace) -> Run {
+        let summary = trace.summary();
+        let round0 = trace.cold_rows().next().map(|r| r.rtt_ns);
+        Run {
+            label,
+            trace,
+            summary,
+            round0,
+            logical_failures: None,
+            extra: serde_json::Map::new(),
+        }
+    }
+}
+
+/// The table (or JSON object) and the lines under it, on stdout.
+pub(super) fn print(
+    c: &BenchConfig,
+    runs: &[Run],
+    baseline: Option<&Run>,
+    stream_lines: &[String],
+) {
+    if c.json {
+        println!("{}", json(c, runs, baseline));
+        return;
+    }
+    print!("{}", table(c, runs, baseline).render());
+    for r in runs {
+        if let Some(k) = r.logical_failures {
+            println!(
+                "{}: {k} logical failures in {} decoded rounds (sampled errors)",
+                r.label,
+                r.trace.rows.len()
+            );
+        }
+        let f = r.trace.failures();
+        if !f.is_empty() {
+            let list: Vec<String> = f.iter().map(|(s, n)| format!("{n} {}", s.name())).collect();
+            println!("{}: {}", r.label, list.join(", "));
+        }
+    }
+    for line in stream_lines {
+        println!("{line}");
+    }
+}
+
+/// The floor's round trips as a run (only its very first round is cold).
+pub(super) fn baseline_run(c: &BenchConfig, floor_rtts: &[f64]) -> Run {
+    let mut t = Trace::with_capacity(Clock::HostNs, floor_rtts.len());
+    for (i, &rtt) in floor_rtts.iter().enumerate() {
+        t.rows.push(TraceRow {
+            round: i as u64,
+            rtt_ns: rtt,
+            rtt_cycles: None,
+            quiet_ns: 0.0,
+            status: RoundStatus::Ok,
+            cold: i == 0,
+        });
+    }
+    set_meta(&mut t, c, c.floor_label, PacerConfig::B2B);
+    Run::new(c.floor_label.to_string(), t)
+}
+
+/// The header of a run's trace: what ran, how, with which settings.
+pub(super) fn set_meta(t: &mut Trace, c: &BenchConfig, responder: &str, pacer: PacerConfig) {
+    let (transport, config) = (c.transport, &c.session);
+    t.set_meta("source", "backline bench (sw-loop)");
+    t.set_meta("version", env!("CARGO_PKG_VERSION"));
+    t.set_meta(
+        "placement",
+        format!("controller=cpu coprocessor=cpu transport={transport}"),
+    );
+    t.set_meta("transport", transport);
+    t.set_meta("responder", responder);
+    t.set_meta("rounds", c.rounds);
+    t.set_meta("payload_bytes", c.payload_bytes.unwrap_or(8));
+    t.set_meta("in_flight", config.in_flight);
+    t.set_meta(
+        "ring",
+        format!(
+            "{} slots x {} bytes",
+            config.geometry.depth, config.geometry.slot_bytes
+        ),
+    );
+    t.set_meta("spin_us", config.wait.as_micros());
+    t.set_meta(
+        "cadence",
+        if pacer.is_b2b() {
+            "b2b".to_string()
+        } else {
+            format!(
+                "random-delayed freq={} span={:#x} seed={:#x} clock={} MHz",
+                pacer.freq, pacer.span, pacer.seed, c.clock_mhz
+            )
+        },
+    );
+    if let Some((ctrl, resp)) = c.pin {
+        t.set_meta("pin", format!("controller={ctrl} responder={resp}"));
+    }
+    if transport == TransportKind::Rdma {
+        let o = &config.rdma;
+        t.set_meta(
+            "rdma",
+            format!(
+                "device={} port={} gid_index={}",
+                o.device.as_deref().unwrap_or("first"),
+                o.port,
+                o.gid_index.map_or("auto".to_string(), |g| g.to_string())
+            ),
+        );
+    }
+}
+
+/// The statistics table: a row per run, the floor, and a ratio row per run.
+pub(super) fn table(c: &BenchConfig, runs: &[Run], baseline: Option<&Run>) -> Table {
+    let (transport, config) = (c.transport, &c.session);
+    let cadence = if c.pacer.is_b2b() {
+        "b2b"
+    } else {
+        "random-delayed"
+    };
+    let streaming = runs.iter().any(|r| r.extra.contains_key("shots"));
+    let mut t = Table::new(format!(
+        "backline bench: {transport}{}, {} ({cadence}), {} payload, {} in flight, {} x {} B slots",
+        if c.cuqr { " (cuqr frames)" } else { "" },
+        if streaming {
+            format!(
+                "{} shots each, every round enqueued, then get_corrections",
+                c.shots
+            )
+        } else {
+            format!("{} rounds each", c.rounds)
+        },
+        match c.payload_bytes {
+            Some(b) => format!("{b} B"),
+            None if streaming || runs.iter().any(|r| r.logical_failures.is_some()) => {
+                "syndrome-sized".into()
+            }
+            None => "8 B".into(),
+        },
+        config.in_flight,
+        config.geometry.depth,
+        config.geometry.slot_bytes
+    ));
+    for r in runs {
+        if let Some(s) = r.summary {
+            t.push(r.label.clone(), r.round0, s);
+        }
+    }
+    if let Some(b) = baseline
+        && let Some(bs) = b.summary
+    {
+        t.push(b.label.clone(), b.round0, bs);
+        for r in runs {
+            if let Some(s) = r.summary {
+                t.push_ratio(format!("{} / floor", r.label), &s, &bs);
+            }
+        }
+    }
+    t
+}
+
+fn stats_of(r: &Run) -> Option<JsonStats> {
+    r.summary.map(|s| JsonStats::new(&s, r.round0))
+}
+
+/// The one JSON object of `--json`.
+pub(super) fn json(c: &BenchConfig, runs: &[Run], baseline: Option<&Run>) -> String {
+    let transport = c.transport;
+    let base = baseline.and_then(stats_of);
+    let reports: Vec<JsonReport> = runs
+        .iter()
+        .filter_map(|r| {
+            let stats = stats_of(r)?;
+            Some(JsonReport {
+                transport: transport.name().into(),
+                responder: r.label.clone(),
+                rounds: c.rounds,
+                completed: r
+                    .trace
+                    .rows
+                    .iter()
+                    .filter(|x| x.status == RoundStatus::Ok)
+                    .count() as u64,
+                ratio_median: base.as_ref().map(|b| stats.median_ns / b.median_ns),
+                stats,
+                baseline: base.clone(),
+                extra: match r.logical_failures {
+                    Some(k) => [("logical_failures".to_string(), serde_json::json!(k))]
+                        .into_iter()
+                        .collect(),
+                    None => r.extra.clone(),
+                },
+            })
+        })
+        .collect();
+    match reports.len() {
+        1 => reports[0].to_line(),
+        _ => serde_json::json!({
+            "transport": transport.name(),
+            "rounds": c.rounds,
+            "runs": reports,
+        })
+        .to_string(),
+    }
+}
+
+/// The logical failures of a streaming run's JSON fields.
+pub(super) fn o_logical(fields: &serde_json::Map<String, serde_json::Value>) -> u64 {
+    fields
+        .get("logical_failures")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0)
+}

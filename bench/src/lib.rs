@@ -11,6 +11,7 @@ pub mod memory;
 pub mod outputs;
 #[cfg(feature = "plots")]
 pub mod plot;
+pub mod progress;
 pub mod report;
 pub mod sampler;
 pub mod stats;

@@ -32,7 +32,7 @@ use backline_wire::cuqr::{self, Call, CallStatus};
 use backline_wire::stream::{FLAG_FINAL, StreamRequest};
 use backline_wire::{DecoderId, Status};
 
-use crate::swloop::Progress;
+use crate::progress::{Progress, Show};
 use crate::trace::{Clock, RoundStatus, Trace, TraceRow};
 
 /// What one call answered.
@@ -336,8 +336,8 @@ pub struct StreamRun {
     pub shots: u64,
     /// Seed of the sampled shots.
     pub seed: u64,
-    /// Progress on stderr for runs longer than a second.
-    pub progress: bool,
+    /// When to show progress on stderr (runs longer than a second).
+    pub progress: Show,
     /// Label of the progress line.
     pub label: String,
     /// Set (by a SIGINT handler) to end the run at the next shot boundary.
@@ -441,7 +441,7 @@ pub fn run(
         error: None,
         interrupted: false,
     };
-    let mut progress = Progress::new(cfg.progress, &cfg.label);
+    let progress = Progress::start(&cfg.label, "shots", cfg.shots, cfg.progress);
     let mut call = 0u64;
     'shots: for shot in 0..cfg.shots {
         // Relaxed: the flag carries no data; the next shot boundary is soon enough.
@@ -525,9 +525,7 @@ pub fn run(
                 break;
             }
         }
-        if shot % 256 == 0 {
-            progress.tick(shot, cfg.shots);
-        }
+        progress.set(shot + 1);
     }
     progress.finish();
     Ok(out)
@@ -631,7 +629,7 @@ mod tests {
         let cfg = StreamRun {
             shots: 200,
             seed: 4,
-            progress: false,
+            progress: Show::Never,
             stop: None,
             label: String::new(),
         };

@@ -2,7 +2,6 @@
 //! just before `stage_payload` to just after `collect`, optionally paced by the software
 //! pacer (whose quiet period is never part of the RTT), and checks each reply.
 
-use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -11,6 +10,7 @@ use backline_pacer::{Pacer, PacerConfig};
 use backline_transport::{Controller, ControllerSession, Error};
 use backline_wire::{DecoderId, Status};
 
+use crate::progress::{Progress, Show};
 use crate::sampler::{SyndromeSampler, Verdict};
 use crate::trace::{Clock, RoundStatus, Trace, TraceRow};
 
@@ -93,8 +93,8 @@ pub struct SwLoop {
     pub pacer: PacerConfig,
     /// Clock of the pacer's cycles.
     pub clock_mhz: f64,
-    /// Show progress on stderr for runs longer than a second.
-    pub progress: bool,
+    /// When to show progress on stderr (runs longer than a second).
+    pub progress: Show,
     /// Label for the progress line.
     pub label: String,
     /// Set (by a SIGINT handler) to end the run at the next round boundary: no more rounds
@@ -129,70 +129,6 @@ pub fn request_payload(round: u64, buf: &mut [u8]) {
         *first = (round % 8) as u8;
         for (i, b) in rest.iter_mut().enumerate() {
             *b = r[i % 8] ^ (i / 8) as u8;
-        }
-    }
-}
-
-/// Progress on stderr: a rewritten line on a terminal, a line every 10 s otherwise.
-pub(crate) struct Progress {
-    enabled: bool,
-    tty: bool,
-    start: Instant,
-    last: Instant,
-    shown: bool,
-    label: String,
-}
-
-impl Progress {
-    pub(crate) fn new(enabled: bool, label: &str) -> Progress {
-        let now = Instant::now();
-        Progress {
-            enabled,
-            tty: std::io::stderr().is_terminal(),
-            start: now,
-            last: now,
-            shown: false,
-            label: label.to_string(),
-        }
-    }
-
-    pub(crate) fn tick(&mut self, done: u64, total: u64) {
-        if !self.enabled {
-            return;
-        }
-        let now = Instant::now();
-        let every = if self.tty {
-            Duration::from_millis(250)
-        } else {
-            Duration::from_secs(10)
-        };
-        if now - self.start < Duration::from_secs(1) || now - self.last < every {
-            return;
-        }
-        self.last = now;
-        self.shown = true;
-        let el = (now - self.start).as_secs_f64();
-        let eta = if done > 0 {
-            el * (total - done) as f64 / done as f64
-        } else {
-            0.0
-        };
-        let pct = 100.0 * done as f64 / total.max(1) as f64;
-        let line = format!(
-            "{}: round {done}/{total} ({pct:.0}%), {el:.0} s elapsed, ~{eta:.0} s left",
-            self.label
-        );
-        let mut e = std::io::stderr().lock();
-        if self.tty {
-            let _ = write!(e, "\r{line}\x1b[K");
-        } else {
-            let _ = writeln!(e, "{line}");
-        }
-    }
-
-    pub(crate) fn finish(&mut self) {
-        if self.enabled && self.shown && self.tty {
-            let _ = writeln!(std::io::stderr());
         }
     }
 }
@@ -249,7 +185,7 @@ pub fn run(session: &mut ControllerSession, cfg: &SwLoop) -> SwLoopResult {
     // Start times and quiet periods of the rounds in flight, by round % in_flight.
     let mut started = vec![Instant::now(); in_flight as usize];
     let mut quiet = vec![0f64; in_flight as usize];
-    let mut progress = Progress::new(cfg.progress, &cfg.label);
+    let progress = Progress::start(&cfg.label, "rounds", cfg.rounds, cfg.progress);
     let (mut completed, mut mismatches) = (0u64, 0u64);
     let mut posted = 0u64;
     let mut error = None;
@@ -357,10 +293,8 @@ pub fn run(session: &mut ControllerSession, cfg: &SwLoop) -> SwLoopResult {
             status,
             cold: round == 0,
         });
-        if round % 1024 == 0 {
-            progress.tick(round, cfg.rounds);
-        }
         round += 1;
+        progress.set(round);
     }
     progress.finish();
     let logical_failures = match &requests {

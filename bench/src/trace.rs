@@ -557,6 +557,19 @@ fn parse_row(line: &str, split: bool) -> Result<(TraceRow, Option<CycleSplit>), 
     Ok((row, parts))
 }
 
+/// The `cadence` header of a trace, written the same by every source: `b2b`, or
+/// `random-delayed freq=F span=0xS seed=0xD clock=C MHz`.
+pub fn cadence_meta(pacer: &backline_pacer::PacerConfig, clock_mhz: f64) -> String {
+    if pacer.is_b2b() {
+        "b2b".to_string()
+    } else {
+        format!(
+            "random-delayed freq={} span={:#x} seed={:#x} clock={clock_mhz} MHz",
+            pacer.freq, pacer.span, pacer.seed
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -479,14 +479,7 @@ pub fn read_trace<M: Mmio + ?Sized>(m: &mut M, source: &str) -> Result<Trace, Er
     trace.set_meta("mode", mode.name());
     trace.set_meta(
         "cadence",
-        if pacer.is_b2b() {
-            "b2b".to_string()
-        } else {
-            format!(
-                "random-delayed freq {} span {:#x} seed {}",
-                pacer.freq, pacer.span, pacer.seed
-            )
-        },
+        backline_bench::trace::cadence_meta(&pacer, rm::CLOCK_MHZ),
     );
     trace.set_meta("qp", qp);
     trace.set_meta("fsm_overhead_cycles", overhead);

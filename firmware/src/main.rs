@@ -5,12 +5,13 @@
 //! Exit status: 0 success; 1 the run worked but a check failed (timeouts, mismatches);
 //! 2 error. A closed stdout (broken pipe) counts as success.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use backline_bench::progress::{Progress, Show};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use backline_apu::{BackendSpec, Board, Config, Expect, Mmio, Mode, RunSpec};
@@ -333,34 +334,6 @@ fn setup(backend: &str, path: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Progress on stderr, a few times a second, only on a terminal.
-struct Progress {
-    enabled: bool,
-    last: Instant,
-    start: Instant,
-}
-
-impl Progress {
-    fn tick(&mut self, done: u64, total: u64) {
-        if !self.enabled || self.last.elapsed() < Duration::from_millis(250) {
-            return;
-        }
-        self.last = Instant::now();
-        eprint!(
-            "\rbackline-apu: {done}/{total} rounds ({:.0} %), {:.0} s",
-            100.0 * done as f64 / total.max(1) as f64,
-            self.start.elapsed().as_secs_f64()
-        );
-        let _ = std::io::stderr().flush();
-    }
-
-    fn finish(&self) {
-        if self.enabled {
-            eprint!("\r{:70}\r", "");
-        }
-    }
-}
-
 /// `--expect`: a fixed table, or the workload of a coprocessor function.
 fn expectation(a: &RunArgs) -> anyhow::Result<Expect> {
     Ok(match a.expect.as_str() {
@@ -499,12 +472,13 @@ fn summary_table(title: String, trace: &Trace) -> String {
 fn run(backend: &str, a: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut b = connect(backend)?;
     let spec = run_spec(a, b.mmio().is_simulated())?;
-    let mut progress = Progress {
-        enabled: !a.json && !a.quiet && std::io::stderr().is_terminal(),
-        last: Instant::now(),
-        start: Instant::now(),
-    };
-    let rep = b.run(&spec, &mut |d, t| progress.tick(d, t))?;
+    let progress = Progress::start(
+        "backline-apu",
+        "rounds",
+        spec.rounds,
+        Show::unless(a.json || a.quiet),
+    );
+    let rep = b.run(&spec, &mut |d, _| progress.set(d))?;
     progress.finish();
     let trace = b.read_trace().context("reading the trace RAM")?;
     if let Some(path) = &a.csv {

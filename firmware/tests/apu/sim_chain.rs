@@ -195,7 +195,7 @@ fn random_delayed_runs_fast_forward_and_record_the_rtl_pacers_intervals() {
     let t = b.read_trace().unwrap();
     assert_eq!(
         t.meta("cadence"),
-        Some("random-delayed freq 1000000 span 0xfffff seed 7")
+        Some("random-delayed freq=1000000 span=0xfffff seed=0x7 clock=200 MHz")
     );
     // The quiet column follows the pacer rule, and the RTL pacer drew the same last interval.
     let mut sw = Pacer::new(pacer).unwrap();

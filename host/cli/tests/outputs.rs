@@ -229,3 +229,53 @@ fn a_run_that_fails_its_checks_exits_1_and_keeps_its_trace() {
         backline_bench::Trace::load(&Path::new(&d).join("bench-memcpy-always_fail.csv")).unwrap();
     assert_eq!(t.rows.len(), 100);
 }
+
+#[test]
+fn progress_off_a_terminal_only_when_asked_with_rate_and_time_left() {
+    let d = out_dir("progress");
+    let start = |extra: &[&str]| {
+        Command::new(BIN)
+            .args([
+                "bench",
+                "--responder",
+                "echo",
+                "--rounds",
+                "1000000",
+                "--cadence",
+                "random-delayed",
+                "--no-baseline",
+                "--no-plots",
+                "--out-dir",
+                &d,
+            ])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let asked = start(&["--progress", "--csv", &format!("{d}/a.csv")]);
+    let plain = start(&["--csv", &format!("{d}/b.csv")]);
+    // The first line comes after a second of the run.
+    std::thread::sleep(Duration::from_secs(3));
+    for c in [&asked, &plain] {
+        let st = Command::new("kill")
+            .args(["-INT", &c.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let (a, _) = wait_bounded(asked, Duration::from_secs(60), "bench --progress");
+    let (b, _) = wait_bounded(plain, Duration::from_secs(60), "bench");
+    let (ea, eb) = (stderr(&a), stderr(&b));
+    let line = ea
+        .lines()
+        .find(|l| l.starts_with("bench memcpy echo: "))
+        .unwrap_or_else(|| panic!("no progress line: {ea}"));
+    assert!(line.contains("/1000000 rounds ("), "{line}");
+    assert!(
+        line.contains("rounds/s") && line.ends_with(" left"),
+        "{line}"
+    );
+    assert!(!eb.contains("rounds/s"), "{eb}");
+}

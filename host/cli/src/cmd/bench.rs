@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use backline_bench::progress::Show;
 use backline_bench::swloop::Requests;
 use backline_bench::{Outputs, RunName};
 use backline_pacer::{PacerConfig, REFERENCE_SEED};
@@ -126,9 +127,13 @@ pub struct Args {
     /// Do not draw PNG plots.
     #[arg(long)]
     pub no_plots: bool,
-    /// No progress lines on stderr.
+    /// No progress on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Progress on stderr even when it is not a terminal (a line every 10 s); by default
+    /// only a terminal shows it.
+    #[arg(long, conflicts_with = "quiet")]
+    pub progress: bool,
     /// Hop probes: per-hop median/P99/P99.9 of every run (the coprocessor's hops too when it
     /// runs in this process or in a `backline serve` this bench starts).
     #[arg(long)]
@@ -190,8 +195,10 @@ pub struct BenchConfig {
     pub outputs: Outputs,
     /// One JSON object instead of the table.
     pub json: bool,
-    /// No progress.
+    /// No progress or notes on stderr.
     pub quiet: bool,
+    /// When progress is shown.
+    pub progress: Show,
     /// The ring flags again (for a server this bench starts).
     pub ring: RingArgs,
     /// The rdma flags again.
@@ -267,6 +274,11 @@ impl BenchConfig {
             outputs,
             json: a.json,
             quiet: a.quiet,
+            progress: match (a.quiet || a.json, a.progress) {
+                (true, _) => Show::Never,
+                (false, true) => Show::Always,
+                (false, false) => Show::Terminal,
+            },
             ring: a.ring,
             rdma: a.rdma,
             gpu: a.gpu,

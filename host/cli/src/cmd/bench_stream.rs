@@ -83,7 +83,7 @@ pub fn run(
     run: &StreamRun,
     whole: bool,
 ) -> anyhow::Result<StreamResult> {
-    let progress = run.progress;
+    let progress = run.progress != backline_bench::progress::Show::Never;
     let outcome = sb::run(link, &plan.dem, run).context("the model's rounds")?;
     let whole = if whole && outcome.error.is_none() && !outcome.interrupted {
         if progress {

@@ -27,14 +27,14 @@
 //! for and did not converge); 2 on an error.
 
 use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, bail};
 use backline_bench::Summary;
+use backline_bench::progress::{Progress, Show};
 use backline_bench::stats::wilson_interval;
 use backline_decode::dem::DetectorErrorModel;
 use backline_decode::dem_decoder::{DemDecoder, DemDecoderSettings, decode_batch_counted};
@@ -409,13 +409,17 @@ fn run_checks(args: &Args) -> anyhow::Result<ExitCode> {
         decoder.decode(s, &mut correction)?;
     }
 
-    let progress = std::io::stderr().is_terminal() && !args.json;
+    let progress = Progress::start(
+        "backline decode",
+        "shots",
+        shots.len() as u64,
+        Show::unless(args.json),
+    );
     let mut times_ns = Vec::with_capacity(shots.len());
     let mut converged = 0u64;
     let mut unsatisfied: Vec<usize> = Vec::new();
     let mut check = vec![0u8; h.rows()];
     let mut line = Vec::with_capacity(n + 1);
-    let mut last_progress = Instant::now();
     let loop_start = Instant::now();
     for (k, (lineno, s)) in shots.iter().enumerate() {
         let t0 = Instant::now();
@@ -432,15 +436,10 @@ fn run_checks(args: &Args) -> anyhow::Result<ExitCode> {
             line.push(b'\n');
             w.write_all(&line).context("writing the corrections")?;
         }
-        if progress && last_progress.elapsed() > Duration::from_secs(1) {
-            eprint!("\rdecoded {}/{}", k + 1, shots.len());
-            last_progress = Instant::now();
-        }
+        progress.set(k as u64 + 1);
     }
     let wall = loop_start.elapsed();
-    if progress && wall > Duration::from_secs(1) {
-        eprintln!("\rdecoded {}/{}", shots.len(), shots.len());
-    }
+    progress.finish();
     if let Some(mut w) = out.take() {
         w.flush().context("writing the corrections")?;
     }
@@ -630,21 +629,14 @@ fn run_dem(args: &Args) -> anyhow::Result<ExitCode> {
     drop(warm);
 
     let threads = backline_decode::dem_decoder::threads_for(args.threads);
-    let done = AtomicU64::new(0);
-    let finished = AtomicBool::new(false);
     let total = dets.shots() as u64;
-    let show = std::io::stderr().is_terminal() && !args.json;
+    let progress = Progress::start("backline decode", "shots", total, Show::unless(args.json));
+    let done = progress.counter();
     let start = Instant::now();
-    let batch = std::thread::scope(|scope| {
-        if show {
-            scope.spawn(|| progress(&done, &finished, total));
-        }
-        let r = decode_batch_counted(&decoder, &dets, threads, true, &done);
-        // Relaxed: the monitor only reads the flag to stop; the joins order the rest.
-        finished.store(true, Ordering::Relaxed);
-        r
-    })?;
+    let batch = decode_batch_counted(&decoder, &dets, threads, true, &done);
     let wall = start.elapsed();
+    progress.finish();
+    let batch = batch?;
 
     if let Some(p) = args.obs_out.as_deref() {
         let format = format_of(p, args.obs_format);
@@ -709,29 +701,5 @@ fn flag_of(e: &DecoderError) -> String {
     match e {
         DecoderError::Setting { name, .. } => format!("{}: {e}", name.replace('_', "-")),
         e => e.to_string(),
-    }
-}
-
-/// Redraws `decoded i/n` on stderr a few times a second until `finished`.
-fn progress(done: &AtomicU64, finished: &AtomicBool, total: u64) {
-    let start = Instant::now();
-    let mut shown = false;
-    // Relaxed: a display; nothing is read through these values.
-    while !finished.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(250));
-        if start.elapsed() > Duration::from_secs(1) {
-            let d = done.load(Ordering::Relaxed);
-            let el = start.elapsed().as_secs_f64();
-            let eta = if d > 0 {
-                el * (total - d) as f64 / d as f64
-            } else {
-                0.0
-            };
-            eprint!("\rdecoded {d}/{total}, {el:.0} s elapsed, ~{eta:.0} s left\x1b[K");
-            shown = true;
-        }
-    }
-    if shown {
-        eprintln!("\rdecoded {total}/{total}\x1b[K");
     }
 }

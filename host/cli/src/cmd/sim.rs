@@ -14,14 +14,13 @@
 //! lost); 2 on bad input or a set-up failure (no coprocessor at the address, an unserved
 //! decoder id, no Verilator in this build).
 
-use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use backline_bench::progress::{Progress, Show};
 use backline_bench::report::{JsonStats, json_line_without_stats};
 use backline_bench::{Clock, JsonReport, Table, Trace, trace::RoundStatus};
 use backline_regmap as rm;
@@ -256,34 +255,6 @@ fn config(a: &Args) -> anyhow::Result<(RunConfig, Option<BridgeConfig>)> {
     Ok((cfg, bridge))
 }
 
-/// Progress on stderr, a few times a second, only on a terminal.
-struct Progress {
-    enabled: bool,
-    last: Instant,
-    start: Instant,
-}
-
-impl Progress {
-    fn tick(&mut self, done: u64, total: u64) {
-        if !self.enabled || self.last.elapsed() < Duration::from_millis(250) {
-            return;
-        }
-        self.last = Instant::now();
-        let pct = 100.0 * done as f64 / total.max(1) as f64;
-        eprint!(
-            "\rbackline sim: {done}/{total} rounds ({pct:.0} %), {:.0} s",
-            self.start.elapsed().as_secs_f64()
-        );
-        let _ = std::io::stderr().flush();
-    }
-
-    fn finish(&self) {
-        if self.enabled {
-            eprint!("\r{:70}\r", "");
-        }
-    }
-}
-
 /// Ctrl-C and SIGTERM end a run between two progress calls (the bridge's session and its
 /// shm segment are then dropped cleanly).
 fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
@@ -317,16 +288,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let stop = stop_flag()?;
-    let mut progress = Progress {
-        enabled: !a.json && !a.quiet && std::io::stderr().is_terminal(),
-        last: Instant::now(),
-        start: Instant::now(),
-    };
-    let result =
-        backline_sim::run::run_until(&mut sim, &cfg, &mut |d, t| progress.tick(d, t), &|| {
-            // Acquire pairs with signal-hook's store in the handler.
-            stop.load(Ordering::Acquire)
-        });
+    let progress = Progress::start(
+        "backline sim",
+        "rounds",
+        cfg.rounds,
+        Show::unless(a.json || a.quiet),
+    );
+    let result = backline_sim::run::run_until(&mut sim, &cfg, &mut |d, _| progress.set(d), &|| {
+        // Acquire pairs with signal-hook's store in the handler.
+        stop.load(Ordering::Acquire)
+    });
     progress.finish();
     let rep = match result {
         Ok(r) => r,
@@ -357,14 +328,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     trace.set_meta("mode", cfg.mode.name());
     trace.set_meta(
         "cadence",
-        if cfg.pacer.is_b2b() {
-            "b2b".to_string()
-        } else {
-            format!(
-                "random-delayed freq {} span {:#x} seed {}",
-                cfg.pacer.freq, cfg.pacer.span, cfg.pacer.seed
-            )
-        },
+        backline_bench::trace::cadence_meta(&cfg.pacer, rm::CLOCK_MHZ),
     );
     trace.set_meta("fabric_latency_cycles", cfg.model.fabric_latency_cycles);
     trace.set_meta("service", &service_note);
@@ -523,6 +487,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::*;
     use clap::Parser;
+    use std::time::Duration;
 
     #[derive(Debug, Parser)]
     struct Cli {

@@ -107,14 +107,7 @@ pub(super) fn set_meta(t: &mut Trace, c: &BenchConfig, responder: &str, pacer: P
     t.set_meta("spin_us", config.wait.as_micros());
     t.set_meta(
         "cadence",
-        if pacer.is_b2b() {
-            "b2b".to_string()
-        } else {
-            format!(
-                "random-delayed freq={} span={:#x} seed={:#x} clock={} MHz",
-                pacer.freq, pacer.span, pacer.seed, c.clock_mhz
-            )
-        },
+        backline_bench::trace::cadence_meta(&pacer, c.clock_mhz),
     );
     if let Some((ctrl, resp)) = c.pin {
         t.set_meta("pin", format!("controller={ctrl} responder={resp}"));

@@ -217,7 +217,7 @@ fn run_stream(
     let settings = StreamRun {
         shots: c.shots,
         seed: u64::from(c.seed),
-        progress: !c.quiet,
+        progress: c.progress,
         label: format!("bench {transport} {}", plan.label),
         stop: Some(stop.clone()),
     };
@@ -309,7 +309,7 @@ fn run_sw(
         requests: reqs,
         pacer: c.pacer,
         clock_mhz: c.clock_mhz,
-        progress: !c.quiet,
+        progress: c.progress,
         label: format!("bench {transport} {spec}"),
         stop: Some(stop.clone()),
     };

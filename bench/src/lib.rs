@@ -1,7 +1,7 @@
 //! What a benchmark run produces, defined once for every source of round-trip times: the host
 //! sw-loop (`backline bench`), the cycle-accurate FPGA simulation (`backline sim`) and the
 //! board's trace RAM read-out (`backline-apu trace`). Statistics with the cold first round kept
-//! apart, the self-describing CSV trace, the printed table, the JSON object and the PNG plots;
+//! apart, the self-describing CSV trace, the printed table, the JSON object and the SVG/PNG plots, progress and exit statuses;
 //! and the drivers of the host runs: the sw-loop (`swloop`) and the streaming-decoder run
 //! (`stream`: rounds of sampled shots to a `stream:` function or a CUQR server).
 #![deny(missing_docs)]

@@ -8,9 +8,6 @@ use std::path::{Path, PathBuf};
 
 use crate::Trace;
 
-/// The extension of the plots' files.
-const PLOT_EXT: &str = "png";
-
 /// Why an output could not be written.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -58,6 +55,8 @@ pub struct RunName {
     pub label: String,
     /// The trace path given by the user (`--csv`), if any.
     pub csv: Option<PathBuf>,
+    /// The file-name part, when not made from the label (`floor` for `floor (cache line)`).
+    pub stem: Option<String>,
 }
 
 /// Every file of a run, named before the run.
@@ -111,10 +110,14 @@ impl Outputs {
     pub fn plan(dir: Option<PathBuf>, prefix: &str, plots: bool, runs: &[RunName]) -> Outputs {
         let plots = plots && dir.is_some() && cfg!(feature = "plots");
         let labels = unique(runs.iter().map(|r| r.label.clone()), " #");
-        let stems = unique(runs.iter().map(|r| file_stem(&r.label)), "-");
+        let stems = unique(
+            runs.iter()
+                .map(|r| r.stem.clone().unwrap_or_else(|| file_stem(&r.label))),
+            "-",
+        );
         let in_dir = |stem: &str, ext: &str| {
             dir.as_ref()
-                .map(|d| d.join(format!("{prefix}-{stem}.{ext}")))
+                .map(|d| d.join(format!("{prefix}-{stem}{ext}")))
         };
         let planned = runs
             .iter()
@@ -122,11 +125,10 @@ impl Outputs {
             .zip(&stems)
             .map(|((r, label), stem)| PlannedRun {
                 label,
-                csv: r.csv.clone().or_else(|| in_dir(stem, "csv")),
+                csv: r.csv.clone().or_else(|| in_dir(stem, ".csv")),
                 csv_given: r.csv.is_some(),
                 plots: if plots {
-                    in_dir(&format!("{stem}-rtt"), PLOT_EXT)
-                        .zip(in_dir(&format!("{stem}-hist"), PLOT_EXT))
+                    in_dir(&format!("{stem}-rtt"), "").zip(in_dir(&format!("{stem}-hist"), ""))
                 } else {
                     None
                 },
@@ -136,7 +138,7 @@ impl Outputs {
             let stem = unique(stems.iter().cloned().chain(["ccdf".into()]), "-")
                 .pop()
                 .unwrap_or_default();
-            in_dir(&stem, PLOT_EXT)
+            in_dir(&stem, "")
         } else {
             None
         };
@@ -153,19 +155,19 @@ impl Outputs {
     }
 
     /// Every file this plan writes.
-    pub fn files(&self) -> Vec<(&'static str, &Path)> {
-        let mut v: Vec<(&'static str, &Path)> = Vec::new();
+    pub fn files(&self) -> Vec<(&'static str, PathBuf)> {
+        let mut v: Vec<(&'static str, PathBuf)> = Vec::new();
         for r in &self.runs {
             if let Some(p) = &r.csv {
-                v.push((if r.csv_given { "--csv" } else { "--out-dir" }, p));
+                v.push((if r.csv_given { "--csv" } else { "--out-dir" }, p.clone()));
             }
             if let Some((a, b)) = &r.plots {
-                v.push(("--out-dir", a));
-                v.push(("--out-dir", b));
+                v.extend(plot_files(a).into_iter().map(|p| ("--out-dir", p)));
+                v.extend(plot_files(b).into_iter().map(|p| ("--out-dir", p)));
             }
         }
         if let Some(p) = &self.ccdf {
-            v.push(("--out-dir", p));
+            v.extend(plot_files(p).into_iter().map(|p| ("--out-dir", p)));
         }
         v
     }
@@ -182,7 +184,8 @@ impl Outputs {
                 source,
             })?;
         }
-        for (flag, p) in files {
+        for (flag, p) in &files {
+            let (flag, p) = (*flag, p.as_path());
             let err = |source| OutputError::File {
                 flag,
                 path: p.display().to_string(),
@@ -261,12 +264,23 @@ impl Outputs {
     }
 }
 
-/// Keeps a drawn plot's path; warns about one that could not be drawn.
+/// The files of a plot stem (`.svg` and `.png`; none without the plots feature).
+fn plot_files(stem: &Path) -> Vec<PathBuf> {
+    #[cfg(feature = "plots")]
+    return crate::plot::files_of(stem).to_vec();
+    #[cfg(not(feature = "plots"))]
+    {
+        let _ = stem;
+        Vec::new()
+    }
+}
+
+/// Keeps a drawn plot's files; warns about one that could not be drawn.
 #[cfg(feature = "plots")]
-fn note<E: std::fmt::Display>(r: Result<(), E>, p: &Path, written: &mut Vec<PathBuf>) {
+fn note<E: std::fmt::Display>(r: Result<(), E>, stem: &Path, written: &mut Vec<PathBuf>) {
     match r {
-        Ok(()) => written.push(p.to_path_buf()),
-        Err(e) => log::warn!("plot {}: {e}", p.display()),
+        Ok(()) => written.extend(plot_files(stem)),
+        Err(e) => log::warn!("plot {}: {e}", stem.display()),
     }
 }
 
@@ -278,6 +292,7 @@ mod tests {
         RunName {
             label: l.into(),
             csv: None,
+            stem: None,
         }
     }
 
@@ -297,7 +312,7 @@ mod tests {
         );
         let labels: Vec<&str> = o.runs().iter().map(|r| r.label.as_str()).collect();
         assert_eq!(labels, ["echo", "echo #2", "a:b", "a_b", "floor"]);
-        let files: Vec<&Path> = o.files().into_iter().map(|(_, p)| p).collect();
+        let files: Vec<PathBuf> = o.files().into_iter().map(|(_, p)| p).collect();
         let mut dedup = files.clone();
         dedup.sort();
         dedup.dedup();
@@ -318,12 +333,13 @@ mod tests {
                 RunName {
                     label: "echo".into(),
                     csv: Some("/dev/null".into()),
+                    stem: None,
                 },
                 name("floor"),
             ],
         );
         let files = o.files();
-        assert_eq!(files, [("--csv", Path::new("/dev/null"))]);
+        assert_eq!(files, [("--csv", PathBuf::from("/dev/null"))]);
         o.check().unwrap();
     }
 
@@ -336,6 +352,7 @@ mod tests {
             &[RunName {
                 label: "echo".into(),
                 csv: Some("/nonexistent-dir/run.csv".into()),
+                stem: None,
             }],
         );
         let e = o.check().unwrap_err().to_string();

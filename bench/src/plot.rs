@@ -1,601 +1,457 @@
-//! PNG plots of round-trip times, drawn with a small raster of our own (no font files, no
-//! system libraries): RTT against round number, the distribution with log counts, and the
-//! empirical CCDF with several runs overlaid.
+//! Plots of round-trip times, drawn with `plotters`, each written twice: SVG (text as text,
+//! editable, for papers) and PNG (its labels in DejaVu Sans, embedded from the `dejavu`
+//! crate: no system font file is read). RTT against round number with round 0 marked, the
+//! distribution with log counts, and the empirical CCDF with several runs overlaid. Axes are
+//! in µs.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use image::{Rgb, RgbImage};
+use plotters::coord::Shift;
+use plotters::prelude::*;
 
-/// Image size.
-const W: u32 = 960;
-const H: u32 = 540;
-/// Plot area margins: left, right, top, bottom.
-const ML: i32 = 90;
-const MR: i32 = 24;
-const MT: i32 = 44;
-const MB: i32 = 64;
-
-const WHITE: Rgb<u8> = Rgb([255, 255, 255]);
-const BLACK: Rgb<u8> = Rgb([0, 0, 0]);
-const GRID: Rgb<u8> = Rgb([225, 225, 225]);
-const RED: Rgb<u8> = Rgb([200, 30, 30]);
+/// Image size, pixels.
+const SIZE: (u32, u32) = (960, 540);
+/// Bins of the distribution.
+const BINS: usize = 120;
+/// Most rounds drawn one by one; longer runs are drawn as the min–max span per column (a
+/// million rounds would otherwise make a 90 MB SVG).
+const COLUMNS: usize = 900;
 
 /// Line colours of overlaid runs, in order.
-pub const PALETTE: [Rgb<u8>; 6] = [
-    Rgb([31, 90, 180]),
-    Rgb([220, 110, 20]),
-    Rgb([40, 150, 60]),
-    Rgb([180, 40, 40]),
-    Rgb([120, 70, 170]),
-    Rgb([90, 90, 90]),
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(31, 90, 180),
+    RGBColor(220, 110, 20),
+    RGBColor(40, 150, 60),
+    RGBColor(180, 40, 40),
+    RGBColor(120, 70, 170),
+    RGBColor(90, 90, 90),
 ];
 
 /// Why a plot was not written.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PlotError {
     /// Nothing to draw.
     #[error("no samples to plot for {0}")]
     Empty(String),
-    /// Encoding or writing the PNG failed.
-    #[error("writing {path}: {source}")]
+    /// Drawing or writing the file failed.
+    #[error("writing {path}: {message}")]
     Write {
         /// The file.
         path: String,
-        /// The cause.
-        source: image::ImageError,
+        /// What the backend said.
+        message: String,
     },
 }
 
-/// 5×7 glyphs, one string of 35 cells per character ('#' = ink), rows top to bottom. Text is
-/// drawn in upper case.
-fn glyph(c: char) -> Option<&'static str> {
-    Some(match c.to_ascii_uppercase() {
-        '0' => ".###.#...##..###.#.###..##...#.###.",
-        '1' => "..#...##....#....#....#....#...###.",
-        '2' => ".###.#...#....#...#...#...#...#####",
-        '3' => "####.....#...#...##.....##...#.###.",
-        '4' => "...#...##..#.#.#..#.#####...#....#.",
-        '5' => "######....####.....#....##...#.###.",
-        '6' => "..##..#...#....####.#...##...#.###.",
-        '7' => "#####....#...#...#...#....#....#...",
-        '8' => ".###.#...##...#.###.#...##...#.###.",
-        '9' => ".###.#...##...#.####....#...#..##..",
-        'A' => ".###.#...##...#######...##...##...#",
-        'B' => "####.#...##...#####.#...##...#####.",
-        'C' => ".###.#...##....#....#....#...#.###.",
-        'D' => "###..#..#.#...##...##...##..#.###..",
-        'E' => "######....#....####.#....#....#####",
-        'F' => "######....#....####.#....#....#....",
-        'G' => ".###.#...##....#.####...##...#.####",
-        'H' => "#...##...##...#######...##...##...#",
-        'I' => ".###...#....#....#....#....#...###.",
-        'J' => "..###...#....#....#....#.#..#..##..",
-        'K' => "#...##..#.#.#..##...#.#..#..#.#...#",
-        'L' => "#....#....#....#....#....#....#####",
-        'M' => "#...###.###.#.##.#.##...##...##...#",
-        'N' => "#...##...###..##.#.##..###...##...#",
-        'O' => ".###.#...##...##...##...##...#.###.",
-        'P' => "####.#...##...#####.#....#....#....",
-        'Q' => ".###.#...##...##...##.#.##..#..##.#",
-        'R' => "####.#...##...#####.#.#..#..#.#...#",
-        'S' => ".#####....#.....###.....#....#####.",
-        'T' => "#####..#....#....#....#....#....#..",
-        'U' => "#...##...##...##...##...##...#.###.",
-        'V' => "#...##...##...##...##...#.#.#...#..",
-        'W' => "#...##...##...##.#.##.#.##.#.#.#.#.",
-        'X' => "#...##...#.#.#...#...#.#.#...##...#",
-        'Y' => "#...##...#.#.#...#....#....#....#..",
-        'Z' => "#####....#...#...#...#...#....#####",
-        '.' => "..........................##...##..",
-        ',' => ".....................##....#...#...",
-        '-' => "................###................",
-        '+' => ".......#....#..#####..#....#.......",
-        ':' => "......##...##........##...##.......",
-        '(' => "...#...#...#....#....#.....#.....#.",
-        ')' => ".#.....#.....#....#....#...#...#...",
-        '/' => "....#....#...#...#...#...#....#....",
-        '%' => "##...##..#...#...#...#...#..##...##",
-        '_' => "..............................#####",
-        '=' => "..........#####.....#####..........",
-        '<' => "...#...#...#...#.....#.....#.....#.",
-        '>' => ".#.....#.....#.....#...#...#...#...",
-        'µ' => ".....#...##...##...##..#####.##....",
-        '[' => ".###..#....#....#....#....#....###.",
-        ']' => ".###....#....#....#....#....#..###.",
-        '^' => "..#...#.#.#...#....................",
-        ' ' => "...................................",
-        _ => return None,
-    })
+/// The files of one plot: `STEM.svg` and `STEM.png`.
+pub fn files_of(stem: &Path) -> [PathBuf; 2] {
+    let with = |ext: &str| {
+        let mut s = stem.as_os_str().to_owned();
+        s.push(ext);
+        PathBuf::from(s)
+    };
+    [with(".svg"), with(".png")]
 }
 
-struct Canvas {
-    img: RgbImage,
+/// Registers the embedded font once (the PNG backend needs glyphs; SVG keeps text as text).
+fn fonts() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let faces = [
+            (FontStyle::Normal, dejavu::sans::regular()),
+            (FontStyle::Bold, dejavu::sans::bold()),
+        ];
+        for (style, bytes) in faces {
+            if plotters::style::register_font("sans-serif", style, bytes).is_err() {
+                log::warn!("the embedded DejaVu Sans font could not be read");
+            }
+        }
+    });
 }
 
-impl Canvas {
-    fn new() -> Canvas {
-        Canvas {
-            img: RgbImage::from_pixel(W, H, WHITE),
-        }
-    }
+/// A plot, drawn the same on any backend.
+trait Figure {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
+}
 
-    fn put(&mut self, x: i32, y: i32, c: Rgb<u8>) {
-        if x >= 0 && y >= 0 && (x as u32) < W && (y as u32) < H {
-            self.img.put_pixel(x as u32, y as u32, c);
-        }
+/// Draws `fig` into `STEM.svg` and `STEM.png`.
+fn save(fig: &impl Figure, stem: &Path) -> Result<(), PlotError> {
+    fonts();
+    let [svg, png] = files_of(stem);
+    let err = |p: &Path| {
+        let path = p.display().to_string();
+        move |message: String| PlotError::Write { path, message }
+    };
+    {
+        let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
+        fig.draw(&root).map_err(err(&svg))?;
+        root.present().map_err(|e| err(&svg)(e.to_string()))?;
     }
+    let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
+    fig.draw(&root).map_err(err(&png))?;
+    root.present().map_err(|e| err(&png)(e.to_string()))
+}
 
-    fn line(&mut self, x0: i32, y0: i32, x1: i32, y1: i32, c: Rgb<u8>) {
-        // Integer line stepping.
-        let (dx, dy) = ((x1 - x0).abs(), -(y1 - y0).abs());
-        let (sx, sy) = (if x0 < x1 { 1 } else { -1 }, if y0 < y1 { 1 } else { -1 });
-        let (mut x, mut y, mut err) = (x0, y0, dx + dy);
-        loop {
-            self.put(x, y, c);
-            if x == x1 && y == y1 {
-                break;
-            }
-            let e2 = 2 * err;
-            if e2 >= dy {
-                err += dy;
-                x += sx;
-            }
-            if e2 <= dx {
-                err += dx;
-                y += sy;
-            }
-        }
-    }
-
-    fn thick_line(&mut self, x0: i32, y0: i32, x1: i32, y1: i32, c: Rgb<u8>) {
-        self.line(x0, y0, x1, y1, c);
-        self.line(x0, y0 + 1, x1, y1 + 1, c);
-    }
-
-    fn rect(&mut self, x0: i32, y0: i32, x1: i32, y1: i32, c: Rgb<u8>) {
-        for y in y0.min(y1)..=y0.max(y1) {
-            for x in x0.min(x1)..=x0.max(x1) {
-                self.put(x, y, c);
-            }
-        }
-    }
-
-    /// Text at (x, y) top-left, `scale` pixels per glyph cell.
-    fn text(&mut self, x: i32, y: i32, s: &str, scale: i32, c: Rgb<u8>) {
-        let mut cx = x;
-        for ch in s.chars() {
-            if let Some(g) = glyph(ch) {
-                for (i, cell) in g.bytes().enumerate() {
-                    if cell == b'#' {
-                        let (gx, gy) = ((i % 5) as i32, (i / 5) as i32);
-                        self.rect(
-                            cx + gx * scale,
-                            y + gy * scale,
-                            cx + gx * scale + scale - 1,
-                            y + gy * scale + scale - 1,
-                            c,
-                        );
-                    }
-                }
-            }
-            cx += 6 * scale;
-        }
-    }
-
-    fn text_width(s: &str, scale: i32) -> i32 {
-        s.chars().count() as i32 * 6 * scale
-    }
-
-    /// Vertical text (for the y-axis label), bottom to top.
-    fn text_up(&mut self, x: i32, y: i32, s: &str, c: Rgb<u8>) {
-        let mut cy = y;
-        for ch in s.chars() {
-            if let Some(g) = glyph(ch) {
-                for (i, cell) in g.bytes().enumerate() {
-                    if cell == b'#' {
-                        let (gx, gy) = ((i % 5) as i32, (i / 5) as i32);
-                        self.put(x + gy, cy - gx, c);
-                    }
-                }
-            }
-            cy -= 6;
-        }
-    }
-
-    fn save(&self, path: &Path) -> Result<(), PlotError> {
-        self.img.save(path).map_err(|source| PlotError::Write {
-            path: path.display().to_string(),
-            source,
-        })
+/// An axis tick in µs: no decimals from 10 on, up to three below.
+fn tick(v: f64) -> String {
+    match v.abs() {
+        a if a >= 10.0 => format!("{v:.0}"),
+        a if a >= 1.0 => format!("{v:.1}"),
+        a if a >= 0.1 => format!("{v:.2}"),
+        _ => format!("{v:.3}"),
     }
 }
 
-/// A linear or log10 axis mapping data to pixels.
-#[derive(Clone, Copy)]
-struct Axis {
-    lo: f64,
-    hi: f64,
-    log: bool,
-    p0: i32,
-    p1: i32,
-}
-
-impl Axis {
-    fn new(lo: f64, hi: f64, log: bool, p0: i32, p1: i32) -> Axis {
-        // Traces are checked for finite times when read; an axis is still never built on a
-        // non-finite end, which would make the tick loop below endless.
-        let finite = |v: f64, or: f64| {
-            if v.is_finite() {
-                v.clamp(-1e300, 1e300)
-            } else {
-                or
-            }
-        };
-        let (mut lo, mut hi) = (finite(lo, 0.0), finite(hi, 1.0));
-        if log {
-            lo = lo.max(1e-300);
-            hi = hi.max(lo * 1.0001);
-            // Whole decades.
-            lo = 10f64.powf(lo.log10().floor());
-            hi = 10f64.powf(hi.log10().ceil());
-            if hi <= lo {
-                hi = lo * 10.0;
-            }
-        } else if hi <= lo {
-            hi = lo + 1.0;
-        }
-        Axis {
-            lo,
-            hi,
-            log,
-            p0,
-            p1,
-        }
-    }
-
-    fn t(&self, v: f64) -> f64 {
-        if self.log {
-            (v.max(self.lo).log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10())
-        } else {
-            (v - self.lo) / (self.hi - self.lo)
-        }
-    }
-
-    fn px(&self, v: f64) -> i32 {
-        let t = self.t(v).clamp(0.0, 1.0);
-        (self.p0 as f64 + t * (self.p1 - self.p0) as f64).round() as i32
-    }
-
-    fn ticks(&self) -> Vec<f64> {
-        if self.log {
-            let (a, b) = (
-                self.lo.log10().round() as i32,
-                self.hi.log10().round() as i32,
-            );
-            let step = ((b - a) / 8).max(1);
-            (a..=b)
-                .step_by(step as usize)
-                .map(|e| 10f64.powi(e))
-                .collect()
-        } else {
-            let span = self.hi - self.lo;
-            let raw = span / 6.0;
-            let mag = 10f64.powf(raw.log10().floor());
-            let step = [1.0, 2.0, 5.0, 10.0]
-                .into_iter()
-                .map(|m| m * mag)
-                .find(|s| span / s <= 8.0)
-                .unwrap_or(10.0 * mag);
-            let first = (self.lo / step).ceil() * step;
-            (0..)
-                .map(|i| first + i as f64 * step)
-                .take_while(|v| *v <= self.hi + step * 1e-9)
-                .collect()
-        }
-    }
-}
-
-fn label(v: f64) -> String {
-    let a = v.abs();
-    if a == 0.0 {
-        "0".into()
-    } else if !(1e-3..1e6).contains(&a) {
-        format!("{v:.0e}")
-    } else if a >= 100.0 || v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else if a >= 1.0 {
-        format!("{v:.1}")
+/// `x.min(y)` and `x.max(y)` over finite values, widened when they are equal.
+fn range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values
+        .filter(|v| v.is_finite())
+        .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
+    if lo > hi {
+        (0.0, 1.0)
+    } else if hi - lo < 1e-9 {
+        (lo * 0.9, hi * 1.1 + 1e-3)
     } else {
-        format!("{v:.3}")
+        (lo, hi)
     }
 }
 
-/// Frame, grid, ticks, labels and title; returns the axes.
-fn frame(
-    c: &mut Canvas,
-    x: Axis,
-    y: Axis,
-    title: &str,
-    xlabel: &str,
-    ylabel: &str,
-) -> (Axis, Axis) {
-    let (x0, x1, y0, y1) = (ML, W as i32 - MR, H as i32 - MB, MT);
-    for t in x.ticks() {
-        let p = x.px(t);
-        c.line(p, y0, p, y1, GRID);
-        c.line(p, y0, p, y0 + 5, BLACK);
-        let l = label(t);
-        c.text(p - Canvas::text_width(&l, 1) / 2, y0 + 9, &l, 1, BLACK);
-    }
-    for t in y.ticks() {
-        let p = y.px(t);
-        c.line(x0, p, x1, p, GRID);
-        c.line(x0 - 5, p, x0, p, BLACK);
-        let l = label(t);
-        c.text(x0 - 9 - Canvas::text_width(&l, 1), p - 3, &l, 1, BLACK);
-    }
-    c.line(x0, y0, x1, y0, BLACK);
-    c.line(x0, y0, x0, y1, BLACK);
-    c.line(x1, y0, x1, y1, BLACK);
-    c.line(x0, y1, x1, y1, BLACK);
-    c.text(
-        (W as i32 - Canvas::text_width(title, 2)) / 2,
-        12,
-        title,
-        2,
-        BLACK,
-    );
-    c.text(
-        (x0 + x1 - Canvas::text_width(xlabel, 1)) / 2,
-        H as i32 - 24,
-        xlabel,
-        1,
-        BLACK,
-    );
-    c.text_up(
-        14,
-        (y0 + y1 + Canvas::text_width(ylabel, 1)) / 2,
-        ylabel,
-        BLACK,
-    );
-    (x, y)
+/// RTT by round.
+struct RttByRound<'a> {
+    rows: &'a [(u64, f64)],
+    round0_us: Option<f64>,
+    title: &'a str,
 }
 
-fn legend(c: &mut Canvas, names: &[&str]) {
-    let x = W as i32
-        - MR
-        - 10
-        - names
-            .iter()
-            .map(|n| Canvas::text_width(n, 1))
-            .max()
-            .unwrap_or(0)
-        - 30;
-    for (i, n) in names.iter().enumerate() {
-        let y = MT + 12 + 14 * i as i32;
-        c.rect(x, y, x + 20, y + 2, PALETTE[i % PALETTE.len()]);
-        c.text(x + 26, y - 2, n, 1, BLACK);
+impl Figure for RttByRound<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        root.fill(&WHITE).map_err(e)?;
+        let last = self.rows.last().map_or(1, |r| r.0).max(1);
+        let us = self.rows.iter().map(|r| r.1 / 1000.0);
+        let (lo, hi) = range(us.chain(self.round0_us));
+        let mut chart = ChartBuilder::on(root)
+            .caption(self.title, ("sans-serif", 22))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0u64..last, (lo * 0.9..hi * 1.1).log_scale())
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_desc("Round")
+            .y_desc("RTT (µs)")
+            .y_label_formatter(&|v| tick(*v))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(e)?;
+        let blue = PALETTE[0];
+        if self.rows.len() <= 2 * COLUMNS {
+            chart
+                .draw_series(
+                    self.rows
+                        .iter()
+                        .map(|&(r, ns)| Circle::new((r, ns / 1000.0), 1, blue.filled())),
+                )
+                .map_err(e)?
+                .label("warm rounds")
+                .legend(move |(x, y)| Circle::new((x + 10, y), 3, blue.filled()));
+        } else {
+            chart
+                .draw_series(
+                    spans(self.rows, last)
+                        .into_iter()
+                        .map(|(r, a, b)| PathElement::new([(r, a), (r, b)], blue.stroke_width(1))),
+                )
+                .map_err(e)?
+                .label("warm rounds (min to max per column)")
+                .legend(move |(x, y)| PathElement::new([(x + 10, y - 5), (x + 10, y + 5)], blue));
+        }
+        if let Some(r0) = self.round0_us {
+            chart
+                .draw_series([TriangleMarker::new((0, r0), 6, RED.filled())])
+                .map_err(e)?
+                .label(format!("round 0 (cold): {r0:.2} µs"))
+                .legend(|(x, y)| TriangleMarker::new((x + 10, y), 5, RED.filled()));
+        }
+        legend(&mut chart).map_err(e)
     }
 }
 
-/// RTT (µs, log scale) against round number: each pixel column spans its rounds' min–max;
-/// round 0 is the red mark.
+/// The rounds in [`COLUMNS`] columns: (first round, min µs, max µs) of each that has any.
+fn spans(rows: &[(u64, f64)], last: u64) -> Vec<(u64, f64, f64)> {
+    let width = last.div_ceil(COLUMNS as u64).max(1);
+    let mut out: Vec<(u64, f64, f64)> = Vec::new();
+    for &(r, ns) in rows {
+        let (col, us) = (r / width * width, ns / 1000.0);
+        match out.last_mut() {
+            Some(s) if s.0 == col => {
+                s.1 = s.1.min(us);
+                s.2 = s.2.max(us);
+            }
+            _ => out.push((col, us, us)),
+        }
+    }
+    out
+}
+
+/// The CCDF points of sorted `us` worth drawing: about a thousand spread evenly, and a
+/// geometric ladder into the tail (every point of the last few), so that a million rounds
+/// make a few thousand points.
+fn ccdf_points(us: &[f64]) -> Vec<(f64, f64)> {
+    let n = us.len();
+    let mut keep = vec![false; n];
+    for k in (0..n).step_by((n / 1000).max(1)) {
+        keep[k] = true;
+    }
+    // m = rounds above: n-1, 0.99 (n-1), … down to 1.
+    let mut m = n.saturating_sub(1) as f64;
+    while m >= 1.0 {
+        keep[n - 1 - m as usize] = true;
+        m = (m * 0.99).min(m - 1.0);
+    }
+    let nf = n as f64;
+    us.iter()
+        .enumerate()
+        .filter(|(k, _)| keep[*k])
+        .map(|(k, &v)| (v, (nf - k as f64 - 1.0) / nf))
+        .filter(|p| p.1 > 0.0)
+        .collect()
+}
+
+/// The legend box, top right.
+fn legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .draw()
+}
+
+/// The distribution, log counts.
+struct Histogram<'a> {
+    us: Vec<f64>,
+    title: &'a str,
+}
+
+impl Figure for Histogram<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        root.fill(&WHITE).map_err(e)?;
+        let lo = self.us[0];
+        let hi = crate::stats::nearest_rank(&self.us, 0.9999).max(lo * 1.001 + 1e-9);
+        let width = (hi - lo) / BINS as f64;
+        let mut counts = [0u64; BINS];
+        for &v in &self.us {
+            counts[(((v - lo) / width) as usize).min(BINS - 1)] += 1;
+        }
+        let over = self.us.iter().filter(|&&v| v > hi).count();
+        let top = counts.iter().copied().max().unwrap_or(1) as f64 * 2.0;
+        let mut chart = ChartBuilder::on(root)
+            .caption(self.title, ("sans-serif", 22))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(lo..hi, (0.8..top).log_scale())
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_desc("RTT (µs)")
+            .y_desc("Rounds (log)")
+            .x_label_formatter(&|v| tick(*v))
+            .y_label_formatter(&|v| format!("{v:.0}"))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(e)?;
+        let label = if over > 0 {
+            format!("warm rounds ({over} above P99.99 in the last bin)")
+        } else {
+            "warm rounds".to_string()
+        };
+        chart
+            .draw_series(
+                counts
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(i, &n)| {
+                        let x0 = lo + width * i as f64;
+                        Rectangle::new([(x0, 0.8), (x0 + width, n as f64)], PALETTE[0].filled())
+                    }),
+            )
+            .map_err(e)?
+            .label(label)
+            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 18, y + 5)], PALETTE[0].filled()));
+        legend(&mut chart).map_err(e)
+    }
+}
+
+/// The CCDF of several runs.
+struct Ccdf<'a> {
+    runs: Vec<(&'a str, Vec<f64>)>,
+    title: &'a str,
+}
+
+impl Figure for Ccdf<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        root.fill(&WHITE).map_err(e)?;
+        let (lo, hi) = range(self.runs.iter().flat_map(|(_, v)| v.iter().copied()));
+        let n_max = self.runs.iter().map(|(_, v)| v.len()).max().unwrap_or(1);
+        let floor = 1.0 / n_max as f64;
+        let mut chart = ChartBuilder::on(root)
+            .caption(self.title, ("sans-serif", 22))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(
+                (lo * 0.9..hi * 1.1).log_scale(),
+                (floor * 0.5..1.0).log_scale(),
+            )
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_desc("RTT (µs)")
+            .y_desc("P(RTT > x)")
+            .x_label_formatter(&|v| tick(*v))
+            .y_label_formatter(&|v| format!("{v:e}"))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(e)?;
+        for (i, (name, us)) in self.runs.iter().enumerate() {
+            let colour = PALETTE[i % PALETTE.len()];
+            // Sorted: the fraction above the k-th smallest is (n - k - 1) / n; the last point
+            // (0) has no place on a log axis and is left out.
+            let points = ccdf_points(us);
+            chart
+                .draw_series(LineSeries::new(points, colour.stroke_width(2)))
+                .map_err(e)?
+                .label(*name)
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
+        }
+        legend(&mut chart).map_err(e)
+    }
+}
+
+/// RTT against round number (`rtts_ns`: warm rounds, `(round, ns)`), round 0 (`cold`, ns)
+/// marked apart, into `STEM.svg` and `STEM.png`.
 pub fn rtt_vs_round(
     rtts_ns: &[(u64, f64)],
     cold: Option<f64>,
-    path: &Path,
+    stem: &Path,
     title: &str,
 ) -> Result<(), PlotError> {
     if rtts_ns.is_empty() {
         return Err(PlotError::Empty(title.into()));
     }
-    let last = rtts_ns.last().map_or(1, |r| r.0).max(1);
-    let lo = rtts_ns.iter().map(|r| r.1).fold(f64::MAX, f64::min) / 1000.0;
-    let hi = rtts_ns
-        .iter()
-        .map(|r| r.1)
-        .fold(0.0, f64::max)
-        .max(cold.unwrap_or(0.0))
-        / 1000.0;
-    let mut c = Canvas::new();
-    let x = Axis::new(0.0, last as f64, false, ML, W as i32 - MR);
-    let y = Axis::new(lo, hi, true, H as i32 - MB, MT);
-    frame(&mut c, x, y, title, "ROUND", "RTT (µS)");
-    let cols = (W as i32 - MR - ML + 1) as usize;
-    let mut span = vec![(f64::MAX, 0f64); cols];
-    for &(r, v) in rtts_ns {
-        let i = (x.px(r as f64) - ML).clamp(0, cols as i32 - 1) as usize;
-        span[i].0 = span[i].0.min(v / 1000.0);
-        span[i].1 = span[i].1.max(v / 1000.0);
-    }
-    for (i, (a, b)) in span.into_iter().enumerate() {
-        if b > 0.0 {
-            let px = ML + i as i32;
-            c.line(px, y.px(a), px, y.px(b), PALETTE[0]);
-        }
-    }
-    if let Some(c0) = cold {
-        let (px, py) = (x.px(0.0), y.px(c0 / 1000.0));
-        c.rect(px - 2, py - 2, px + 2, py + 2, RED);
-        c.text(px + 6, py - 3, "ROUND 0", 1, RED);
-    }
-    c.save(path)
+    let fig = RttByRound {
+        rows: rtts_ns,
+        round0_us: cold.map(|ns| ns / 1000.0),
+        title,
+    };
+    save(&fig, stem)
 }
 
-/// Histogram of RTT (µs, linear bins from the minimum to the P99.99) with log counts; rounds
-/// above the last bin are counted in it and said so.
-pub fn histogram(rtts_ns: &[f64], path: &Path, title: &str) -> Result<(), PlotError> {
+/// The distribution of `rtts_ns` (to P99.99; the rest counted in the last bin), log counts.
+pub fn histogram(rtts_ns: &[f64], stem: &Path, title: &str) -> Result<(), PlotError> {
     if rtts_ns.is_empty() {
         return Err(PlotError::Empty(title.into()));
     }
-    let mut sorted: Vec<f64> = rtts_ns.iter().map(|v| v / 1000.0).collect();
-    sorted.sort_by(f64::total_cmp);
-    let lo = sorted[0];
-    let hi = crate::stats::nearest_rank(&sorted, 0.9999).max(lo * 1.001 + 1e-9);
-    const BINS: usize = 120;
-    let mut counts = [0u64; BINS];
-    let mut over = 0u64;
-    for &v in &sorted {
-        let b = ((v - lo) / (hi - lo) * BINS as f64) as usize;
-        if b >= BINS {
-            over += 1;
-        }
-        counts[b.min(BINS - 1)] += 1;
-    }
-    let maxc = *counts.iter().max().unwrap_or(&1) as f64;
-    let mut c = Canvas::new();
-    let x = Axis::new(lo, hi, false, ML, W as i32 - MR);
-    let y = Axis::new(0.8, maxc, true, H as i32 - MB, MT);
-    frame(&mut c, x, y, title, "RTT (µS)", "ROUNDS (LOG)");
-    for (i, &n) in counts.iter().enumerate() {
-        if n == 0 {
-            continue;
-        }
-        let a = x.px(lo + (hi - lo) * i as f64 / BINS as f64);
-        let b = x.px(lo + (hi - lo) * (i + 1) as f64 / BINS as f64) - 1;
-        c.rect(a, y.px(n as f64), b.max(a), H as i32 - MB - 1, PALETTE[0]);
-    }
-    if over > 0 {
-        let note = format!("{over} ROUNDS ABOVE P99.99 IN LAST BIN");
-        c.text(
-            W as i32 - MR - Canvas::text_width(&note, 1) - 8,
-            MT + 8,
-            &note,
-            1,
-            RED,
-        );
-    }
-    c.save(path)
+    let mut us: Vec<f64> = rtts_ns.iter().map(|v| v / 1000.0).collect();
+    us.sort_by(f64::total_cmp);
+    save(&Histogram { us, title }, stem)
 }
 
-/// Empirical CCDF, P(RTT > x), of several runs on log-log axes.
-pub fn ccdf(runs: &[(&str, &[f64])], path: &Path, title: &str) -> Result<(), PlotError> {
+/// The empirical CCDF of each run (name, RTTs in ns), overlaid, log-log.
+pub fn ccdf(runs: &[(&str, &[f64])], stem: &Path, title: &str) -> Result<(), PlotError> {
     let runs: Vec<(&str, Vec<f64>)> = runs
         .iter()
-        .filter(|r| !r.1.is_empty())
+        .filter(|(_, v)| !v.is_empty())
         .map(|(n, v)| {
-            let mut s: Vec<f64> = v.iter().map(|x| x / 1000.0).collect();
-            s.sort_by(f64::total_cmp);
-            (*n, s)
+            let mut us: Vec<f64> = v.iter().map(|x| x / 1000.0).collect();
+            us.sort_by(f64::total_cmp);
+            (*n, us)
         })
         .collect();
     if runs.is_empty() {
         return Err(PlotError::Empty(title.into()));
     }
-    let lo = runs.iter().map(|r| r.1[0]).fold(f64::MAX, f64::min);
-    let hi = runs
-        .iter()
-        .map(|r| *r.1.last().unwrap())
-        .fold(0.0, f64::max);
-    let nmax = runs.iter().map(|r| r.1.len()).max().unwrap_or(1) as f64;
-    let mut c = Canvas::new();
-    let x = Axis::new(lo, hi, true, ML, W as i32 - MR);
-    let y = Axis::new(1.0 / nmax, 1.0, true, H as i32 - MB, MT);
-    frame(&mut c, x, y, title, "RTT (µS)", "P(RTT > X)");
-    for (k, (_, s)) in runs.iter().enumerate() {
-        let col = PALETTE[k % PALETTE.len()];
-        let n = s.len() as f64;
-        let mut prev: Option<(i32, i32)> = None;
-        // One point per distinct pixel column keeps 10^6 samples cheap.
-        let mut last_px = i32::MIN;
-        for (i, &v) in s.iter().enumerate() {
-            let p = (n - i as f64 - 1.0) / n;
-            if p <= 0.0 {
-                break;
-            }
-            let px = x.px(v);
-            if px == last_px && i + 2 < s.len() {
-                continue;
-            }
-            last_px = px;
-            let pt = (px, y.px(p));
-            if let Some(q) = prev {
-                c.thick_line(q.0, q.1, pt.0, pt.1, col);
-            }
-            prev = Some(pt);
-        }
-    }
-    legend(&mut c, &runs.iter().map(|r| r.0).collect::<Vec<_>>());
-    c.save(path)
+    save(&Ccdf { runs, title }, stem)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn every_glyph_has_35_cells() {
-        for ch in "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ.,-+:()/%_=<>µ[]^ ".chars() {
-            let g = glyph(ch).unwrap_or_else(|| panic!("no glyph for {ch:?}"));
-            assert_eq!(g.len(), 35, "{ch:?}");
-            assert!(g.bytes().all(|b| b == b'#' || b == b'.'), "{ch:?}");
-        }
+    fn scratch(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("backline-plot-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
     }
 
     #[test]
-    fn axes_map_ends_to_pixels() {
-        let a = Axis::new(0.0, 10.0, false, 100, 200);
-        assert_eq!((a.px(0.0), a.px(10.0), a.px(5.0)), (100, 200, 150));
-        let l = Axis::new(1.0, 1000.0, true, 0, 300);
-        assert_eq!((l.px(1.0), l.px(10.0), l.px(1000.0)), (0, 100, 300));
-        assert_eq!(l.ticks(), vec![1.0, 10.0, 100.0, 1000.0]);
-        assert_eq!(a.ticks(), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
-    }
-
-    #[test]
-    fn axes_on_non_finite_ends_have_few_finite_ticks() {
-        // Was an endless tick loop (linear) and an overflow panic (log) on `inf` in a trace.
-        for (lo, hi) in [
-            (0.0, f64::INFINITY),
-            (f64::NAN, 5.0),
-            (f64::NEG_INFINITY, f64::NAN),
-        ] {
-            for log in [false, true] {
-                let t = Axis::new(lo, hi, log, 0, 300).ticks();
-                assert!(!t.is_empty() && t.len() < 100, "{lo} {hi} {log}: {t:?}");
-                assert!(t.iter().all(|v| v.is_finite()));
-            }
-        }
-    }
-
-    #[test]
-    fn plots_are_written_as_png() {
-        let dir = std::env::temp_dir().join(format!("backline-plot-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let v: Vec<f64> = (0..5000).map(|i| 300.0 + (i % 97) as f64 * 3.0).collect();
-        let rows: Vec<(u64, f64)> = v
-            .iter()
-            .enumerate()
-            .map(|(i, x)| (i as u64 + 1, *x))
+    fn each_plot_is_an_svg_with_its_labels_and_a_png() {
+        let d = scratch("all");
+        let rows: Vec<(u64, f64)> = (1..500)
+            .map(|r| (r, 1000.0 + (r % 37) as f64 * 20.0))
             .collect();
-        rtt_vs_round(&rows, Some(4000.0), &dir.join("rtt.png"), "RTT").unwrap();
-        histogram(&v, &dir.join("hist.png"), "HIST").unwrap();
+        let v: Vec<f64> = rows.iter().map(|r| r.1).collect();
+        rtt_vs_round(&rows, Some(9000.0), &d.join("rtt"), "echo over memcpy").unwrap();
+        histogram(&v, &d.join("hist"), "echo over memcpy: distribution").unwrap();
+        let other: Vec<f64> = v.iter().map(|x| x * 2.0).collect();
         ccdf(
-            &[("a", &v), ("b", &v[..100])],
-            &dir.join("ccdf.png"),
-            "CCDF",
+            &[("b2b", &v), ("random-delayed", &other)],
+            &d.join("ccdf"),
+            "RTT CCDF",
         )
         .unwrap();
-        for f in ["rtt.png", "hist.png", "ccdf.png"] {
-            let img = image::open(dir.join(f)).unwrap().to_rgb8();
-            assert_eq!(img.dimensions(), (W, H));
-            // Something other than white was drawn inside the plot area.
-            let inked = img
-                .enumerate_pixels()
-                .filter(|(x, y, p)| {
-                    *x > ML as u32 + 2
-                        && *y > MT as u32 + 2
-                        && *y < H - MB as u32 - 2
-                        && p.0 != [255; 3]
-                        && p.0 != GRID.0
-                })
-                .count();
-            assert!(inked > 100, "{f} is nearly empty");
+        for (stem, words) in [
+            ("rtt", &["Round", "RTT (µs)", "round 0 (cold): 9.00 µs"][..]),
+            ("hist", &["Rounds (log)", "RTT (µs)"][..]),
+            ("ccdf", &["b2b", "random-delayed", "P(RTT &gt; x)"][..]),
+        ] {
+            let [svg, png] = files_of(&d.join(stem));
+            let text = std::fs::read_to_string(&svg).unwrap();
+            for w in words {
+                assert!(text.contains(w), "{stem}.svg lacks {w}");
+            }
+            let bytes = std::fs::read(&png).unwrap();
+            assert_eq!(&bytes[1..4], b"PNG", "{stem}.png");
+            // Labels in the PNG: ink beyond the white background and the blue points.
+            assert!(bytes.len() > 10_000, "{stem}.png is {} bytes", bytes.len());
         }
-        assert!(matches!(
-            ccdf(&[], &dir.join("x.png"), "E"),
-            Err(PlotError::Empty(_))
-        ));
-        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn long_runs_are_drawn_in_bounded_size() {
+        let rows: Vec<(u64, f64)> = (1..200_000)
+            .map(|r| (r, 1000.0 + (r % 101) as f64))
+            .collect();
+        let s = spans(&rows, 199_999);
+        assert!(s.len() <= COLUMNS + 1, "{}", s.len());
+        assert_eq!((s[0].1, s[0].2), (1.0, 1.1));
+        let us: Vec<f64> = (0..1_000_000).map(|k| k as f64).collect();
+        let p = ccdf_points(&us);
+        assert!(p.len() < 3_000, "{}", p.len());
+        // The tail is there to the last round but one (1 in a million above it).
+        assert_eq!(p.last().unwrap().1, 1e-6);
+        let d = scratch("long");
+        rtt_vs_round(&rows, None, &d.join("rtt"), "long").unwrap();
+        let [svg, _] = files_of(&d.join("rtt"));
+        assert!(std::fs::metadata(svg).unwrap().len() < 400_000);
+    }
+
+    #[test]
+    fn nothing_to_draw_is_an_error_naming_the_plot() {
+        let d = scratch("empty");
+        let e = histogram(&[], &d.join("h"), "echo").unwrap_err();
+        assert_eq!(e.to_string(), "no samples to plot for echo");
     }
 }

@@ -29,7 +29,7 @@ enum Command {
     /// Run the HWHS engine's generated RTL under Verilator against an ERNIC model, and an
     /// in-simulation responder or a real coprocessor.
     Sim(cmd::sim::Args),
-    /// Draw PNG plots from one or more CSV traces (CCDFs overlaid).
+    /// Draw SVG and PNG plots from any number of CSV traces (CCDFs overlaid).
     Plot(cmd::plot::Args),
 }
 

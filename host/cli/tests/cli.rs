@@ -193,6 +193,9 @@ fn single_run_json_table_plots_and_in_flight() {
     ] {
         let bytes = std::fs::read(dir.join(png)).unwrap();
         assert_eq!(&bytes[1..4], b"PNG", "{png}");
+        // And the same plot as SVG, its labels as text.
+        let svg = std::fs::read_to_string(dir.join(png.replace(".png", ".svg"))).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("RTT (µs)"), "{png}");
     }
     // The table form.
     let o = backline(&[
@@ -469,16 +472,23 @@ fn plot_reads_traces_back() {
     assert!(o.status.success());
     let a = dir.join("bench-memcpy-echo.csv");
     let b = dir.join("bench-memcpy-steane.csv");
+    let c = dir.join("bench-memcpy-floor.csv");
     let out = dir.join("plots");
     let o = backline(&[
         "plot",
         a.to_str().unwrap(),
         b.to_str().unwrap(),
+        c.to_str().unwrap(),
         "--out-dir",
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(out.join("ccdf.png").exists());
+    // Three traces overlaid, each named in the legend.
+    let svg = std::fs::read_to_string(out.join("ccdf.svg")).unwrap();
+    for name in ["echo b2b", "steane b2b", "floor (cache line) b2b"] {
+        assert!(svg.contains(name), "{name} missing from the CCDF legend");
+    }
     let o = backline(&["plot", "/nonexistent.csv"]);
     assert_clean_error(&o, "/nonexistent.csv");
 }

@@ -1,5 +1,5 @@
 //! `backline bench`: sw-loop rounds over a placement, with the transport's bare floor measured
-//! in the same run, reported as a table (or one JSON object), CSV traces and PNG plots. A
+//! in the same run, reported as a table (or one JSON object), CSV traces and SVG and PNG plots. A
 //! `stream:` responder is driven shot by shot instead ([`super::bench_stream`]): two runs, the
 //! enqueue round trips and the final `get_corrections` of each shot, over a backline transport
 //! or, with `--protocol cuqr`, as CUQR frames over UDP.
@@ -124,7 +124,7 @@ pub struct Args {
     /// CSV trace path (single responder only); default OUT_DIR/bench-TRANSPORT-RESPONDER.csv.
     #[arg(long)]
     pub csv: Option<PathBuf>,
-    /// Do not draw PNG plots.
+    /// Do not draw plots (SVG and PNG).
     #[arg(long)]
     pub no_plots: bool,
     /// No progress on stderr.
@@ -588,12 +588,17 @@ fn plan_outputs(
             Some(p) => {
                 for what in ["enqueue", "get_corrections"] {
                     let label = format!("{} {what}", p.label);
-                    names.push(RunName { label, csv: None });
+                    names.push(RunName {
+                        label,
+                        csv: None,
+                        stem: None,
+                    });
                 }
             }
             None => names.push(RunName {
                 label: spec.clone(),
                 csv: a.csv.clone(),
+                stem: None,
             }),
         }
     }
@@ -601,6 +606,7 @@ fn plan_outputs(
         names.push(RunName {
             label: floor_label.to_string(),
             csv: None,
+            stem: Some("floor".into()),
         });
     }
     let needs_dir = a.out_dir.is_some() || !a.no_plots || a.csv.is_none();

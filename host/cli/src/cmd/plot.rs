@@ -1,6 +1,6 @@
-//! `backline plot`: PNG plots from CSV traces written by `bench`, `sim` or `backline-apu
-//! trace`: per trace the RTT by round and the distribution, and one CCDF with all traces
-//! overlaid (e.g. b2b and random-delayed).
+//! `backline plot`: SVG and PNG plots from any number of CSV traces written by `bench`, `sim`
+//! or `backline-apu trace`: per trace the RTT by round and the distribution, and one CCDF with
+//! all traces overlaid (e.g. b2b and random-delayed).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,10 +12,10 @@ use backline_bench::{Trace, plot};
 /// Flags of `backline plot`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// CSV traces.
+    /// CSV traces (one or more).
     #[arg(required = true)]
     pub traces: Vec<PathBuf>,
-    /// Where to write the PNGs.
+    /// Where to write the plots (each as .svg and .png).
     #[arg(long, default_value = "backline-out")]
     pub out_dir: PathBuf,
     /// Title of the overlaid CCDF.
@@ -44,19 +44,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             .map(|r| (r.round, r.rtt_ns))
             .collect();
         let cold = t.cold_rows().next().map(|r| r.rtt_ns);
-        plot::rtt_vs_round(
-            &rows,
-            cold,
-            &a.out_dir.join(format!("{stem}-rtt.png")),
-            &name,
-        )
-        .with_context(|| format!("plotting {}", path.display()))?;
+        plot::rtt_vs_round(&rows, cold, &a.out_dir.join(format!("{stem}-rtt")), &name)
+            .with_context(|| format!("plotting {}", path.display()))?;
         let v: Vec<f64> = rows.iter().map(|r| r.1).collect();
-        plot::histogram(&v, &a.out_dir.join(format!("{stem}-hist.png")), &name)?;
+        plot::histogram(&v, &a.out_dir.join(format!("{stem}-hist")), &name)?;
         series.push((name, v));
     }
     let refs: Vec<(&str, &[f64])> = series.iter().map(|(n, v)| (n.as_str(), &v[..])).collect();
-    let out = a.out_dir.join("ccdf.png");
+    let out = a.out_dir.join("ccdf");
     plot::ccdf(&refs, &out, &a.title)?;
     eprintln!("wrote plots to {}", a.out_dir.display());
     Ok(ExitCode::SUCCESS)

@@ -12,7 +12,15 @@ mod cmd;
 
 /// Quantum error-correction syndromes from a controller to decoders and back, in microseconds.
 #[derive(Debug, Parser)]
-#[command(name = "backline", version, about, propagate_version = true)]
+#[command(
+    name = "backline",
+    version,
+    about,
+    propagate_version = true,
+    after_help = "Example:\n  backline bench --transport shm --compare echo,steane\n\n\
+                  Exit status: 0 ok, 1 a run that failed its checks, 2 bad input or set-up \
+                  failure, 130 interrupted."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -31,7 +39,50 @@ enum Command {
     Sim(cmd::sim::Args),
     /// Draw SVG and PNG plots from any number of CSV traces (CCDFs overlaid).
     Plot(cmd::plot::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), e.g. `backline man > backline.1`.
+    Man,
 }
+
+/// Two or three examples at the end of each subcommand's --help.
+const EXAMPLES: [(&str, &str); 7] = [
+    (
+        "bench",
+        "  backline bench --compare echo,steane --rounds 100000\n  \
+         backline bench --transport udp --json --no-plots --csv run.csv\n  \
+         backline bench --cadence random-delayed --freq 20000 --span 0xffff",
+    ),
+    (
+        "serve",
+        "  backline serve --transport udp --bind 127.0.0.1:7878 --fn 0=steane\n  \
+         backline serve --transport shm --name dec --fn 0=bposd:hgp13 --pin 1",
+    ),
+    (
+        "decode",
+        "  backline decode --checks hx.alist --syndromes shots.txt --error-rate 0.05\n  \
+         backline decode --dem model.dem --dets dets.b8 --obs obs.b8 --decoder relay-bp",
+    ),
+    (
+        "sim",
+        "  backline sim --mode hw-loop --rounds 100000 --responder steane --json\n  \
+         backline sim --cadence random-delayed --rounds 1000",
+    ),
+    (
+        "plot",
+        "  backline plot backline-out/bench-memcpy-echo.csv backline-out/bench-memcpy-floor.csv\n  \
+         backline plot b2b.csv random-delayed.csv --out-dir plots --title 'RTT CCDF'",
+    ),
+    (
+        "completions",
+        "  backline completions bash > /etc/bash_completion.d/backline\n  \
+         backline completions zsh > ~/.zfunc/_backline",
+    ),
+    ("man", "  backline man > backline.1 && man ./backline.1"),
+];
 
 /// Library warnings and errors (`log`) as lines like every other message: `backline: warning:
 /// …`. `BACKLINE_LOG` (env_logger's filter syntax, e.g. `debug` or `backline_transport=info`)
@@ -66,9 +117,18 @@ fn command() -> clap::Command {
         )
         .into_boxed_str(),
     );
-    Cli::command()
-        .version(v)
-        .mut_subcommand("sim", |c| c.after_help(backline_sim::build_note()))
+    let mut cmd = Cli::command().version(v);
+    for (name, examples) in EXAMPLES {
+        let note = if name == "sim" {
+            format!("\n\n{}", backline_sim::build_note())
+        } else {
+            String::new()
+        };
+        cmd = cmd.mut_subcommand(name, |c| {
+            c.after_help(format!("Examples:\n{examples}{note}"))
+        });
+    }
+    cmd
 }
 
 fn main() -> ExitCode {
@@ -103,9 +163,26 @@ fn main() -> ExitCode {
         Command::Decode(a) => cmd::decode::run(a),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Plot(a) => cmd::plot::run(a),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut command(), "backline", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => clap_mangen::Man::new(command())
+            .render(&mut std::io::stdout())
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(anyhow::Error::from),
     };
     match result {
         Ok(code) => code,
+        // A closed pipe (`backline man | head`) ends the output, not in error.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             // One line: the whole chain, outermost first.
             let mut msg = format!("backline: error: {e}");

@@ -55,7 +55,7 @@ fi
 # a million cycles a second at best: a round whose service the guest stretches to a few
 # milliseconds costs seconds, so this step runs few rounds (the default wait policy measured
 # fastest here; spinning vCPUs starve the simulating one on a busy host).
-SIM_ROUNDS=${SIM_ROUNDS:-50}
+SIM_ROUNDS=${SIM_ROUNDS:-20}
 if serve --pin 1 --responder bposd:hgp13; then
     t0=$(elapsed)
     timeout 300 taskset -c 0 "$BIN" sim --mode hw-loop --rounds "$SIM_ROUNDS" \

@@ -1,6 +1,7 @@
 //! Compiles the kernel sources as host C++ (the host emulation: the same persistent kernel run
 //! by CPU threads) into a static library linked into the crate. Needs only a C++17 compiler
-//! with `std::atomic` (`CXX` overrides it); no GPU toolkit is involved.
+//! with `std::atomic` (`CXX` overrides it); no GPU toolkit is involved. Only with the `emu`
+//! feature.
 use std::path::PathBuf;
 
 fn main() {
@@ -14,6 +15,9 @@ fn main() {
         "triton.cu",
     ] {
         println!("cargo::rerun-if-changed={}", dir.join(f).display());
+    }
+    if std::env::var_os("CARGO_FEATURE_EMU").is_none() {
+        return;
     }
     cc::Build::new()
         .cpp(true)

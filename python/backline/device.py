@@ -226,6 +226,8 @@ class _Runtime:
             raise PlacementError("this build of backline has no FPGA controller")
         c = dev.coprocessors[0]
         ep = c.endpoint or Endpoint()
+        # Where GPU functions run, for this process's kernels and its executors.
+        os.environ.update(c.gpu_environment())
         remote = c.remote in (True, "host")
         # How the simulated fabric reaches the coprocessor: shm on this host, udp to another
         # one (or rdma, with Soft-RoCE); init_args={"bridge": …} chooses.

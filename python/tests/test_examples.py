@@ -63,6 +63,35 @@ def test_demo_4_runs_through_the_simulated_board_to_a_real_executor(args):
     assert re.search(r"counts: .*", p.stdout).group(0) == re.search(r"counts: .*", one).group(0)
 
 
+@pytest.mark.skipif(not backline._native.HAS_FPGA, reason="built without the fpga feature")
+def test_demo_5_runs_its_device_function_behind_the_simulated_board():
+    """Demo 5's .cu route under the host emulation: the board's ERNIC delivers every syndrome
+    to the persistent kernel running the user's Steane device function."""
+    p = run("05_ghz_fpga_gpu_kernel.py", "--shots", "5", "--seed", "4", "--noise", "0.01",
+            "--kernel", "cu", "--gpu", "emu", ok=False)
+    if p.returncode != 0 and "built without Verilator" in p.stderr:
+        pytest.skip(p.stderr.strip().splitlines()[-1])
+    assert p.returncode == 0, p.stderr
+    assert "65 decode rounds" in p.stdout
+    one = run("01_ghz_memcpy.py", "--shots", "5", "--seed", "4", "--noise", "0.01").stdout
+    assert re.search(r"counts: .*", p.stdout).group(0) == re.search(r"counts: .*", one).group(0)
+
+
+def test_demo_5_says_plainly_where_its_triton_decoder_cannot_run():
+    pytest.importorskip("triton", reason="Triton is not installed")
+    p = run("05_ghz_fpga_gpu_kernel.py", "--shots", "2", "--gpu", "emu", ok=False)
+    assert p.returncode != 0
+    assert p.stderr.strip().splitlines()[-1].startswith("demo 5: a Triton decoder is PTX for an NVIDIA GPU")
+    if not backline._native.HAS_FPGA:
+        return
+    # --gpu auto without a GPU: compiled ahead of time, then one line saying there is no GPU.
+    p = run("05_ghz_fpga_gpu_kernel.py", "--shots", "2", ok=False)
+    if p.returncode == 0:
+        pytest.skip("a GPU ran the Triton decoder")
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("demo 5: ") and ("no GPU" in last or "Verilator" in last), p.stderr
+
+
 @pytest.mark.parametrize("name", ["02_explicit_bposd.py", "02a_runtime_calls.py"])
 def test_the_bposd_demos_decode(name):
     out = run(name, "--shots", "400", "--seed", "2").stdout

@@ -8,7 +8,8 @@
 #   3. the simulated board bridged to a real coprocessor over rdma: backline serve with
 #      BP-OSD (bposd:hgp13) and backline sim --coprocessor rdma:…, $SIM_ROUNDS hw-loop
 #      rounds of sampled syndromes, every reply checked against the CPU decoder;
-#   4. the CLI's bad-input cases over real verbs;
+#   4. the CLI's bad-input cases and the fault rows over real verbs (a peer killed, restarted,
+#      stopped past the reply timeout and resumed; a controller killed);
 #   5. the rdma cases of the transport's tests (test binaries listed in $TESTS).
 # Every step writes its output under $OUT and one line "STEP ok|FAILED ..." to $OUT/status.
 # The host side (run.sh) prints the report and decides the verdict. Timings never fail.
@@ -54,7 +55,7 @@ fi
 # a million cycles a second at best: a round whose service the guest stretches to a few
 # milliseconds costs seconds, so this step runs few rounds (the default wait policy measured
 # fastest here; spinning vCPUs starve the simulating one on a busy host).
-SIM_ROUNDS=${SIM_ROUNDS:-50}
+SIM_ROUNDS=${SIM_ROUNDS:-20}
 if serve --pin 1 --responder bposd:hgp13; then
     t0=$(elapsed)
     timeout 300 taskset -c 0 "$BIN" sim --mode hw-loop --rounds "$SIM_ROUNDS" \
@@ -132,8 +133,37 @@ if serve; then
     expect_error peer-killed "rounds completed, then: the coprocessor at rdma:$ADDR:7878 has gone away" \
         "${bench[@]}" --peer "$ADDR:7878" --rounds 1000000 --no-baseline
     wait "$SERVE_PID" 2>/dev/null
+    # A server started in its place (the same address) serves the next controller.
+    if serve; then
+        if out=$(timeout 60 "${bench[@]}" --peer "$ADDR:7878" --rounds 1000 2>&1); then
+            status "fault peer-restarted ok (a new server at the same address served the next controller)"
+        else
+            status "fault peer-restarted FAILED: $out"
+        fi
+        stop_serve
+    else
+        status "fault peer-restarted FAILED: backline serve did not start again"
+    fi
 else
     status "bad-input FAILED: backline serve did not start"
+fi
+# A peer stopped (SIGSTOP) past the controller's reply timeout: the controller stops with the
+# rounds it completed and a timeout; resumed, the peer serves the next controller.
+if serve; then
+    (sleep 2; kill -STOP "$SERVE_PID") &
+    stopper=$!
+    expect_error peer-stopped "rounds completed, then: timed out after" \
+        "${bench[@]}" --peer "$ADDR:7878" --rounds 1000000 --no-baseline --timeout-ms 500
+    wait "$stopper"
+    kill -CONT "$SERVE_PID"
+    if out=$(timeout 60 "${bench[@]}" --peer "$ADDR:7878" --rounds 1000 2>&1); then
+        status "fault peer-resumed ok (the resumed server served the next controller)"
+    else
+        status "fault peer-resumed FAILED: $out"
+    fi
+    stop_serve
+else
+    status "fault peer-stopped FAILED: backline serve did not start"
 fi
 # A controller killed mid-run: the server notices (its set-up connection closes), ends that
 # session and serves the next controller.

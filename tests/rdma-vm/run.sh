@@ -8,7 +8,7 @@
 # Skips, visibly, where qemu cannot run. Needs what scripts/deps.d/rdma.sh installs.
 #
 # Environment: BACKLINE_VM_ROUNDS (default 100000), BACKLINE_VM_SIM_ROUNDS (rounds of the
-# simulated board bridged over rdma, default 50: each costs 0.3 to a few seconds under TCG),
+# simulated board bridged over rdma, default 20: each costs 0.3 to a few seconds under TCG),
 # BACKLINE_VM_CPUS (2),
 # BACKLINE_VM_KERNEL (default: the newest /boot/vmlinuz-*-amd64 with rdma_rxe),
 # BACKLINE_VM_TIMEOUT (s, 900), BACKLINE_VM_GUEST (another guest script to run instead of
@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 OUT=target/rdma-vm
 ROUNDS=${BACKLINE_VM_ROUNDS:-100000}
-SIM_ROUNDS=${BACKLINE_VM_SIM_ROUNDS:-50}
+SIM_ROUNDS=${BACKLINE_VM_SIM_ROUNDS:-20}
 CPUS=${BACKLINE_VM_CPUS:-2}
 t_start=$(date +%s)
 

@@ -16,6 +16,7 @@ use crate::{Error, Result};
 
 #[cfg(feature = "cuda")]
 mod cuda;
+#[cfg(feature = "emu")]
 pub(crate) mod emu;
 #[cfg(feature = "hip")]
 mod hip;
@@ -74,7 +75,8 @@ pub(crate) struct Mapped {
     pub host: NonNull<u8>,
     /// The device's address of the same bytes.
     pub dev: u64,
-    /// Size.
+    /// Size (the emulation frees by it; CUDA and HIP keep their own).
+    #[cfg_attr(not(feature = "emu"), allow(dead_code))]
     pub bytes: usize,
 }
 
@@ -88,7 +90,8 @@ unsafe impl Sync for Mapped {}
 pub(crate) struct DeviceBuf {
     /// The device's address.
     pub dev: u64,
-    /// Size.
+    /// Size (the emulation frees by it; CUDA and HIP keep their own).
+    #[cfg_attr(not(feature = "emu"), allow(dead_code))]
     pub bytes: usize,
 }
 
@@ -221,7 +224,12 @@ fn open_one(backend: Backend, ordinal: u32) -> Result<Arc<dyn Device>> {
         Backend::Hip => Err(Error::NoDriver(
             "backline-gpu was built without the `hip` feature".into(),
         )),
+        #[cfg(feature = "emu")]
         Backend::Emu => Ok(Arc::new(emu::EmuDevice)),
+        #[cfg(not(feature = "emu"))]
+        Backend::Emu => Err(Error::NoDriver(
+            "backline-gpu was built without the `emu` feature (the host emulation)".into(),
+        )),
         Backend::Auto => unreachable!("resolved by `open`"),
     }
 }

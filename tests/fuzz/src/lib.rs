@@ -60,6 +60,21 @@ pub const TARGETS: &[Target] = &[
         run: parsers::responder_spec,
     },
     Target {
+        name: "cuqr-frame",
+        what: "backline_wire::cuqr request and response frames (NVIDIA's realtime RPC)",
+        run: parsers::cuqr_frame,
+    },
+    Target {
+        name: "stream-op",
+        what: "backline_wire::stream payloads (enqueue, get_corrections, reset, replies)",
+        run: parsers::stream_op,
+    },
+    Target {
+        name: "board-config",
+        what: "backline_apu::config::Config::from_toml (the board's TOML configuration)",
+        run: parsers::board_config,
+    },
+    Target {
         name: "c-abi",
         what: "sequences of backline_* C calls with arbitrary arguments",
         run: abi::calls,

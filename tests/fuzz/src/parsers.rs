@@ -254,3 +254,53 @@ pub fn responder_spec(data: &[u8]) {
         assert!(!f.is_empty());
     }
 }
+
+/// A CUQR frame (NVIDIA's realtime RPC, the `serve --protocol cuqr` datagram): a request that
+/// parses re-encodes to a frame that parses to the same call; a response that parses has a
+/// result of the length its header gives, within the frame.
+pub fn cuqr_frame(data: &[u8]) {
+    use backline_wire::cuqr::{encode_request, parse_request, parse_response};
+    if let Ok(r) = parse_request(data) {
+        let mut out = vec![0u8; 24 + r.call.arg_bytes()];
+        let n = encode_request(&mut out, r.header.request_id, r.header.timestamp, &r.call)
+            .expect("a parsed call re-encodes into its own size");
+        let again = parse_request(&out[..n]).expect("a re-encoded request parses");
+        assert_eq!(
+            again.call, r.call,
+            "a parsed request re-encodes to the same call"
+        );
+        assert_eq!(again.header.request_id, r.header.request_id);
+    }
+    if let Ok((h, result)) = parse_response(data) {
+        assert_eq!(result.len(), h.result_len as usize);
+        assert!(result.len() + 24 <= data.len());
+    }
+}
+
+/// A stream payload (enqueue, get_corrections, reset and their replies, `docs/wire-format.md`
+/// §6): whatever parses re-encodes to a payload that parses to the same request.
+pub fn stream_op(data: &[u8]) {
+    use backline_wire::stream::{encode_request, parse_reply, parse_request};
+    if let Ok(r) = parse_request(data) {
+        let mut out = vec![0u8; data.len().max(16)];
+        let n = encode_request(&mut out, &r).expect("a parsed request re-encodes");
+        assert_eq!(
+            parse_request(&out[..n]),
+            Ok(r),
+            "a request re-encodes to itself"
+        );
+    }
+    if let Ok((_, rest)) = parse_reply(data) {
+        assert!(rest.len() <= data.len());
+    }
+}
+
+/// The board's TOML configuration (`backline-apu setup --config`): any text is a parse or
+/// validation error or a configuration that validates again and gives its derived settings.
+pub fn board_config(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(c) = backline_apu::config::Config::from_toml(&text, "fuzz.toml") {
+        assert_eq!(c.validate(), Ok(()));
+        let _ = c.timeout_cycles();
+    }
+}

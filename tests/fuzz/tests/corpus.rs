@@ -145,6 +145,16 @@ fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
     abi.extend([15, 7, 0, 0, 0, 15, 99, 0, 0, 0, 16, 40, 0, 1]); // status names, last error
     abi.extend([14, 1, 14, 0]); // destroy both
 
+    use backline_wire::cuqr::{Call, ResponseHeader};
+    use backline_wire::stream::{StreamReply, StreamRequest};
+    let enqueue = Call::EnqueueSyndromes {
+        decoder_id: 1,
+        counter: 0,
+        mapping_id: 0,
+        num_bits: 12,
+        bits: &[0b1000_0001, 0b0000_0100],
+    };
+
     vec![
         (
             "wire-message",
@@ -220,7 +230,83 @@ logical_observable L0\n"
         ),
         ("responder-spec", "steane", b"steane".to_vec()),
         ("c-abi", "memcpy-echo", abi),
+        ("cuqr-frame", "enqueue", cuqr_request(&enqueue)),
+        (
+            "cuqr-frame",
+            "get-corrections",
+            cuqr_request(&Call::GetCorrections {
+                decoder_id: 0,
+                return_size: 1,
+                reset: true,
+            }),
+        ),
+        (
+            "cuqr-frame",
+            "reset",
+            cuqr_request(&Call::ResetDecoder { decoder_id: 2 }),
+        ),
+        ("cuqr-frame", "response", {
+            let h = ResponseHeader {
+                status: 0,
+                result_len: 0,
+                request_id: 7,
+                timestamp: 99,
+            };
+            let mut v = vec![0u8; 32];
+            let n = backline_wire::cuqr::encode_response(&mut v, &h, &[1]).unwrap();
+            v.truncate(n);
+            v
+        }),
+        (
+            "stream-op",
+            "enqueue",
+            stream_request(&StreamRequest::Enqueue {
+                round: 3,
+                bits: &[0b101, 0],
+            }),
+        ),
+        (
+            "stream-op",
+            "get-corrections",
+            stream_request(&StreamRequest::GetCorrections {
+                observables: 1,
+                reset: true,
+            }),
+        ),
+        ("stream-op", "reset", stream_request(&StreamRequest::Reset)),
+        ("stream-op", "reply", {
+            let r = StreamReply {
+                status: backline_wire::cuqr::CallStatus::Ok,
+                flags: backline_wire::stream::FLAG_FINAL,
+                rounds: 6,
+            };
+            let mut v = vec![0u8; 16];
+            let n = backline_wire::stream::encode_reply(&mut v, &r).unwrap();
+            v.truncate(n);
+            v
+        }),
+        (
+            "board-config",
+            "sim-board",
+            include_bytes!("../../../firmware/examples/sim-board.toml").to_vec(),
+        ),
     ]
+}
+
+/// A CUQR request frame of `call`.
+fn cuqr_request(call: &backline_wire::cuqr::Call<'_>) -> Vec<u8> {
+    let mut v = vec![0u8; 24 + call.arg_bytes()];
+    let n = backline_wire::cuqr::encode_request(&mut v, 5, 1_234, call).unwrap();
+    v.truncate(n);
+    v
+}
+
+/// A stream request payload.
+fn stream_request(r: &backline_wire::stream::StreamRequest<'_>) -> Vec<u8> {
+    let mut v = vec![0u8; 64];
+    let n = backline_wire::stream::encode_request(&mut v, r).unwrap();
+    v.truncate(n);
+    v
 }
 
 #[test]

@@ -126,7 +126,10 @@ class _Executor:
         for i, spec in fns:
             cmd += ["--fn", f"{i}={spec}"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 20
+        # Its start imports PennyLane (3 s here, half a minute in an emulated VM): a generous,
+        # still bounded, wait.
+        wait_s = max(60.0, float(ep.setup_timeout))
+        deadline = time.monotonic() + wait_s
         line = ""
         while time.monotonic() < deadline:
             r, _, _ = select.select([self.proc.stdout], [], [], 0.1)
@@ -144,7 +147,7 @@ class _Executor:
                 pass
             self.stop()
             raise CoprocessorUnreachableError(
-                f"the executor process ({' '.join(cmd[2:])}) did not become ready: {err.strip() or line.strip() or 'no answer in 20 s'}"
+                f"the executor process ({' '.join(cmd[2:])}) did not become ready: {err.strip() or line.strip() or f'no answer in {wait_s:.0f} s'}"
             )
         self.peer = line.split(None, 1)[1].strip()
 

@@ -118,14 +118,14 @@ expect_error() { # name, expected text, command...
 bench=("$BIN" bench --transport rdma --device "$DEV" --gid-index "$GID" --no-plots --quiet --out-dir /run/bad)
 expect_error not-listening "no coprocessor at rdma:$ADDR:7999" "${bench[@]}" --peer "$ADDR:7999" --rounds 10
 expect_error no-such-device "RDMA device \`mlx9_9\` does not exist (devices here: $DEV)" \
-    "$BIN" bench --transport rdma --device mlx9_9 --peer "$ADDR:7878" --rounds 10
+    "$BIN" bench --transport rdma --device mlx9_9 --peer "$ADDR:7878" --rounds 10 --no-plots --out-dir /run/bad
 # rxe has 1024 GID entries, more than a u8 index reaches: 200 is in the table but empty.
 expect_error gid-empty "GID index 200 of $DEV port 1 is empty" \
-    "$BIN" bench --transport rdma --device "$DEV" --gid-index 200 --peer "$ADDR:7878" --rounds 10
+    "$BIN" bench --transport rdma --device "$DEV" --gid-index 200 --peer "$ADDR:7878" --rounds 10 --no-plots --out-dir /run/bad
 expect_error gid-out-of-range "invalid value '300' for '--gid-index" \
-    "$BIN" bench --transport rdma --device "$DEV" --gid-index 300 --peer "$ADDR:7878" --rounds 10
+    "$BIN" bench --transport rdma --device "$DEV" --gid-index 300 --peer "$ADDR:7878" --rounds 10 --no-plots --out-dir /run/bad
 expect_error port-out-of-range "port 2 does not exist on $DEV" \
-    "$BIN" bench --transport rdma --device "$DEV" --ib-port 2 --peer "$ADDR:7878" --rounds 10
+    "$BIN" bench --transport rdma --device "$DEV" --ib-port 2 --peer "$ADDR:7878" --rounds 10 --no-plots --out-dir /run/bad
 if serve; then
     expect_error geometry-mismatch "ring geometry mismatch" "${bench[@]}" --peer "$ADDR:7878" --rounds 10 --ring-depth 16
     # A peer killed mid-run: the controller says how many rounds completed.

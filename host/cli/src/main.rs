@@ -184,10 +184,14 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            // One line: the whole chain, outermost first.
+            // One line: the whole chain, outermost first; a cause an error already prints in
+            // its own message (`{source}` in a thiserror message) is not said twice.
             let mut msg = format!("backline: error: {e}");
             for cause in e.chain().skip(1) {
-                msg.push_str(&format!(": {cause}"));
+                let cause = cause.to_string();
+                if !msg.ends_with(&cause) {
+                    msg.push_str(&format!(": {cause}"));
+                }
             }
             eprintln!("{msg}");
             ExitCode::from(if e.downcast_ref::<exit::ChecksFailed>().is_some() {

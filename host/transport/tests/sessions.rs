@@ -510,13 +510,17 @@ fn rdma_config() -> Option<SessionConfig> {
 }
 
 fn rdma_server(cfg: &SessionConfig) -> (CoprocessorSession, String) {
+    rdma_server_with(cfg, ServeOptions::default())
+}
+
+fn rdma_server_with(cfg: &SessionConfig, options: ServeOptions) -> (CoprocessorSession, String) {
     let s = CoprocessorSession::open(
         &unique("rdma"),
         cfg.clone(),
         "127.0.0.1:0",
         0,
         &table(),
-        ServeOptions::default(),
+        options,
     )
     .unwrap();
     let address = s.address().unwrap().to_string();
@@ -678,9 +682,14 @@ fn rdma_payload_larger_than_the_slot_is_refused_and_loses_nothing() {
 }
 
 #[test]
-fn rdma_geometry_mismatch_busy_and_the_next_controller() {
+fn rdma_geometry_mismatch_full_and_the_next_controller() {
     let Some(cfg) = rdma_config() else { return };
-    let (_srv, peer) = rdma_server(&cfg);
+    // One controller at a time, so that the second is answered "full".
+    let one = ServeOptions {
+        max_sessions: 1,
+        ..ServeOptions::default()
+    };
+    let (_srv, peer) = rdma_server_with(&cfg, one);
     let mut other = cfg.clone();
     other.geometry.depth = 64;
     let t0 = Instant::now();
@@ -697,7 +706,7 @@ fn rdma_geometry_mismatch_busy_and_the_next_controller() {
     first.post().unwrap();
     first.collect().unwrap();
     let e = ControllerSession::open(&unique("c"), cfg.clone(), &peer, 0).unwrap_err();
-    assert!(matches!(e, Error::Rejected(RejectReason::Busy)), "{e}");
+    assert!(matches!(e, Error::Rejected(RejectReason::Full)), "{e}");
     // The first one was not disturbed.
     first.stage_payload(b"2", 0).unwrap();
     first.post().unwrap();

@@ -27,7 +27,9 @@ def bench_table(text):
         if len(parts) < len(cols) + 1:
             continue
         label = " ".join(parts[: len(parts) - len(cols)])
-        vals = [float(p.rstrip("x")) for p in parts[len(parts) - len(cols) :]]
+        # `-`: a statistic the table leaves out (the ratio row has no ratio of round 0, std,
+        # min or max).
+        vals = [None if p == "-" else float(p.rstrip("x")) for p in parts[len(parts) - len(cols) :]]
         rows[label] = dict(zip(cols, vals))
     return rows
 

@@ -126,8 +126,8 @@ class _Executor:
         for i, spec in fns:
             cmd += ["--fn", f"{i}={spec}"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        # Its start imports PennyLane (3 s here, half a minute in an emulated VM): a generous,
-        # still bounded, wait.
+        # Its start imports PennyLane (about 3 s on the development VM, much more under
+        # emulation): a generous, still bounded, wait.
         wait_s = max(60.0, float(ep.setup_timeout))
         deadline = time.monotonic() + wait_s
         line = ""

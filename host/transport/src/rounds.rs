@@ -102,7 +102,7 @@ impl<'a> RoundCtx<'a> {
 
 /// Runs the function of request `m` (the context's round) into the scratch: `(decoder id,
 /// status, reply length)`.
-#[inline]
+#[inline(always)]
 fn dispatch(ctx: &mut RoundCtx<'_>, m: &Message<'_>) -> (DecoderId, Status, usize) {
     let round = ctx.round;
     if ctx.probes.enabled() {
@@ -119,7 +119,7 @@ fn dispatch(ctx: &mut RoundCtx<'_>, m: &Message<'_>) -> (DecoderId, Status, usiz
 }
 
 /// Counts the round, sends its reply, advances the context.
-#[inline]
+#[inline(always)]
 fn finish<L: RoundIo + ?Sized>(
     link: &mut L,
     ctx: &mut RoundCtx<'_>,

@@ -265,7 +265,19 @@ impl ControllerSession {
         &self.peer
     }
 
+    /// On the round path: one compare and one test when all is well; the error is built out
+    /// of line.
+    #[inline(always)]
     fn check_running(&self, call: &'static str) -> Result<()> {
+        if self.state == State::Started && self.failed.is_none() {
+            return Ok(());
+        }
+        self.not_running(call)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn not_running(&self, call: &'static str) -> Result<()> {
         expect(self.state, State::Started, call, "started")?;
         match &self.failed {
             Some(why) => Err(Error::Failed(why.clone())),
@@ -277,12 +289,41 @@ impl ControllerSession {
         self.link.as_mut().expect("started sessions have a link")
     }
 
+    /// The reply of a message, checked: on the round path, three compares when it is well
+    /// formed; the error is built out of line.
+    #[inline(always)]
     fn make_reply<'a>(
         round: u64,
         seq: Seq,
         want_id: DecoderId,
         m: backline_ring::Message<'a>,
     ) -> Result<Reply<'a>> {
+        match Status::from_u16(m.header.status) {
+            Some(status)
+                if m.header.kind == Kind::Reply as u8 && m.header.decoder_id == want_id =>
+            {
+                Ok(Reply {
+                    round,
+                    seq,
+                    decoder_id: m.header.decoder_id,
+                    status,
+                    payload: m.payload,
+                })
+            }
+            _ => Err(Self::bad_reply(round, want_id, &m)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn bad_reply(round: u64, want_id: DecoderId, m: &backline_ring::Message<'_>) -> Error {
+        match Self::check_reply(round, want_id, m) {
+            Err(e) => e,
+            Ok(()) => Error::Protocol(format!("round {round}: a malformed reply")),
+        }
+    }
+
+    fn check_reply(round: u64, want_id: DecoderId, m: &backline_ring::Message<'_>) -> Result<()> {
         if m.header.kind != Kind::Reply as u8 {
             return Err(Error::Protocol(format!(
                 "round {round}: slot holds kind {} instead of a reply",
@@ -295,16 +336,10 @@ impl ControllerSession {
                 m.header.decoder_id
             )));
         }
-        let status = Status::from_u16(m.header.status).ok_or_else(|| {
+        Status::from_u16(m.header.status).ok_or_else(|| {
             Error::Protocol(format!("round {round}: unknown status {}", m.header.status))
         })?;
-        Ok(Reply {
-            round,
-            seq,
-            decoder_id: m.header.decoder_id,
-            status,
-            payload: m.payload,
-        })
+        Ok(())
     }
 }
 
@@ -787,5 +822,51 @@ impl Coprocessor for CoprocessorSession {
 impl Drop for CoprocessorSession {
     fn drop(&mut self) {
         let _ = self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use backline_wire::{SlotHeader, WIRE_VERSION};
+
+    fn message(kind: Kind, decoder_id: DecoderId, status: u16) -> backline_ring::Message<'static> {
+        backline_ring::Message {
+            header: SlotHeader {
+                payload_len: 1,
+                decoder_id,
+                status,
+                kind: kind as u8,
+                version: WIRE_VERSION,
+                seq: 1,
+            },
+            payload: &[5],
+        }
+    }
+
+    #[test]
+    fn replies_are_checked_on_the_fast_path_and_explained_on_the_slow_one() {
+        let seq = Seq::of_round(0);
+        let ok = ControllerSession::make_reply(0, seq, 3, message(Kind::Reply, 3, 0)).unwrap();
+        assert_eq!(
+            (ok.decoder_id, ok.status, ok.payload),
+            (3, Status::Ok, &[5u8][..])
+        );
+        let failed = ControllerSession::make_reply(0, seq, 3, message(Kind::Reply, 3, 3)).unwrap();
+        assert_eq!(failed.status, Status::from_u16(3).unwrap());
+        let cases = [
+            (message(Kind::Request, 3, 0), "instead of a reply"),
+            (
+                message(Kind::Reply, 4, 0),
+                "echoes decoder_id 4 but the request had 3",
+            ),
+            (message(Kind::Reply, 3, 999), "unknown status 999"),
+        ];
+        for (m, want) in cases {
+            let e = ControllerSession::make_reply(7, seq, 3, m)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("round 7") && e.contains(want), "{e}");
+        }
     }
 }

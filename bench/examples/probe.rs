@@ -1,24 +1,56 @@
-//! Where a round's time goes, layer by layer, against the same-run floor: the one-cache-line
-//! bounce, a bare ring ping-pong (publish/wait on two `backline-ring` rings, no session), and
-//! a full memcpy session (stage/post/collect to the Steane responder), for each ring depth
-//! given on the command line. Five interleaved repetitions, medians in ns and ratios to the
-//! floor measured just before.
+//! Where a round's time goes, layer by layer, against the floor measured around it, in each
+//! vCPU placement the run lands in.
+//!
+//! Layers: the one-cache-line bounce (the floor), a bare ring ping-pong (publish/wait on two
+//! `backline-ring` rings, no session) and a full memcpy session (stage/post/collect to the
+//! Steane responder), for each ring depth given on the command line.
+//!
+//! The host moves this machine's two vCPUs between placements every few seconds, and the
+//! floor differs between them by 4×, so one ratio over a long run mixes placements. Here a
+//! run is many short repetitions: floor, every layer, floor again. A repetition whose two
+//! floors differ by more than 15 % saw a placement change and is left out (and counted). The
+//! others are grouped by their floor median (a new group where the sorted floors jump by more
+//! than 20 %), and each group gets a row: how many repetitions, the floor median, and per
+//! layer the median of the per-repetition ratios to the floor of the median and of P99.9.
 //!
 //! ```text
-//! cargo run --release -p backline-bench --example probe -- 1 8 64 256
+//! cargo run --release -p backline-bench --example probe -- 1 8
+//! REPS=200 ROUNDS=20000 cargo run --release -p backline-bench --example probe -- 8
+//! ONLY=sess perf record -e cpu-clock target/release/examples/probe 8   # one layer, long
 //! ```
 
 use backline_ring::{HeapRing, WaitPolicy};
 use backline_wire::{Geometry, Kind, Seq};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-fn med(mut v: Vec<f64>) -> f64 {
+/// Median and P99.9 of one chunk's round trips (ns).
+#[derive(Clone, Copy)]
+struct Chunk {
+    median: f64,
+    p999: f64,
+}
+
+impl Chunk {
+    /// Leaves out the first tenth of the rounds: a thread just started may share a CPU with
+    /// its partner until the scheduler moves it.
+    fn of(mut v: Vec<f64>) -> Chunk {
+        v.drain(..v.len() / 10);
+        v.sort_by(f64::total_cmp);
+        Chunk {
+            median: v[v.len() / 2],
+            p999: v[(v.len() as f64 * 0.999) as usize],
+        }
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
-fn ring(depth: u32, n: u64) -> f64 {
+fn ring(depth: u32, n: u64) -> Chunk {
     let g = Geometry {
         depth,
         slot_bytes: 64,
@@ -48,43 +80,17 @@ fn ring(depth: u32, n: u64) -> f64 {
         v.push(t0.elapsed().as_nanos() as f64);
     }
     t.join().unwrap();
-    med(v)
+    Chunk::of(v)
 }
 
-fn main() {
-    let depths: Vec<u32> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().unwrap())
-        .collect();
-    let n = 50_000u64;
-    let reps: usize = std::env::var("REPS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
-    for _ in 0..reps {
-        let f =
-            med(backline_transport::floor::memcpy_floor(n, None, Duration::from_secs(5)).unwrap());
-        let mut line = format!("floor {f:.0}");
-        for &d in &depths {
-            let r = ring(d, n);
-            let q = session(d, n);
-            line += &format!(
-                "  d{d} ring {r:.0} ({:.2}x) sess {q:.0} ({:.2}x)",
-                r / f,
-                q / f
-            );
-        }
-        println!("{line}");
-    }
-}
-
-fn session(depth: u32, n: u64) -> f64 {
+fn session(depth: u32, n: u64) -> Chunk {
     use backline_transport::*;
-    use std::sync::Arc;
+    static KEYS: AtomicU64 = AtomicU64::new(0);
     let mut cfg = SessionConfig::new(TransportKind::Memcpy);
     cfg.geometry.depth = depth;
     cfg.wait = WaitPolicy::from_micros(-1).unwrap();
-    let key = format!("p{depth}-{n}");
+    // Relaxed: a counter for unique names, no data behind it.
+    let key = format!("probe-{}", KEYS.fetch_add(1, Ordering::Relaxed));
     let table = backline_responder::ResponderTable::single(Arc::new(backline_responder::Steane));
     let _srv = CoprocessorSession::open(&key, cfg.clone(), "", 0, &table, ServeOptions::default())
         .unwrap();
@@ -99,5 +105,98 @@ fn session(depth: u32, n: u64) -> f64 {
         std::hint::black_box(r.payload[0]);
         v.push(t0.elapsed().as_nanos() as f64);
     }
-    med(v)
+    Chunk::of(v)
+}
+
+fn floor(n: u64) -> Chunk {
+    Chunk::of(backline_transport::floor::memcpy_floor(n, None, Duration::from_secs(5)).unwrap())
+}
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// One repetition: its floor median and the chunk of every layer.
+struct Rep {
+    floor: f64,
+    floor_p999: f64,
+    layers: Vec<Chunk>,
+}
+
+fn main() {
+    let depths: Vec<u32> = std::env::args()
+        .skip(1)
+        .map(|a| a.parse().expect("ring depths are numbers (powers of two)"))
+        .collect();
+    let depths = if depths.is_empty() { vec![8] } else { depths };
+    let (reps, n) = (env("REPS", 60), env("ROUNDS", 20_000));
+    if let Ok(layer) = std::env::var("ONLY") {
+        // One long run of one layer, for a profiler.
+        let n = env("ROUNDS", 3_000_000);
+        let c = match layer.as_str() {
+            "ring" => ring(depths[0], n),
+            "sess" => session(depths[0], n),
+            _ => floor(n),
+        };
+        println!("{layer} d{}: median {:.0} ns", depths[0], c.median);
+        return;
+    }
+    let mut names = Vec::new();
+    for d in &depths {
+        names.push(format!("d{d} ring"));
+        names.push(format!("d{d} sess"));
+    }
+    let mut kept = Vec::new();
+    let mut mixed = 0;
+    for _ in 0..reps {
+        let before = floor(n / 2);
+        let mut layers = Vec::new();
+        for &d in &depths {
+            layers.push(ring(d, n));
+            layers.push(session(d, n));
+        }
+        let after = floor(n / 2);
+        let (lo, hi) = (
+            before.median.min(after.median),
+            before.median.max(after.median),
+        );
+        if hi > 1.15 * lo {
+            mixed += 1;
+            continue;
+        }
+        kept.push(Rep {
+            floor: (before.median + after.median) / 2.0,
+            floor_p999: (before.p999 + after.p999) / 2.0,
+            layers,
+        });
+    }
+    kept.sort_by(|a, b| a.floor.total_cmp(&b.floor));
+    let mut groups: Vec<Vec<&Rep>> = Vec::new();
+    for r in &kept {
+        match groups.last_mut() {
+            Some(g) if r.floor <= 1.2 * g.last().unwrap().floor => g.push(r),
+            _ => groups.push(vec![r]),
+        }
+    }
+    println!(
+        "{reps} repetitions of {n} rounds per layer; {mixed} saw a placement change and are left out"
+    );
+    let mut head = format!("{:<10} {:>5} {:>9}", "placement", "reps", "floor ns");
+    for name in &names {
+        head += &format!(" {:>18}", format!("{name} med|p99.9"));
+    }
+    println!("{head}");
+    for (i, g) in groups.iter().enumerate() {
+        let fl = median(g.iter().map(|r| r.floor).collect());
+        let mut line = format!("{:<10} {:>5} {:>9.0}", format!("#{}", i + 1), g.len(), fl);
+        for l in 0..names.len() {
+            let m = median(g.iter().map(|r| r.layers[l].median / r.floor).collect());
+            let p = median(g.iter().map(|r| r.layers[l].p999 / r.floor_p999).collect());
+            line += &format!(" {:>18}", format!("{m:.2}x|{p:.2}x"));
+        }
+        println!("{line}");
+    }
 }

@@ -329,6 +329,31 @@ impl Trace {
         Summary::of(&self.warm_ok_rtts_ns())
     }
 
+    /// The median RTT of the warm, completed rounds of each ring slot: `slot_of(round)` names
+    /// a round's slot (of `slots`); `None` for a slot that no such round used. A cost that
+    /// depends on the slot (a line's state, its place in a page) shows as a spread here.
+    pub fn slot_medians(&self, slots: usize, slot_of: impl Fn(u64) -> usize) -> Vec<Option<f64>> {
+        let mut by_slot: Vec<Vec<f64>> = vec![Vec::new(); slots];
+        for r in self
+            .rows
+            .iter()
+            .filter(|r| !r.cold && r.status == RoundStatus::Ok)
+        {
+            if let Some(v) = by_slot.get_mut(slot_of(r.round)) {
+                v.push(r.rtt_ns);
+            }
+        }
+        by_slot
+            .into_iter()
+            .map(|mut v| {
+                (!v.is_empty()).then(|| {
+                    v.sort_by(f64::total_cmp);
+                    v[v.len() / 2]
+                })
+            })
+            .collect()
+    }
+
     /// Rounds per status other than ok, for reporting.
     pub fn failures(&self) -> Vec<(RoundStatus, u64)> {
         RoundStatus::ALL
@@ -663,6 +688,34 @@ mod tests {
         assert_eq!(t.rows[0].rtt_ns, 2280.0);
         assert!(t.rows[0].cold && !t.rows[3].cold);
         assert_eq!(t.rows[3].quiet_ns, 150.0);
+    }
+
+    #[test]
+    fn slot_medians_group_warm_ok_rounds_by_slot() {
+        let mut t = Trace::with_capacity(Clock::HostNs, 0);
+        for round in 0..12u64 {
+            t.rows.push(TraceRow {
+                round,
+                // Slot 1 (odd rounds) is slow; round 0 (cold) and round 2 (failed) do not count.
+                rtt_ns: match round {
+                    0 => 1e6,
+                    2 => 1e6,
+                    r if r % 2 == 1 => 300.0 + r as f64,
+                    r => 100.0 + r as f64,
+                },
+                rtt_cycles: None,
+                quiet_ns: 0.0,
+                status: if round == 2 {
+                    RoundStatus::Timeout
+                } else {
+                    RoundStatus::Ok
+                },
+                cold: round == 0,
+            });
+        }
+        let m = t.slot_medians(3, |r| (r % 2) as usize);
+        // Slot 0: rounds 4, 6, 8, 10; slot 1: rounds 1, 3, …, 11; slot 2 unused.
+        assert_eq!(m, vec![Some(108.0), Some(307.0), None]);
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub(super) struct Run {
     pub(super) logical_failures: Option<u64>,
     /// Fields a streaming run adds to the JSON report.
     pub(super) extra: serde_json::Map<String, serde_json::Value>,
+    /// Per-slot medians of a sw-loop run over a ring of several slots ([`slot_medians`]).
+    pub(super) slots: Option<Vec<Option<f64>>>,
 }
 
 impl Run {
@@ -31,6 +33,7 @@ impl Run {
             round0,
             logical_failures: None,
             extra: serde_json::Map::new(),
+            slots: None,
         }
     }
 }
@@ -54,6 +57,9 @@ pub(super) fn print(
                 r.label,
                 r.trace.rows.len()
             );
+        }
+        if let Some(line) = r.slots.as_ref().and_then(|m| slot_spread_line(&r.label, m)) {
+            println!("{line}");
         }
         let f = r.trace.failures();
         if !f.is_empty() {
@@ -81,6 +87,45 @@ pub(super) fn baseline_run(c: &BenchConfig, floor_rtts: &[f64]) -> Run {
     }
     set_meta(&mut t, c, c.floor_label, PacerConfig::B2B);
     Run::new(c.floor_label.to_string(), t)
+}
+
+/// The per-slot medians of a sw-loop run (ns, slot 0 first; `None` for a slot no warm
+/// completed round used), also written into its trace header as `slot_median_ns`; `None` for
+/// a one-slot ring.
+pub(super) fn slot_medians(c: &BenchConfig, t: &mut Trace) -> Option<Vec<Option<f64>>> {
+    let depth = c.session.geometry.depth;
+    if depth < 2 {
+        return None;
+    }
+    let m = t.slot_medians(depth as usize, |round| {
+        backline_wire::Seq::of_round(round).slot(depth) as usize
+    });
+    let cells: Vec<String> = m
+        .iter()
+        .map(|v| v.map_or("-".into(), |ns| format!("{ns:.0}")))
+        .collect();
+    t.set_meta("slot_median_ns", cells.join(","));
+    Some(m)
+}
+
+/// The line under the table when the slots of a run's ring differ (the slowest slot's median
+/// at least 1.2× the fastest's): a cost that depends on where in the ring a round lands.
+pub(super) fn slot_spread_line(label: &str, medians: &[Option<f64>]) -> Option<String> {
+    let known: Vec<f64> = medians.iter().flatten().copied().collect();
+    let lo = known.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = known.iter().copied().fold(0.0, f64::max);
+    if known.len() < 2 || hi < 1.2 * lo {
+        return None;
+    }
+    let cells: Vec<String> = medians
+        .iter()
+        .map(|v| v.map_or("-".into(), |ns| format!("{:.3}", ns / 1000.0)))
+        .collect();
+    Some(format!(
+        "{label}: the ring's slots differ, slowest median {:.2}x the fastest; per-slot medians (µs, slot 0 first): {}",
+        hi / lo,
+        cells.join(" ")
+    ))
 }
 
 /// The header of a run's trace: what ran, how, with which settings.
@@ -200,11 +245,15 @@ pub(super) fn json(c: &BenchConfig, runs: &[Run], baseline: Option<&Run>) -> Str
                 ratio_median: base.as_ref().map(|b| stats.median_ns / b.median_ns),
                 stats,
                 baseline: base.clone(),
-                extra: match r.logical_failures {
-                    Some(k) => [("logical_failures".to_string(), serde_json::json!(k))]
-                        .into_iter()
-                        .collect(),
-                    None => r.extra.clone(),
+                extra: {
+                    let mut e = r.extra.clone();
+                    if let Some(k) = r.logical_failures {
+                        e.insert("logical_failures".into(), serde_json::json!(k));
+                    }
+                    if let Some(m) = &r.slots {
+                        e.insert("slot_median_ns".into(), serde_json::json!(m));
+                    }
+                    e
                 },
             })
         })
@@ -226,4 +275,23 @@ pub(super) fn o_logical(fields: &serde_json::Map<String, serde_json::Value>) -> 
         .get("logical_failures")
         .and_then(|v| v.as_u64())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slot_spread_line;
+
+    #[test]
+    fn a_slot_spread_is_said_only_when_slots_differ() {
+        let even = [Some(200.0), Some(210.0), None, Some(230.0)];
+        assert_eq!(slot_spread_line("steane", &even), None);
+        let uneven = [Some(290.0), Some(424.0), None, Some(488.0)];
+        let line = slot_spread_line("steane", &uneven).unwrap();
+        assert!(
+            line.starts_with("steane: the ring's slots differ, slowest median 1.68x"),
+            "{line}"
+        );
+        assert!(line.ends_with("0.290 0.424 - 0.488"), "{line}");
+        assert_eq!(slot_spread_line("x", &[Some(1.0)]), None);
+    }
 }

@@ -347,8 +347,10 @@ fn run_sw(
         ))));
     }
     let label = c.outputs.runs()[col.runs.len()].label.clone();
+    let slots = report::slot_medians(c, &mut trace);
     let mut run = Run::new(label, trace);
     run.logical_failures = syndromes.then_some(r.logical_failures);
+    run.slots = slots;
     col.runs.push(run);
     col.interrupted |= r.interrupted;
     Ok(())

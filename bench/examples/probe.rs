@@ -83,7 +83,9 @@ fn ring(depth: u32, n: u64) -> Chunk {
     Chunk::of(v)
 }
 
-fn session(depth: u32, n: u64) -> Chunk {
+/// A memcpy session's rounds: to the Steane responder through the serving thread, or (`bare`)
+/// to a [`BareServer`].
+fn session(depth: u32, n: u64, bare: bool) -> Chunk {
     use backline_transport::*;
     static KEYS: AtomicU64 = AtomicU64::new(0);
     let mut cfg = SessionConfig::new(TransportKind::Memcpy);
@@ -91,7 +93,15 @@ fn session(depth: u32, n: u64) -> Chunk {
     cfg.wait = WaitPolicy::from_micros(-1).unwrap();
     // Relaxed: a counter for unique names, no data behind it.
     let key = format!("probe-{}", KEYS.fetch_add(1, Ordering::Relaxed));
-    let table = backline_responder::ResponderTable::single(Arc::new(backline_responder::Steane));
+    let table = if bare {
+        backline_responder::ResponderTable::single(Arc::new(BareResponder(Arc::new(BareServer {
+            geometry: cfg.geometry,
+            rings: Default::default(),
+            rounds: n,
+        }))))
+    } else {
+        backline_responder::ResponderTable::single(Arc::new(backline_responder::Steane))
+    };
     let _srv = CoprocessorSession::open(&key, cfg.clone(), "", 0, &table, ServeOptions::default())
         .unwrap();
     let mut c = ControllerSession::open(&key, cfg, &key, 0).unwrap();
@@ -106,6 +116,69 @@ fn session(depth: u32, n: u64) -> Chunk {
         v.push(t0.elapsed().as_nanos() as f64);
     }
     Chunk::of(v)
+}
+
+/// A CPU thread serving bare rings (publish/wait, the Steane table, nothing else) behind the
+/// session API's external-server door: a controller session attaches to it directly, so the
+/// `client` layer is the session's controller half alone.
+struct BareServer {
+    geometry: Geometry,
+    rings: std::sync::Mutex<Option<(Arc<HeapRing>, Arc<HeapRing>)>>,
+    rounds: u64,
+}
+
+impl backline_ring::RingServer for BareServer {
+    fn describe(&self) -> String {
+        "bare ring server".into()
+    }
+    fn attach(
+        &self,
+        geometry: Geometry,
+    ) -> Result<backline_ring::AttachedRings, backline_ring::AttachError> {
+        assert_eq!(geometry, self.geometry);
+        let (req, rep) = (
+            Arc::new(HeapRing::new(geometry).unwrap()),
+            Arc::new(HeapRing::new(geometry).unwrap()),
+        );
+        let (r2, p2, n) = (req.clone(), rep.clone(), self.rounds);
+        std::thread::spawn(move || {
+            let pol = WaitPolicy::from_micros(-1).unwrap();
+            let (rq, rp) = (r2.view(), p2.view());
+            let mut out = [0u8; 1];
+            for r in 0..n {
+                let s = Seq::of_round(r);
+                let m = rq.wait(s, &pol, Duration::from_secs(5), None).unwrap();
+                out[0] = backline_decode::steane::decode(m.payload[0]);
+                rp.publish(s, Kind::Reply, m.header.decoder_id, 0, &out)
+                    .unwrap();
+            }
+        });
+        let rings = backline_ring::AttachedRings {
+            req: req.view(),
+            rep: rep.view(),
+        };
+        *self.rings.lock().unwrap() = Some((req, rep));
+        Ok(rings)
+    }
+    fn detach(&self) {}
+    fn alive(&self) -> bool {
+        true
+    }
+}
+
+/// [`BareServer`] as the one entry of a responder table.
+struct BareResponder(Arc<BareServer>);
+
+impl backline_responder::Responder for BareResponder {
+    fn name(&self) -> &str {
+        "bare"
+    }
+    fn respond(&self, _: &[u8], _: &mut [u8]) -> Result<usize, backline_responder::ResponderError> {
+        unreachable!("served by its own thread")
+    }
+    fn ring_server(&self) -> Option<Arc<dyn backline_ring::RingServer>> {
+        Some(self.0.clone())
+    }
 }
 
 fn floor(n: u64) -> Chunk {
@@ -138,7 +211,8 @@ fn main() {
         let n = env("ROUNDS", 3_000_000);
         let c = match layer.as_str() {
             "ring" => ring(depths[0], n),
-            "sess" => session(depths[0], n),
+            "sess" => session(depths[0], n, false),
+            "client" => session(depths[0], n, true),
             _ => floor(n),
         };
         println!("{layer} d{}: median {:.0} ns", depths[0], c.median);
@@ -147,6 +221,7 @@ fn main() {
     let mut names = Vec::new();
     for d in &depths {
         names.push(format!("d{d} ring"));
+        names.push(format!("d{d} client"));
         names.push(format!("d{d} sess"));
     }
     let mut kept = Vec::new();
@@ -156,7 +231,8 @@ fn main() {
         let mut layers = Vec::new();
         for &d in &depths {
             layers.push(ring(d, n));
-            layers.push(session(d, n));
+            layers.push(session(d, n, true));
+            layers.push(session(d, n, false));
         }
         let after = floor(n / 2);
         let (lo, hi) = (

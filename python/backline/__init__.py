@@ -29,7 +29,6 @@ or behind an (simulated) FPGA board.
 """
 
 from . import _native, errors
-from .device import Backline, RunInfo
 from .errors import *  # noqa: F403
 from .placement import (
     X_CHECKS,
@@ -41,21 +40,49 @@ from .placement import (
     Endpoint,
     css_bp_decoder,
 )
-from .qec import (
-    COLLECT,
-    GET_SESSION,
-    POST,
-    STAGE_PAYLOAD,
-    DecodeResult,
-    RuntimeCall,
-    Session,
-    apply_correction,
-    decode,
-    runtime_call,
-)
 from .stream import StreamDecoderFunction, StreamSession, stream_decoder
-from .tools import format_latency, ir_dumps
 from .triton import triton_decoder
+
+#: Names whose modules import PennyLane, loaded on first use: the device, the in-circuit
+#: calls, the tools and the exceptions that derive from PennyLane's. What needs none of them
+#: (``python -m backline serve``, ``backline.sinter``) starts without PennyLane's import,
+#: which is nearly all of ``import backline``'s time.
+_LAZY = {
+    **dict.fromkeys(["Backline", "RunInfo"], ".device"),
+    **dict.fromkeys(
+        [
+            "COLLECT",
+            "GET_SESSION",
+            "POST",
+            "STAGE_PAYLOAD",
+            "DecodeResult",
+            "RuntimeCall",
+            "Session",
+            "apply_correction",
+            "decode",
+            "runtime_call",
+        ],
+        ".qec",
+    ),
+    **dict.fromkeys(["format_latency", "ir_dumps"], ".tools"),
+    **dict.fromkeys(errors._PENNYLANE_BASED, ".errors"),
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 #: The implicit-QEC pipeline (the default with ``qec_code="steane"``).
 IMPLICIT_QEC = _native.IMPLICIT_QEC

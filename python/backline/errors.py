@@ -2,9 +2,21 @@
 
 Each is raised with a message that names the problem (the gate, the coprocessor and its
 address, the decoder id, the wire). The native module raises these same classes by name.
+
+The classes that are also PennyLane's (``DeviceError``, ``WireError``) are defined on first
+use, so that what needs no PennyLane (``python -m backline serve``, ``backline.sinter``)
+does not import it: PennyLane's import is nearly all of ``import backline``'s time.
 """
 
-from pennylane.exceptions import DeviceError, WireError
+#: The classes that derive from PennyLane's exceptions, defined on first use.
+_PENNYLANE_BASED = (
+    "ControllerWiresError",
+    "ShotsMissingError",
+    "CompileError",
+    "NonCliffordGateError",
+    "UnsupportedMeasurementError",
+    "RuntimeCallError",
+)
 
 
 class BacklineError(Exception):
@@ -39,32 +51,8 @@ class DecoderIdError(BacklineError, ValueError):
     """A program sends requests with a decoder_id its coprocessor does not serve."""
 
 
-class ControllerWiresError(PlacementError, WireError):
-    """A circuit uses wires the controller does not have."""
-
-
-class ShotsMissingError(BacklineError, DeviceError):
-    """An execution without shots: the stabilizer VM samples, shot by shot."""
-
-
-class CompileError(BacklineError, DeviceError):
-    """A circuit the compiler cannot lower."""
-
-
-class NonCliffordGateError(CompileError):
-    """A gate outside the Clifford group (the VM is a stabilizer simulator)."""
-
-
-class UnsupportedMeasurementError(CompileError):
-    """A measurement a sampling stabilizer device cannot give (state, density matrix …)."""
-
-
 class DecodeOutsideQNodeError(BacklineError, RuntimeError):
     """``decode`` or ``runtime_call`` called where no circuit is being recorded."""
-
-
-class RuntimeCallError(CompileError):
-    """Runtime calls out of order (stage, post, collect per session)."""
 
 
 class RunError(BacklineError, RuntimeError):
@@ -88,3 +76,48 @@ class StreamError(BacklineError, RuntimeError):
     def __init__(self, message: str, status: str = "internal_error"):
         super().__init__(message)
         self.status = status
+
+
+def _define_pennylane_based() -> None:
+    from pennylane.exceptions import DeviceError, WireError
+
+    class ControllerWiresError(PlacementError, WireError):
+        """A circuit uses wires the controller does not have."""
+
+    class ShotsMissingError(BacklineError, DeviceError):
+        """An execution without shots: the stabilizer VM samples, shot by shot."""
+
+    class CompileError(BacklineError, DeviceError):
+        """A circuit the compiler cannot lower."""
+
+    class NonCliffordGateError(CompileError):
+        """A gate outside the Clifford group (the VM is a stabilizer simulator)."""
+
+    class UnsupportedMeasurementError(CompileError):
+        """A measurement a sampling stabilizer device cannot give (state, density matrix …)."""
+
+    class RuntimeCallError(CompileError):
+        """Runtime calls out of order (stage, post, collect per session)."""
+
+    for cls in (
+        ControllerWiresError,
+        ShotsMissingError,
+        CompileError,
+        NonCliffordGateError,
+        UnsupportedMeasurementError,
+        RuntimeCallError,
+    ):
+        cls.__module__ = __name__
+        cls.__qualname__ = cls.__name__
+        globals()[cls.__name__] = cls
+
+
+def __getattr__(name: str):
+    if name in _PENNYLANE_BASED:
+        _define_pennylane_based()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PENNYLANE_BASED))

@@ -270,3 +270,21 @@ def test_the_executor_stops_on_sigterm_and_sigint_and_removes_its_segment():
         e.proc.send_signal(sig)
         assert e.proc.wait(10) == 0
         assert not seg.exists(), f"{seg} left behind after {sig!r}"
+
+
+def test_what_needs_no_pennylane_does_not_import_it():
+    # An executor (`python -m backline serve`) and `import backline` start without PennyLane's
+    # import; the exceptions that derive from PennyLane's are still PennyLane's, and pickle.
+    probe = (
+        "import sys, pickle, backline, backline.__main__\n"
+        "assert 'pennylane' not in sys.modules, 'import backline imported pennylane'\n"
+        "e = backline.errors.NonCliffordGateError('t')\n"
+        "import pennylane\n"
+        "assert isinstance(e, pennylane.exceptions.DeviceError)\n"
+        "assert isinstance(backline.ControllerWiresError('w'), pennylane.exceptions.WireError)\n"
+        "assert backline.CompileError is backline.errors.CompileError\n"
+        "assert type(pickle.loads(pickle.dumps(e))) is backline.errors.NonCliffordGateError\n"
+        "assert 'Backline' in dir(backline) and backline.Backline.name == 'backline.qubit'\n"
+    )
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

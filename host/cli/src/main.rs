@@ -184,21 +184,57 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            // One line: the whole chain, outermost first; a cause an error already prints in
-            // its own message (`{source}` in a thiserror message) is not said twice.
-            let mut msg = format!("backline: error: {e}");
-            for cause in e.chain().skip(1) {
-                let cause = cause.to_string();
-                if !msg.ends_with(&cause) {
-                    msg.push_str(&format!(": {cause}"));
-                }
-            }
-            eprintln!("{msg}");
+            eprintln!("backline: error: {}", one_line(&e));
             ExitCode::from(if e.downcast_ref::<exit::ChecksFailed>().is_some() {
                 exit::FAILED
             } else {
                 exit::BAD_INPUT
             })
         }
+    }
+}
+
+/// An error and its causes on one line, outermost first; a cause that an error already prints
+/// at the end of its own message (`{source}` in a thiserror message) is not said twice.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut msg = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !msg.ends_with(&cause) {
+            msg.push_str(&format!(": {cause}"));
+        }
+    }
+    msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    /// An error whose message ends with its source's, as a thiserror `{0}` with `#[source]`.
+    #[derive(Debug)]
+    struct SaysItsSource(std::io::Error);
+
+    impl std::fmt::Display for SaysItsSource {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "reading the model: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for SaysItsSource {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn an_error_chain_is_one_line_and_says_each_cause_once() {
+        let io = || std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        // Context over a plain cause: both parts.
+        let e = anyhow::Error::new(io()).context("opening x.dem");
+        assert_eq!(one_line(&e), "opening x.dem: no such file");
+        // A cause the message already ends with: once.
+        let e = anyhow::Error::new(SaysItsSource(io())).context("decode");
+        assert_eq!(one_line(&e), "decode: reading the model: no such file");
     }
 }

@@ -128,6 +128,31 @@ pub(super) fn slot_spread_line(label: &str, medians: &[Option<f64>]) -> Option<S
     ))
 }
 
+/// The medians of the floor measured before the runs (its cold first round left out) and
+/// after them.
+pub(super) fn floor_halves(before: &[f64], after: &[f64]) -> Option<(f64, f64)> {
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    Some((median(before.get(1..)?)?, median(after)?))
+}
+
+/// The line under the table when the floor before the runs and the one after differ by more
+/// than 15 %: the host moved the vCPUs between placements during the run, and the ratios to
+/// the floor mix them (`bench/examples/probe.rs` separates placements).
+pub(super) fn floor_moved_line((before, after): (f64, f64)) -> Option<String> {
+    let (lo, hi) = (before.min(after), before.max(after));
+    (hi > 1.15 * lo).then(|| {
+        format!(
+            "note: the floor's median moved from {:.3} µs before the runs to {:.3} µs after them              (the vCPUs changed placement); the ratios to the floor mix placements",
+            before / 1000.0,
+            after / 1000.0
+        )
+    })
+}
+
 /// The header of a run's trace: what ran, how, with which settings.
 pub(super) fn set_meta(t: &mut Trace, c: &BenchConfig, responder: &str, pacer: PacerConfig) {
     let (transport, config) = (c.transport, &c.session);
@@ -280,6 +305,21 @@ pub(super) fn o_logical(fields: &serde_json::Map<String, serde_json::Value>) -> 
 #[cfg(test)]
 mod tests {
     use super::slot_spread_line;
+
+    #[test]
+    fn a_floor_that_moved_during_the_run_is_said() {
+        use super::{floor_halves, floor_moved_line};
+        // The first round before is cold and left out.
+        let h = floor_halves(&[9000.0, 130.0, 131.0, 129.0], &[450.0, 452.0, 449.0]).unwrap();
+        assert_eq!(h, (130.0, 450.0));
+        let line = floor_moved_line(h).unwrap();
+        assert!(
+            line.contains("from 0.130 µs before the runs to 0.450 µs after"),
+            "{line}"
+        );
+        assert_eq!(floor_moved_line((130.0, 140.0)), None);
+        assert_eq!(floor_halves(&[9000.0], &[1.0]), None);
+    }
 
     #[test]
     fn a_slot_spread_is_said_only_when_slots_differ() {

@@ -88,6 +88,18 @@ pub fn run(c: &BenchConfig) -> anyhow::Result<ExitCode> {
     col.interrupted |= stop.load(Ordering::Relaxed);
     if c.baseline && col.failure.is_none() && !col.interrupted {
         let mut second = floor_half(c, &cop.peer, c.floor_rounds - c.floor_rounds / 2)?;
+        let halves = report::floor_halves(&floor, &second);
+        if let Some(line) = halves.and_then(report::floor_moved_line) {
+            col.stream_lines.push(line);
+        }
+        if let Some((before, after)) = halves {
+            for r in &mut col.runs {
+                r.extra.insert(
+                    "floor_medians_ns".into(),
+                    serde_json::json!([before, after]),
+                );
+            }
+        }
         // Round 0 of the second half is warm; only the very first floor round is cold.
         floor.append(&mut second);
     }

@@ -90,8 +90,16 @@ pub struct ServerStats {
     pub sessions: AtomicU64,
     /// Datagrams that belonged to no session (udp: strangers, garbage, late strays), dropped.
     pub strays: Arc<AtomicU64>,
-    live: Mutex<Vec<(u64, String, Arc<SessionStats>)>>,
-    done: Mutex<Vec<SessionReport>>,
+    /// The sessions, running and ended, under one lock: a session moves from one list to the
+    /// other at once, so a report never misses one in between.
+    book: Mutex<SessionBook>,
+}
+
+/// The sessions of a server.
+#[derive(Debug, Default)]
+struct SessionBook {
+    live: Vec<(u64, String, Arc<SessionStats>)>,
+    done: Vec<SessionReport>,
 }
 
 impl ServerStats {
@@ -107,9 +115,9 @@ impl ServerStats {
 
     /// Every session so far, running or ended, in the order they were accepted.
     pub fn sessions_report(&self) -> Vec<SessionReport> {
-        let mut all: Vec<SessionReport> =
-            self.done.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        for (n, peer, s) in self.live.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        let book = self.book.lock().unwrap_or_else(|p| p.into_inner());
+        let mut all = book.done.clone();
+        for (n, peer, s) in &book.live {
             all.push(SessionReport {
                 number: *n,
                 peer: peer.clone(),
@@ -119,35 +127,33 @@ impl ServerStats {
                 hops: None,
             });
         }
+        drop(book);
         all.sort_by_key(|r| r.number);
         all
     }
 
     fn begin(&self, number: u64, peer: String, s: Arc<SessionStats>) {
-        self.live
+        self.book
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+            .live
             .push((number, peer, s));
     }
 
     fn end(&self, number: u64, ended: std::result::Result<(), String>, hops: Option<Table>) {
-        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(i) = live.iter().position(|l| l.0 == number) else {
+        let mut book = self.book.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(i) = book.live.iter().position(|l| l.0 == number) else {
             return;
         };
-        let (n, peer, s) = live.swap_remove(i);
-        drop(live);
-        self.done
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(SessionReport {
-                number: n,
-                peer,
-                rounds: s.rounds.load(Ordering::Relaxed),
-                failed: s.failed.load(Ordering::Relaxed),
-                ended: Some(ended),
-                hops,
-            });
+        let (n, peer, s) = book.live.swap_remove(i);
+        book.done.push(SessionReport {
+            number: n,
+            peer,
+            rounds: s.rounds.load(Ordering::Relaxed),
+            failed: s.failed.load(Ordering::Relaxed),
+            ended: Some(ended),
+            hops,
+        });
     }
 }
 
@@ -373,6 +379,34 @@ pub fn serve(
 #[cfg(test)]
 mod tests {
     use crate::link::Admission;
+
+    #[test]
+    fn a_session_that_ends_is_never_missing_from_a_report() {
+        use super::{ServerStats, SessionStats};
+        use std::sync::Arc;
+        // One thread ends sessions while another takes reports: each report lists every
+        // session begun before it, running or ended.
+        let stats = Arc::new(ServerStats::default());
+        const N: u64 = 2000;
+        for n in 1..=N {
+            stats.begin(n, format!("c{n}"), Arc::new(SessionStats::default()));
+        }
+        let ender = {
+            let stats = stats.clone();
+            std::thread::spawn(move || {
+                for n in 1..=N {
+                    stats.end(n, Ok(()), None);
+                }
+            })
+        };
+        while !ender.is_finished() {
+            let r = stats.sessions_report();
+            assert_eq!(r.len() as u64, N, "a report missed a session");
+        }
+        ender.join().unwrap();
+        let r = stats.sessions_report();
+        assert!(r.iter().all(|s| s.ended == Some(Ok(()))) && r.len() as u64 == N);
+    }
 
     #[test]
     fn admission_has_room_for_max_sessions() {

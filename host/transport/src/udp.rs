@@ -15,7 +15,7 @@ use std::io::ErrorKind;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use backline_ring::{HeapRing, Message, RingView, WaitPolicy};
@@ -111,6 +111,21 @@ fn in_window(seq: u32, from: Seq, depth: u32) -> bool {
 /// lost) gets the same session instead of a second one.
 const HELLO_MEMORY: Duration = Duration::from_secs(5);
 
+/// A recent accept: the controller's address, the session's port, when, and whether the
+/// session is still waiting for its first datagram.
+///
+/// A controller repeats its hello only until its accept arrives, before it sends anything to
+/// the session. So a hello from the address of a session that has heard from its controller,
+/// or has ended, is a new controller whose socket got the same port (the old one closed it),
+/// not a retransmission, and gets a session of its own.
+struct RecentAccept {
+    from: SocketAddr,
+    port: u16,
+    at: Instant,
+    /// Cleared by the session at its first datagram and when it ends.
+    unheard: Arc<AtomicBool>,
+}
+
 /// The coprocessor side: a bound socket that answers hellos (each accepted controller gets a
 /// socket of its own, connected to it, whose port the accept names), floor pings, and nothing
 /// else; datagrams from strangers are counted and dropped.
@@ -121,8 +136,8 @@ pub(crate) struct UdpListener {
     admission: Arc<Admission>,
     idle_timeout: Duration,
     buf: Vec<u8>,
-    /// Recent accepts: (controller, session port, when).
-    recent: Vec<(SocketAddr, u16, Instant)>,
+    /// Recent accepts.
+    recent: Vec<RecentAccept>,
     /// Datagrams dropped because no session of theirs exists (strays, garbage).
     strays: Arc<AtomicU64>,
 }
@@ -243,13 +258,16 @@ impl Listener for UdpListener {
                     continue;
                 }
             };
-            self.recent.retain(|r| r.2.elapsed() < HELLO_MEMORY);
+            // Relaxed: the flag carries no data; a hello that races a session's first
+            // datagram is a retransmission either way.
+            self.recent
+                .retain(|r| r.at.elapsed() < HELLO_MEMORY && r.unheard.load(Ordering::Relaxed));
             let mut answer = crate::link::answer_hello(&hello, self.geometry);
-            if let Some(r) = self.recent.iter().find(|r| r.0 == from)
+            if let Some(r) = self.recent.iter().find(|r| r.from == from)
                 && answer.kind == HandshakeKind::Accept
             {
                 // A retransmitted hello: the same session again.
-                answer.session_port = r.1;
+                answer.session_port = r.port;
                 let _ = send_all(&self.sock, &answer.encode(), Some(from));
                 continue;
             }
@@ -270,7 +288,13 @@ impl Listener for UdpListener {
             answer.session_port = port;
             send_all(&self.sock, &answer.encode(), Some(from))
                 .map_err(Error::io(format!("answering {from}")))?;
-            self.recent.push((from, port, Instant::now()));
+            let unheard = Arc::new(AtomicBool::new(true));
+            self.recent.push(RecentAccept {
+                from,
+                port,
+                at: Instant::now(),
+                unheard: unheard.clone(),
+            });
             let ring = HeapRing::new(self.geometry)?;
             let view = ring.view();
             let link = UdpServerLink {
@@ -287,6 +311,7 @@ impl Listener for UdpListener {
                 probes: false,
                 received_ns: 0,
                 polls: 0,
+                unheard: Some(unheard),
             };
             return Ok(Some(Accepted {
                 link: Box::new(link),
@@ -319,12 +344,27 @@ struct UdpServerLink {
     probes: bool,
     received_ns: u64,
     polls: u32,
+    /// The listener's note that this session has not heard from its controller yet
+    /// ([`RecentAccept`]); cleared (and dropped) at the first datagram.
+    unheard: Option<Arc<AtomicBool>>,
+}
+
+impl Drop for UdpServerLink {
+    fn drop(&mut self) {
+        if let Some(u) = self.unheard.take() {
+            u.store(false, Ordering::Relaxed);
+        }
+    }
 }
 
 impl UdpServerLink {
     /// Files one datagram. Returns false when the session is over.
     fn file(&mut self, n: usize, expect: Seq) -> bool {
         self.last_seen = Instant::now();
+        if let Some(u) = self.unheard.take() {
+            // Relaxed: see `RecentAccept`.
+            u.store(false, Ordering::Relaxed);
+        }
         let d = &self.buf[..n];
         match classify(d) {
             Some(Control::Handshake(h)) => h.kind != HandshakeKind::Bye,

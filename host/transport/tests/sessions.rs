@@ -941,3 +941,45 @@ fn rdma_a_server_refuses_bad_hellos_and_serves_on() {
     c.post().unwrap();
     assert_eq!(c.collect().unwrap().payload, b"still here");
 }
+
+#[test]
+fn a_new_udp_controller_on_a_reused_port_gets_its_own_session() {
+    use backline_wire::{Handshake, HandshakeKind};
+    use std::net::UdpSocket;
+    let cfg = SessionConfig::new(TransportKind::Udp);
+    let (_srv, peer) = server_with(TransportKind::Udp, &cfg, ServeOptions::default());
+    let hello = Handshake::new(HandshakeKind::Hello, cfg.geometry, 1).encode();
+    // A raw controller: hello, and the session port its accept names.
+    let accept_port = |sock: &UdpSocket| {
+        sock.send_to(&hello, &peer).unwrap();
+        let mut buf = [0u8; 256];
+        let n = sock.recv(&mut buf).unwrap();
+        let a = Handshake::decode(&buf[..n]).unwrap();
+        assert_eq!(a.kind, HandshakeKind::Accept);
+        a.session_port
+    };
+    let first = UdpSocket::bind("127.0.0.1:0").unwrap();
+    first
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let port = first.local_addr().unwrap().port();
+    let p1 = accept_port(&first);
+    // A retransmitted hello (nothing sent to the session yet) gets the same session.
+    assert_eq!(accept_port(&first), p1);
+    // The controller talks to its session (here: says bye) and closes its socket.
+    first
+        .send_to(
+            &Handshake::new(HandshakeKind::Bye, cfg.geometry, 1).encode(),
+            ("127.0.0.1", p1),
+        )
+        .unwrap();
+    drop(first);
+    std::thread::sleep(Duration::from_millis(50));
+    // A new controller whose socket has the same port is a new controller.
+    let second = UdpSocket::bind(("127.0.0.1", port)).unwrap();
+    second
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let p2 = accept_port(&second);
+    assert_ne!(p2, p1, "the new controller was given the old session");
+}

@@ -70,7 +70,10 @@ def serve(argv=None) -> int:
         os.environ["BACKLINE_GPU_DEVICE"] = str(a.gpu_device)
     address = a.name if a.transport == "shm" else a.bind
     stop = []
+    # Both signals stop the loop below; set before `ready` is printed, so a signal sent as
+    # soon as a caller reads it still ends the executor cleanly (segment removed, exit 0).
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    signal.signal(signal.SIGINT, lambda *_: stop.append(1))
     try:
         s = _native.Server(a.transport, address, "serve", fns, a.payload_bytes, a.sessions)
     except BacklineError as e:
@@ -79,11 +82,8 @@ def serve(argv=None) -> int:
     print(f"ready {s.peer}", flush=True)
     funcs = " ".join(f"{i}={n}" for i, n in s.functions)
     print(f"backline serve: {a.transport} at {s.peer}, functions {funcs}; Ctrl-C to stop", file=sys.stderr)
-    try:
-        while not stop and not s.finished():
-            time.sleep(0.02)
-    except KeyboardInterrupt:
-        pass
+    while not stop and not s.finished():
+        time.sleep(0.02)
     sessions, rounds, failed = s.stats()
     s.stop()
     print(f"backline serve: stopped after {sessions} sessions, {rounds} rounds "

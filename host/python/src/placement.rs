@@ -219,7 +219,9 @@ pub enum RunError {
         /// Why.
         source: backline_transport::Error,
     },
-    /// A reply did not come in time (the coprocessor died or hangs).
+    /// A reply did not come in time, or the coprocessor's end of the session is gone (it died
+    /// or hangs): which of the two a dead coprocessor gives depends on whether a request
+    /// reached it before it died.
     #[error("shot {shot}: coprocessor {coprocessor} ({peer}) did not answer: {source}")]
     Timeout {
         /// Shot.
@@ -363,12 +365,17 @@ pub fn run(
                     peer,
                     source,
                 },
-                (_, RoundError::Transport(source)) if source.is_timeout() => RunError::Timeout {
-                    shot,
-                    coprocessor: c,
-                    peer,
-                    source,
-                },
+                (_, RoundError::Transport(source))
+                    if source.is_timeout()
+                        || matches!(source, backline_transport::Error::PeerGone(_)) =>
+                {
+                    RunError::Timeout {
+                        shot,
+                        coprocessor: c,
+                        peer,
+                        source,
+                    }
+                }
                 (_, RoundError::Status { decoder_id, status })
                     if status == Status::UnknownDecoder.name() =>
                 {
@@ -510,6 +517,27 @@ mod tests {
         let mut f = session_rounds(vec![endpoint("ctl", &s, TransportKind::Memcpy)]);
         let e = run(&c.program, 100, 1, &mut f, &mut |n| n < 3).unwrap_err();
         assert!(matches!(e, RunError::Interrupted(3)), "{e}");
+
+        // A coprocessor that goes away mid-run, however the transport notices (udp: its
+        // closed port refuses the next request), is one that stopped answering.
+        let mut s = Server::start(
+            config(TransportKind::Udp),
+            "127.0.0.1:0",
+            "goes-away",
+            &[(0, "steane".into()), (1, "steane".into())],
+            None,
+        )
+        .unwrap();
+        let mut f = session_rounds(vec![endpoint("ctl", &s, TransportKind::Udp)]);
+        let e = run(&c.program, 1000, 1, &mut f, &mut |n| {
+            if n == 2 {
+                s.stop().unwrap();
+            }
+            true
+        })
+        .unwrap_err();
+        assert!(matches!(e, RunError::Timeout { .. }), "{e}");
+        assert!(e.to_string().contains("did not answer"), "{e}");
     }
 
     #[test]

@@ -24,12 +24,14 @@ def bench_table(text):
     rows = {}
     for l in lines[lines.index(head) + 1 :]:
         parts = l.split()
-        if len(parts) < len(cols) + 1:
+        cells = parts[len(parts) - len(cols) :]
+        # A row ends in one cell per column: a number, a ratio (`1.07x`) or `-` (a statistic
+        # the table leaves out: the ratio row has no ratio of round 0, std, min or max). The
+        # lines under the table (notes, failures) are not rows.
+        if len(parts) < len(cols) + 1 or not all(re.fullmatch(r"-|[0-9.]+x?", p) for p in cells):
             continue
         label = " ".join(parts[: len(parts) - len(cols)])
-        # `-`: a statistic the table leaves out (the ratio row has no ratio of round 0, std,
-        # min or max).
-        vals = [None if p == "-" else float(p.rstrip("x")) for p in parts[len(parts) - len(cols) :]]
+        vals = [None if p == "-" else float(p.rstrip("x")) for p in cells]
         rows[label] = dict(zip(cols, vals))
     return rows
 

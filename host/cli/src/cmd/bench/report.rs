@@ -140,13 +140,15 @@ pub(super) fn floor_halves(before: &[f64], after: &[f64]) -> Option<(f64, f64)> 
 }
 
 /// The line under the table when the floor before the runs and the one after differ by more
-/// than 15 %: the host moved the vCPUs between placements during the run, and the ratios to
-/// the floor mix them (`bench/examples/probe.rs` separates placements).
+/// than 15 %: the floor changed during the run (on a VM, the host moved the vCPUs between
+/// placements), and the ratios to the floor mix the two (`bench/examples/probe.rs` separates
+/// placements).
 pub(super) fn floor_moved_line((before, after): (f64, f64)) -> Option<String> {
     let (lo, hi) = (before.min(after), before.max(after));
     (hi > 1.15 * lo).then(|| {
         format!(
-            "note: the floor's median moved from {:.3} µs before the runs to {:.3} µs after them              (the vCPUs changed placement); the ratios to the floor mix placements",
+            "note: the floor's median moved from {:.3} µs before the runs to {:.3} µs after \
+             them: the ratios to the floor mix two floors (on a VM: the host moved the vCPUs)",
             before / 1000.0,
             after / 1000.0
         )

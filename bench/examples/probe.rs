@@ -1,9 +1,11 @@
 //! Where a round's time goes, layer by layer, against the floor measured around it, in each
 //! vCPU placement the run lands in.
 //!
-//! Layers: the one-cache-line bounce (the floor), a bare ring ping-pong (publish/wait on two
-//! `backline-ring` rings, no session) and a full memcpy session (stage/post/collect to the
-//! Steane responder), for each ring depth given on the command line.
+//! Layers, for each ring depth given on the command line: the one-cache-line bounce (the
+//! floor); a bare ring ping-pong (publish/wait on `backline-ring` views, no session) with the
+//! replies in a ring of their own (`split`) and written over the requests as the sessions do
+//! (`ring`); the session's controller half alone (`client`, attached to a bare ring server);
+//! and a full memcpy session (`sess`, stage/post/collect to the Steane responder).
 //!
 //! The host moves this machine's two vCPUs between placements every few seconds, and the
 //! floor differs between them by 4×, so one ratio over a long run mixes placements. Here a
@@ -19,7 +21,7 @@
 //! ONLY=sess perf record -e cpu-clock target/release/examples/probe 8   # one layer, long
 //! ```
 
-use backline_ring::{HeapRing, WaitPolicy};
+use backline_ring::{HeapRing, RingView, WaitPolicy};
 use backline_wire::{Geometry, Kind, Seq};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,7 +52,16 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn ring(depth: u32, n: u64) -> Chunk {
+/// Request and reply views: of two rings, or of one with the replies in place.
+fn views(req: &HeapRing, rep: &HeapRing, in_place: bool) -> (RingView, RingView) {
+    if in_place {
+        (req.view(), req.replies_view())
+    } else {
+        (req.view(), rep.view())
+    }
+}
+
+fn ring(depth: u32, n: u64, in_place: bool) -> Chunk {
     let g = Geometry {
         depth,
         slot_bytes: 64,
@@ -60,7 +71,7 @@ fn ring(depth: u32, n: u64) -> Chunk {
     let (r2, p2) = (req.clone(), rep.clone());
     let pol = WaitPolicy::from_micros(-1).unwrap();
     let t = std::thread::spawn(move || {
-        let (rq, rp) = (r2.view(), p2.view());
+        let (rq, rp) = views(&r2, &p2, in_place);
         let mut out = [0u8; 1];
         for r in 0..n {
             let s = Seq::of_round(r);
@@ -69,7 +80,7 @@ fn ring(depth: u32, n: u64) -> Chunk {
             rp.publish(s, Kind::Reply, 0, 0, &out).unwrap();
         }
     });
-    let (rq, rp) = (req.view(), rep.view());
+    let (rq, rp) = views(&req, &rep, in_place);
     let mut v = Vec::with_capacity(n as usize);
     for r in 0..n {
         let s = Seq::of_round(r);
@@ -123,7 +134,7 @@ fn session(depth: u32, n: u64, bare: bool) -> Chunk {
 /// `client` layer is the session's controller half alone.
 struct BareServer {
     geometry: Geometry,
-    rings: std::sync::Mutex<Option<(Arc<HeapRing>, Arc<HeapRing>)>>,
+    rings: std::sync::Mutex<Option<Arc<HeapRing>>>,
     rounds: u64,
 }
 
@@ -136,14 +147,11 @@ impl backline_ring::RingServer for BareServer {
         geometry: Geometry,
     ) -> Result<backline_ring::AttachedRings, backline_ring::AttachError> {
         assert_eq!(geometry, self.geometry);
-        let (req, rep) = (
-            Arc::new(HeapRing::new(geometry).unwrap()),
-            Arc::new(HeapRing::new(geometry).unwrap()),
-        );
-        let (r2, p2, n) = (req.clone(), rep.clone(), self.rounds);
+        let ring = Arc::new(HeapRing::new(geometry).unwrap());
+        let (r2, n) = (ring.clone(), self.rounds);
         std::thread::spawn(move || {
             let pol = WaitPolicy::from_micros(-1).unwrap();
-            let (rq, rp) = (r2.view(), p2.view());
+            let (rq, rp) = (r2.view(), r2.replies_view());
             let mut out = [0u8; 1];
             for r in 0..n {
                 let s = Seq::of_round(r);
@@ -154,10 +162,10 @@ impl backline_ring::RingServer for BareServer {
             }
         });
         let rings = backline_ring::AttachedRings {
-            req: req.view(),
-            rep: rep.view(),
+            req: ring.view(),
+            rep: ring.replies_view(),
         };
-        *self.rings.lock().unwrap() = Some((req, rep));
+        *self.rings.lock().unwrap() = Some(ring);
         Ok(rings)
     }
     fn detach(&self) {}
@@ -210,7 +218,8 @@ fn main() {
         // One long run of one layer, for a profiler.
         let n = env("ROUNDS", 3_000_000);
         let c = match layer.as_str() {
-            "ring" => ring(depths[0], n),
+            "ring" => ring(depths[0], n, true),
+            "split" => ring(depths[0], n, false),
             "sess" => session(depths[0], n, false),
             "client" => session(depths[0], n, true),
             _ => floor(n),
@@ -220,6 +229,7 @@ fn main() {
     }
     let mut names = Vec::new();
     for d in &depths {
+        names.push(format!("d{d} split"));
         names.push(format!("d{d} ring"));
         names.push(format!("d{d} client"));
         names.push(format!("d{d} sess"));
@@ -230,7 +240,8 @@ fn main() {
         let before = floor(n / 2);
         let mut layers = Vec::new();
         for &d in &depths {
-            layers.push(ring(d, n));
+            layers.push(ring(d, n, false));
+            layers.push(ring(d, n, true));
             layers.push(session(d, n, true));
             layers.push(session(d, n, false));
         }

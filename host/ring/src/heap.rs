@@ -18,15 +18,18 @@ pub enum RingError {
     OutOfMemory(usize),
 }
 
-/// Heap memory for one ring (zeroed and pre-faulted) plus its doorbell. Hand out
-/// [`RingView`]s with [`HeapRing::view`]; keep the `HeapRing` alive (e.g. in an `Arc`) while
-/// they are used.
+/// Heap memory for one ring (zeroed and pre-faulted) plus its doorbells. Hand out
+/// [`RingView`]s with [`HeapRing::view`] (and, for replies written over the requests,
+/// [`HeapRing::replies_view`]); keep the `HeapRing` alive (e.g. in an `Arc`) while they are
+/// used.
 #[derive(Debug)]
 pub struct HeapRing {
     ptr: NonNull<u8>,
     layout: Layout,
     geometry: Geometry,
     doorbell: Box<CachePadded<Doorbell>>,
+    /// The reply reader's, for [`HeapRing::replies_view`].
+    replies_doorbell: Box<CachePadded<Doorbell>>,
 }
 
 // SAFETY: the allocation is owned uniquely by this value; access to it goes through
@@ -59,6 +62,7 @@ impl HeapRing {
             layout,
             geometry,
             doorbell: Box::default(),
+            replies_doorbell: Box::default(),
         })
     }
 
@@ -75,6 +79,16 @@ impl HeapRing {
         // (documented on the type).
         unsafe { RingView::new(self.ptr, self.geometry, Some(doorbell)) }
             .expect("geometry validated in new")
+    }
+
+    /// A view of the same slots for the replies to [`HeapRing::view`]'s requests, written in
+    /// place ([`RingView::replies_in_place`]), with a doorbell of its own. Writers of the
+    /// two views take turns on a slot as `replies_in_place` says (a session does).
+    pub fn replies_view(&self) -> RingView {
+        let doorbell = NonNull::from(&self.replies_doorbell.0);
+        // SAFETY: the doorbell is boxed in `self`, which callers keep alive while the view is
+        // used; the turn-taking is the caller's part of the ring protocol, as for `view`.
+        unsafe { self.view().replies_in_place(Some(doorbell)) }
     }
 }
 
@@ -244,16 +258,59 @@ mod tests {
     }
 
     #[test]
+    fn a_reply_in_place_and_its_request_are_never_taken_for_each_other() {
+        let r = HeapRing::new(g(2, 64)).unwrap();
+        let (rq, rp) = (r.view(), r.replies_view());
+        let s = Seq::of_round(0);
+        rq.publish(s, Kind::Request, 7, 0, b"ask").unwrap();
+        assert!(rp.poll(s).is_none(), "the request is not its own reply");
+        let m = rq.poll(s).unwrap();
+        assert_eq!(
+            (m.payload, m.header.kind),
+            (&b"ask"[..], Kind::Request as u8)
+        );
+        rp.publish(s, Kind::Reply, 7, 0, b"answer").unwrap();
+        assert!(rq.poll(s).is_none(), "the reply is not the request");
+        let next_lap = Seq::of_round(2); // the same slot, one lap later
+        assert!(rq.poll(next_lap).is_none() && rp.poll(next_lap).is_none());
+        let m = rp.poll(s).unwrap();
+        assert_eq!(
+            (m.payload, m.header.kind),
+            (&b"answer"[..], Kind::Reply as u8)
+        );
+        // A wait for a reply that does not come names the round's seq, not its flag.
+        let e = rp
+            .wait(
+                Seq::of_round(1),
+                &WaitPolicy::default(),
+                Duration::from_millis(5),
+                None,
+            )
+            .unwrap_err();
+        assert!(matches!(e, WaitError::Timeout { seq: 2, .. }), "{e}");
+    }
+
+    #[test]
     fn blocked_reader_is_woken_by_the_writer() {
         // Always-block policy on both sides of a ping-pong: each side sleeps on the futex at
-        // once, so every round needs a wake-up; a lost one would hit the 10 s deadline.
+        // once, so every round needs a wake-up; a lost one would hit the 10 s deadline. Both
+        // with two rings and with the replies written over the requests (one ring, two
+        // doorbells: each side sleeps on the same words).
         let req = Arc::new(HeapRing::new(g(8, 64)).unwrap());
         let rep = Arc::new(HeapRing::new(g(8, 64)).unwrap());
+        blocked_ping_pong(move || (req.view(), rep.view()));
+        let one = Arc::new(HeapRing::new(g(8, 64)).unwrap());
+        blocked_ping_pong(move || (one.view(), one.replies_view()));
+    }
+
+    /// 300 rounds of an always-blocking ping-pong over the views `views` makes (the closure
+    /// owns the rings).
+    fn blocked_ping_pong(views: impl Fn() -> (RingView, RingView) + Send + Clone + 'static) {
         let p = WaitPolicy::from_micros(0).unwrap();
-        let (req2, rep2) = (req.clone(), rep.clone());
         let deadline = || Duration::from_secs(10);
+        let v2 = views.clone();
         let server = std::thread::spawn(move || {
-            let (rq, rp) = (req2.view(), rep2.view());
+            let (rq, rp) = v2();
             for round in 0..300u64 {
                 let s = Seq::of_round(round);
                 let m = rq.wait(s, &p, deadline(), None).unwrap();
@@ -262,7 +319,7 @@ mod tests {
                     .unwrap();
             }
         });
-        let (rq, rp) = (req.view(), rep.view());
+        let (rq, rp) = views();
         for round in 0..300u64 {
             let s = Seq::of_round(round);
             if round % 100 == 0 {

@@ -14,6 +14,12 @@
 //! `depth` rounds outstanding (a request slot is reused only after its reply was collected,
 //! and a reply slot only after the next request for it arrived).
 //!
+//! Where both sides share memory (memcpy, shm) the replies travel in the requests' ring, each
+//! written over its request ([`RingView::replies_in_place`]) and flagged `seq ^
+//! IN_PLACE_REPLY_FLAG`, so that a round moves one cache line there and back instead of
+//! two lines each with one writer. The writers of a slot then take turns: the reply after
+//! its request was read, the next request after the reply was.
+//!
 //! # Waiting
 //!
 //! [`RingView::wait`] spins on the slot for a budget, then blocks on a futex on the `seq` word

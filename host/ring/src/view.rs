@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use backline_wire::{
-    DecoderId, Geometry, GeometryError, HEADER_BYTES, Kind, SLOT_ALIGN, Seq, SlotHeader,
-    WIRE_VERSION,
+    DecoderId, Geometry, GeometryError, HEADER_BYTES, IN_PLACE_REPLY_FLAG, Kind, SLOT_ALIGN, Seq,
+    SlotHeader, WIRE_VERSION,
 };
 
 use crate::protocol;
@@ -74,11 +74,17 @@ pub struct Message<'a> {
 /// process for `memcpy`, in two for `shm`). Whoever creates it promises, through
 /// [`RingView::new`], that the memory outlives every copy and that the writer/reader protocol
 /// of the crate docs is followed.
+///
+/// A view made by [`RingView::replies_in_place`] carries the replies to another view's
+/// requests in the same slots; its arrival flags are the requests' with
+/// [`IN_PLACE_REPLY_FLAG`] flipped.
 #[derive(Debug, Clone, Copy)]
 pub struct RingView {
     base: NonNull<u8>,
     geometry: Geometry,
     doorbell: Option<NonNull<Doorbell>>,
+    /// XORed into a message's `seq` to make its arrival flag: 0, or [`IN_PLACE_REPLY_FLAG`].
+    flag: u32,
 }
 
 // SAFETY: a RingView only hands out access that the protocol makes data-race free: atomics
@@ -111,7 +117,32 @@ impl RingView {
             base,
             geometry,
             doorbell,
+            flag: 0,
         })
+    }
+
+    /// A view of this ring's slots for the replies to its requests, written in place: the
+    /// reply to `seq` over the request of `seq`, flagged `seq ^ IN_PLACE_REPLY_FLAG`, with
+    /// `doorbell` for the reply reader's blocking waits. A round then moves one cache line
+    /// between the two sides instead of two (see [`IN_PLACE_REPLY_FLAG`]).
+    ///
+    /// # Safety
+    /// As for [`RingView::new`] for `doorbell`; and the two writers of a slot take turns: the
+    /// reply to `seq` is written only after the request of `seq` has been read to its end
+    /// (the coprocessor answers from a scratch buffer), and the request of `seq + depth` only
+    /// after the reply to `seq` has been read (a controller has at most `depth` rounds out).
+    pub unsafe fn replies_in_place(&self, doorbell: Option<NonNull<Doorbell>>) -> RingView {
+        RingView {
+            doorbell,
+            flag: self.flag ^ IN_PLACE_REPLY_FLAG,
+            ..*self
+        }
+    }
+
+    /// The value the `seq` word of a message of `seq` holds in this view.
+    #[inline(always)]
+    fn flag_of(&self, seq: Seq) -> u32 {
+        seq.0 ^ self.flag
     }
 
     /// The ring's shape.
@@ -196,7 +227,7 @@ impl RingView {
     pub fn publish_written(&self, seq: Seq) {
         let word = self.seq_word(seq);
         let sleepers = self.doorbell().map(|db| &db.sleepers);
-        protocol::publish(word, seq.0, sleepers, || wait::futex_wake(word));
+        protocol::publish(word, self.flag_of(seq), sleepers, || wait::futex_wake(word));
     }
 
     /// The contiguous bytes of the slot of `seq` that a message of `payload_len` occupies
@@ -208,7 +239,8 @@ impl RingView {
     /// Stores `seq` into the slot image without publishing semantics (used to prepare a local
     /// staging image that is then sent by RDMA).
     pub fn stamp(&self, seq: Seq) {
-        self.seq_word(seq).store(seq.0, Ordering::Relaxed);
+        self.seq_word(seq)
+            .store(self.flag_of(seq), Ordering::Relaxed);
     }
 
     /// The message of `seq` if it has arrived (`Acquire`), else `None`.
@@ -217,7 +249,7 @@ impl RingView {
     /// peer cannot make us read outside the ring.
     #[inline]
     pub fn poll(&self, seq: Seq) -> Option<Message<'_>> {
-        protocol::arrived(self.seq_word(seq), seq.0).then(|| self.read(seq))
+        protocol::arrived(self.seq_word(seq), self.flag_of(seq)).then(|| self.read(seq))
     }
 
     /// Reads the message in the slot of `seq` (after its arrival was observed).
@@ -252,12 +284,14 @@ impl RingView {
         stop: Option<&dyn Fn() -> bool>,
     ) -> Result<Message<'_>, WaitError> {
         let word = self.seq_word(seq);
-        if protocol::arrived(word, seq.0) {
+        let flag = self.flag_of(seq);
+        if protocol::arrived(word, flag) {
             return Ok(self.read(seq));
         }
-        wait::wait_on(word, self.doorbell(), policy, timeout, stop, seq.0, || {
-            protocol::arrived(word, seq.0).then_some(())
-        })?;
+        wait::wait_on(word, self.doorbell(), policy, timeout, stop, flag, || {
+            protocol::arrived(word, flag).then_some(())
+        })
+        .map_err(|e| e.of_seq(seq))?;
         Ok(self.read(seq))
     }
 

@@ -106,6 +106,18 @@ pub enum WaitError {
     },
 }
 
+impl WaitError {
+    /// The same error, naming `seq` (not the flag that was waited for, which differs for a
+    /// reply written in place).
+    #[cold]
+    pub(crate) fn of_seq(self, seq: backline_wire::Seq) -> WaitError {
+        match self {
+            WaitError::Timeout { waited, .. } => WaitError::Timeout { seq: seq.0, waited },
+            WaitError::Stopped { .. } => WaitError::Stopped { seq: seq.0 },
+        }
+    }
+}
+
 /// The sleepers' counter of one ring. Waiters increment it before they block; writers wake
 /// the slot's futex only when it is non-zero. Lives next to the ring (heap) or in the shared
 /// mapping's control block (shm), on its own cache line.

@@ -5,13 +5,19 @@
 //! same slot — an ordering too weak, a slot reused too early — fails the model; a lost
 //! wake-up leaves every thread asleep, which loom reports as a deadlock.
 //!
-//! Three negative controls show the checker catches what it is meant to: a `Relaxed`
+//! The rounds run over a request ring and a reply ring, and over one ring with the replies
+//! written in place (`RingView::replies_in_place`: the same slot cells, the reply's flag
+//! `seq ^ IN_PLACE_REPLY_FLAG`, a doorbell of its own), where the cells also check that the
+//! two writers of a slot take turns.
+//!
+//! Four negative controls show the checker catches what it is meant to: a `Relaxed`
 //! publication, a reader that sleeps without counting itself, and a writer that reuses a slot
-//! before its reader is done with it.
+//! before its reader is done with it, with two rings and in place.
 
 use std::sync::atomic::Ordering;
 
 use backline_ring::protocol::{self, Word};
+use backline_wire::IN_PLACE_REPLY_FLAG;
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::AtomicU32;
 use loom::sync::{Arc, Condvar, Mutex};
@@ -71,19 +77,31 @@ struct Slot {
     futex: Futex,
 }
 
-/// A ring of slots with its doorbell.
+/// A view of a ring of slots, with its doorbell and the flag XORed into its `seq` values.
 struct Ring {
-    slots: Vec<Slot>,
+    slots: Arc<Vec<Slot>>,
     sleepers: LoomWord,
     doorbell: bool,
+    flag: u32,
 }
 
 impl Ring {
     fn new(depth: usize, doorbell: bool) -> Ring {
         Ring {
-            slots: (0..depth).map(|_| Slot::default()).collect(),
+            slots: Arc::new((0..depth).map(|_| Slot::default()).collect()),
             sleepers: LoomWord::default(),
             doorbell,
+            flag: 0,
+        }
+    }
+
+    /// The view of the same slots for the replies written in place (`replies_in_place`).
+    fn replies_in_place(&self) -> Ring {
+        Ring {
+            slots: self.slots.clone(),
+            sleepers: LoomWord::default(),
+            doorbell: self.doorbell,
+            flag: self.flag ^ IN_PLACE_REPLY_FLAG,
         }
     }
 
@@ -97,14 +115,16 @@ impl Ring {
         // SAFETY: loom's cell checks that no access of the other thread overlaps this one.
         slot.payload.with_mut(|p| unsafe { *p = value });
         let sleepers = self.doorbell.then_some(&self.sleepers);
-        protocol::publish(&slot.seq, round + 1, sleepers, || slot.futex.wake());
+        protocol::publish(&slot.seq, (round + 1) ^ self.flag, sleepers, || {
+            slot.futex.wake()
+        });
     }
 
     /// The reader's side of `RingView::wait` once its spin budget is spent: the blocking
     /// loop of `wait_on` (without a doorbell, a spin that yields).
     fn wait(&self, round: u32) -> u32 {
         let slot = self.slot(round);
-        let want = round + 1;
+        let want = (round + 1) ^ self.flag;
         while !protocol::arrived(&slot.seq, want) {
             if self.doorbell {
                 protocol::sleep_once(&slot.seq, &self.sleepers, want, |seen| {
@@ -158,14 +178,19 @@ fn a_sleeping_reader_is_always_woken() {
 }
 
 /// A controller with up to `depth` rounds in flight and an echoing coprocessor, over a
-/// request ring and a reply ring: slots are reused (rounds > depth) only under the session's
-/// rule — a request slot after its reply was collected, a reply slot after the next request
-/// for it arrived. Both sides block with doorbells, or spin without. `ahead` is how many
-/// rounds the controller lets be outstanding: the session's rule is `depth`.
-fn rounds_in_flight(depth: usize, rounds: u32, ahead: usize, doorbell: bool) {
+/// request ring and a reply ring (or, `in_place`, one ring carrying both): slots are reused
+/// (rounds > depth) only under the session's rule — a request slot after its reply was
+/// collected, a reply slot after the next request for it arrived. Both sides block with
+/// doorbells, or spin without. `ahead` is how many rounds the controller lets be
+/// outstanding: the session's rule is `depth`.
+fn rounds_in_flight(depth: usize, rounds: u32, ahead: usize, doorbell: bool, in_place: bool) {
     model(move || {
         let req = Arc::new(Ring::new(depth, doorbell));
-        let rep = Arc::new(Ring::new(depth, doorbell));
+        let rep = Arc::new(if in_place {
+            req.replies_in_place()
+        } else {
+            Ring::new(depth, doorbell)
+        });
         let (creq, crep) = (req.clone(), rep.clone());
         let coprocessor = loom::thread::spawn(move || {
             for r in 0..rounds {
@@ -191,17 +216,32 @@ fn rounds_in_flight(depth: usize, rounds: u32, ahead: usize, doorbell: bool) {
 
 #[test]
 fn one_round_in_flight_reuses_its_slot_safely() {
-    rounds_in_flight(1, 2, 1, true);
+    rounds_in_flight(1, 2, 1, true, false);
 }
 
 #[test]
 fn spinning_sides_reuse_slots_safely() {
-    rounds_in_flight(2, 3, 2, false);
+    rounds_in_flight(2, 3, 2, false, false);
 }
 
 #[test]
 fn two_rounds_in_flight_reuse_slots_safely() {
-    rounds_in_flight(2, 3, 2, true);
+    rounds_in_flight(2, 3, 2, true, false);
+}
+
+#[test]
+fn replies_in_place_take_turns_with_their_requests() {
+    rounds_in_flight(1, 2, 1, true, true);
+}
+
+#[test]
+fn two_rounds_in_flight_with_replies_in_place_reuse_slots_safely() {
+    rounds_in_flight(2, 3, 2, true, true);
+}
+
+#[test]
+fn spinning_sides_with_replies_in_place_reuse_slots_safely() {
+    rounds_in_flight(2, 3, 2, false, true);
 }
 
 #[test]
@@ -250,5 +290,13 @@ fn negative_control_a_slot_reused_too_early_is_a_data_race() {
     // Two rounds outstanding on a ring of one slot: round 1's request overwrites the slot
     // while the coprocessor may still be reading round 0's. (Spinning readers: a planted
     // bug that ends in a futex deadlock aborts loom's clean-up instead of panicking.)
-    rounds_in_flight(1, 2, 2, false);
+    rounds_in_flight(1, 2, 2, false, false);
+}
+
+#[test]
+#[should_panic]
+fn negative_control_a_request_over_an_unread_reply_in_place_is_a_data_race() {
+    // The same planted bug with the replies in place: round 1's request overwrites the slot
+    // while the coprocessor may still be writing round 0's reply there.
+    rounds_in_flight(1, 2, 2, false, true);
 }

@@ -173,8 +173,10 @@ pub trait Listener: Send {
     }
 }
 
-/// Two rings in memory both sides can reach: requests (controller writes) and replies
-/// (coprocessor writes). `keep` holds whatever owns the memory.
+/// The views of a session's rings in memory both sides can reach: requests (controller
+/// writes) and replies (coprocessor writes). memcpy and shm write the replies over the
+/// requests ([`RingView::replies_in_place`]); a ring server of its own (a GPU kernel) may
+/// hand out two rings. `keep` holds whatever owns the memory.
 pub(crate) struct RingPair {
     pub req: RingView,
     pub rep: RingView,

@@ -1,7 +1,8 @@
 //! `memcpy`: controller and coprocessor threads in one process. The coprocessor opens a port
-//! under its session key; a controller finds it by that key, allocates the two rings on the
-//! heap, and hands them over; the server serves each controller on a thread of its own. No
-//! fabric: a round is two cache-line transfers.
+//! under its session key; a controller finds it by that key, allocates its ring on the heap,
+//! and hands it over; the server serves each controller on a thread of its own. Replies are
+//! written in place, over their requests ([`backline_wire::IN_PLACE_REPLY_FLAG`]). No fabric:
+//! a round is one cache line moved there and back.
 //!
 //! A coprocessor that serves rings of its own (a GPU kernel polling mapped host memory, see
 //! [`backline_ring::RingServer`]) takes the port over instead: the controller then attaches to
@@ -20,13 +21,12 @@ use crate::link::{
 };
 use crate::{Error, Result};
 
-/// A controller's rings on their way to the server.
+/// A controller's ring on its way to the server.
 struct Attach {
-    req: Arc<HeapRing>,
-    rep: Arc<HeapRing>,
+    ring: Arc<HeapRing>,
     bye: Arc<CachePadded<AtomicBool>>,
     guard: AdmitGuard,
-    /// Set by the server when it took the rings.
+    /// Set by the server when it took the ring.
     taken: Arc<AtomicBool>,
 }
 
@@ -107,14 +107,9 @@ impl Listener for MemcpyListener {
                 self.port.cv.notify_all();
                 let n = self.port.sessions.fetch_add(1, Ordering::Relaxed) + 1;
                 let (bye, stop) = (a.bye, stop.clone());
-                let rings = RingPair {
-                    req: a.req.view(),
-                    rep: a.rep.view(),
-                    _keep: Box::new((a.req, a.rep)),
-                };
                 return Ok(Some(Accepted {
                     link: Box::new(RingCoprocessor {
-                        rings,
+                        rings: in_place(a.ring),
                         ended: Box::new(move || bye.load(Ordering::Relaxed) || stop.is_set()),
                         peer: format!("memcpy:{}#{n}", self.port.key),
                         polls: 0,
@@ -146,6 +141,15 @@ impl Listener for MemcpyListener {
     }
 }
 
+/// Requests and, written over them, their replies in one heap ring.
+fn in_place(ring: Arc<HeapRing>) -> RingPair {
+    RingPair {
+        req: ring.view(),
+        rep: ring.replies_view(),
+        _keep: Box::new(ring),
+    }
+}
+
 /// Finds the coprocessor port `key` in this process.
 pub(crate) fn find(key: &str) -> Result<Arc<Port>> {
     ports()
@@ -171,7 +175,7 @@ pub(crate) fn exchange(port: &Port, geometry: Geometry) -> Result<()> {
     Ok(())
 }
 
-/// Allocates the rings, hands them to the port's server and waits (up to `timeout`) until the
+/// Allocates the ring, hands it to the port's server and waits (up to `timeout`) until the
 /// server has taken them, so that round 0 does not include the server's wake-up.
 pub(crate) fn attach(
     port: Arc<Port>,
@@ -188,13 +192,11 @@ pub(crate) fn attach(
         .admission
         .try_admit()
         .ok_or(Error::Rejected(RejectReason::Full))?;
-    let req = Arc::new(HeapRing::new(geometry)?);
-    let rep = Arc::new(HeapRing::new(geometry)?);
+    let ring = Arc::new(HeapRing::new(geometry)?);
     let bye = Arc::new(CachePadded(AtomicBool::new(false)));
     let taken = Arc::new(AtomicBool::new(false));
     st.pending.push_back(Attach {
-        req: req.clone(),
-        rep: rep.clone(),
+        ring: ring.clone(),
         bye: bye.clone(),
         guard,
         taken: taken.clone(),
@@ -222,11 +224,7 @@ pub(crate) fn attach(
     drop(st);
     let weak = Arc::downgrade(&port);
     Ok(RingController::new(
-        RingPair {
-            req: req.view(),
-            rep: rep.view(),
-            _keep: Box::new((req, rep)),
-        },
+        in_place(ring),
         format!("memcpy:{}", port.key),
         Box::new(move || bye.store(true, Ordering::Relaxed)),
         Box::new(move || {

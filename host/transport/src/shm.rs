@@ -4,10 +4,13 @@
 //! Segment layout: a 4 KiB control block (the server's geometry and pid, the number of session
 //! slots, the interrupt word, the floor line), then one 1 KiB control block per session slot
 //! (its controller lock, its handshake mailbox — the same [`Handshake`] record as the network
-//! transports —, its rings' doorbells), then the two rings of each slot.
+//! transports —, its ring's two doorbells), then the ring of each slot. A slot's ring carries
+//! its requests and, written over them in place, their replies
+//! ([`backline_wire::IN_PLACE_REPLY_FLAG`]): a round moves one cache line between the two
+//! processes and back.
 //!
 //! A controller takes a free slot (or one whose holder's pid is gone), writes a hello there and
-//! interrupts the server; the server checks the geometry, zeroes that slot's rings, accepts, and
+//! interrupts the server; the server checks the geometry, zeroes that slot's ring, accepts, and
 //! serves the slot on a thread of its own. The controller's `stop` writes a bye. A session
 //! whose controller's pid is gone ends within 100 ms. A server whose pid is gone leaves a stale
 //! segment, which the next server reclaims.
@@ -31,7 +34,8 @@ use crate::link::{
 };
 use crate::{Error, Result, floor, os};
 
-const MAGIC: u64 = u64::from_le_bytes(*b"BKLNSHM2");
+/// `3`: one ring per session slot, replies in place (`2` had a reply ring of its own).
+const MAGIC: u64 = u64::from_le_bytes(*b"BKLNSHM3");
 const CONTROL_BYTES: usize = 4096;
 const SLOT_CONTROL_BYTES: usize = 1024;
 const WORDS: usize = HANDSHAKE_BYTES / 4;
@@ -127,13 +131,13 @@ impl Layout {
         (CONTROL_BYTES + self.slots as usize * SLOT_CONTROL_BYTES).next_multiple_of(4096)
     }
     fn size(self) -> usize {
-        self.rings_base() + self.slots as usize * 2 * self.geometry.ring_bytes()
+        self.rings_base() + self.slots as usize * self.geometry.ring_bytes()
     }
     fn slot_control(self, i: u32) -> usize {
         CONTROL_BYTES + i as usize * SLOT_CONTROL_BYTES
     }
-    fn rings(self, i: u32) -> usize {
-        self.rings_base() + i as usize * 2 * self.geometry.ring_bytes()
+    fn ring(self, i: u32) -> usize {
+        self.rings_base() + i as usize * self.geometry.ring_bytes()
     }
 }
 
@@ -170,16 +174,19 @@ impl Segment {
         NonNull::new(self.map.as_ptr().cast_mut()).expect("mapping is non-null")
     }
 
-    /// Ring views of slot `i`. The views must not outlive `self`.
+    /// The request and reply views of slot `i`'s ring (the replies written over the
+    /// requests). The views must not outlive `self`.
     fn rings(&self, i: u32) -> (RingView, RingView) {
         let g = self.layout.geometry;
         let sc = self.slot(i);
-        let at = self.layout.rings(i);
-        // SAFETY: the segment holds both rings of every slot (size checked), each ring starts
-        // page-aligned (ring_bytes is a multiple of 64 and the base is page-aligned: the slot's
-        // req ring at a page boundary when ring_bytes ≥ 4096, else 64-aligned, which is what
-        // RingView needs), and the doorbells live in the slot's control block; callers keep
-        // `self` alive while the views are used.
+        let at = self.layout.ring(i);
+        // SAFETY: the segment holds the ring of every slot (size checked), each ring starts
+        // 64-aligned (the rings' base is page-aligned and ring_bytes a multiple of 64, which is
+        // what RingView needs), and the doorbells live in the slot's control block; callers
+        // keep `self` alive while the views are used. The two views' writers take turns on a
+        // slot as `replies_in_place` asks: the server answers from a scratch buffer after
+        // reading the request, and a controller (ours, or any other: it only harms its own
+        // session) stages a slot again only after collecting its reply.
         unsafe {
             let req = RingView::new(
                 self.base().add(at),
@@ -187,20 +194,15 @@ impl Segment {
                 Some(NonNull::from(&sc.req_doorbell.0)),
             )
             .expect("validated geometry");
-            let rep = RingView::new(
-                self.base().add(at + g.ring_bytes()),
-                g,
-                Some(NonNull::from(&sc.rep_doorbell.0)),
-            )
-            .expect("validated geometry");
+            let rep = req.replies_in_place(Some(NonNull::from(&sc.rep_doorbell.0)));
             (req, rep)
         }
     }
 
-    /// Zeroes (and so faults in) both rings of slot `i`.
-    fn zero_rings(&self, i: u32) {
-        let at = self.layout.rings(i);
-        let len = 2 * self.layout.geometry.ring_bytes();
+    /// Zeroes (and so faults in) the ring of slot `i`.
+    fn zero_ring(&self, i: u32) {
+        let at = self.layout.ring(i);
+        let len = self.layout.geometry.ring_bytes();
         // SAFETY: within the mapping; no session uses slot `i` (the caller's invariant: its
         // previous session ended and its new one is not accepted yet), so nobody else
         // touches these bytes now.
@@ -288,7 +290,7 @@ impl ShmListener {
             if rc != 0 {
                 return Err(cleanup(Error::OutOfMemory {
                     what: format!(
-                        "the shm segment {} ({slots} session slots of two {}-byte rings; lower --max-sessions or the ring size)",
+                        "the shm segment {} ({slots} session slots of one {}-byte ring; lower --max-sessions or the ring size)",
                         path.display(),
                         geometry.ring_bytes()
                     ),
@@ -354,11 +356,11 @@ impl ShmListener {
             }
         }
         if guard.is_some() {
-            // A fresh session starts at round 0 in empty rings.
-            self.seg.zero_rings(i);
+            // A fresh session starts at round 0 in an empty ring.
+            self.seg.zero_ring(i);
         }
         store_words(&sc.accept, &answer.encode());
-        // Release: the controller that sees accept_seq sees the answer and the zeroed rings.
+        // Release: the controller that sees accept_seq sees the answer and the zeroed ring.
         sc.accept_seq.store(seq, Ordering::Release);
         futex_wake(&sc.accept_seq);
         guard
@@ -637,14 +639,14 @@ impl ShmClient {
     pub(crate) fn into_link(self) -> RingController {
         let (req, rep) = self.seg.rings(self.slot);
         let name = format!("{}#{}", self.name, self.slot);
-        // SAFETY: the slot's rings are part of the live mapping held by `self`.
+        // SAFETY: the slot's ring is part of the live mapping held by `self`.
         unsafe {
             os::populate_write(
                 self.seg
                     .base()
                     .as_ptr()
-                    .add(self.seg.layout.rings(self.slot)),
-                2 * self.seg.layout.geometry.ring_bytes(),
+                    .add(self.seg.layout.ring(self.slot)),
+                self.seg.layout.geometry.ring_bytes(),
             )
         };
         let client = Arc::new(self);

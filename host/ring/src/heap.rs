@@ -105,6 +105,7 @@ mod tests {
     use crate::{WaitError, WaitPolicy};
     use backline_wire::{Kind, Seq, Status};
     use std::sync::Arc;
+    use std::sync::atomic::Ordering;
     use std::time::{Duration, Instant};
 
     fn g(depth: u32, slot_bytes: u32) -> Geometry {
@@ -301,6 +302,64 @@ mod tests {
         blocked_ping_pong(move || (req.view(), rep.view()));
         let one = Arc::new(HeapRing::new(g(8, 64)).unwrap());
         blocked_ping_pong(move || (one.view(), one.replies_view()));
+    }
+
+    /// Pins the calling thread to CPU 0.
+    fn pin_to_cpu0() {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes within it; the
+        // call reads it for the calling thread only.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(0, &mut set);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+                0
+            );
+        }
+    }
+
+    /// A ping-pong of two threads on one CPU: the most sleepers the coprocessor side saw on
+    /// the reply doorbell when it answered.
+    fn sleepers_seen_on_one_cpu(policy: WaitPolicy) -> u32 {
+        let ring = Arc::new(HeapRing::new(g(8, 64)).unwrap());
+        let r2 = ring.clone();
+        let deadline = Duration::from_secs(10);
+        let server = std::thread::spawn(move || {
+            pin_to_cpu0();
+            let (rq, rp) = (r2.view(), r2.replies_view());
+            let mut most = 0;
+            for round in 0..400u64 {
+                let s = Seq::of_round(round);
+                rq.wait(s, &policy, deadline, None).unwrap();
+                most = most.max(r2.replies_doorbell.0.sleepers.load(Ordering::Relaxed));
+                rp.publish(s, Kind::Reply, 0, 0, &[1]).unwrap();
+            }
+            most
+        });
+        pin_to_cpu0();
+        let (rq, rp) = (ring.view(), ring.replies_view());
+        for round in 0..400u64 {
+            let s = Seq::of_round(round);
+            rq.publish(s, Kind::Request, 0, 0, &[0]).unwrap();
+            rp.wait(s, &policy, deadline, None).unwrap();
+        }
+        server.join().unwrap()
+    }
+
+    #[test]
+    fn a_waiter_that_shares_its_cpu_with_its_peer_blocks_unless_told_never_to() {
+        // On one CPU the peer runs only when the waiter gives the CPU up. A waiter whose
+        // yield ran another thread blocks in its next wait, so that the peer's wake-up can
+        // place it on a free CPU; the sleeping controller is what the server sees here.
+        let t = std::thread::spawn(|| {
+            (
+                sleepers_seen_on_one_cpu(WaitPolicy::default()),
+                sleepers_seen_on_one_cpu(WaitPolicy::from_micros(-1).unwrap()),
+            )
+        });
+        let (default, never) = t.join().unwrap();
+        assert!(default > 0, "the controller never blocked");
+        assert_eq!(never, 0, "a never-block waiter blocked");
     }
 
     /// 300 rounds of an always-blocking ping-pong over the views `views` makes (the closure

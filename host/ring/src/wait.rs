@@ -143,9 +143,23 @@ pub const MAX_NAP: Duration = Duration::from_millis(20);
 /// yield, one 200,000-round shm bench on this project's 2-vCPU VM had 344 rounds of 200 or
 /// 400 µs (one or two budgets), its first 40 rounds among them; with both sides forced onto
 /// one CPU (`backline bench --pin 0,0 --no-baseline`) the median round took 413–419 µs, and
-/// 15.6–16.9 µs with the yield. With nothing else runnable a yield returns at once, and a b2b
-/// round's wait has ended long before the first one.
+/// 15.6–16.9 µs with the yield, 6.8–7.2 µs once a waiter whose yield ran another thread
+/// blocks in its next wait instead (`SHARES_CPU`). With nothing else runnable a yield returns
+/// at once, and a b2b round's wait has ended long before the first one.
 pub const YIELD_EVERY: Duration = Duration::from_micros(5);
+
+/// A yield that kept a waiter off its CPU this long ran another thread there.
+const YIELD_GAVE_CPU_AWAY: Duration = Duration::from_micros(2);
+
+thread_local! {
+    /// This thread's last yield ran another thread on its CPU: it shares the CPU, likely with
+    /// the peer it waits for. Its next wait that lasts `YIELD_EVERY` then blocks (when its
+    /// policy lets it) instead of yielding again: the peer's wake-up places it on an idle CPU,
+    /// where yields alone leave the pair on one CPU until the scheduler's periodic balancing
+    /// moves one (measured: the first ~800 rounds of a 1,000,000-round shm bench at 12 µs
+    /// each, the serving thread started on the controller's CPU).
+    static SHARES_CPU: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
 /// Blocks until `*word != expected`, a wake-up, or `timeout`. Spurious returns are fine.
 pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
@@ -217,8 +231,9 @@ pub(crate) fn wait_on<T>(
         return Err(WaitError::Stopped { seq: want });
     }
     // Spin phase: read the clock only every 64 polls; a poll is a few ns. Yield now and
-    // then (see `YIELD_EVERY`).
+    // then (see `YIELD_EVERY`), or block if the last yield showed a shared CPU (`SHARES_CPU`).
     let mut next_yield = start + YIELD_EVERY;
+    let may_block = doorbell.is_some() && spin_until < deadline;
     loop {
         if let Some(v) = ready() {
             return Ok(v);
@@ -234,8 +249,15 @@ pub(crate) fn wait_on<T>(
                 return Err(WaitError::Stopped { seq: want });
             }
             if now >= next_yield {
+                if may_block && SHARES_CPU.replace(false) {
+                    break;
+                }
                 std::thread::yield_now();
-                next_yield = now + YIELD_EVERY;
+                let back = Instant::now();
+                if back - now >= YIELD_GAVE_CPU_AWAY {
+                    SHARES_CPU.set(true);
+                }
+                next_yield = back + YIELD_EVERY;
             }
         }
     }

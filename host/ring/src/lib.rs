@@ -40,7 +40,9 @@ pub use heap::{HeapRing, RingError};
 pub use padded::CachePadded;
 pub use server::{AttachError, AttachedRings, RingServer};
 pub use view::{Message, RingView, copy_small};
-pub use wait::{Doorbell, MAX_NAP, SpinBudget, WaitError, WaitPolicy, futex_wait, futex_wake};
+pub use wait::{
+    Doorbell, MAX_NAP, SpinBudget, SpinPhase, WaitError, WaitPolicy, futex_wait, futex_wake,
+};
 
 #[cfg(not(target_endian = "little"))]
 compile_error!("backline's wire format is little-endian and rings are accessed in place");

@@ -161,6 +161,73 @@ thread_local! {
     static SHARES_CPU: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// The spin phase of one wait: until its budget is spent the waiter yields its CPU every
+/// [`YIELD_EVERY`], and the phase ends early, when the wait may block, if the thread's last
+/// yield ran another thread on its CPU (`SHARES_CPU`). Ring waits use it, and so do waits on
+/// other things (a udp socket), so that every wait of the project treats a shared CPU alike.
+#[derive(Debug, Clone, Copy)]
+pub struct SpinPhase {
+    until: Instant,
+    next_yield: Instant,
+    may_block: bool,
+}
+
+impl SpinPhase {
+    /// The spin phase of a wait that began at `start` and gives up at `deadline`, under
+    /// `policy`; `may_block`: the wait has a blocking phase that a peer's message ends
+    /// (a futex with a doorbell, a socket's `poll`), so ending the spin early costs no round.
+    pub fn new(policy: &WaitPolicy, start: Instant, deadline: Instant, may_block: bool) -> Self {
+        let until = policy.spin_until(start, deadline);
+        SpinPhase {
+            until,
+            next_yield: start + YIELD_EVERY,
+            may_block: may_block && until < deadline,
+        }
+    }
+
+    /// A phase for one look that must not wait at all (no yield, no block).
+    pub fn no_wait(now: Instant) -> Self {
+        let far = now + Duration::from_secs(3600);
+        SpinPhase {
+            until: far,
+            next_yield: far,
+            may_block: false,
+        }
+    }
+
+    /// When the spin budget runs out (earlier once the phase ended early).
+    pub fn until(&self) -> Instant {
+        self.until
+    }
+
+    /// Whether the waiter goes on spinning at `now`, after yielding its CPU if a yield is due.
+    #[inline]
+    pub fn spinning(&mut self, now: Instant) -> bool {
+        if now >= self.until {
+            return false;
+        }
+        if now >= self.next_yield {
+            return self.courtesy(now);
+        }
+        true
+    }
+
+    #[inline(never)]
+    fn courtesy(&mut self, now: Instant) -> bool {
+        if self.may_block && SHARES_CPU.replace(false) {
+            self.until = now;
+            return false;
+        }
+        std::thread::yield_now();
+        let back = Instant::now();
+        if back - now >= YIELD_GAVE_CPU_AWAY {
+            SHARES_CPU.set(true);
+        }
+        self.next_yield = back + YIELD_EVERY;
+        true
+    }
+}
+
 /// Blocks until `*word != expected`, a wake-up, or `timeout`. Spurious returns are fine.
 pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
     let ts = libc::timespec {
@@ -225,15 +292,13 @@ pub(crate) fn wait_on<T>(
     }
     let start = Instant::now();
     let deadline = start + timeout;
-    let spin_until = policy.spin_until(start, deadline);
+    let mut spin = SpinPhase::new(policy, start, deadline, doorbell.is_some());
     let stopped = || stop.is_some_and(|s| s());
     if stopped() {
         return Err(WaitError::Stopped { seq: want });
     }
     // Spin phase: read the clock only every 64 polls; a poll is a few ns. Yield now and
-    // then (see `YIELD_EVERY`), or block if the last yield showed a shared CPU (`SHARES_CPU`).
-    let mut next_yield = start + YIELD_EVERY;
-    let may_block = doorbell.is_some() && spin_until < deadline;
+    // then, or block if the last yield showed a shared CPU ([`SpinPhase`]).
     loop {
         if let Some(v) = ready() {
             return Ok(v);
@@ -241,23 +306,11 @@ pub(crate) fn wait_on<T>(
         core::hint::spin_loop();
         polls = polls.wrapping_add(1);
         if polls.is_multiple_of(64) {
-            let now = Instant::now();
-            if now >= spin_until {
-                break;
-            }
             if stopped() {
                 return Err(WaitError::Stopped { seq: want });
             }
-            if now >= next_yield {
-                if may_block && SHARES_CPU.replace(false) {
-                    break;
-                }
-                std::thread::yield_now();
-                let back = Instant::now();
-                if back - now >= YIELD_GAVE_CPU_AWAY {
-                    SHARES_CPU.set(true);
-                }
-                next_yield = back + YIELD_EVERY;
+            if !spin.spinning(Instant::now()) {
+                break;
             }
         }
     }

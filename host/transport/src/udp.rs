@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use backline_ring::{HeapRing, Message, RingView, WaitPolicy};
+use backline_ring::{HeapRing, Message, RingView, SpinPhase, WaitPolicy};
 use backline_wire::{
     DecoderId, Geometry, HANDSHAKE_BYTES, HEADER_BYTES, Handshake, HandshakeKind, Kind,
     RejectReason, Seq, SlotHeader, Status, WIRE_VERSION, decode_message, encode_message,
@@ -58,12 +58,16 @@ fn poll_readable(sock: &UdpSocket, timeout: Duration) {
     unsafe { libc::poll(&mut fds, 1, ms) };
 }
 
-/// Receives one datagram: busy-polls before `spin_until`, blocks (in naps of ≤ 20 ms) after.
-/// `Ok(None)` when nothing arrived this time round.
+/// How long an idle server's wait lasts before it starts over (its spin budget counted from
+/// the start of the stretch): waits of idle sessions and listeners are otherwise unbounded.
+const IDLE_STRETCH: Duration = Duration::from_secs(3600);
+
+/// Receives one datagram: busy-polls while `spin` goes on (yielding the CPU as ring waits do),
+/// blocks (in naps of ≤ 20 ms) after. `Ok(None)` when nothing arrived this time round.
 fn recv_one(
     sock: &UdpSocket,
     buf: &mut [u8],
-    spin_until: Instant,
+    spin: &mut SpinPhase,
     deadline: Instant,
 ) -> std::io::Result<Option<(usize, SocketAddr)>> {
     match sock.recv_from(buf) {
@@ -72,7 +76,7 @@ fn recv_one(
         Err(e) => return Err(e),
     }
     let now = Instant::now();
-    if now >= spin_until {
+    if !spin.spinning(now) {
         let nap = deadline
             .saturating_duration_since(now)
             .min(backline_ring::MAX_NAP);
@@ -211,7 +215,8 @@ impl Listener for UdpListener {
         // The listener answers floor pings between and during sessions; it waits for the next
         // datagram with the same spin-then-block policy as a session, counted from the last
         // one, so the floor it serves is the best case, not a wake-up per ping.
-        let mut last = Instant::now();
+        let spin_from = |last: Instant| SpinPhase::new(wait, last, last + IDLE_STRETCH, true);
+        let mut spin = spin_from(Instant::now());
         let mut polls = 0u32;
         loop {
             polls = polls.wrapping_add(1);
@@ -219,21 +224,20 @@ impl Listener for UdpListener {
                 return Ok(None);
             }
             let now = Instant::now();
-            let spin_until = wait.spin_until(last, last + Duration::from_secs(3600));
             let got = recv_one(
                 &self.sock,
                 &mut self.buf,
-                spin_until,
+                &mut spin,
                 now + backline_ring::MAX_NAP,
             )
             .map_err(Error::io(format!("receiving on udp {}", self.addr)))?;
             let Some((n, from)) = got else {
-                if now >= spin_until && stop.is_set() {
+                if now >= spin.until() && stop.is_set() {
                     return Ok(None);
                 }
                 continue;
             };
-            last = Instant::now();
+            spin = spin_from(Instant::now());
             let hello = match classify(&self.buf[..n]) {
                 Some(Control::Floor) => {
                     let _ = send_all(&self.sock, &self.buf[..n], Some(from));
@@ -386,10 +390,10 @@ impl UdpServerLink {
         }
     }
 
-    /// Receives what is there (or waits until `spin_until` / a nap): `Ok(false)` when the
+    /// Receives what is there (or spins on, or waits until a nap ends): `Ok(false)` when the
     /// session is over.
-    fn pump(&mut self, spin_until: Instant, nap_until: Instant, expect: Seq) -> Result<bool> {
-        let got = recv_one(&self.sock, &mut self.buf, spin_until, nap_until);
+    fn pump(&mut self, spin: &mut SpinPhase, nap_until: Instant, expect: Seq) -> Result<bool> {
+        let got = recv_one(&self.sock, &mut self.buf, spin, nap_until);
         match got {
             Ok(Some((n, _))) => Ok(self.file(n, expect)),
             Ok(None) => Ok(!self.stop.is_set() && self.last_seen.elapsed() < self.idle_timeout),
@@ -413,7 +417,7 @@ impl RoundIo for UdpServerLink {
 
     fn wait_request(&mut self, seq: Seq, wait: &WaitPolicy) -> Result<Option<Message<'_>>> {
         let mut start = Instant::now();
-        let mut spin_until = wait.spin_until(start, start + Duration::from_secs(3600));
+        let mut spin = SpinPhase::new(wait, start, start + IDLE_STRETCH, true);
         let mut polls = 0u32;
         while self.view.poll(seq).is_none() {
             polls = polls.wrapping_add(1);
@@ -421,11 +425,11 @@ impl RoundIo for UdpServerLink {
                 return Ok(None);
             }
             let now = Instant::now();
-            if now > start + Duration::from_secs(3600) {
+            if now > start + IDLE_STRETCH {
                 start = now;
-                spin_until = wait.spin_until(start, start + Duration::from_secs(3600));
+                spin = SpinPhase::new(wait, start, start + IDLE_STRETCH, true);
             }
-            if !self.pump(spin_until, now + backline_ring::MAX_NAP, seq)? {
+            if !self.pump(&mut spin, now + backline_ring::MAX_NAP, seq)? {
                 return Ok(None);
             }
         }
@@ -435,9 +439,8 @@ impl RoundIo for UdpServerLink {
     fn poll_request(&mut self, seq: Seq) -> Result<Polled<'_>> {
         if self.view.poll(seq).is_none() {
             self.polls = self.polls.wrapping_add(1);
-            let now = Instant::now();
-            // One non-blocking look (spin_until in the past: no nap either).
-            if !self.pump(now + Duration::from_secs(1), now, seq)? {
+            // One non-blocking look.
+            if !self.pump(&mut SpinPhase::no_wait(Instant::now()), Instant::now(), seq)? {
                 return Ok(Polled::Ended);
             }
         }
@@ -602,8 +605,8 @@ pub(crate) struct UdpController {
 }
 
 impl UdpController {
-    fn pump(&mut self, spin_until: Instant, deadline: Instant, expect: Seq) -> Result<()> {
-        let got = match recv_one(&self.sock, &mut self.buf, spin_until, deadline) {
+    fn pump(&mut self, spin: &mut SpinPhase, deadline: Instant, expect: Seq) -> Result<()> {
+        let got = match recv_one(&self.sock, &mut self.buf, spin, deadline) {
             Ok(g) => g,
             Err(e) if refused(&e) => {
                 return Err(Error::PeerGone(format!(
@@ -667,7 +670,7 @@ impl ControllerLink for UdpController {
     fn poll_reply(&mut self, seq: Seq) -> Result<Option<Message<'_>>> {
         if self.view.poll(seq).is_none() {
             let now = Instant::now();
-            self.pump(now + Duration::from_secs(1), now, seq)?;
+            self.pump(&mut SpinPhase::no_wait(now), now, seq)?;
         }
         Ok(self.view.poll(seq))
     }
@@ -680,7 +683,7 @@ impl ControllerLink for UdpController {
     ) -> Result<Message<'_>> {
         let start = Instant::now();
         let deadline = start + timeout;
-        let spin_until = wait.spin_until(start, deadline);
+        let mut spin = SpinPhase::new(wait, start, deadline, true);
         while self.view.poll(seq).is_none() {
             if Instant::now() >= deadline {
                 return Err(wait_error(
@@ -691,7 +694,7 @@ impl ControllerLink for UdpController {
                     &self.peer(),
                 ));
             }
-            self.pump(spin_until, deadline, seq)?;
+            self.pump(&mut spin, deadline, seq)?;
         }
         Ok(self.view.poll(seq).expect("checked above"))
     }
@@ -737,7 +740,7 @@ pub fn udp_floor(
         ping[4..].copy_from_slice(&(i as u32).to_le_bytes());
         let t0 = Instant::now();
         let deadline = t0 + timeout;
-        let spin_until = wait.spin_until(t0, deadline);
+        let mut spin = SpinPhase::new(wait, t0, deadline, true);
         send_all(sock, &ping, None).map_err(|e| {
             if refused(&e) {
                 Error::NoPeer(format!("udp:{peer}"))
@@ -746,7 +749,7 @@ pub fn udp_floor(
             }
         })?;
         loop {
-            match recv_one(sock, &mut buf, spin_until, deadline) {
+            match recv_one(sock, &mut buf, &mut spin, deadline) {
                 Ok(Some((8, _))) if buf[..8] == ping => break,
                 Ok(_) => {}
                 Err(e) if refused(&e) => return Err(Error::NoPeer(format!("udp:{peer}"))),

@@ -196,7 +196,7 @@ fn main() -> ExitCode {
 
 /// An error and its causes on one line, outermost first; a cause that an error already prints
 /// at the end of its own message (`{source}` in a thiserror message) is not said twice.
-fn one_line(e: &anyhow::Error) -> String {
+pub(crate) fn one_line(e: &anyhow::Error) -> String {
     let mut msg = e.to_string();
     for cause in e.chain().skip(1) {
         let cause = cause.to_string();

@@ -426,6 +426,40 @@ fn a_second_server_on_the_same_name_or_port_is_refused() {
 }
 
 #[test]
+fn a_peer_that_exits_after_the_runs_costs_the_floor_after_them_not_the_runs() {
+    // `serve --sessions 1` exits after the bench's session, before the bench measures the
+    // second half of its floor: the runs and the first half are still reported.
+    let mut srv = serve(&[
+        "--transport",
+        "udp",
+        "--bind",
+        "127.0.0.1:0",
+        "--sessions",
+        "1",
+    ]);
+    let o = backline(&[
+        "bench",
+        "--transport",
+        "udp",
+        "--peer",
+        &srv.peer,
+        "--rounds",
+        "300",
+        "--no-plots",
+        "--out-dir",
+        scratch("peer-exits").to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("steane / floor"), "{out}");
+    assert!(
+        out.contains("the floor after the runs could not be measured"),
+        "{out}"
+    );
+    assert!(srv.child.wait().unwrap().success());
+}
+
+#[test]
 fn an_unknown_decoder_id_is_reported() {
     for transport in ["shm", "udp"] {
         let name = format!("cli-dec-{}", std::process::id());

@@ -734,15 +734,23 @@ pub fn shm_floor(
 ) -> Result<Vec<f64>> {
     let seg = open_segment(name, Some(geometry))?;
     let ctl = seg.ctl();
-    ctl.floor.store(0, Ordering::Relaxed);
-    // AcqRel: claims the floor line; a floor already running makes this one wait its turn.
-    if ctl
+    // AcqRel: claims the floor line. A floor already running (another controller's) makes
+    // this one wait its turn, for at most `timeout`.
+    let t0 = Instant::now();
+    while ctl
         .floor_rounds
         .compare_exchange(0, rounds, Ordering::AcqRel, Ordering::Acquire)
         .is_err()
     {
-        return Err(Error::InUse(format!("the floor line of shm:{name}")));
+        if t0.elapsed() > timeout {
+            return Err(Error::InUse(format!(
+                "the floor line of shm:{name} (another controller's floor measurement held it for {timeout:?})"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
+    // Ours now: start from 0 (the server waits for 1).
+    ctl.floor.store(0, Ordering::Relaxed);
     seg.interrupt();
     let rtts = floor::bounce_client(&ctl.floor, rounds, timeout)?;
     // Wait until the server has left the bounce (it zeroes floor_rounds).

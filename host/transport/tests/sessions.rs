@@ -489,6 +489,26 @@ fn floors_run_against_the_same_servers() {
     assert_eq!(r.len() as u64, n);
 }
 
+#[test]
+fn two_controllers_measuring_the_shm_floor_at_once_take_turns() {
+    // One floor line per server: the second measurement waits for the first instead of
+    // failing (two benches started together against one `serve` did).
+    let cfg = SessionConfig::new(TransportKind::Shm);
+    let (_srv, peer) = server(TransportKind::Shm, &cfg);
+    let go = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let measure = |peer: String, go: std::sync::Arc<std::sync::Barrier>| {
+        std::thread::spawn(move || {
+            go.wait();
+            backline_transport::shm::shm_floor(&peer, cfg.geometry, 100_000, Duration::from_secs(5))
+        })
+    };
+    let a = measure(peer.clone(), go.clone());
+    let b = measure(peer, go);
+    for t in [a, b] {
+        assert_eq!(t.join().unwrap().unwrap().len(), 100_000);
+    }
+}
+
 // ---- rdma over real verbs: these cases run where an RDMA device exists (the Soft-RoCE VM of
 // tests/rdma-vm runs them with BACKLINE_RDMA_DEVICE and BACKLINE_RDMA_GID_INDEX set) and say
 // that they skipped elsewhere. `rdma_absent_device_is_reported_plainly` is the other half.

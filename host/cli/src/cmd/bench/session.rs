@@ -87,7 +87,18 @@ pub fn run(c: &BenchConfig) -> anyhow::Result<ExitCode> {
     }
     col.interrupted |= stop.load(Ordering::Relaxed);
     if c.baseline && col.failure.is_none() && !col.interrupted {
-        let mut second = floor_half(c, &cop.peer, c.floor_rounds - c.floor_rounds / 2)?;
+        // The runs are done: a floor that can no longer be measured (a `--peer` server that
+        // exited after its last session) costs the second half, not the runs.
+        let mut second = match floor_half(c, &cop.peer, c.floor_rounds - c.floor_rounds / 2) {
+            Ok(second) => second,
+            Err(e) => {
+                col.stream_lines.push(format!(
+                    "note: the floor after the runs could not be measured ({}); the ratios use the floor before them",
+                    crate::one_line(&e)
+                ));
+                Vec::new()
+            }
+        };
         let halves = report::floor_halves(&floor, &second);
         if let Some(line) = halves.and_then(report::floor_moved_line) {
             col.stream_lines.push(line);

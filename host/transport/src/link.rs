@@ -16,7 +16,7 @@ use std::time::Duration;
 use backline_ring::{CachePadded, Message, RingView, WaitError, WaitPolicy};
 use backline_wire::{DecoderId, Geometry, Kind, Seq, Status};
 
-use crate::rounds::{Polled, RoundCtx, RoundIo};
+use crate::rounds::{IDLE_STRETCH, Polled, RoundCtx, RoundIo};
 use crate::{Error, Result};
 
 /// Set once to stop a server: its listener and every session it serves look at it now and
@@ -311,7 +311,7 @@ impl RoundIo for RingCoprocessor {
             match self
                 .rings
                 .req
-                .wait(seq, wait, Duration::from_secs(3600), Some(&|| ended()))
+                .wait(seq, wait, IDLE_STRETCH, Some(&|| ended()))
             {
                 Ok(m) => return Ok(Some(m)),
                 Err(WaitError::Stopped { .. }) => return Ok(None),

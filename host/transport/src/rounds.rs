@@ -12,6 +12,11 @@ use backline_wire::{DecoderId, Geometry, Seq, Status};
 
 use crate::Result;
 
+/// How long a serving side's wait for a request lasts before it starts over (its spin budget
+/// counted from the start of the stretch): an idle session or listener otherwise waits
+/// without end, asking its stop flag meanwhile.
+pub(crate) const IDLE_STRETCH: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// What one look at a link for the next request found.
 #[derive(Debug)]
 pub enum Polled<'a> {

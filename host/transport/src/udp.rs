@@ -27,7 +27,7 @@ use backline_wire::{
 use crate::link::{
     Accepted, Admission, ControllerLink, CoprocessorLink, Listener, StopFlag, wait_error,
 };
-use crate::rounds::{Polled, RoundIo};
+use crate::rounds::{IDLE_STRETCH, Polled, RoundIo};
 use crate::{Error, Result};
 
 /// Magic of a floor ping.
@@ -57,10 +57,6 @@ fn poll_readable(sock: &UdpSocket, timeout: Duration) {
     // SAFETY: one valid pollfd for the duration of the call.
     unsafe { libc::poll(&mut fds, 1, ms) };
 }
-
-/// How long an idle server's wait lasts before it starts over (its spin budget counted from
-/// the start of the stretch): waits of idle sessions and listeners are otherwise unbounded.
-const IDLE_STRETCH: Duration = Duration::from_secs(3600);
 
 /// Receives one datagram: busy-polls while `spin` goes on (yielding the CPU as ring waits do),
 /// blocks (in naps of ≤ 20 ms) after. `Ok(None)` when nothing arrived this time round.

@@ -143,27 +143,34 @@ pub const MAX_NAP: Duration = Duration::from_millis(20);
 /// yield, one 200,000-round shm bench on this project's 2-vCPU VM had 344 rounds of 200 or
 /// 400 µs (one or two budgets), its first 40 rounds among them; with both sides forced onto
 /// one CPU (`backline bench --pin 0,0 --no-baseline`) the median round took 413–419 µs, and
-/// 15.6–16.9 µs with the yield, 6.8–7.2 µs once a waiter whose yield ran another thread
-/// blocks in its next wait instead (`SHARES_CPU`). With nothing else runnable a yield returns
+/// 15.6–16.9 µs with the yield, 11.2–11.5 µs once a waiter whose yields ran another thread twice
+/// blocks in its next wait instead (`LONG_YIELDS`). With nothing else runnable a yield returns
 /// at once, and a b2b round's wait has ended long before the first one.
 pub const YIELD_EVERY: Duration = Duration::from_micros(5);
 
 /// A yield that kept a waiter off its CPU this long ran another thread there.
 const YIELD_GAVE_CPU_AWAY: Duration = Duration::from_micros(2);
 
+/// Long yields in a row that make a thread take its CPU for shared. One is not enough: with
+/// nothing else runnable, 0.012 % of yields on the development VM still took 2 µs or more (the
+/// host's doing, `sched_yield` timed 2,000,000 times), and a waiter of a slow decoder yields
+/// every 5 µs; two in a row are what a shared CPU gives, every time.
+const LONG_YIELDS_TO_BLOCK: u8 = 2;
+
 thread_local! {
-    /// This thread's last yield ran another thread on its CPU: it shares the CPU, likely with
-    /// the peer it waits for. Its next wait that lasts `YIELD_EVERY` then blocks (when its
-    /// policy lets it) instead of yielding again: the peer's wake-up places it on an idle CPU,
-    /// where yields alone leave the pair on one CPU until the scheduler's periodic balancing
-    /// moves one (measured: the first ~800 rounds of a 1,000,000-round shm bench at 12 µs
-    /// each, the serving thread started on the controller's CPU).
-    static SHARES_CPU: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// This thread's last yields in a row that ran another thread on its CPU. From
+    /// `LONG_YIELDS_TO_BLOCK` on, the thread shares its CPU, likely with the peer it waits
+    /// for, and its next wait that lasts `YIELD_EVERY` blocks (when its policy lets it)
+    /// instead of yielding again: the peer's wake-up places it on an idle CPU, where yields
+    /// alone leave the pair on one CPU until the scheduler's periodic balancing moves one
+    /// (measured: the first ~800 rounds of a 1,000,000-round shm bench at 12 µs each, the
+    /// serving thread started on the controller's CPU).
+    static LONG_YIELDS: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
 }
 
 /// The spin phase of one wait: until its budget is spent the waiter yields its CPU every
 /// [`YIELD_EVERY`], and the phase ends early, when the wait may block, if the thread's last
-/// yield ran another thread on its CPU (`SHARES_CPU`). Ring waits use it, and so do waits on
+/// yields ran other threads on its CPU (`LONG_YIELDS`). Ring waits use it, and so do waits on
 /// other things (a udp socket), so that every wait of the project treats a shared CPU alike.
 #[derive(Debug, Clone, Copy)]
 pub struct SpinPhase {
@@ -214,15 +221,19 @@ impl SpinPhase {
 
     #[inline(never)]
     fn courtesy(&mut self, now: Instant) -> bool {
-        if self.may_block && SHARES_CPU.replace(false) {
+        if self.may_block && LONG_YIELDS.get() >= LONG_YIELDS_TO_BLOCK {
+            LONG_YIELDS.set(0);
             self.until = now;
             return false;
         }
         std::thread::yield_now();
         let back = Instant::now();
-        if back - now >= YIELD_GAVE_CPU_AWAY {
-            SHARES_CPU.set(true);
-        }
+        let long = back - now >= YIELD_GAVE_CPU_AWAY;
+        LONG_YIELDS.set(if long {
+            LONG_YIELDS.get().saturating_add(1)
+        } else {
+            0
+        });
         self.next_yield = back + YIELD_EVERY;
         true
     }

@@ -143,9 +143,9 @@ pub const MAX_NAP: Duration = Duration::from_millis(20);
 /// yield, one 200,000-round shm bench on this project's 2-vCPU VM had 344 rounds of 200 or
 /// 400 µs (one or two budgets), its first 40 rounds among them; with both sides forced onto
 /// one CPU (`backline bench --pin 0,0 --no-baseline`) the median round took 413–419 µs, and
-/// 15.6–16.9 µs with the yield, 11.2–11.5 µs once a waiter whose yields ran another thread twice
-/// blocks in its next wait instead (`LONG_YIELDS`). With nothing else runnable a yield returns
-/// at once, and a b2b round's wait has ended long before the first one.
+/// 15.6–16.9 µs with the yield, 11.2–11.5 µs once a waiter whose yields ran another thread
+/// twice in a row blocks in its next wait instead (`LONG_YIELDS`). With nothing else runnable
+/// a yield returns at once, and a b2b round's wait has ended long before the first one.
 pub const YIELD_EVERY: Duration = Duration::from_micros(5);
 
 /// A yield that kept a waiter off its CPU this long ran another thread there.

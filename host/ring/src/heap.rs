@@ -349,8 +349,9 @@ mod tests {
     #[test]
     fn a_waiter_that_shares_its_cpu_with_its_peer_blocks_unless_told_never_to() {
         // On one CPU the peer runs only when the waiter gives the CPU up. A waiter whose
-        // yield ran another thread blocks in its next wait, so that the peer's wake-up can
-        // place it on a free CPU; the sleeping controller is what the server sees here.
+        // yields ran another thread twice in a row blocks in its next long wait, so that the
+        // peer's wake-up can place it on a free CPU; the sleeping controller is what the
+        // server sees here.
         let t = std::thread::spawn(|| {
             (
                 sleepers_seen_on_one_cpu(WaitPolicy::default()),

@@ -176,7 +176,7 @@ pub(crate) fn exchange(port: &Port, geometry: Geometry) -> Result<()> {
 }
 
 /// Allocates the ring, hands it to the port's server and waits (up to `timeout`) until the
-/// server has taken them, so that round 0 does not include the server's wake-up.
+/// server has taken it, so that round 0 does not include the server's wake-up.
 pub(crate) fn attach(
     port: Arc<Port>,
     geometry: Geometry,

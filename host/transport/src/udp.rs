@@ -436,7 +436,8 @@ impl RoundIo for UdpServerLink {
         if self.view.poll(seq).is_none() {
             self.polls = self.polls.wrapping_add(1);
             // One non-blocking look.
-            if !self.pump(&mut SpinPhase::no_wait(Instant::now()), Instant::now(), seq)? {
+            let now = Instant::now();
+            if !self.pump(&mut SpinPhase::no_wait(now), now, seq)? {
                 return Ok(Polled::Ended);
             }
         }

@@ -65,8 +65,8 @@ pub const MAX_RING_DEPTH: u32 = 1 << 16;
 /// VM: a 256-slot ring ping-pong took 1.3–1.5× the one-cache-line floor, an 8-slot ring
 /// 0.9–1.1×, same run). With the replies in place ([`IN_PLACE_REPLY_FLAG`]) the depth hardly
 /// matters: 1.03× at 256 slots, 0.99× at 8 (same run, ~210 ns placement). The reference
-/// system used 256; `--ring-depth` sets any power of
-/// two up to [`MAX_RING_DEPTH`], and both sides must agree.
+/// system used 256; `--ring-depth` sets any power of two up to [`MAX_RING_DEPTH`], and both
+/// sides must agree.
 pub const DEFAULT_RING_DEPTH: u32 = 8;
 
 /// Default slot size: one cache line, 48 bytes of payload.
@@ -79,10 +79,10 @@ pub const DEFAULT_SLOT_BYTES: u32 = 64;
 /// the request of round `r`, in the same slot, so that a round moves one cache line back and
 /// forth, as the floor does, instead of two lines each written by one side (which costs every
 /// write an extra ownership upgrade: 1.37–1.42× the floor in the development VM's ~210 ns vCPU
-/// placement, against 0.99–1.06× in place; `bench/examples/probe.rs`, layers `split`, `ring`). The flipped bit keeps the
-/// two messages of a slot apart: a reader of the reply can never take the request for it, nor
-/// the reader of the next request the previous reply (their values would be equal only for a
-/// ring of 2³¹ slots).
+/// placement, against 0.99–1.06× in place; `bench/examples/probe.rs`, layers `split`, `ring`).
+/// The flipped bit keeps the two messages of a slot apart: a reader of the reply can never
+/// take the request for it, nor the reader of the next request the previous reply (their
+/// values would be equal only for a ring of 2³¹ slots).
 pub const IN_PLACE_REPLY_FLAG: u32 = 1 << 31;
 
 /// Byte offset of `seq` inside the header.

@@ -236,3 +236,48 @@ fn every_thread_has_a_name_that_says_whose_it_is() {
     let _ = bench.wait_with_output();
     srv.stop();
 }
+
+#[test]
+fn more_serving_threads_than_sessions_and_a_missing_hop_are_said_once_and_serve_on() {
+    // Bad input of the runtime issue: `--serve-threads` beyond `--max-sessions` and the
+    // CPUs, and hop probes on a transport without a transport hop (shm): each is one line on
+    // stderr, not an error, and both controllers are served.
+    let name = format!("runtime-cli-threads-{}", std::process::id());
+    let srv = serve(&[
+        "--transport",
+        "shm",
+        "--name",
+        &name,
+        "--serve-threads",
+        "1024",
+        "--max-sessions",
+        "2",
+        "--hop-stats",
+    ]);
+    let dir = out_dir("threads");
+    for _ in 0..2 {
+        let o = Command::new(BIN)
+            .args([
+                "bench",
+                "--transport",
+                "shm",
+                "--peer",
+                &srv.peer,
+                "--rounds",
+                "500",
+                "--no-plots",
+                "--no-baseline",
+                "--quiet",
+                "--out-dir",
+                &dir,
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let err = srv.stop();
+    let said = |what: &str| err.matches(what).count();
+    assert_eq!(said("--serve-threads 1024 is more than"), 1, "{err}");
+    assert_eq!(said("has no transport hop of its own"), 1, "{err}");
+    assert_eq!(said("500 rounds, 0 with an error status"), 2, "{err}");
+}

@@ -31,8 +31,10 @@ pub struct ServeOptions {
     /// (default [`DEFAULT_MAX_SESSIONS`]).
     pub max_sessions: usize,
     /// `None`: one serving thread per session (direct dispatch on the ring's own thread).
-    /// `Some(k)`: k threads, each polling its share of the sessions; an idle thread naps
-    /// 50 µs between looks instead of blocking, so its sessions pay up to that after a pause.
+    /// `Some(k)`: k threads (at most `max_sessions`: more could never all have a session),
+    /// each polling its share of the sessions; a thread whose sessions are idle naps 50 µs
+    /// between looks instead of blocking, so they pay up to that after a pause, and a thread
+    /// without sessions sleeps until it is handed one.
     pub serve_threads: Option<usize>,
     /// Reply scratch to allocate (and touch) before the first controller arrives, so that
     /// round 0 does not pay for the serving thread's first allocation. 0 = decide later.
@@ -219,8 +221,20 @@ fn poll_sessions(sh: Shared, rx: mpsc::Receiver<Session>) {
     let mut open = true;
     loop {
         while open {
-            match rx.try_recv() {
+            // Nothing to poll: sleep until a session is handed over (a look at the stop flag
+            // every nap), so idle threads cost no CPU.
+            let next = if live.is_empty() {
+                rx.recv_timeout(backline_ring::MAX_NAP)
+                    .map_err(|e| match e {
+                        mpsc::RecvTimeoutError::Timeout => mpsc::TryRecvError::Empty,
+                        mpsc::RecvTimeoutError::Disconnected => mpsc::TryRecvError::Disconnected,
+                    })
+            } else {
+                rx.try_recv()
+            };
+            match next {
                 Ok(s) => {
+                    spin = idle(Instant::now());
                     let cap = s.accepted.link.geometry().payload_capacity();
                     let probes = match sh.options.probe_rounds {
                         0 => Recorder::off(),
@@ -317,7 +331,7 @@ pub fn serve(
     // Shared serving threads, when asked for.
     let mut pollers: Vec<(mpsc::Sender<Session>, JoinHandle<()>)> = Vec::new();
     if let Some(k) = options.serve_threads {
-        for i in 0..k.max(1) {
+        for i in 0..k.clamp(1, options.max_sessions.max(1)) {
             let (tx, rx) = mpsc::channel();
             let s = sh.clone();
             let h = spawn(

@@ -149,13 +149,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("{e} (for --max-sessions {} sessions)", args.max_sessions))?;
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
-    if let Some(k) = args.serve_threads
-        && (k > args.max_sessions || k > cpus)
-    {
-        eprintln!(
-            "backline serve: --serve-threads {k} is more than --max-sessions {} or the {cpus} CPUs; threads beyond them only poll",
-            args.max_sessions
-        );
+    if let Some(k) = args.serve_threads {
+        if k > args.max_sessions {
+            eprintln!(
+                "backline serve: --serve-threads {k} is more than --max-sessions {0}: {0} threads serve (no more sessions can run at once)",
+                args.max_sessions
+            );
+        } else if k > cpus {
+            eprintln!(
+                "backline serve: --serve-threads {k} is more than the {cpus} CPUs: the threads with sessions share them"
+            );
+        }
     }
     let options = ServeOptions {
         total_sessions: args.sessions,

@@ -6,3 +6,6 @@ set -euo pipefail
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
+# The default builds that compile no GPU code (in the workspace run above, the CLI's features
+# turn the GPU functions on for every crate): the responders and the C ABI without `gpu`.
+cargo test --locked -p backline-responder -p backline-ffi

@@ -123,7 +123,7 @@ impl CuqrDispatch {
     pub fn new(table: &ResponderTable, slot_bytes: usize) -> Result<CuqrDispatch, CuqrError> {
         let mut streams = Vec::new();
         for (id, r) in table.entries() {
-            let Some(s) = r.as_stream() else {
+            let Some(s) = crate::as_stream(&**r) else {
                 return Err(CuqrError::NotAStream {
                     id,
                     name: r.name().to_string(),
@@ -156,7 +156,7 @@ impl CuqrDispatch {
     fn stream(&self, id: i64) -> Option<&StreamFunction> {
         let id = u32::try_from(id).ok()?;
         let i = self.streams.binary_search_by_key(&id, |e| e.0).ok()?;
-        self.streams[i].1.as_stream()
+        crate::as_stream(&*self.streams[i].1)
     }
 
     /// The `internal_error` response to `frame` (what a panic in a decoder is answered with).

@@ -1,123 +1,36 @@
 //! Coprocessor functions and their dispatch: what a coprocessor runs for each message.
 //!
-//! A [`Responder`] turns a request payload into a reply payload. Built in: [`Echo`],
+//! A [`Responder`] turns a request payload into a reply payload; the trait, its errors and
+//! the [`ResponderTable`] that dispatches by `decoder_id` behind a panic boundary are
+//! `backline-responder-api`'s, re-exported here. This crate holds the functions: [`Echo`],
 //! [`Steane`] (the Hamming lookup of SPEC §5), [`CSymbol`] (any C function in a shared
-//! library loaded at run time), BP+OSD from a CSS code ([`bposd_functions`]) and the GPU
-//! functions of `backline-gpu` ([`gpu_functions`]: `gpu:echo`, `gpu:steane`, `gpu:bposd:…`,
-//! `gpu:FILE:FUNCTION`) and streaming decoders of a detector error model ([`stream`]:
-//! `stream:FILE.dem…`, one stream per decoder id). A [`ResponderTable`] maps each `decoder_id`
-//! to one responder; [`ResponderTable::dispatch`] runs it behind a panic boundary and turns
-//! every failure into a reply status, so a failing function never takes the server down.
-//! [`cuqr`] serves the streams to clients of NVIDIA's realtime RPC frames over UDP.
+//! library loaded at run time), BP+OSD from a CSS code ([`bposd_functions`]), streaming
+//! decoders of a detector error model ([`stream`]: `stream:FILE.dem…`, one stream per decoder
+//! id) and, with the feature `gpu`, the GPU functions of `backline-gpu` (`gpu:echo`,
+//! `gpu:steane`, `gpu:bposd:…`, `gpu:FILE:FUNCTION`). [`functions_of`] turns a spec into
+//! functions. [`cuqr`] serves the streams to clients of NVIDIA's realtime RPC frames over UDP.
 #![deny(missing_docs)]
 
 mod bposd;
 mod csym;
 pub mod cuqr;
+#[cfg(feature = "gpu")]
 mod gpu;
+mod spec;
 pub mod stream;
-mod table;
 
-use backline_wire::{DecoderId, Status};
-
-/// Coprocessor functions with the decoder ids they serve.
-pub type Functions = Vec<(DecoderId, std::sync::Arc<dyn Responder>)>;
-
+pub use backline_responder_api::{
+    Builtin, Echo, Functions, Responder, ResponderError, ResponderTable,
+};
 pub use bposd::{BpOsdSpecError, CssHalf, bposd_code, bposd_functions};
 pub use csym::{CSymbol, CoprocessorFn};
+#[cfg(feature = "gpu")]
 pub use gpu::{GpuResponder, GpuSpecError, gpu_functions};
-pub use stream::{StreamFunction, StreamSpecError, stream_functions};
-pub use table::{
-    ResponderTable, SpecContext, SpecError, functions_of, functions_of_with, parse_spec, spec_width,
-};
+pub use spec::{SpecContext, SpecError, functions_of, functions_of_with, parse_spec, spec_width};
+pub use stream::{StreamFunction, StreamSpecError, as_stream, stream_functions};
 
-/// Why a responder produced no reply payload.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ResponderError {
-    /// The request payload has a length the function does not accept.
-    #[error("request of {got} bytes rejected: {expected}")]
-    BadLength {
-        /// Received length.
-        got: usize,
-        /// What the function expects.
-        expected: &'static str,
-    },
-    /// The function ran and failed.
-    #[error("coprocessor function failed: {0}")]
-    Failed(&'static str),
-}
-
-impl ResponderError {
-    /// The reply status this error is reported as.
-    pub fn status(&self) -> Status {
-        match self {
-            ResponderError::BadLength { .. } => Status::BadLength,
-            ResponderError::Failed(_) => Status::DecoderFailed,
-        }
-    }
-}
-
-/// A coprocessor function: reads the request payload, writes the reply payload into `out`
-/// (whose length is the slot's payload capacity) and returns the bytes written.
-///
-/// Called on the transport's own thread, once per message, with no allocation expected on
-/// the way. A function registered on several sessions must tolerate concurrent calls.
-pub trait Responder: Send + Sync {
-    /// A short name for tables and errors.
-    fn name(&self) -> &str;
-    /// Serves one message.
-    fn respond(&self, input: &[u8], out: &mut [u8]) -> Result<usize, ResponderError>;
-    /// For the built-in functions: which one, so a table can run it without a virtual call.
-    fn builtin(&self) -> Option<Builtin> {
-        None
-    }
-    /// A coprocessor that serves its own rings (a GPU kernel): a controller in this process
-    /// may attach to it directly instead of going through a serving thread.
-    fn ring_server(&self) -> Option<std::sync::Arc<dyn backline_ring::RingServer>> {
-        None
-    }
-    /// A line for the shutdown report of a server (counters, hop times), if it keeps any.
-    fn report(&self) -> Option<String> {
-        None
-    }
-    /// A streaming decoder ([`stream`]), for servers that call its operations directly (the
-    /// CUQR server).
-    fn as_stream(&self) -> Option<&StreamFunction> {
-        None
-    }
-}
-
-/// The built-in functions a [`ResponderTable`] dispatches inline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Builtin {
-    /// [`Echo`].
-    Echo,
-    /// [`Steane`].
-    Steane,
-}
-
-/// Replies with the request's bytes.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Echo;
-
-impl Responder for Echo {
-    fn name(&self) -> &str {
-        "echo"
-    }
-    fn builtin(&self) -> Option<Builtin> {
-        Some(Builtin::Echo)
-    }
-    fn respond(&self, input: &[u8], out: &mut [u8]) -> Result<usize, ResponderError> {
-        let out = out
-            .get_mut(..input.len())
-            .ok_or(ResponderError::BadLength {
-                got: input.len(),
-                expected: "at most the reply slot's capacity",
-            })?;
-        out.copy_from_slice(input);
-        Ok(input.len())
-    }
-}
+/// True when this build has the GPU functions (`gpu:` specs; feature `gpu`).
+pub const GPU: bool = cfg!(feature = "gpu");
 
 /// The Steane [[7,1,3]] lookup: byte 0 of the request is a 3-bit syndrome (bit i = Hamming
 /// check row i, higher bits ignored); the reply is one byte, the qubit to flip (0–6) or
@@ -126,12 +39,23 @@ impl Responder for Echo {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Steane;
 
+/// [`Steane`]'s answer to every first byte of a request, for the table's inline dispatch.
+static STEANE_MAP: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut s = 0;
+    while s < 256 {
+        t[s] = backline_decode::steane::decode(s as u8);
+        s += 1;
+    }
+    t
+};
+
 impl Responder for Steane {
     fn name(&self) -> &str {
         "steane"
     }
     fn builtin(&self) -> Option<Builtin> {
-        Some(Builtin::Steane)
+        Some(Builtin::ByteMap(&STEANE_MAP))
     }
     #[inline]
     fn respond(&self, input: &[u8], out: &mut [u8]) -> Result<usize, ResponderError> {
@@ -163,17 +87,7 @@ pub fn expected_reply(responder: &str, request: &[u8], out: &mut Vec<u8>) -> Opt
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn echo_copies_and_refuses_overflow() {
-        let mut out = [0u8; 4];
-        assert_eq!(Echo.respond(b"abc", &mut out), Ok(3));
-        assert_eq!(&out[..3], b"abc");
-        assert!(matches!(
-            Echo.respond(b"abcde", &mut out),
-            Err(ResponderError::BadLength { got: 5, .. })
-        ));
-    }
+    use backline_wire::Status;
 
     #[test]
     fn steane_answers_the_lookup() {
@@ -183,6 +97,14 @@ mod tests {
             assert_eq!(out[0], backline_decode::steane::decode(s));
         }
         assert_eq!(out[0], 6, "syndrome 7 flips qubit 6");
+        // The table's inline path answers as the function does, for every first byte.
+        let table = ResponderTable::single(std::sync::Arc::new(Steane));
+        for s in 0..=255u8 {
+            let mut inline = [0u8; 1];
+            assert_eq!(table.dispatch(0, &[s], &mut inline), (Status::Ok, 1));
+            Steane.respond(&[s], &mut out).unwrap();
+            assert_eq!(inline[0], out[0], "syndrome byte {s}");
+        }
         assert_eq!(
             Steane.respond(&[], &mut out).unwrap_err().status(),
             Status::BadLength

@@ -167,6 +167,11 @@ pub fn stream_decoder_of(spec: &str) -> Result<(StreamSpec, StreamDecoder), Stre
     Ok((s, dec))
 }
 
+/// The streaming decoder behind a registered function, if it is one.
+pub fn as_stream(r: &dyn Responder) -> Option<&StreamFunction> {
+    r.as_any()?.downcast_ref()
+}
+
 /// The streams of a `stream:` spec from decoder id `base`: `streams` of them, each its own
 /// shot.
 pub fn stream_functions(spec: &str, base: u32) -> Result<crate::Functions, StreamSpecError> {
@@ -462,7 +467,7 @@ impl Responder for StreamFunction {
         Ok(STREAM_HEADER_BYTES + n)
     }
 
-    fn as_stream(&self) -> Option<&StreamFunction> {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }
 
@@ -609,7 +614,7 @@ pub(crate) mod tests {
             BadRequest
         );
         assert!(a.respond(&[3, 0, 0, 0, 0, 0, 0, 0], &mut out[..4]).is_err());
-        let c = a.as_stream().unwrap().counters();
+        let c = as_stream(a).unwrap().counters();
         assert_eq!((c.shots, c.decodes), (1, 1));
         assert!(a.report().unwrap().contains("1 shots finished"));
     }
@@ -618,7 +623,7 @@ pub(crate) mod tests {
     fn a_shot_left_mid_way_is_dropped_after_the_idle_time() {
         let p = model_file("idle");
         let f = stream_functions(&format!("stream:{}:idle_ms=30", p.display()), 0).unwrap();
-        let s = f[0].1.as_stream().unwrap();
+        let s = as_stream(&*f[0].1).unwrap();
         assert_eq!(s.enqueue(0, &[0]).status, CallStatus::Ok);
         assert_eq!(s.enqueue(0, &[0]).status, CallStatus::Busy);
         std::thread::sleep(Duration::from_millis(60));

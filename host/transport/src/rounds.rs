@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use backline_probe::{Hop, Recorder};
-use backline_responder::ResponderTable;
+use backline_responder_api::ResponderTable;
 use backline_ring::{Message, WaitPolicy};
 use backline_wire::{DecoderId, Geometry, Seq, Status};
 

@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use backline_probe::{Recorder, Table};
-use backline_responder::ResponderTable;
+use backline_responder_api::ResponderTable;
 use backline_ring::{SpinPhase, WaitPolicy};
 
 use crate::link::{Accepted, Listener, StopFlag};

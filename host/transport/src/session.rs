@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use backline_probe::{Hop, Recorder};
-use backline_responder::{Responder, ResponderTable};
+use backline_responder_api::{Responder, ResponderTable};
 use backline_wire::{DecoderId, Kind, Seq, Status};
 
 use crate::connect::{Connecting, Link, ListenArgs, transport};

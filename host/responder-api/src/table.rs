@@ -7,13 +7,12 @@
 
 use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use backline_wire::{DecoderId, Status};
 
-use crate::{Builtin, CSymbol, Echo, Responder, Steane, csym::LoadError};
+use crate::{Builtin, Responder};
 
 /// Ids below this are looked up by index; others by binary search.
 const DIRECT: usize = 64;
@@ -206,27 +205,8 @@ impl ResponderTable {
     #[inline(always)]
     pub fn dispatch(&self, id: DecoderId, input: &[u8], out: &mut [u8]) -> (Status, usize) {
         // Built-ins inline: no virtual call, nothing that can panic.
-        match self.direct_kind.get(id as usize) {
-            Some(Some(Builtin::Steane)) => {
-                return match (input.first(), out.first_mut()) {
-                    (Some(&s), Some(o)) => {
-                        *o = backline_decode::steane::decode(s);
-                        (Status::Ok, 1)
-                    }
-                    (None, _) => (Status::BadLength, 0),
-                    (_, None) => (Status::DecoderFailed, 0),
-                };
-            }
-            Some(Some(Builtin::Echo)) => {
-                return match out.get_mut(..input.len()) {
-                    Some(o) => {
-                        o.copy_from_slice(input);
-                        (Status::Ok, input.len())
-                    }
-                    None => (Status::BadLength, 0),
-                };
-            }
-            _ => {}
+        if let Some(Some(b)) = self.direct_kind.get(id as usize) {
+            return b.respond(input, out);
         }
         self.dispatch_dyn(id, input, out)
     }
@@ -254,114 +234,34 @@ impl ResponderTable {
     }
 }
 
-/// Why a responder spec could not be turned into a responder.
-#[derive(Debug, thiserror::Error)]
-pub enum SpecError {
-    /// Not one of the known forms.
-    #[error(
-        "unknown responder `{0}` (expected echo, steane, bposd:CODE[:SETTINGS], \
-         stream:FILE.dem[:DECODER[:SETTINGS]], LIB:SYMBOL, or a GPU function: gpu:echo, \
-         gpu:steane, gpu:bposd:CODE[:SETTINGS], gpu:FILE:FUNCTION)"
-    )]
-    Unknown(String),
-    /// A `gpu:` spec was refused.
-    #[error(transparent)]
-    Gpu(#[from] crate::GpuSpecError),
-    /// A `BACKLINE_GPU_*` variable is malformed.
-    #[error(transparent)]
-    GpuOptions(#[from] backline_gpu::Error),
-    /// The C library or symbol could not be loaded.
-    #[error(transparent)]
-    Load(#[from] LoadError),
-    /// A BP+OSD spec was refused.
-    #[error(transparent)]
-    BpOsd(#[from] crate::BpOsdSpecError),
-    /// A streaming decoder spec was refused.
-    #[error(transparent)]
-    Stream(#[from] crate::StreamSpecError),
-}
-
-/// What specs need from their surroundings: where GPU kernels run.
-#[derive(Debug, Clone, Default)]
-pub struct SpecContext {
-    /// Backend, device and kernel settings of `gpu:` specs.
-    pub gpu: backline_gpu::GpuOptions,
-}
-
-impl SpecContext {
-    /// The defaults with the `BACKLINE_GPU_*` variables applied.
-    pub fn from_env() -> Result<SpecContext, SpecError> {
-        Ok(SpecContext {
-            gpu: backline_gpu::GpuOptions::from_env()?,
-        })
-    }
-}
-
-/// How many decoder ids a spec takes: two for BP+OSD (`bposd:`, `gpu:bposd:`), `streams` for a
-/// `stream:` spec, one otherwise.
-pub fn spec_width(spec: &str) -> u32 {
-    let s = spec.strip_prefix("gpu:").unwrap_or(spec);
-    if s.starts_with("bposd:") {
-        2
-    } else if spec.starts_with("stream:") {
-        crate::stream::stream_width(spec)
-    } else {
-        1
-    }
-}
-
-/// The functions a spec registers, starting at decoder id `base`: one for `echo`, `steane`,
-/// C symbols and GPU functions; two for `bposd:` and `gpu:bposd:` (X checks at `base`, Z
-/// checks at `base + 1`); `streams` for `stream:` (default 1). GPU settings come from the
-/// `BACKLINE_GPU_*` variables.
-pub fn functions_of(spec: &str, base: DecoderId) -> Result<crate::Functions, SpecError> {
-    if spec.starts_with("gpu:") {
-        return functions_of_with(spec, base, &SpecContext::from_env()?);
-    }
-    functions_of_with(spec, base, &SpecContext::default())
-}
-
-/// [`functions_of`] with explicit GPU settings.
-pub fn functions_of_with(
-    spec: &str,
-    base: DecoderId,
-    ctx: &SpecContext,
-) -> Result<crate::Functions, SpecError> {
-    if spec.starts_with("gpu:") {
-        return Ok(crate::gpu_functions(spec, base, &ctx.gpu)?);
-    }
-    if spec.starts_with("bposd:") {
-        return Ok(crate::bposd_functions(spec, base)?);
-    }
-    if spec.starts_with("stream:") {
-        return Ok(crate::stream_functions(spec, base)?);
-    }
-    Ok(vec![(base, parse_spec(spec)?)])
-}
-
-/// Parses a responder spec: `echo`, `steane`, `bposd:CODE[:SETTINGS]` (its X-check half;
-/// use [`functions_of`] for both), `stream:FILE.dem[:DECODER[:SETTINGS]]` (its first stream),
-/// or `LIB:SYMBOL` (a C function in a shared library; the last `:` separates the symbol).
-pub fn parse_spec(spec: &str) -> Result<Arc<dyn Responder>, SpecError> {
-    match spec {
-        "echo" => Ok(Arc::new(Echo)),
-        "steane" => Ok(Arc::new(Steane)),
-        s if s.starts_with("bposd:") => Ok(crate::bposd_functions(s, 0)?.remove(0).1),
-        s if s.starts_with("stream:") => Ok(crate::stream_functions(s, 0)?.remove(0).1),
-        s if s.starts_with("gpu:") => Ok(functions_of(s, 0)?.remove(0).1),
-        _ => match spec.rsplit_once(':') {
-            Some((lib, sym)) if !lib.is_empty() && !sym.is_empty() => {
-                Ok(Arc::new(CSymbol::load(Path::new(lib), sym)?))
-            }
-            _ => Err(SpecError::Unknown(spec.to_string())),
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ResponderError;
+    use crate::{Echo, ResponderError};
+
+    static IDENTITY: [u8; 256] = {
+        let mut t = [0u8; 256];
+        let mut i = 0;
+        while i < 256 {
+            t[i] = i as u8;
+            i += 1;
+        }
+        t
+    };
+
+    struct Lookup;
+    impl Responder for Lookup {
+        fn name(&self) -> &str {
+            "lookup"
+        }
+        fn builtin(&self) -> Option<Builtin> {
+            Some(Builtin::ByteMap(&IDENTITY))
+        }
+        fn respond(&self, input: &[u8], out: &mut [u8]) -> Result<usize, ResponderError> {
+            out[0] = input[0];
+            Ok(1)
+        }
+    }
 
     struct Panics;
     impl Responder for Panics {
@@ -387,13 +287,13 @@ mod tests {
     fn dispatch_by_id_and_statuses() {
         let mut t = ResponderTable::new();
         t.insert(0, Arc::new(Echo));
-        t.insert(1, Arc::new(Steane));
+        t.insert(1, Arc::new(Lookup));
         t.insert(1000, Arc::new(Panics));
         t.insert(7, Arc::new(Lies));
         let mut out = [0u8; 48];
         assert_eq!(t.dispatch(0, b"hi", &mut out), (Status::Ok, 2));
         assert_eq!(t.dispatch(1, &[3], &mut out), (Status::Ok, 1));
-        assert_eq!(out[0], 2);
+        assert_eq!(out[0], 3);
         assert_eq!(t.dispatch(2, b"x", &mut out), (Status::UnknownDecoder, 0));
         assert_eq!(t.dispatch(1, &[], &mut out), (Status::BadLength, 0));
         assert_eq!(t.dispatch(1000, b"x", &mut out), (Status::DecoderFailed, 0));
@@ -404,22 +304,6 @@ mod tests {
         assert_eq!(
             t.entries().map(|e| e.0).collect::<Vec<_>>(),
             [0, 1, 7, 1000]
-        );
-    }
-
-    #[test]
-    fn specs() {
-        assert_eq!(parse_spec("echo").unwrap().name(), "echo");
-        assert_eq!(parse_spec("steane").unwrap().name(), "steane");
-        let e = parse_spec("bogus").err().unwrap().to_string();
-        assert!(e.contains("unknown responder `bogus`"), "{e}");
-        let e = parse_spec("/nonexistent/libx.so:fn")
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(
-            e.starts_with("cannot load library /nonexistent/libx.so"),
-            "{e}"
         );
     }
 }

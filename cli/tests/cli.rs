@@ -29,7 +29,8 @@ fn backline(args: &[&str]) -> Output {
 fn c_lib() -> PathBuf {
     static ONCE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     ONCE.get_or_init(|| {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ffi/examples/c/steane_decoder.c");
+        let src =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/ffi/examples/c/steane_decoder.c");
         let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("libsteane_decoder.so");
         let st = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
             .args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o"])

@@ -203,7 +203,7 @@ fn a_run_that_fails_its_checks_exits_1_and_keeps_its_trace() {
     let lib = format!("{d}/libfail.so");
     let src = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../ffi/examples/c/steane_decoder.c"
+        "/../host/ffi/examples/c/steane_decoder.c"
     );
     let st = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
         .args(["-shared", "-fPIC", "-O2", "-o", &lib, src])

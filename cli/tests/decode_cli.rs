@@ -283,7 +283,7 @@ fn bad_input_gives_one_line_errors_naming_file_and_line() {
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../decode/tests/data/dem")
+        .join("../host/decode/tests/data/dem")
         .join(name)
 }
 

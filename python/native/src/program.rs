@@ -363,7 +363,7 @@ mod tests {
     #[test]
     fn the_ops_of_the_front_end_build_the_golden_ghz_module() {
         let m = build(&ghz_header(), &ghz_ops()).unwrap();
-        let golden = include_str!("../../compiler/tests/golden/ghz/00-input.ir");
+        let golden = include_str!("../../../host/compiler/tests/golden/ghz/00-input.ir");
         assert_eq!(m.to_string(), golden);
         let c = compile(
             m,
@@ -379,7 +379,7 @@ mod tests {
         assert_eq!(c.dumps[1].0, "logical-to-blocks");
         assert_eq!(
             c.dumps[6].1,
-            include_str!("../../compiler/tests/golden/ghz/06-lower-decode.ir")
+            include_str!("../../../host/compiler/tests/golden/ghz/06-lower-decode.ir")
         );
         assert_eq!(c.requests, [(0, 0), (0, 1)]);
         assert_eq!(c.rounds_per_shot, 13);

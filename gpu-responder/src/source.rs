@@ -99,6 +99,43 @@ pub fn is_identifier(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// FNV-1a, 64-bit (offset basis `0xCBF2_9CE4_8422_2325`, prime `0x100_0000_01B3`) of a
+/// translation unit: what `ptx/SOURCES` records for each shipped PTX file, so that a kernel
+/// edit without a fresh PTX fails a test that needs no GPU compiler.
+pub const fn fnv1a_64(text: &[u8]) -> u64 {
+    let mut h: u64 = 0xCBF2_9CE4_8422_2325;
+    let mut i = 0;
+    while i < text.len() {
+        h ^= text[i] as u64;
+        h = h.wrapping_mul(0x100_0000_01B3);
+        i += 1;
+    }
+    h
+}
+
+/// The shipped PTX files and the translation unit each is compiled from.
+pub fn ptx_sources() -> [(&'static str, String); 2] {
+    [
+        ("persistent.ptx", builtin()),
+        ("persistent_triton.ptx", triton_template()),
+    ]
+}
+
+/// The text of `ptx/SOURCES` for today's kernel sources: one line per shipped PTX file with
+/// the FNV-1a hash of its translation unit.
+pub fn ptx_sources_record() -> String {
+    let mut s = String::from(
+        "# The FNV-1a (64-bit) hash of the translation unit each shipped PTX file was compiled\n\
+         # from (backline_gpu::source::ptx_sources). Written with the PTX by\n\
+         # `BACKLINE_BLESS=1 cargo test -p backline-gpu --test compile` (NVRTC 12.9); checked by\n\
+         # tests/ptx_sources.rs, which needs no GPU compiler.\n",
+    );
+    for (ptx, unit) in ptx_sources() {
+        let _ = writeln!(s, "{ptx} {:#018x}", fnv1a_64(unit.as_bytes()));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,5 +178,12 @@ mod tests {
         assert!(s[at..].contains("BL_USER_FUNCTION bl_u32 my_fn"));
         assert!(s[at..].contains("kernels/emu.cpp"));
         assert!(is_identifier("decode_z2") && !is_identifier("2x") && !is_identifier("a-b"));
+    }
+
+    #[test]
+    fn fnv1a_64_known_values() {
+        assert_eq!(fnv1a_64(b""), 0xCBF2_9CE4_8422_2325);
+        assert_eq!(fnv1a_64(b"a"), 0xAF63_DC4C_8601_EC8C);
+        assert_eq!(fnv1a_64(b"foobar"), 0x8594_4171_F739_67E8);
     }
 }

@@ -33,6 +33,13 @@ fn tool(env: &str, name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Writes `ptx/SOURCES` for today's kernels, beside a blessed PTX file.
+#[cfg(feature = "cuda")]
+fn bless_sources() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/ptx/SOURCES");
+    std::fs::write(path, backline_gpu::source::ptx_sources_record()).unwrap();
+}
+
 /// A user kernel as a user would write one: the Steane lookup as a device function.
 const USER_STEANE: &str = r#"
 BL_USER_FUNCTION bl_u32 steane_user(const bl_u8 *in, bl_u32 in_len, bl_u8 *out,
@@ -119,6 +126,7 @@ fn shipped_ptx_is_what_nvrtc_makes_of_the_sources() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/ptx/persistent.ptx");
     if std::env::var_os("BACKLINE_BLESS").is_some() {
         std::fs::write(path, &fresh).unwrap();
+        bless_sources();
         return;
     }
     // PTX text depends on the NVRTC release: compare only with the one CI pins.
@@ -154,6 +162,7 @@ fn shipped_triton_template_is_what_nvrtc_makes_of_the_sources() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/ptx/persistent_triton.ptx");
     if std::env::var_os("BACKLINE_BLESS").is_some() {
         std::fs::write(path, &fresh).unwrap();
+        bless_sources();
         return;
     }
     if version != PINNED_NVRTC {

@@ -39,36 +39,36 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
     output reg  [31:0] tx_data;
     
     // Constant declarations
+    localparam  a_cfg$0 = 16'h8;
+    localparam  a_cfg$1 = 16'hc;
+    localparam  a_cfg$2 = 16'h10;
+    localparam  a_cfg$3 = 16'h14;
+    localparam  a_cfg$4 = 16'h18;
+    localparam  a_cfg$5 = 16'h1c;
+    localparam  a_cfg$6 = 16'h24;
+    localparam  a_cfg$7 = 16'h28;
+    localparam  a_cfg$8 = 16'h2c;
+    localparam  a_cfg$9 = 16'h30;
+    localparam  a_cfg$10 = 16'h40;
+    localparam  a_cfg$11 = 16'h44;
+    localparam  a_cfg$12 = 16'h48;
+    localparam  a_cfg$13 = 16'h4c;
+    localparam  a_cfg$14 = 16'h50;
+    localparam  a_cfg$15 = 16'h54;
+    localparam  a_cfg$16 = 16'h60;
+    localparam  a_cfg$17 = 16'h64;
+    localparam  a_cfg$18 = 16'h68;
+    localparam  a_cfg$19 = 16'h6c;
+    localparam  a_cfg$20 = 16'h80;
+    localparam  a_cfg$21 = 16'h8c;
+    localparam  a_cfg$22 = 16'hac;
+    localparam  a_cfg$23 = 16'hc4;
+    localparam  a_cfg$24 = 16'hc8;
+    localparam  a_cfg$25 = 16'hcc;
+    localparam  a_cfg$26 = 16'hd8;
     localparam  a_ctrl = 16'h0;
     localparam  a_ref_syn = 16'h84;
     localparam  a_ref_exp = 16'h88;
-    localparam  a_qp_num = 16'h8;
-    localparam  a_pay_len = 16'hc;
-    localparam  a_rpl_len = 16'h10;
-    localparam  a_decoder_id = 16'h14;
-    localparam  a_rounds = 16'h18;
-    localparam  a_sq_base = 16'h1c;
-    localparam  a_sq_depth = 16'h24;
-    localparam  a_flags = 16'h28;
-    localparam  a_ring_depth = 16'h2c;
-    localparam  a_timeout = 16'h30;
-    localparam  a_wqe_opcode = 16'h40;
-    localparam  a_wqe_rkey = 16'h44;
-    localparam  a_wqe_rva_lo = 16'h48;
-    localparam  a_wqe_rva_hi = 16'h4c;
-    localparam  a_wqe_laddr_lo = 16'h50;
-    localparam  a_wqe_laddr_hi = 16'h54;
-    localparam  a_payload0 = 16'h60;
-    localparam  a_payload1 = 16'h64;
-    localparam  a_payload2 = 16'h68;
-    localparam  a_payload3 = 16'h6c;
-    localparam  a_ref_addr = 16'h80;
-    localparam  a_ref_len = 16'h8c;
-    localparam  a_pacer_freq = 16'hac;
-    localparam  a_pacer_span = 16'hc4;
-    localparam  a_pacer_seed = 16'hc8;
-    localparam  a_trace_ctrl = 16'hcc;
-    localparam  a_trace_rd_addr = 16'hd8;
     localparam  a_status = 16'h4;
     localparam  a_round_count = 16'h34;
     localparam  a_last_rtt = 16'h38;
@@ -234,93 +234,96 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
     reg  refmem$wrong_len;
     wire  refmem$mismatch;
     wire  [31:0] refmem$mismatches;
-    reg  [31:0] r_qp_num$d;
-    wire  [31:0] r_qp_num$q;
-    reg  r_qp_num$clock;
-    reg  [31:0] r_pay_len$d;
-    wire  [31:0] r_pay_len$q;
-    reg  r_pay_len$clock;
-    reg  [31:0] r_rpl_len$d;
-    wire  [31:0] r_rpl_len$q;
-    reg  r_rpl_len$clock;
-    reg  [31:0] r_decoder_id$d;
-    wire  [31:0] r_decoder_id$q;
-    reg  r_decoder_id$clock;
-    reg  [31:0] r_rounds$d;
-    wire  [31:0] r_rounds$q;
-    reg  r_rounds$clock;
-    reg  [31:0] r_sq_base$d;
-    wire  [31:0] r_sq_base$q;
-    reg  r_sq_base$clock;
-    reg  [31:0] r_sq_depth$d;
-    wire  [31:0] r_sq_depth$q;
-    reg  r_sq_depth$clock;
-    reg  [31:0] r_flags$d;
-    wire  [31:0] r_flags$q;
-    reg  r_flags$clock;
-    reg  [31:0] r_ring_depth$d;
-    wire  [31:0] r_ring_depth$q;
-    reg  r_ring_depth$clock;
-    reg  [31:0] r_timeout$d;
-    wire  [31:0] r_timeout$q;
-    reg  r_timeout$clock;
-    reg  [31:0] r_wqe_opcode$d;
-    wire  [31:0] r_wqe_opcode$q;
-    reg  r_wqe_opcode$clock;
-    reg  [31:0] r_wqe_rkey$d;
-    wire  [31:0] r_wqe_rkey$q;
-    reg  r_wqe_rkey$clock;
-    reg  [31:0] r_wqe_rva_lo$d;
-    wire  [31:0] r_wqe_rva_lo$q;
-    reg  r_wqe_rva_lo$clock;
-    reg  [31:0] r_wqe_rva_hi$d;
-    wire  [31:0] r_wqe_rva_hi$q;
-    reg  r_wqe_rva_hi$clock;
-    reg  [31:0] r_wqe_laddr_lo$d;
-    wire  [31:0] r_wqe_laddr_lo$q;
-    reg  r_wqe_laddr_lo$clock;
-    reg  [31:0] r_wqe_laddr_hi$d;
-    wire  [31:0] r_wqe_laddr_hi$q;
-    reg  r_wqe_laddr_hi$clock;
-    reg  [31:0] r_payload0$d;
-    wire  [31:0] r_payload0$q;
-    reg  r_payload0$clock;
-    reg  [31:0] r_payload1$d;
-    wire  [31:0] r_payload1$q;
-    reg  r_payload1$clock;
-    reg  [31:0] r_payload2$d;
-    wire  [31:0] r_payload2$q;
-    reg  r_payload2$clock;
-    reg  [31:0] r_payload3$d;
-    wire  [31:0] r_payload3$q;
-    reg  r_payload3$clock;
-    reg  [31:0] r_ref_addr$d;
-    wire  [31:0] r_ref_addr$q;
-    reg  r_ref_addr$clock;
-    reg  [31:0] r_ref_len$d;
-    wire  [31:0] r_ref_len$q;
-    reg  r_ref_len$clock;
-    reg  [31:0] r_pacer_freq$d;
-    wire  [31:0] r_pacer_freq$q;
-    reg  r_pacer_freq$clock;
-    reg  [31:0] r_pacer_span$d;
-    wire  [31:0] r_pacer_span$q;
-    reg  r_pacer_span$clock;
-    reg  [31:0] r_pacer_seed$d;
-    wire  [31:0] r_pacer_seed$q;
-    reg  r_pacer_seed$clock;
-    reg  [31:0] r_trace_ctrl$d;
-    wire  [31:0] r_trace_ctrl$q;
-    reg  r_trace_ctrl$clock;
-    reg  [31:0] r_trace_rd_addr$d;
-    wire  [31:0] r_trace_rd_addr$q;
-    reg  r_trace_rd_addr$clock;
+    reg  [31:0] cfg$0$d;
+    wire  [31:0] cfg$0$q;
+    reg  cfg$0$clock;
+    reg  [31:0] cfg$1$d;
+    wire  [31:0] cfg$1$q;
+    reg  cfg$1$clock;
+    reg  [31:0] cfg$2$d;
+    wire  [31:0] cfg$2$q;
+    reg  cfg$2$clock;
+    reg  [31:0] cfg$3$d;
+    wire  [31:0] cfg$3$q;
+    reg  cfg$3$clock;
+    reg  [31:0] cfg$4$d;
+    wire  [31:0] cfg$4$q;
+    reg  cfg$4$clock;
+    reg  [31:0] cfg$5$d;
+    wire  [31:0] cfg$5$q;
+    reg  cfg$5$clock;
+    reg  [31:0] cfg$6$d;
+    wire  [31:0] cfg$6$q;
+    reg  cfg$6$clock;
+    reg  [31:0] cfg$7$d;
+    wire  [31:0] cfg$7$q;
+    reg  cfg$7$clock;
+    reg  [31:0] cfg$8$d;
+    wire  [31:0] cfg$8$q;
+    reg  cfg$8$clock;
+    reg  [31:0] cfg$9$d;
+    wire  [31:0] cfg$9$q;
+    reg  cfg$9$clock;
+    reg  [31:0] cfg$10$d;
+    wire  [31:0] cfg$10$q;
+    reg  cfg$10$clock;
+    reg  [31:0] cfg$11$d;
+    wire  [31:0] cfg$11$q;
+    reg  cfg$11$clock;
+    reg  [31:0] cfg$12$d;
+    wire  [31:0] cfg$12$q;
+    reg  cfg$12$clock;
+    reg  [31:0] cfg$13$d;
+    wire  [31:0] cfg$13$q;
+    reg  cfg$13$clock;
+    reg  [31:0] cfg$14$d;
+    wire  [31:0] cfg$14$q;
+    reg  cfg$14$clock;
+    reg  [31:0] cfg$15$d;
+    wire  [31:0] cfg$15$q;
+    reg  cfg$15$clock;
+    reg  [31:0] cfg$16$d;
+    wire  [31:0] cfg$16$q;
+    reg  cfg$16$clock;
+    reg  [31:0] cfg$17$d;
+    wire  [31:0] cfg$17$q;
+    reg  cfg$17$clock;
+    reg  [31:0] cfg$18$d;
+    wire  [31:0] cfg$18$q;
+    reg  cfg$18$clock;
+    reg  [31:0] cfg$19$d;
+    wire  [31:0] cfg$19$q;
+    reg  cfg$19$clock;
+    reg  [31:0] cfg$20$d;
+    wire  [31:0] cfg$20$q;
+    reg  cfg$20$clock;
+    reg  [31:0] cfg$21$d;
+    wire  [31:0] cfg$21$q;
+    reg  cfg$21$clock;
+    reg  [31:0] cfg$22$d;
+    wire  [31:0] cfg$22$q;
+    reg  cfg$22$clock;
+    reg  [31:0] cfg$23$d;
+    wire  [31:0] cfg$23$q;
+    reg  cfg$23$clock;
+    reg  [31:0] cfg$24$d;
+    wire  [31:0] cfg$24$q;
+    reg  cfg$24$clock;
+    reg  [31:0] cfg$25$d;
+    wire  [31:0] cfg$25$q;
+    reg  cfg$25$clock;
+    reg  [31:0] cfg$26$d;
+    wire  [31:0] cfg$26$q;
+    reg  cfg$26$clock;
     reg  axi_err$d;
     wire  axi_err$q;
     reg  axi_err$clock;
     
     // Local signals
     reg  ctrl_write;
+    reg  wr_ok;
+    reg  rd_ok;
+    reg  [31:0] rd_data;
     reg  [31:0] status_word;
     reg  [31:0] trace_status;
     
@@ -461,140 +464,140 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         .mismatch(refmem$mismatch),
         .mismatches(refmem$mismatches)
     );
-    top$r_qp_num r_qp_num(
-        .d(r_qp_num$d),
-        .q(r_qp_num$q),
-        .clock(r_qp_num$clock)
+    top$cfg$0 cfg$0(
+        .d(cfg$0$d),
+        .q(cfg$0$q),
+        .clock(cfg$0$clock)
     );
-    top$r_pay_len r_pay_len(
-        .d(r_pay_len$d),
-        .q(r_pay_len$q),
-        .clock(r_pay_len$clock)
+    top$cfg$1 cfg$1(
+        .d(cfg$1$d),
+        .q(cfg$1$q),
+        .clock(cfg$1$clock)
     );
-    top$r_rpl_len r_rpl_len(
-        .d(r_rpl_len$d),
-        .q(r_rpl_len$q),
-        .clock(r_rpl_len$clock)
+    top$cfg$2 cfg$2(
+        .d(cfg$2$d),
+        .q(cfg$2$q),
+        .clock(cfg$2$clock)
     );
-    top$r_decoder_id r_decoder_id(
-        .d(r_decoder_id$d),
-        .q(r_decoder_id$q),
-        .clock(r_decoder_id$clock)
+    top$cfg$3 cfg$3(
+        .d(cfg$3$d),
+        .q(cfg$3$q),
+        .clock(cfg$3$clock)
     );
-    top$r_rounds r_rounds(
-        .d(r_rounds$d),
-        .q(r_rounds$q),
-        .clock(r_rounds$clock)
+    top$cfg$4 cfg$4(
+        .d(cfg$4$d),
+        .q(cfg$4$q),
+        .clock(cfg$4$clock)
     );
-    top$r_sq_base r_sq_base(
-        .d(r_sq_base$d),
-        .q(r_sq_base$q),
-        .clock(r_sq_base$clock)
+    top$cfg$5 cfg$5(
+        .d(cfg$5$d),
+        .q(cfg$5$q),
+        .clock(cfg$5$clock)
     );
-    top$r_sq_depth r_sq_depth(
-        .d(r_sq_depth$d),
-        .q(r_sq_depth$q),
-        .clock(r_sq_depth$clock)
+    top$cfg$6 cfg$6(
+        .d(cfg$6$d),
+        .q(cfg$6$q),
+        .clock(cfg$6$clock)
     );
-    top$r_flags r_flags(
-        .d(r_flags$d),
-        .q(r_flags$q),
-        .clock(r_flags$clock)
+    top$cfg$7 cfg$7(
+        .d(cfg$7$d),
+        .q(cfg$7$q),
+        .clock(cfg$7$clock)
     );
-    top$r_ring_depth r_ring_depth(
-        .d(r_ring_depth$d),
-        .q(r_ring_depth$q),
-        .clock(r_ring_depth$clock)
+    top$cfg$8 cfg$8(
+        .d(cfg$8$d),
+        .q(cfg$8$q),
+        .clock(cfg$8$clock)
     );
-    top$r_timeout r_timeout(
-        .d(r_timeout$d),
-        .q(r_timeout$q),
-        .clock(r_timeout$clock)
+    top$cfg$9 cfg$9(
+        .d(cfg$9$d),
+        .q(cfg$9$q),
+        .clock(cfg$9$clock)
     );
-    top$r_wqe_opcode r_wqe_opcode(
-        .d(r_wqe_opcode$d),
-        .q(r_wqe_opcode$q),
-        .clock(r_wqe_opcode$clock)
+    top$cfg$10 cfg$10(
+        .d(cfg$10$d),
+        .q(cfg$10$q),
+        .clock(cfg$10$clock)
     );
-    top$r_wqe_rkey r_wqe_rkey(
-        .d(r_wqe_rkey$d),
-        .q(r_wqe_rkey$q),
-        .clock(r_wqe_rkey$clock)
+    top$cfg$11 cfg$11(
+        .d(cfg$11$d),
+        .q(cfg$11$q),
+        .clock(cfg$11$clock)
     );
-    top$r_wqe_rva_lo r_wqe_rva_lo(
-        .d(r_wqe_rva_lo$d),
-        .q(r_wqe_rva_lo$q),
-        .clock(r_wqe_rva_lo$clock)
+    top$cfg$12 cfg$12(
+        .d(cfg$12$d),
+        .q(cfg$12$q),
+        .clock(cfg$12$clock)
     );
-    top$r_wqe_rva_hi r_wqe_rva_hi(
-        .d(r_wqe_rva_hi$d),
-        .q(r_wqe_rva_hi$q),
-        .clock(r_wqe_rva_hi$clock)
+    top$cfg$13 cfg$13(
+        .d(cfg$13$d),
+        .q(cfg$13$q),
+        .clock(cfg$13$clock)
     );
-    top$r_wqe_laddr_lo r_wqe_laddr_lo(
-        .d(r_wqe_laddr_lo$d),
-        .q(r_wqe_laddr_lo$q),
-        .clock(r_wqe_laddr_lo$clock)
+    top$cfg$14 cfg$14(
+        .d(cfg$14$d),
+        .q(cfg$14$q),
+        .clock(cfg$14$clock)
     );
-    top$r_wqe_laddr_hi r_wqe_laddr_hi(
-        .d(r_wqe_laddr_hi$d),
-        .q(r_wqe_laddr_hi$q),
-        .clock(r_wqe_laddr_hi$clock)
+    top$cfg$15 cfg$15(
+        .d(cfg$15$d),
+        .q(cfg$15$q),
+        .clock(cfg$15$clock)
     );
-    top$r_payload0 r_payload0(
-        .d(r_payload0$d),
-        .q(r_payload0$q),
-        .clock(r_payload0$clock)
+    top$cfg$16 cfg$16(
+        .d(cfg$16$d),
+        .q(cfg$16$q),
+        .clock(cfg$16$clock)
     );
-    top$r_payload1 r_payload1(
-        .d(r_payload1$d),
-        .q(r_payload1$q),
-        .clock(r_payload1$clock)
+    top$cfg$17 cfg$17(
+        .d(cfg$17$d),
+        .q(cfg$17$q),
+        .clock(cfg$17$clock)
     );
-    top$r_payload2 r_payload2(
-        .d(r_payload2$d),
-        .q(r_payload2$q),
-        .clock(r_payload2$clock)
+    top$cfg$18 cfg$18(
+        .d(cfg$18$d),
+        .q(cfg$18$q),
+        .clock(cfg$18$clock)
     );
-    top$r_payload3 r_payload3(
-        .d(r_payload3$d),
-        .q(r_payload3$q),
-        .clock(r_payload3$clock)
+    top$cfg$19 cfg$19(
+        .d(cfg$19$d),
+        .q(cfg$19$q),
+        .clock(cfg$19$clock)
     );
-    top$r_ref_addr r_ref_addr(
-        .d(r_ref_addr$d),
-        .q(r_ref_addr$q),
-        .clock(r_ref_addr$clock)
+    top$cfg$20 cfg$20(
+        .d(cfg$20$d),
+        .q(cfg$20$q),
+        .clock(cfg$20$clock)
     );
-    top$r_ref_len r_ref_len(
-        .d(r_ref_len$d),
-        .q(r_ref_len$q),
-        .clock(r_ref_len$clock)
+    top$cfg$21 cfg$21(
+        .d(cfg$21$d),
+        .q(cfg$21$q),
+        .clock(cfg$21$clock)
     );
-    top$r_pacer_freq r_pacer_freq(
-        .d(r_pacer_freq$d),
-        .q(r_pacer_freq$q),
-        .clock(r_pacer_freq$clock)
+    top$cfg$22 cfg$22(
+        .d(cfg$22$d),
+        .q(cfg$22$q),
+        .clock(cfg$22$clock)
     );
-    top$r_pacer_span r_pacer_span(
-        .d(r_pacer_span$d),
-        .q(r_pacer_span$q),
-        .clock(r_pacer_span$clock)
+    top$cfg$23 cfg$23(
+        .d(cfg$23$d),
+        .q(cfg$23$q),
+        .clock(cfg$23$clock)
     );
-    top$r_pacer_seed r_pacer_seed(
-        .d(r_pacer_seed$d),
-        .q(r_pacer_seed$q),
-        .clock(r_pacer_seed$clock)
+    top$cfg$24 cfg$24(
+        .d(cfg$24$d),
+        .q(cfg$24$q),
+        .clock(cfg$24$clock)
     );
-    top$r_trace_ctrl r_trace_ctrl(
-        .d(r_trace_ctrl$d),
-        .q(r_trace_ctrl$q),
-        .clock(r_trace_ctrl$clock)
+    top$cfg$25 cfg$25(
+        .d(cfg$25$d),
+        .q(cfg$25$q),
+        .clock(cfg$25$clock)
     );
-    top$r_trace_rd_addr r_trace_rd_addr(
-        .d(r_trace_rd_addr$d),
-        .q(r_trace_rd_addr$q),
-        .clock(r_trace_rd_addr$clock)
+    top$cfg$26 cfg$26(
+        .d(cfg$26$d),
+        .q(cfg$26$q),
+        .clock(cfg$26$clock)
     );
     top$axi_err axi_err(
         .d(axi_err$d),
@@ -604,61 +607,7 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
     
     // Update code
     always @(*) begin
-        r_qp_num$clock = clock;
-        r_pay_len$clock = clock;
-        r_rpl_len$clock = clock;
-        r_decoder_id$clock = clock;
-        r_rounds$clock = clock;
-        r_sq_base$clock = clock;
-        r_sq_depth$clock = clock;
-        r_flags$clock = clock;
-        r_ring_depth$clock = clock;
-        r_timeout$clock = clock;
-        r_wqe_opcode$clock = clock;
-        r_wqe_rkey$clock = clock;
-        r_wqe_rva_lo$clock = clock;
-        r_wqe_rva_hi$clock = clock;
-        r_wqe_laddr_lo$clock = clock;
-        r_wqe_laddr_hi$clock = clock;
-        r_payload0$clock = clock;
-        r_payload1$clock = clock;
-        r_payload2$clock = clock;
-        r_payload3$clock = clock;
-        r_ref_addr$clock = clock;
-        r_ref_len$clock = clock;
-        r_pacer_freq$clock = clock;
-        r_pacer_span$clock = clock;
-        r_pacer_seed$clock = clock;
-        r_trace_ctrl$clock = clock;
-        r_trace_rd_addr$clock = clock;
         axi_err$clock = clock;
-        r_qp_num$d = r_qp_num$q;
-        r_pay_len$d = r_pay_len$q;
-        r_rpl_len$d = r_rpl_len$q;
-        r_decoder_id$d = r_decoder_id$q;
-        r_rounds$d = r_rounds$q;
-        r_sq_base$d = r_sq_base$q;
-        r_sq_depth$d = r_sq_depth$q;
-        r_flags$d = r_flags$q;
-        r_ring_depth$d = r_ring_depth$q;
-        r_timeout$d = r_timeout$q;
-        r_wqe_opcode$d = r_wqe_opcode$q;
-        r_wqe_rkey$d = r_wqe_rkey$q;
-        r_wqe_rva_lo$d = r_wqe_rva_lo$q;
-        r_wqe_rva_hi$d = r_wqe_rva_hi$q;
-        r_wqe_laddr_lo$d = r_wqe_laddr_lo$q;
-        r_wqe_laddr_hi$d = r_wqe_laddr_hi$q;
-        r_payload0$d = r_payload0$q;
-        r_payload1$d = r_payload1$q;
-        r_payload2$d = r_payload2$q;
-        r_payload3$d = r_payload3$q;
-        r_ref_addr$d = r_ref_addr$q;
-        r_ref_len$d = r_ref_len$q;
-        r_pacer_freq$d = r_pacer_freq$q;
-        r_pacer_span$d = r_pacer_span$q;
-        r_pacer_seed$d = r_pacer_seed$q;
-        r_trace_ctrl$d = r_trace_ctrl$q;
-        r_trace_rd_addr$d = r_trace_rd_addr$q;
         axi_err$d = axi_err$q;
         axi$clock = clock;
         fsm$clock = clock;
@@ -681,132 +630,375 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         axi_rresp = axi$rresp;
         axi_rvalid = axi$rvalid;
         axi$rready = axi_rready;
-        axi$wr_ok = (axi$wr_addr == a_ctrl) | (axi$wr_addr == a_ref_syn) | (axi$wr_addr == a_ref_exp) | (axi$wr_addr == a_qp_num) | (axi$wr_addr == a_pay_len) | (axi$wr_addr == a_rpl_len) | (axi$wr_addr == a_decoder_id) | (axi$wr_addr == a_rounds) | (axi$wr_addr == a_sq_base) | (axi$wr_addr == a_sq_depth) | (axi$wr_addr == a_flags) | (axi$wr_addr == a_ring_depth) | (axi$wr_addr == a_timeout) | (axi$wr_addr == a_wqe_opcode) | (axi$wr_addr == a_wqe_rkey) | (axi$wr_addr == a_wqe_rva_lo) | (axi$wr_addr == a_wqe_rva_hi) | (axi$wr_addr == a_wqe_laddr_lo) | (axi$wr_addr == a_wqe_laddr_hi) | (axi$wr_addr == a_payload0) | (axi$wr_addr == a_payload1) | (axi$wr_addr == a_payload2) | (axi$wr_addr == a_payload3) | (axi$wr_addr == a_ref_addr) | (axi$wr_addr == a_ref_len) | (axi$wr_addr == a_pacer_freq) | (axi$wr_addr == a_pacer_span) | (axi$wr_addr == a_pacer_seed) | (axi$wr_addr == a_trace_ctrl) | (axi$wr_addr == a_trace_rd_addr);
         ctrl_write = axi$wr_strobe & (axi$wr_addr == a_ctrl);
         refmem$wr_syn = axi$wr_strobe & (axi$wr_addr == a_ref_syn);
         refmem$wr_exp = axi$wr_strobe & (axi$wr_addr == a_ref_exp);
-        refmem$wr_addr = r_ref_addr$q[(32'h0)+:(8)];
+        refmem$wr_addr = cfg$20$q[(32'h0)+:(8)];
         refmem$wr_data = axi$wr_data;
+        cfg$0$clock = clock;
+        cfg$0$d = cfg$0$q;
+        cfg$1$clock = clock;
+        cfg$1$d = cfg$1$q;
+        cfg$2$clock = clock;
+        cfg$2$d = cfg$2$q;
+        cfg$3$clock = clock;
+        cfg$3$d = cfg$3$q;
+        cfg$4$clock = clock;
+        cfg$4$d = cfg$4$q;
+        cfg$5$clock = clock;
+        cfg$5$d = cfg$5$q;
+        cfg$6$clock = clock;
+        cfg$6$d = cfg$6$q;
+        cfg$7$clock = clock;
+        cfg$7$d = cfg$7$q;
+        cfg$8$clock = clock;
+        cfg$8$d = cfg$8$q;
+        cfg$9$clock = clock;
+        cfg$9$d = cfg$9$q;
+        cfg$10$clock = clock;
+        cfg$10$d = cfg$10$q;
+        cfg$11$clock = clock;
+        cfg$11$d = cfg$11$q;
+        cfg$12$clock = clock;
+        cfg$12$d = cfg$12$q;
+        cfg$13$clock = clock;
+        cfg$13$d = cfg$13$q;
+        cfg$14$clock = clock;
+        cfg$14$d = cfg$14$q;
+        cfg$15$clock = clock;
+        cfg$15$d = cfg$15$q;
+        cfg$16$clock = clock;
+        cfg$16$d = cfg$16$q;
+        cfg$17$clock = clock;
+        cfg$17$d = cfg$17$q;
+        cfg$18$clock = clock;
+        cfg$18$d = cfg$18$q;
+        cfg$19$clock = clock;
+        cfg$19$d = cfg$19$q;
+        cfg$20$clock = clock;
+        cfg$20$d = cfg$20$q;
+        cfg$21$clock = clock;
+        cfg$21$d = cfg$21$q;
+        cfg$22$clock = clock;
+        cfg$22$d = cfg$22$q;
+        cfg$23$clock = clock;
+        cfg$23$d = cfg$23$q;
+        cfg$24$clock = clock;
+        cfg$24$d = cfg$24$q;
+        cfg$25$clock = clock;
+        cfg$25$d = cfg$25$q;
+        cfg$26$clock = clock;
+        cfg$26$d = cfg$26$q;
         if (refmem$wr_exp) begin
-            r_ref_addr$d = r_ref_addr$q + 32'h1;
+            cfg$20$d = cfg$20$q + 32'h1;
         end
         if (axi$rd_strobe & (axi$rd_addr == a_trace_data)) begin
-            r_trace_rd_addr$d = r_trace_rd_addr$q + 32'h1;
+            cfg$26$d = cfg$26$q + 32'h1;
         end
-        if (axi$wr_strobe) begin
-            if (axi$wr_addr == a_qp_num) begin
-                r_qp_num$d = axi$wr_data;
+        wr_ok = (axi$wr_addr == a_ctrl) | (axi$wr_addr == a_ref_syn) | (axi$wr_addr == a_ref_exp);
+        rd_ok = 1'b0;
+        rd_data = 32'h0;
+        if (axi$wr_addr == a_cfg$0) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$0$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_pay_len) begin
-                r_pay_len$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$0) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$0$q;
+        end
+        if (axi$wr_addr == a_cfg$1) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$1$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_rpl_len) begin
-                r_rpl_len$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$1) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$1$q;
+        end
+        if (axi$wr_addr == a_cfg$2) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$2$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_decoder_id) begin
-                r_decoder_id$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$2) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$2$q;
+        end
+        if (axi$wr_addr == a_cfg$3) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$3$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_rounds) begin
-                r_rounds$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$3) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$3$q;
+        end
+        if (axi$wr_addr == a_cfg$4) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$4$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_sq_base) begin
-                r_sq_base$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$4) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$4$q;
+        end
+        if (axi$wr_addr == a_cfg$5) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$5$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_sq_depth) begin
-                r_sq_depth$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$5) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$5$q;
+        end
+        if (axi$wr_addr == a_cfg$6) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$6$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_flags) begin
-                r_flags$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$6) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$6$q;
+        end
+        if (axi$wr_addr == a_cfg$7) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$7$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_ring_depth) begin
-                r_ring_depth$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$7) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$7$q;
+        end
+        if (axi$wr_addr == a_cfg$8) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$8$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_timeout) begin
-                r_timeout$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$8) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$8$q;
+        end
+        if (axi$wr_addr == a_cfg$9) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$9$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_wqe_opcode) begin
-                r_wqe_opcode$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$9) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$9$q;
+        end
+        if (axi$wr_addr == a_cfg$10) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$10$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_wqe_rkey) begin
-                r_wqe_rkey$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$10) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$10$q;
+        end
+        if (axi$wr_addr == a_cfg$11) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$11$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_wqe_rva_lo) begin
-                r_wqe_rva_lo$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$11) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$11$q;
+        end
+        if (axi$wr_addr == a_cfg$12) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$12$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_wqe_rva_hi) begin
-                r_wqe_rva_hi$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$12) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$12$q;
+        end
+        if (axi$wr_addr == a_cfg$13) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$13$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_wqe_laddr_lo) begin
-                r_wqe_laddr_lo$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$13) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$13$q;
+        end
+        if (axi$wr_addr == a_cfg$14) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$14$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_wqe_laddr_hi) begin
-                r_wqe_laddr_hi$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$14) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$14$q;
+        end
+        if (axi$wr_addr == a_cfg$15) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$15$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_payload0) begin
-                r_payload0$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$15) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$15$q;
+        end
+        if (axi$wr_addr == a_cfg$16) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$16$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_payload1) begin
-                r_payload1$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$16) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$16$q;
+        end
+        if (axi$wr_addr == a_cfg$17) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$17$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_payload2) begin
-                r_payload2$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$17) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$17$q;
+        end
+        if (axi$wr_addr == a_cfg$18) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$18$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_payload3) begin
-                r_payload3$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$18) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$18$q;
+        end
+        if (axi$wr_addr == a_cfg$19) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$19$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_ref_addr) begin
-                r_ref_addr$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$19) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$19$q;
+        end
+        if (axi$wr_addr == a_cfg$20) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$20$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_ref_len) begin
-                r_ref_len$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$20) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$20$q;
+        end
+        if (axi$wr_addr == a_cfg$21) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$21$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_pacer_freq) begin
-                r_pacer_freq$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$21) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$21$q;
+        end
+        if (axi$wr_addr == a_cfg$22) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$22$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_pacer_span) begin
-                r_pacer_span$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$22) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$22$q;
+        end
+        if (axi$wr_addr == a_cfg$23) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$23$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_pacer_seed) begin
-                r_pacer_seed$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$23) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$23$q;
+        end
+        if (axi$wr_addr == a_cfg$24) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$24$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_trace_ctrl) begin
-                r_trace_ctrl$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$24) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$24$q;
+        end
+        if (axi$wr_addr == a_cfg$25) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$25$d = axi$wr_data;
             end
-            if (axi$wr_addr == a_trace_rd_addr) begin
-                r_trace_rd_addr$d = axi$wr_data;
+        end
+        if (axi$rd_addr == a_cfg$25) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$25$q;
+        end
+        if (axi$wr_addr == a_cfg$26) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$26$d = axi$wr_data;
             end
+        end
+        if (axi$rd_addr == a_cfg$26) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$26$q;
         end
         fsm$start = ctrl_write & |(axi$wr_data & m_start);
         fsm$abort = ctrl_write & |(axi$wr_data & m_abort);
         fsm$soft_reset = ctrl_write & |(axi$wr_data & m_soft_reset);
-        fsm$hw_loop = |(r_flags$q & m_hw_loop);
-        fsm$use_ref = |(r_flags$q & m_use_ref);
-        fsm$check = |(r_flags$q & m_check);
-        fsm$prepost = |(r_flags$q & m_prepost);
-        fsm$b2b = (r_pacer_freq$q == 32'h0) & (r_pacer_span$q == 32'h0);
-        fsm$pay_len = r_pay_len$q;
-        fsm$rpl_len = r_rpl_len$q;
-        fsm$decoder_id = r_decoder_id$q;
-        fsm$rounds = r_rounds$q;
-        fsm$sq_base = r_sq_base$q;
-        fsm$sq_depth = r_sq_depth$q;
-        fsm$ring_depth = r_ring_depth$q;
-        fsm$timeout = r_timeout$q;
-        fsm$wqe_opcode = r_wqe_opcode$q;
-        fsm$wqe_rkey = r_wqe_rkey$q;
-        fsm$wqe_rva_lo = r_wqe_rva_lo$q;
-        fsm$wqe_rva_hi = r_wqe_rva_hi$q;
-        fsm$wqe_laddr_lo = r_wqe_laddr_lo$q;
-        fsm$wqe_laddr_hi = r_wqe_laddr_hi$q;
-        fsm$payload0 = r_payload0$q;
-        fsm$payload1 = r_payload1$q;
-        fsm$payload2 = r_payload2$q;
-        fsm$payload3 = r_payload3$q;
-        fsm$ref_len = r_ref_len$q;
+        fsm$hw_loop = |(cfg$7$q & m_hw_loop);
+        fsm$use_ref = |(cfg$7$q & m_use_ref);
+        fsm$check = |(cfg$7$q & m_check);
+        fsm$prepost = |(cfg$7$q & m_prepost);
+        fsm$b2b = (cfg$22$q == 32'h0) & (cfg$23$q == 32'h0);
+        fsm$pay_len = cfg$1$q;
+        fsm$rpl_len = cfg$2$q;
+        fsm$decoder_id = cfg$3$q;
+        fsm$rounds = cfg$4$q;
+        fsm$sq_base = cfg$5$q;
+        fsm$sq_depth = cfg$6$q;
+        fsm$ring_depth = cfg$8$q;
+        fsm$timeout = cfg$9$q;
+        fsm$wqe_opcode = cfg$10$q;
+        fsm$wqe_rkey = cfg$11$q;
+        fsm$wqe_rva_lo = cfg$12$q;
+        fsm$wqe_rva_hi = cfg$13$q;
+        fsm$wqe_laddr_lo = cfg$14$q;
+        fsm$wqe_laddr_hi = cfg$15$q;
+        fsm$payload0 = cfg$16$q;
+        fsm$payload1 = cfg$17$q;
+        fsm$payload2 = cfg$18$q;
+        fsm$payload3 = cfg$19$q;
+        fsm$ref_len = cfg$21$q;
         pacer$load = fsm$soft_reset | (fsm$start & fsm$hw_loop);
-        pacer$freq = r_pacer_freq$q;
-        pacer$span = r_pacer_span$q;
-        pacer$seed = r_pacer_seed$q;
+        pacer$freq = cfg$22$q;
+        pacer$span = cfg$23$q;
+        pacer$seed = cfg$24$q;
         pacer$arm = fsm$pacer_arm;
         pacer$skip = ctrl_write & |(axi$wr_data & m_pacer_skip);
         fsm$pacer_fire = pacer$fire;
@@ -818,10 +1010,10 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         refmem$wrong_len = fsm$ref_wrong_len;
         fsm$ref_mismatch = refmem$mismatch;
         trace$clear = fsm$soft_reset | (ctrl_write & |(axi$wr_data & m_trace_clear));
-        trace$enable = |(r_trace_ctrl$q & m_trace_enable);
+        trace$enable = |(cfg$25$q & m_trace_enable);
         trace$record = fsm$trace_record;
         trace$rtt = fsm$trace_rtt;
-        trace$rd_addr = r_trace_rd_addr$q[(32'h0)+:(20)];
+        trace$rd_addr = cfg$26$q[(32'h0)+:(20)];
         sq_wr_en = fsm$sq_wr_en;
         sq_wr_addr = fsm$sq_wr_addr;
         sq_wr_data = fsm$sq_wr_data;
@@ -865,195 +1057,88 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         if (trace$saturated) begin
             trace_status = trace_status | m_saturated;
         end
-        axi$rd_ok = 1'b0;
-        axi$rd_data = 32'h0;
         if (axi$rd_addr == a_ctrl) begin
-            axi$rd_ok = 1'b1;
+            rd_ok = 1'b1;
         end
         if (axi$rd_addr == a_ref_syn) begin
-            axi$rd_ok = 1'b1;
+            rd_ok = 1'b1;
         end
         if (axi$rd_addr == a_ref_exp) begin
-            axi$rd_ok = 1'b1;
-        end
-        if (axi$rd_addr == a_qp_num) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_qp_num$q;
-        end
-        if (axi$rd_addr == a_pay_len) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_pay_len$q;
-        end
-        if (axi$rd_addr == a_rpl_len) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_rpl_len$q;
-        end
-        if (axi$rd_addr == a_decoder_id) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_decoder_id$q;
-        end
-        if (axi$rd_addr == a_rounds) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_rounds$q;
-        end
-        if (axi$rd_addr == a_sq_base) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_sq_base$q;
-        end
-        if (axi$rd_addr == a_sq_depth) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_sq_depth$q;
-        end
-        if (axi$rd_addr == a_flags) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_flags$q;
-        end
-        if (axi$rd_addr == a_ring_depth) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_ring_depth$q;
-        end
-        if (axi$rd_addr == a_timeout) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_timeout$q;
-        end
-        if (axi$rd_addr == a_wqe_opcode) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_wqe_opcode$q;
-        end
-        if (axi$rd_addr == a_wqe_rkey) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_wqe_rkey$q;
-        end
-        if (axi$rd_addr == a_wqe_rva_lo) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_wqe_rva_lo$q;
-        end
-        if (axi$rd_addr == a_wqe_rva_hi) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_wqe_rva_hi$q;
-        end
-        if (axi$rd_addr == a_wqe_laddr_lo) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_wqe_laddr_lo$q;
-        end
-        if (axi$rd_addr == a_wqe_laddr_hi) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_wqe_laddr_hi$q;
-        end
-        if (axi$rd_addr == a_payload0) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_payload0$q;
-        end
-        if (axi$rd_addr == a_payload1) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_payload1$q;
-        end
-        if (axi$rd_addr == a_payload2) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_payload2$q;
-        end
-        if (axi$rd_addr == a_payload3) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_payload3$q;
-        end
-        if (axi$rd_addr == a_ref_addr) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_ref_addr$q;
-        end
-        if (axi$rd_addr == a_ref_len) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_ref_len$q;
-        end
-        if (axi$rd_addr == a_pacer_freq) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_pacer_freq$q;
-        end
-        if (axi$rd_addr == a_pacer_span) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_pacer_span$q;
-        end
-        if (axi$rd_addr == a_pacer_seed) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_pacer_seed$q;
-        end
-        if (axi$rd_addr == a_trace_ctrl) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_trace_ctrl$q;
-        end
-        if (axi$rd_addr == a_trace_rd_addr) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = r_trace_rd_addr$q;
+            rd_ok = 1'b1;
         end
         if (axi$rd_addr == a_status) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = status_word;
+            rd_ok = 1'b1;
+            rd_data = status_word;
         end
         if (axi$rd_addr == a_round_count) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = fsm$round_count;
+            rd_ok = 1'b1;
+            rd_data = fsm$round_count;
         end
         if (axi$rd_addr == a_last_rtt) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = fsm$last_rtt;
+            rd_ok = 1'b1;
+            rd_data = fsm$last_rtt;
         end
         if (axi$rd_addr == a_timeout_count) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = fsm$timeout_count;
+            rd_ok = 1'b1;
+            rd_data = fsm$timeout_count;
         end
         if (axi$rd_addr == a_mismatch_count) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = refmem$mismatches;
+            rd_ok = 1'b1;
+            rd_data = refmem$mismatches;
         end
         if (axi$rd_addr == a_last_reply) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = fsm$last_reply;
+            rd_ok = 1'b1;
+            rd_data = fsm$last_reply;
         end
         if (axi$rd_addr == a_last_rpl_status) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = fsm$last_status;
+            rd_ok = 1'b1;
+            rd_data = fsm$last_status;
         end
         if (axi$rd_addr == a_last_rpl_len) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = fsm$last_len;
+            rd_ok = 1'b1;
+            rd_data = fsm$last_len;
         end
         if (axi$rd_addr == a_version) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = k_version;
+            rd_ok = 1'b1;
+            rd_data = k_version;
         end
         if (axi$rd_addr == a_fsm_overhead) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = k_overhead;
+            rd_ok = 1'b1;
+            rd_data = k_overhead;
         end
         if (axi$rd_addr == a_pacer_last) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = pacer$interval;
+            rd_ok = 1'b1;
+            rd_data = pacer$interval;
         end
         if (axi$rd_addr == a_pacer_remain) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = pacer$remain;
+            rd_ok = 1'b1;
+            rd_data = pacer$remain;
         end
         if (axi$rd_addr == a_pacer_state) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = pacer$state;
+            rd_ok = 1'b1;
+            rd_data = pacer$state;
         end
         if (axi$rd_addr == a_trace_count) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = trace$count;
+            rd_ok = 1'b1;
+            rd_data = trace$count;
         end
         if (axi$rd_addr == a_trace_status) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = trace_status;
+            rd_ok = 1'b1;
+            rd_data = trace_status;
         end
         if (axi$rd_addr == a_trace_data) begin
-            axi$rd_ok = 1'b1;
-            axi$rd_data = ((trace$rd_data) & 32'hffffffff);
+            rd_ok = 1'b1;
+            rd_data = ((trace$rd_data) & 32'hffffffff);
         end
-        if ((axi$wr_strobe & ~axi$wr_ok) | (axi$rd_strobe & ~axi$rd_ok)) begin
+        if ((axi$wr_strobe & ~wr_ok) | (axi$rd_strobe & ~rd_ok)) begin
             axi_err$d = 1'b1;
         end
         if (fsm$soft_reset) begin
             axi_err$d = 1'b0;
         end
+        axi$wr_ok = wr_ok;
+        axi$rd_ok = rd_ok;
+        axi$rd_data = rd_data;
     end
     
 endmodule // top
@@ -1486,6 +1571,1383 @@ module top$axi_err(d,q,clock);
 endmodule // top$axi_err
 
 
+module top$cfg$0(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h2;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$0$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$0
+
+
+module top$cfg$0$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$0$dff
+
+
+module top$cfg$1(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h4;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$1$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$1
+
+
+module top$cfg$1$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$1$dff
+
+
+module top$cfg$10(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$10$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$10
+
+
+module top$cfg$10$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$10$dff
+
+
+module top$cfg$11(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$11$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$11
+
+
+module top$cfg$11$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$11$dff
+
+
+module top$cfg$12(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$12$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$12
+
+
+module top$cfg$12$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$12$dff
+
+
+module top$cfg$13(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$13$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$13
+
+
+module top$cfg$13$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$13$dff
+
+
+module top$cfg$14(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$14$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$14
+
+
+module top$cfg$14$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$14$dff
+
+
+module top$cfg$15(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$15$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$15
+
+
+module top$cfg$15$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$15$dff
+
+
+module top$cfg$16(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$16$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$16
+
+
+module top$cfg$16$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$16$dff
+
+
+module top$cfg$17(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$17$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$17
+
+
+module top$cfg$17$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$17$dff
+
+
+module top$cfg$18(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$18$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$18
+
+
+module top$cfg$18$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$18$dff
+
+
+module top$cfg$19(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$19$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$19
+
+
+module top$cfg$19$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$19$dff
+
+
+module top$cfg$2(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h4;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$2$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$2
+
+
+module top$cfg$2$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$2$dff
+
+
+module top$cfg$20(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$20$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$20
+
+
+module top$cfg$20$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$20$dff
+
+
+module top$cfg$21(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h1;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$21$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$21
+
+
+module top$cfg$21$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$21$dff
+
+
+module top$cfg$22(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$22$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$22
+
+
+module top$cfg$22$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$22$dff
+
+
+module top$cfg$23(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$23$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$23
+
+
+module top$cfg$23$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$23$dff
+
+
+module top$cfg$24(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h1;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$24$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$24
+
+
+module top$cfg$24$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$24$dff
+
+
+module top$cfg$25(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h1;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$25$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$25
+
+
+module top$cfg$25$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$25$dff
+
+
+module top$cfg$26(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$26$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$26
+
+
+module top$cfg$26$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$26$dff
+
+
+module top$cfg$3(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$3$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$3
+
+
+module top$cfg$3$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$3$dff
+
+
+module top$cfg$4(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$4$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$4
+
+
+module top$cfg$4$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$4$dff
+
+
+module top$cfg$5(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$5$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$5
+
+
+module top$cfg$5$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$5$dff
+
+
+module top$cfg$6(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h10;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$6$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$6
+
+
+module top$cfg$6$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$6$dff
+
+
+module top$cfg$7(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h8;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$7$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$7
+
+
+module top$cfg$7$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$7$dff
+
+
+module top$cfg$8(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h40;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$8$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$8
+
+
+module top$cfg$8$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$8$dff
+
+
+module top$cfg$9(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h30d40;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$9$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$9
+
+
+module top$cfg$9$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$9$dff
+
+
 module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pay_len,rpl_len,decoder_id,rounds,sq_base,sq_depth,ring_depth,timeout,wqe_opcode,wqe_rkey,wqe_rva_lo,wqe_rva_hi,wqe_laddr_lo,wqe_laddr_hi,payload0,payload1,payload2,payload3,ref_len,pacer_arm,pacer_fire,ref_addr,ref_syndrome,ref_compare,ref_reply,ref_mismatch,ref_wrong_len,trace_record,trace_rtt,sq_wr_en,sq_wr_addr,sq_wr_data,db_valid,db_sq_pi,cq_valid,cq_wrid,rx_wr_en,rx_wr_addr,rx_wr_data,req_rd_addr,req_rd_data,tx_valid,tx_data,state_code,busy,done,reply_seen,timed_out,mismatch,running,round_count,last_rtt,timeout_count,last_reply,last_status,last_len);
     
     // Module arguments
@@ -1556,28 +3018,10 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
     output reg  [31:0] last_len;
     
     // Constant declarations
-    localparam  k_w_wrid = 4'h0;
-    localparam  k_w_laddr_lo = 4'h1;
-    localparam  k_w_laddr_hi = 4'h2;
-    localparam  k_w_length = 4'h3;
-    localparam  k_w_opcode = 4'h4;
-    localparam  k_w_roffset_lo = 4'h5;
-    localparam  k_w_roffset_hi = 4'h6;
-    localparam  k_w_rtag = 4'h7;
-    localparam  k_w_immdt = 4'hc;
-    localparam  k_w_last = 4'hf;
-    localparam  k_h_len = 4'h0;
-    localparam  k_h_id = 4'h1;
-    localparam  k_h_status = 4'h2;
-    localparam  k_h_seq = 4'h3;
-    localparam  k_req_status = 32'h1010000;
     localparam  k_hdr_bytes = 32'h10;
-    localparam  k_slot_bytes = 32'h40;
-    localparam  k_slot_shift = 32'h6;
     localparam  k_r_len = 10'b1100;
     localparam  k_r_status = 10'b1110;
     localparam  k_r_seq = 10'b1111;
-    localparam  k_r_max = 6'b110000;
     localparam  k_s_idle = 4'h0;
     localparam  k_s_dat_rx = 4'h1;
     localparam  k_s_wqe_post = 4'h2;
@@ -1646,27 +3090,9 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
     reg  [31:0] req_seq$d;
     wire  [31:0] req_seq$q;
     reg  req_seq$clock;
-    reg  [31:0] req_out$d;
-    wire  [31:0] req_out$q;
-    reg  req_out$clock;
     reg  [9:0] slot_base$d;
     wire  [9:0] slot_base$q;
     reg  slot_base$clock;
-    reg  post_busy$d;
-    wire  post_busy$q;
-    reg  post_busy$clock;
-    reg  [3:0] post_word$d;
-    wire  [3:0] post_word$q;
-    reg  post_word$clock;
-    reg  [31:0] post_round$d;
-    wire  [31:0] post_round$q;
-    reg  post_round$clock;
-    reg  posted_valid$d;
-    wire  posted_valid$q;
-    reg  posted_valid$clock;
-    reg  [31:0] posted_round$d;
-    wire  [31:0] posted_round$q;
-    reg  posted_round$clock;
     reg  [2:0] join_step$d;
     wire  [2:0] join_step$q;
     reg  join_step$clock;
@@ -1694,35 +3120,63 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
     reg  start_pending$d;
     wire  start_pending$q;
     reg  start_pending$clock;
-    reg  clr$d;
-    wire  clr$q;
-    reg  clr$clock;
-    reg  [9:0] clr_idx$d;
-    wire  [9:0] clr_idx$q;
-    reg  clr_idx$clock;
-    reg  [9:0] rpl$read_address;
-    reg  rpl$read_clock;
-    wire  [31:0] rpl$read_data;
-    reg  [9:0] rpl$write_address;
-    reg  rpl$write_clock;
-    reg  [31:0] rpl$write_data;
-    reg  rpl$write_enable;
+    reg  poster$clock;
+    reg  poster$post;
+    reg  [31:0] poster$round;
+    reg  poster$reset;
+    reg  [31:0] poster$sq_base;
+    reg  [31:0] poster$sq_depth;
+    reg  [31:0] poster$ring_depth;
+    reg  [31:0] poster$wqe_opcode;
+    reg  [31:0] poster$wqe_rkey;
+    reg  [31:0] poster$wqe_rva_lo;
+    reg  [31:0] poster$wqe_rva_hi;
+    reg  [31:0] poster$wqe_laddr_lo;
+    reg  [31:0] poster$wqe_laddr_hi;
+    reg  [31:0] poster$msg_len;
+    reg  [1:0] poster$pay_pad;
+    wire  poster$sq_wr_en;
+    wire  [31:0] poster$sq_wr_addr;
+    wire  [31:0] poster$sq_wr_data;
+    wire  poster$busy;
+    wire  poster$posted_valid;
+    wire  [31:0] poster$posted_round;
+    reg  reqbuf$clock;
+    reg  [2:0] reqbuf$rd_addr;
+    wire  [31:0] reqbuf$rd_data;
+    reg  [31:0] reqbuf$pay_len;
+    reg  [3:0] reqbuf$pay_words;
+    reg  [1:0] reqbuf$pay_pad;
+    reg  [31:0] reqbuf$w0;
+    reg  [31:0] reqbuf$payload1;
+    reg  [31:0] reqbuf$payload2;
+    reg  [31:0] reqbuf$payload3;
+    reg  [31:0] reqbuf$decoder_id;
+    reg  [31:0] reqbuf$seq;
+    reg  reply$clock;
+    reg  reply$wr_en;
+    reg  [9:0] reply$wr_addr;
+    reg  [31:0] reply$wr_data;
+    reg  reply$sweep;
+    wire  reply$sweeping;
+    reg  [9:0] reply$rd_addr;
+    wire  [31:0] reply$rd_data;
+    wire  [5:0] reply$len_clamped;
+    reg  [5:0] reply$rlen;
+    wire  [9:0] reply$len_words;
+    reg  [31:0] reply$word_a;
+    wire  [31:0] reply$word0;
+    reg  [31:0] reply$rpl_len;
+    wire  reply$wrong_len;
     
     // Local signals
+    reg  post_now;
+    reg  [31:0] post_which;
+    reg  [9:0] reply_rd;
     reg  [31:0] msg_len;
     reg  [3:0] pay_words;
     reg  [1:0] pay_pad;
-    reg  [3:0] hdr_idx;
-    reg  [31:0] wqe_word;
-    reg  [31:0] req_word;
-    reg  [31:0] region;
-    reg  [31:0] region_prev;
     reg  [9:0] slot_next;
-    reg  [5:0] rlen_clamped;
-    reg  [9:0] rlen_words;
-    reg  [1:0] rpad;
-    reg  [31:0] rword0;
-    reg  [31:0] rmask;
     
     // Sub module instances
     top$fsm$state state(
@@ -1800,40 +3254,10 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         .q(req_seq$q),
         .clock(req_seq$clock)
     );
-    top$fsm$req_out req_out(
-        .d(req_out$d),
-        .q(req_out$q),
-        .clock(req_out$clock)
-    );
     top$fsm$slot_base slot_base(
         .d(slot_base$d),
         .q(slot_base$q),
         .clock(slot_base$clock)
-    );
-    top$fsm$post_busy post_busy(
-        .d(post_busy$d),
-        .q(post_busy$q),
-        .clock(post_busy$clock)
-    );
-    top$fsm$post_word post_word(
-        .d(post_word$d),
-        .q(post_word$q),
-        .clock(post_word$clock)
-    );
-    top$fsm$post_round post_round(
-        .d(post_round$d),
-        .q(post_round$q),
-        .clock(post_round$clock)
-    );
-    top$fsm$posted_valid posted_valid(
-        .d(posted_valid$d),
-        .q(posted_valid$q),
-        .clock(posted_valid$clock)
-    );
-    top$fsm$posted_round posted_round(
-        .d(posted_round$d),
-        .q(posted_round$q),
-        .clock(posted_round$clock)
     );
     top$fsm$join_step join_step(
         .d(join_step$d),
@@ -1880,24 +3304,59 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         .q(start_pending$q),
         .clock(start_pending$clock)
     );
-    top$fsm$clr clr(
-        .d(clr$d),
-        .q(clr$q),
-        .clock(clr$clock)
+    top$fsm$poster poster(
+        .clock(poster$clock),
+        .post(poster$post),
+        .round(poster$round),
+        .reset(poster$reset),
+        .sq_base(poster$sq_base),
+        .sq_depth(poster$sq_depth),
+        .ring_depth(poster$ring_depth),
+        .wqe_opcode(poster$wqe_opcode),
+        .wqe_rkey(poster$wqe_rkey),
+        .wqe_rva_lo(poster$wqe_rva_lo),
+        .wqe_rva_hi(poster$wqe_rva_hi),
+        .wqe_laddr_lo(poster$wqe_laddr_lo),
+        .wqe_laddr_hi(poster$wqe_laddr_hi),
+        .msg_len(poster$msg_len),
+        .pay_pad(poster$pay_pad),
+        .sq_wr_en(poster$sq_wr_en),
+        .sq_wr_addr(poster$sq_wr_addr),
+        .sq_wr_data(poster$sq_wr_data),
+        .busy(poster$busy),
+        .posted_valid(poster$posted_valid),
+        .posted_round(poster$posted_round)
     );
-    top$fsm$clr_idx clr_idx(
-        .d(clr_idx$d),
-        .q(clr_idx$q),
-        .clock(clr_idx$clock)
+    top$fsm$reqbuf reqbuf(
+        .clock(reqbuf$clock),
+        .rd_addr(reqbuf$rd_addr),
+        .rd_data(reqbuf$rd_data),
+        .pay_len(reqbuf$pay_len),
+        .pay_words(reqbuf$pay_words),
+        .pay_pad(reqbuf$pay_pad),
+        .w0(reqbuf$w0),
+        .payload1(reqbuf$payload1),
+        .payload2(reqbuf$payload2),
+        .payload3(reqbuf$payload3),
+        .decoder_id(reqbuf$decoder_id),
+        .seq(reqbuf$seq)
     );
-    top$fsm$rpl rpl(
-        .read_address(rpl$read_address),
-        .read_clock(rpl$read_clock),
-        .read_data(rpl$read_data),
-        .write_address(rpl$write_address),
-        .write_clock(rpl$write_clock),
-        .write_data(rpl$write_data),
-        .write_enable(rpl$write_enable)
+    top$fsm$reply reply(
+        .clock(reply$clock),
+        .wr_en(reply$wr_en),
+        .wr_addr(reply$wr_addr),
+        .wr_data(reply$wr_data),
+        .sweep(reply$sweep),
+        .sweeping(reply$sweeping),
+        .rd_addr(reply$rd_addr),
+        .rd_data(reply$rd_data),
+        .len_clamped(reply$len_clamped),
+        .rlen(reply$rlen),
+        .len_words(reply$len_words),
+        .word_a(reply$word_a),
+        .word0(reply$word0),
+        .rpl_len(reply$rpl_len),
+        .wrong_len(reply$wrong_len)
     );
     
     // Update code
@@ -1917,13 +3376,7 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         to$clock = clock;
         req_w0$clock = clock;
         req_seq$clock = clock;
-        req_out$clock = clock;
         slot_base$clock = clock;
-        post_busy$clock = clock;
-        post_word$clock = clock;
-        post_round$clock = clock;
-        posted_valid$clock = clock;
-        posted_round$clock = clock;
         join_step$clock = clock;
         rlen$clock = clock;
         rword_a$clock = clock;
@@ -1933,8 +3386,6 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         last_reply_r$clock = clock;
         last_status_r$clock = clock;
         start_pending$clock = clock;
-        clr$clock = clock;
-        clr_idx$clock = clock;
         state$d = state$q;
         round$d = round$q;
         ref_idx$d = ref_idx$q;
@@ -1950,13 +3401,7 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         to$d = to$q;
         req_w0$d = req_w0$q;
         req_seq$d = req_seq$q;
-        req_out$d = req_out$q;
         slot_base$d = slot_base$q;
-        post_busy$d = post_busy$q;
-        post_word$d = post_word$q;
-        post_round$d = post_round$q;
-        posted_valid$d = posted_valid$q;
-        posted_round$d = posted_round$q;
         join_step$d = join_step$q;
         rlen$d = rlen$q;
         rword_a$d = rword_a$q;
@@ -1966,144 +3411,56 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         last_reply_r$d = last_reply_r$q;
         last_status_r$d = last_status_r$q;
         start_pending$d = start_pending$q;
-        clr$d = clr$q;
-        clr_idx$d = clr_idx$q;
-        rpl$read_clock = clock;
-        rpl$write_clock = clock;
-        rpl$write_enable = rx_wr_en;
-        rpl$write_address = rx_wr_addr;
-        rpl$write_data = rx_wr_data;
-        if (clr$q) begin
-            rpl$write_enable = 1'b1;
-            rpl$write_address = clr_idx$q;
-            rpl$write_data = 32'h0;
-            clr_idx$d = clr_idx$q + 32'h1;
-            if (&clr_idx$q) begin
-                clr$d = 1'b0;
-            end
-        end
-        rpl$read_address = slot_base$q + k_r_seq;
+        poster$clock = clock;
+        reqbuf$clock = clock;
+        reply$clock = clock;
+        reply$wr_en = rx_wr_en;
+        reply$wr_addr = rx_wr_addr;
+        reply$wr_data = rx_wr_data;
+        reply$sweep = soft_reset;
+        reply_rd = slot_base$q + k_r_seq;
+        reply$rlen = rlen$q;
+        reply$word_a = rword_a$q;
+        reply$rpl_len = rpl_len;
         pacer_arm = 1'b0;
         ref_compare = 1'b0;
         trace_record = 1'b0;
         db_valid = 1'b0;
         tx_valid = 1'b0;
-        sq_wr_en = 1'b0;
         msg_len = pay_len + k_hdr_bytes;
         pay_words = (((pay_len + 32'h3) >> 32'h2) & 4'hf);
         pay_pad = ~pay_len[(32'h0)+:(2)] + 32'h1;
         slot_next = (((round$q & (ring_depth - 32'h1)) << 32'h4) & 10'h3ff);
-        hdr_idx = ((req_rd_addr) & 4'hf) - pay_words;
-        region = payload3;
-        region_prev = payload2;
-        if (req_rd_addr == 32'h0) begin
-            region = req_w0$q;
-            region_prev = 32'h0;
-        end
-        if (req_rd_addr == 32'h1) begin
-            region = payload1;
-            region_prev = req_w0$q;
-        end
-        if (req_rd_addr == 32'h2) begin
-            region = payload2;
-            region_prev = payload1;
-        end
-        req_word = pay_len;
-        if (((req_rd_addr) & 4'hf) < pay_words) begin
-            req_word = region;
-            if (pay_pad == 32'h1) begin
-                req_word = (region << 32'h8) | (region_prev >> 32'h18);
-            end
-            if (pay_pad == 32'h2) begin
-                req_word = (region << 32'h10) | (region_prev >> 32'h10);
-            end
-            if (pay_pad == 32'h3) begin
-                req_word = (region << 32'h18) | (region_prev >> 32'h8);
-            end
-        end
-        else begin
-            if (hdr_idx == k_h_id) begin
-                req_word = decoder_id;
-            end
-            if (hdr_idx == k_h_status) begin
-                req_word = k_req_status;
-            end
-            if (hdr_idx == k_h_seq) begin
-                req_word = req_seq$q;
-            end
-        end
-        req_out$d = req_word;
-        req_rd_data = req_out$q;
-        wqe_word = 32'h0;
-        if (post_word$q == k_w_wrid) begin
-            wqe_word = ((post_round$q[(32'h0)+:(16)]) & 32'hffffffff);
-        end
-        if (post_word$q == k_w_laddr_lo) begin
-            wqe_word = wqe_laddr_lo + ((pay_pad) & 32'hffffffff);
-        end
-        if (post_word$q == k_w_laddr_hi) begin
-            wqe_word = wqe_laddr_hi;
-        end
-        if (post_word$q == k_w_length) begin
-            wqe_word = msg_len;
-        end
-        if (post_word$q == k_w_opcode) begin
-            wqe_word = wqe_opcode;
-        end
-        if (post_word$q == k_w_roffset_lo) begin
-            wqe_word = wqe_rva_lo + ((post_round$q & (ring_depth - 32'h1)) << 32'h6) + k_slot_bytes - msg_len;
-        end
-        if (post_word$q == k_w_roffset_hi) begin
-            wqe_word = wqe_rva_hi;
-        end
-        if (post_word$q == k_w_rtag) begin
-            wqe_word = wqe_rkey;
-        end
-        if (post_word$q == k_w_immdt) begin
-            wqe_word = post_round$q + 32'h1;
-        end
-        sq_wr_addr = sq_base + ((post_round$q & (sq_depth - 32'h1)) << 32'h6) + (((post_word$q) & 32'hffffffff) << 32'h2);
-        sq_wr_data = wqe_word;
-        if (post_busy$q) begin
-            sq_wr_en = 1'b1;
-            post_word$d = post_word$q + 32'h1;
-            if (post_word$q == k_w_last) begin
-                post_busy$d = 1'b0;
-                posted_valid$d = 1'b1;
-                posted_round$d = post_round$q;
-            end
-        end
-        rlen_clamped = ((rpl$read_data) & 6'h3f);
-        if (rpl$read_data > ((k_r_max) & 32'hffffffff)) begin
-            rlen_clamped = k_r_max;
-        end
-        rlen_words = (((rlen$q + 32'h3) >> 32'h2) & 10'h3ff);
-        rpad = ~rlen$q[(32'h0)+:(2)] + 32'h1;
-        rword0 = rword_a$q;
-        if (rpad == 32'h1) begin
-            rword0 = (rword_a$q >> 32'h8) | (rpl$read_data << 32'h18);
-        end
-        if (rpad == 32'h2) begin
-            rword0 = (rword_a$q >> 32'h10) | (rpl$read_data << 32'h10);
-        end
-        if (rpad == 32'h3) begin
-            rword0 = (rword_a$q >> 32'h18) | (rpl$read_data << 32'h8);
-        end
-        rmask = 64'hffffffff;
-        if (rlen$q == 32'h3) begin
-            rmask = 64'hffffff;
-        end
-        if (rlen$q == 32'h2) begin
-            rmask = 64'hffff;
-        end
-        if (rlen$q == 32'h1) begin
-            rmask = 64'hff;
-        end
-        if (rlen$q == 32'h0) begin
-            rmask = 32'h0;
-        end
-        ref_wrong_len = ((rlen$q) & 32'hffffffff) != rpl_len;
-        if (((state$q == State$WaitRpl) | (state$q == State$PollRpl)) & ~seen$q & ~to$q & (rpl$read_data == req_seq$q)) begin
+        reqbuf$rd_addr = req_rd_addr;
+        req_rd_data = reqbuf$rd_data;
+        reqbuf$pay_len = pay_len;
+        reqbuf$pay_words = pay_words;
+        reqbuf$pay_pad = pay_pad;
+        reqbuf$w0 = req_w0$q;
+        reqbuf$payload1 = payload1;
+        reqbuf$payload2 = payload2;
+        reqbuf$payload3 = payload3;
+        reqbuf$decoder_id = decoder_id;
+        reqbuf$seq = req_seq$q;
+        post_now = 1'b0;
+        post_which = round$q;
+        poster$reset = soft_reset;
+        poster$sq_base = sq_base;
+        poster$sq_depth = sq_depth;
+        poster$ring_depth = ring_depth;
+        poster$wqe_opcode = wqe_opcode;
+        poster$wqe_rkey = wqe_rkey;
+        poster$wqe_rva_lo = wqe_rva_lo;
+        poster$wqe_rva_hi = wqe_rva_hi;
+        poster$wqe_laddr_lo = wqe_laddr_lo;
+        poster$wqe_laddr_hi = wqe_laddr_hi;
+        poster$msg_len = msg_len;
+        poster$pay_pad = pay_pad;
+        sq_wr_en = poster$sq_wr_en;
+        sq_wr_addr = poster$sq_wr_addr;
+        sq_wr_data = poster$sq_wr_data;
+        ref_wrong_len = reply$wrong_len;
+        if (((state$q == State$WaitRpl) | (state$q == State$PollRpl)) & ~seen$q & ~to$q & (reply$rd_data == req_seq$q)) begin
             seen$d = 1'b1;
             rtt_cap$d = rtt$q;
         end
@@ -2113,7 +3470,7 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         if (abort) begin
             abort_req$d = 1'b1;
         end
-        if (start & ((state$q != State$Idle) | clr$q)) begin
+        if (start & ((state$q != State$Idle) | reply$sweeping)) begin
             start_pending$d = 1'b1;
         end
         ref_addr = ref_idx$q;
@@ -2128,7 +3485,7 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
             State$Idle:
                 begin
                     state_code = k_s_idle;
-                    if ((start | start_pending$q) & ~clr$q) begin
+                    if ((start | start_pending$q) & ~reply$sweeping) begin
                         start_pending$d = 1'b0;
                         done_l$d = 1'b0;
                         if (hw_loop) begin
@@ -2168,14 +3525,11 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
             State$WqePost:
                 begin
                     state_code = k_s_wqe_post;
-                    if (posted_valid$q & (posted_round$q == round$q)) begin
+                    if (poster$posted_valid & (poster$posted_round == round$q)) begin
                         state$d = State$RingSq;
                     end
-                    else if (~post_busy$q) begin
-                        post_busy$d = 1'b1;
-                        post_word$d = 32'h0;
-                        post_round$d = round$q;
-                        posted_valid$d = 1'b0;
+                    else begin
+                        post_now = 1'b1;
                     end
                 end
             State$RingSq:
@@ -2189,11 +3543,9 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
                 begin
                     state_code = k_s_wait_rpl;
                     if (cq_valid & (cq_wrid == round$q[(32'h0)+:(16)])) begin
-                        if (prepost & ~post_busy$q) begin
-                            post_busy$d = 1'b1;
-                            post_word$d = 32'h0;
-                            post_round$d = round$q + 32'h1;
-                            posted_valid$d = 1'b0;
+                        if (prepost) begin
+                            post_now = 1'b1;
+                            post_which = round$q + 32'h1;
                         end
                         state$d = State$PollRpl;
                     end
@@ -2217,34 +3569,34 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
                 begin
                     state_code = k_s_join;
                     if (join_step$q == 32'h0) begin
-                        rpl$read_address = slot_base$q + k_r_len;
+                        reply_rd = slot_base$q + k_r_len;
                         join_step$d = 32'h1;
                     end
                     if (join_step$q == 32'h1) begin
-                        rlen$d = rlen_clamped;
-                        rpl$read_address = slot_base$q + k_r_len - (((rlen_clamped + 32'h3) >> 32'h2) & 10'h3ff);
+                        rlen$d = reply$len_clamped;
+                        reply_rd = slot_base$q + k_r_len - (((reply$len_clamped + 32'h3) >> 32'h2) & 10'h3ff);
                         join_step$d = 32'h2;
                     end
                     if (join_step$q == 32'h2) begin
-                        rword_a$d = rpl$read_data;
-                        rpl$read_address = slot_base$q + k_r_len - rlen_words + 32'h1;
+                        rword_a$d = reply$rd_data;
+                        reply_rd = slot_base$q + k_r_len - reply$len_words + 32'h1;
                         join_step$d = 32'h3;
                     end
                     if (join_step$q == 32'h3) begin
                         if (~to$q) begin
-                            last_reply_r$d = rword0 & rmask;
+                            last_reply_r$d = reply$word0;
                         end
-                        rpl$read_address = slot_base$q + k_r_status;
+                        reply_rd = slot_base$q + k_r_status;
                         join_step$d = 32'h4;
                     end
                     if (join_step$q == 32'h4) begin
                         if (~to$q) begin
-                            last_status_r$d = rpl$read_data;
+                            last_status_r$d = reply$rd_data;
                             last_len_r$d = ((rlen$q) & 32'hffffffff);
                         end
                         join_step$d = 32'h5;
                     end
-                    if ((join_step$q == 32'h5) & ~post_busy$q) begin
+                    if ((join_step$q == 32'h5) & ~poster$busy) begin
                         join_step$d = 32'h0;
                         if (hw_loop) begin
                             state$d = State$DatTx;
@@ -2315,8 +3667,6 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
             mismatch_l$d = 1'b0;
             seen$d = 1'b0;
             to$d = 1'b0;
-            post_busy$d = 1'b0;
-            posted_valid$d = 1'b0;
             join_step$d = 32'h0;
             last_rtt_r$d = 32'h0;
             timeouts$d = 32'h0;
@@ -2325,10 +3675,11 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
             last_len_r$d = 32'h0;
             rlen$d = 32'h0;
             start_pending$d = 1'b0;
-            clr$d = 1'b1;
-            clr_idx$d = 32'h0;
         end
-        busy = (state$q != State$Idle) | clr$q;
+        poster$post = post_now;
+        poster$round = post_which;
+        reply$rd_addr = reply_rd;
+        busy = (state$q != State$Idle) | reply$sweeping;
         done = done_l$q;
         reply_seen = seen_l$q;
         timed_out = timed_out_l$q;
@@ -2362,44 +3713,6 @@ module top$fsm$abort_req(d,q,clock);
     end
           
 endmodule // top$fsm$abort_req
-
-
-module top$fsm$clr(d,q,clock);
-    
-    // Module arguments
-    input wire  d;
-    output reg  q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 1'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$fsm$clr
-
-
-module top$fsm$clr_idx(d,q,clock);
-    
-    // Module arguments
-    input wire  [9:0] d;
-    output reg  [9:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 10'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$fsm$clr_idx
 
 
 module top$fsm$done_l(d,q,clock);
@@ -2535,7 +3848,161 @@ module top$fsm$mismatch_l(d,q,clock);
 endmodule // top$fsm$mismatch_l
 
 
-module top$fsm$post_busy(d,q,clock);
+module top$fsm$poster(clock,post,round,reset,sq_base,sq_depth,ring_depth,wqe_opcode,wqe_rkey,wqe_rva_lo,wqe_rva_hi,wqe_laddr_lo,wqe_laddr_hi,msg_len,pay_pad,sq_wr_en,sq_wr_addr,sq_wr_data,busy,posted_valid,posted_round);
+    
+    // Module arguments
+    input wire  clock;
+    input wire  post;
+    input wire  [31:0] round;
+    input wire  reset;
+    input wire  [31:0] sq_base;
+    input wire  [31:0] sq_depth;
+    input wire  [31:0] ring_depth;
+    input wire  [31:0] wqe_opcode;
+    input wire  [31:0] wqe_rkey;
+    input wire  [31:0] wqe_rva_lo;
+    input wire  [31:0] wqe_rva_hi;
+    input wire  [31:0] wqe_laddr_lo;
+    input wire  [31:0] wqe_laddr_hi;
+    input wire  [31:0] msg_len;
+    input wire  [1:0] pay_pad;
+    output reg  sq_wr_en;
+    output reg  [31:0] sq_wr_addr;
+    output reg  [31:0] sq_wr_data;
+    output reg  busy;
+    output reg  posted_valid;
+    output reg  [31:0] posted_round;
+    
+    // Constant declarations
+    localparam  k_w_wrid = 4'h0;
+    localparam  k_w_laddr_lo = 4'h1;
+    localparam  k_w_laddr_hi = 4'h2;
+    localparam  k_w_length = 4'h3;
+    localparam  k_w_opcode = 4'h4;
+    localparam  k_w_roffset_lo = 4'h5;
+    localparam  k_w_roffset_hi = 4'h6;
+    localparam  k_w_rtag = 4'h7;
+    localparam  k_w_immdt = 4'hc;
+    localparam  k_w_last = 4'hf;
+    localparam  k_slot_bytes = 32'h40;
+    
+    // Stub signals
+    reg  post_busy$d;
+    wire  post_busy$q;
+    reg  post_busy$clock;
+    reg  [3:0] post_word$d;
+    wire  [3:0] post_word$q;
+    reg  post_word$clock;
+    reg  [31:0] post_round$d;
+    wire  [31:0] post_round$q;
+    reg  post_round$clock;
+    reg  posted_valid_r$d;
+    wire  posted_valid_r$q;
+    reg  posted_valid_r$clock;
+    reg  [31:0] posted_round_r$d;
+    wire  [31:0] posted_round_r$q;
+    reg  posted_round_r$clock;
+    
+    // Local signals
+    reg  [31:0] wqe_word;
+    
+    // Sub module instances
+    top$fsm$poster$post_busy post_busy(
+        .d(post_busy$d),
+        .q(post_busy$q),
+        .clock(post_busy$clock)
+    );
+    top$fsm$poster$post_word post_word(
+        .d(post_word$d),
+        .q(post_word$q),
+        .clock(post_word$clock)
+    );
+    top$fsm$poster$post_round post_round(
+        .d(post_round$d),
+        .q(post_round$q),
+        .clock(post_round$clock)
+    );
+    top$fsm$poster$posted_valid_r posted_valid_r(
+        .d(posted_valid_r$d),
+        .q(posted_valid_r$q),
+        .clock(posted_valid_r$clock)
+    );
+    top$fsm$poster$posted_round_r posted_round_r(
+        .d(posted_round_r$d),
+        .q(posted_round_r$q),
+        .clock(posted_round_r$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        post_busy$clock = clock;
+        post_word$clock = clock;
+        post_round$clock = clock;
+        posted_valid_r$clock = clock;
+        posted_round_r$clock = clock;
+        post_busy$d = post_busy$q;
+        post_word$d = post_word$q;
+        post_round$d = post_round$q;
+        posted_valid_r$d = posted_valid_r$q;
+        posted_round_r$d = posted_round_r$q;
+        wqe_word = 32'h0;
+        if (post_word$q == k_w_wrid) begin
+            wqe_word = ((post_round$q[(32'h0)+:(16)]) & 32'hffffffff);
+        end
+        if (post_word$q == k_w_laddr_lo) begin
+            wqe_word = wqe_laddr_lo + ((pay_pad) & 32'hffffffff);
+        end
+        if (post_word$q == k_w_laddr_hi) begin
+            wqe_word = wqe_laddr_hi;
+        end
+        if (post_word$q == k_w_length) begin
+            wqe_word = msg_len;
+        end
+        if (post_word$q == k_w_opcode) begin
+            wqe_word = wqe_opcode;
+        end
+        if (post_word$q == k_w_roffset_lo) begin
+            wqe_word = wqe_rva_lo + ((post_round$q & (ring_depth - 32'h1)) << 32'h6) + k_slot_bytes - msg_len;
+        end
+        if (post_word$q == k_w_roffset_hi) begin
+            wqe_word = wqe_rva_hi;
+        end
+        if (post_word$q == k_w_rtag) begin
+            wqe_word = wqe_rkey;
+        end
+        if (post_word$q == k_w_immdt) begin
+            wqe_word = post_round$q + 32'h1;
+        end
+        sq_wr_addr = sq_base + ((post_round$q & (sq_depth - 32'h1)) << 32'h6) + (((post_word$q) & 32'hffffffff) << 32'h2);
+        sq_wr_data = wqe_word;
+        sq_wr_en = post_busy$q;
+        if (post_busy$q) begin
+            post_word$d = post_word$q + 32'h1;
+            if (post_word$q == k_w_last) begin
+                post_busy$d = 1'b0;
+                posted_valid_r$d = 1'b1;
+                posted_round_r$d = post_round$q;
+            end
+        end
+        if (post & ~post_busy$q) begin
+            post_busy$d = 1'b1;
+            post_word$d = 32'h0;
+            post_round$d = round;
+            posted_valid_r$d = 1'b0;
+        end
+        if (reset) begin
+            post_busy$d = 1'b0;
+            posted_valid_r$d = 1'b0;
+        end
+        busy = post_busy$q;
+        posted_valid = posted_valid_r$q;
+        posted_round = posted_round_r$q;
+    end
+    
+endmodule // top$fsm$poster
+
+
+module top$fsm$poster$post_busy(d,q,clock);
     
     // Module arguments
     input wire  d;
@@ -2551,10 +4018,10 @@ module top$fsm$post_busy(d,q,clock);
        q <= d;
     end
           
-endmodule // top$fsm$post_busy
+endmodule // top$fsm$poster$post_busy
 
 
-module top$fsm$post_round(d,q,clock);
+module top$fsm$poster$post_round(d,q,clock);
     
     // Module arguments
     input wire  [31:0] d;
@@ -2570,10 +4037,10 @@ module top$fsm$post_round(d,q,clock);
        q <= d;
     end
           
-endmodule // top$fsm$post_round
+endmodule // top$fsm$poster$post_round
 
 
-module top$fsm$post_word(d,q,clock);
+module top$fsm$poster$post_word(d,q,clock);
     
     // Module arguments
     input wire  [3:0] d;
@@ -2589,10 +4056,10 @@ module top$fsm$post_word(d,q,clock);
        q <= d;
     end
           
-endmodule // top$fsm$post_word
+endmodule // top$fsm$poster$post_word
 
 
-module top$fsm$posted_round(d,q,clock);
+module top$fsm$poster$posted_round_r(d,q,clock);
     
     // Module arguments
     input wire  [31:0] d;
@@ -2608,10 +4075,10 @@ module top$fsm$posted_round(d,q,clock);
        q <= d;
     end
           
-endmodule // top$fsm$posted_round
+endmodule // top$fsm$poster$posted_round_r
 
 
-module top$fsm$posted_valid(d,q,clock);
+module top$fsm$poster$posted_valid_r(d,q,clock);
     
     // Module arguments
     input wire  d;
@@ -2627,7 +4094,7 @@ module top$fsm$posted_valid(d,q,clock);
        q <= d;
     end
           
-endmodule // top$fsm$posted_valid
+endmodule // top$fsm$poster$posted_valid_r
 
 
 module top$fsm$ref_idx(d,q,clock);
@@ -2649,23 +4116,199 @@ module top$fsm$ref_idx(d,q,clock);
 endmodule // top$fsm$ref_idx
 
 
-module top$fsm$req_out(d,q,clock);
+module top$fsm$reply(clock,wr_en,wr_addr,wr_data,sweep,sweeping,rd_addr,rd_data,len_clamped,rlen,len_words,word_a,word0,rpl_len,wrong_len);
     
     // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
+    input wire  clock;
+    input wire  wr_en;
+    input wire  [9:0] wr_addr;
+    input wire  [31:0] wr_data;
+    input wire  sweep;
+    output reg  sweeping;
+    input wire  [9:0] rd_addr;
+    output reg  [31:0] rd_data;
+    output reg  [5:0] len_clamped;
+    input wire  [5:0] rlen;
+    output reg  [9:0] len_words;
+    input wire  [31:0] word_a;
+    output reg  [31:0] word0;
+    input wire  [31:0] rpl_len;
+    output reg  wrong_len;
+    
+    // Constant declarations
+    localparam  k_max = 6'b110000;
+    
+    // Stub signals
+    reg  [9:0] mem$read_address;
+    reg  mem$read_clock;
+    wire  [31:0] mem$read_data;
+    reg  [9:0] mem$write_address;
+    reg  mem$write_clock;
+    reg  [31:0] mem$write_data;
+    reg  mem$write_enable;
+    reg  clr$d;
+    wire  clr$q;
+    reg  clr$clock;
+    reg  [9:0] clr_idx$d;
+    wire  [9:0] clr_idx$q;
+    reg  clr_idx$clock;
+    
+    // Local signals
+    reg  [5:0] clamped;
+    reg  [1:0] pad;
+    reg  [31:0] funnel;
+    reg  [31:0] mask;
+    
+    // Sub module instances
+    top$fsm$reply$mem mem(
+        .read_address(mem$read_address),
+        .read_clock(mem$read_clock),
+        .read_data(mem$read_data),
+        .write_address(mem$write_address),
+        .write_clock(mem$write_clock),
+        .write_data(mem$write_data),
+        .write_enable(mem$write_enable)
+    );
+    top$fsm$reply$clr clr(
+        .d(clr$d),
+        .q(clr$q),
+        .clock(clr$clock)
+    );
+    top$fsm$reply$clr_idx clr_idx(
+        .d(clr_idx$d),
+        .q(clr_idx$q),
+        .clock(clr_idx$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        clr$clock = clock;
+        clr_idx$clock = clock;
+        clr$d = clr$q;
+        clr_idx$d = clr_idx$q;
+        mem$read_clock = clock;
+        mem$write_clock = clock;
+        mem$write_enable = wr_en;
+        mem$write_address = wr_addr;
+        mem$write_data = wr_data;
+        if (clr$q) begin
+            mem$write_enable = 1'b1;
+            mem$write_address = clr_idx$q;
+            mem$write_data = 32'h0;
+            clr_idx$d = clr_idx$q + 32'h1;
+            if (&clr_idx$q) begin
+                clr$d = 1'b0;
+            end
+        end
+        if (sweep) begin
+            clr$d = 1'b1;
+            clr_idx$d = 32'h0;
+        end
+        sweeping = clr$q;
+        mem$read_address = rd_addr;
+        rd_data = mem$read_data;
+        clamped = ((mem$read_data) & 6'h3f);
+        if (mem$read_data > ((k_max) & 32'hffffffff)) begin
+            clamped = k_max;
+        end
+        len_clamped = clamped;
+        len_words = (((rlen + 32'h3) >> 32'h2) & 10'h3ff);
+        pad = ~rlen[(32'h0)+:(2)] + 32'h1;
+        funnel = word_a;
+        if (pad == 32'h1) begin
+            funnel = (word_a >> 32'h8) | (mem$read_data << 32'h18);
+        end
+        if (pad == 32'h2) begin
+            funnel = (word_a >> 32'h10) | (mem$read_data << 32'h10);
+        end
+        if (pad == 32'h3) begin
+            funnel = (word_a >> 32'h18) | (mem$read_data << 32'h8);
+        end
+        mask = 64'hffffffff;
+        if (rlen == 32'h3) begin
+            mask = 64'hffffff;
+        end
+        if (rlen == 32'h2) begin
+            mask = 64'hffff;
+        end
+        if (rlen == 32'h1) begin
+            mask = 64'hff;
+        end
+        if (rlen == 32'h0) begin
+            mask = 32'h0;
+        end
+        word0 = funnel & mask;
+        wrong_len = ((rlen) & 32'hffffffff) != rpl_len;
+    end
+    
+endmodule // top$fsm$reply
+
+
+module top$fsm$reply$clr(d,q,clock);
+    
+    // Module arguments
+    input wire  d;
+    output reg  q;
     input wire  clock;
     
     // Update code (custom)
     initial begin
-       q = 32'h0;
+       q = 1'h0;
     end
     
     always @(posedge clock) begin
        q <= d;
     end
           
-endmodule // top$fsm$req_out
+endmodule // top$fsm$reply$clr
+
+
+module top$fsm$reply$clr_idx(d,q,clock);
+    
+    // Module arguments
+    input wire  [9:0] d;
+    output reg  [9:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 10'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$fsm$reply$clr_idx
+
+
+module top$fsm$reply$mem(read_address,read_clock,read_data,write_address,write_clock,write_data,write_enable);
+    
+    // Module arguments
+    input wire  [9:0] read_address;
+    input wire  read_clock;
+    output reg  [31:0] read_data;
+    input wire  [9:0] write_address;
+    input wire  write_clock;
+    input wire  [31:0] write_data;
+    input wire  write_enable;
+    
+    // Update code (custom)
+    reg[31:0] mem[1023:0];
+    
+    
+    
+    always @(posedge read_clock) begin
+       read_data <= mem[read_address];
+    end
+    
+    always @(posedge write_clock) begin
+       if (write_enable) begin
+          mem[write_address] <= write_data;
+       end
+    end
+                
+endmodule // top$fsm$reply$mem
 
 
 module top$fsm$req_seq(d,q,clock);
@@ -2706,6 +4349,115 @@ module top$fsm$req_w0(d,q,clock);
 endmodule // top$fsm$req_w0
 
 
+module top$fsm$reqbuf(clock,rd_addr,rd_data,pay_len,pay_words,pay_pad,w0,payload1,payload2,payload3,decoder_id,seq);
+    
+    // Module arguments
+    input wire  clock;
+    input wire  [2:0] rd_addr;
+    output reg  [31:0] rd_data;
+    input wire  [31:0] pay_len;
+    input wire  [3:0] pay_words;
+    input wire  [1:0] pay_pad;
+    input wire  [31:0] w0;
+    input wire  [31:0] payload1;
+    input wire  [31:0] payload2;
+    input wire  [31:0] payload3;
+    input wire  [31:0] decoder_id;
+    input wire  [31:0] seq;
+    
+    // Constant declarations
+    localparam  k_h_id = 4'h1;
+    localparam  k_h_status = 4'h2;
+    localparam  k_h_seq = 4'h3;
+    localparam  k_req_status = 32'h1010000;
+    
+    // Stub signals
+    reg  [31:0] out$d;
+    wire  [31:0] out$q;
+    reg  out$clock;
+    
+    // Local signals
+    reg  [3:0] hdr_idx;
+    reg  [31:0] region;
+    reg  [31:0] region_prev;
+    reg  [31:0] word;
+    
+    // Sub module instances
+    top$fsm$reqbuf$out out(
+        .d(out$d),
+        .q(out$q),
+        .clock(out$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        out$clock = clock;
+        out$d = out$q;
+        hdr_idx = ((rd_addr) & 4'hf) - pay_words;
+        region = payload3;
+        region_prev = payload2;
+        if (rd_addr == 32'h0) begin
+            region = w0;
+            region_prev = 32'h0;
+        end
+        if (rd_addr == 32'h1) begin
+            region = payload1;
+            region_prev = w0;
+        end
+        if (rd_addr == 32'h2) begin
+            region = payload2;
+            region_prev = payload1;
+        end
+        word = pay_len;
+        if (((rd_addr) & 4'hf) < pay_words) begin
+            word = region;
+            if (pay_pad == 32'h1) begin
+                word = (region << 32'h8) | (region_prev >> 32'h18);
+            end
+            if (pay_pad == 32'h2) begin
+                word = (region << 32'h10) | (region_prev >> 32'h10);
+            end
+            if (pay_pad == 32'h3) begin
+                word = (region << 32'h18) | (region_prev >> 32'h8);
+            end
+        end
+        else begin
+            if (hdr_idx == k_h_id) begin
+                word = decoder_id;
+            end
+            if (hdr_idx == k_h_status) begin
+                word = k_req_status;
+            end
+            if (hdr_idx == k_h_seq) begin
+                word = seq;
+            end
+        end
+        out$d = word;
+        rd_data = out$q;
+    end
+    
+endmodule // top$fsm$reqbuf
+
+
+module top$fsm$reqbuf$out(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$fsm$reqbuf$out
+
+
 module top$fsm$rlen(d,q,clock);
     
     // Module arguments
@@ -2742,35 +4494,6 @@ module top$fsm$round(d,q,clock);
     end
           
 endmodule // top$fsm$round
-
-
-module top$fsm$rpl(read_address,read_clock,read_data,write_address,write_clock,write_data,write_enable);
-    
-    // Module arguments
-    input wire  [9:0] read_address;
-    input wire  read_clock;
-    output reg  [31:0] read_data;
-    input wire  [9:0] write_address;
-    input wire  write_clock;
-    input wire  [31:0] write_data;
-    input wire  write_enable;
-    
-    // Update code (custom)
-    reg[31:0] mem[1023:0];
-    
-    
-    
-    always @(posedge read_clock) begin
-       read_data <= mem[read_address];
-    end
-    
-    always @(posedge write_clock) begin
-       if (write_enable) begin
-          mem[write_address] <= write_data;
-       end
-    end
-                
-endmodule // top$fsm$rpl
 
 
 module top$fsm$rtt(d,q,clock);
@@ -3259,1383 +4982,6 @@ module top$pacer$waiting(d,q,clock);
     end
           
 endmodule // top$pacer$waiting
-
-
-module top$r_decoder_id(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h0;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_decoder_id$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_decoder_id
-
-
-module top$r_decoder_id$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_decoder_id$dff
-
-
-module top$r_flags(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h8;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_flags$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_flags
-
-
-module top$r_flags$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_flags$dff
-
-
-module top$r_pacer_freq(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h0;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_pacer_freq$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_pacer_freq
-
-
-module top$r_pacer_freq$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_pacer_freq$dff
-
-
-module top$r_pacer_seed(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h1;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_pacer_seed$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_pacer_seed
-
-
-module top$r_pacer_seed$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_pacer_seed$dff
-
-
-module top$r_pacer_span(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h0;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_pacer_span$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_pacer_span
-
-
-module top$r_pacer_span$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_pacer_span$dff
-
-
-module top$r_pay_len(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h4;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_pay_len$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_pay_len
-
-
-module top$r_pay_len$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_pay_len$dff
-
-
-module top$r_payload0(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h0;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_payload0$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_payload0
-
-
-module top$r_payload0$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_payload0$dff
-
-
-module top$r_payload1(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h0;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_payload1$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_payload1
-
-
-module top$r_payload1$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_payload1$dff
-
-
-module top$r_payload2(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h0;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_payload2$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_payload2
-
-
-module top$r_payload2$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_payload2$dff
-
-
-module top$r_payload3(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h0;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_payload3$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_payload3
-
-
-module top$r_payload3$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_payload3$dff
-
-
-module top$r_qp_num(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h2;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_qp_num$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_qp_num
-
-
-module top$r_qp_num$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_qp_num$dff
-
-
-module top$r_ref_addr(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h0;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_ref_addr$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_ref_addr
-
-
-module top$r_ref_addr$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_ref_addr$dff
-
-
-module top$r_ref_len(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h1;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_ref_len$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_ref_len
-
-
-module top$r_ref_len$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_ref_len$dff
-
-
-module top$r_ring_depth(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h40;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_ring_depth$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_ring_depth
-
-
-module top$r_ring_depth$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_ring_depth$dff
-
-
-module top$r_rounds(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h0;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_rounds$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_rounds
-
-
-module top$r_rounds$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_rounds$dff
-
-
-module top$r_rpl_len(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h4;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_rpl_len$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_rpl_len
-
-
-module top$r_rpl_len$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_rpl_len$dff
-
-
-module top$r_sq_base(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h0;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_sq_base$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_sq_base
-
-
-module top$r_sq_base$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_sq_base$dff
-
-
-module top$r_sq_depth(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h10;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_sq_depth$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_sq_depth
-
-
-module top$r_sq_depth$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_sq_depth$dff
-
-
-module top$r_timeout(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h30d40;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_timeout$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_timeout
-
-
-module top$r_timeout$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_timeout$dff
-
-
-module top$r_trace_ctrl(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h1;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_trace_ctrl$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_trace_ctrl
-
-
-module top$r_trace_ctrl$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_trace_ctrl$dff
-
-
-module top$r_trace_rd_addr(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h0;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_trace_rd_addr$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_trace_rd_addr
-
-
-module top$r_trace_rd_addr$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_trace_rd_addr$dff
-
-
-module top$r_wqe_laddr_hi(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h0;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_wqe_laddr_hi$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_wqe_laddr_hi
-
-
-module top$r_wqe_laddr_hi$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_wqe_laddr_hi$dff
-
-
-module top$r_wqe_laddr_lo(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h0;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_wqe_laddr_lo$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_wqe_laddr_lo
-
-
-module top$r_wqe_laddr_lo$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_wqe_laddr_lo$dff
-
-
-module top$r_wqe_opcode(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h0;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_wqe_opcode$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_wqe_opcode
-
-
-module top$r_wqe_opcode$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_wqe_opcode$dff
-
-
-module top$r_wqe_rkey(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h0;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_wqe_rkey$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_wqe_rkey
-
-
-module top$r_wqe_rkey$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_wqe_rkey$dff
-
-
-module top$r_wqe_rva_hi(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h0;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_wqe_rva_hi$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_wqe_rva_hi
-
-
-module top$r_wqe_rva_hi$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_wqe_rva_hi$dff
-
-
-module top$r_wqe_rva_lo(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Constant declarations
-    localparam  init = 32'h0;
-    
-    // Stub signals
-    reg  [31:0] dff$d;
-    wire  [31:0] dff$q;
-    reg  dff$clock;
-    
-    // Sub module instances
-    top$r_wqe_rva_lo$dff dff(
-        .d(dff$d),
-        .q(dff$q),
-        .clock(dff$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        dff$clock = clock;
-        q = dff$q ^ init;
-        dff$d = d ^ init;
-    end
-    
-endmodule // top$r_wqe_rva_lo
-
-
-module top$r_wqe_rva_lo$dff(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$r_wqe_rva_lo$dff
 
 
 module top$refmem(clock,clear,wr_syn,wr_exp,wr_addr,wr_data,rd_addr,syndrome,expected,compare,reply,wrong_len,mismatch,mismatches);

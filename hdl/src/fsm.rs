@@ -37,15 +37,20 @@
 //! reply's payload is found by its header's `payload_len` (any length up to the slot's 48
 //! bytes) and its first four bytes are taken with a byte shift across two words.
 //!
-//! Nothing here is a literal of someone else's layout: the WQE's word indices come from
-//! `backline_board::ernic::wqe` (PG332 Table 2-1), the header's word indices and the
-//! request's status word from `backline_wire::words`, the state codes from
-//! `backline_regmap::state`; each enters the logic as a [`Constant`].
+//! The WQE writer, the request buffer and the reply memory are blocks of their own
+//! ([`WqePoster`], [`RequestBuffer`], [`ReplyMem`]). Nothing here is a literal of someone
+//! else's layout: the WQE's word indices come from `backline_board::ernic::wqe` (PG332 Table
+//! 2-1, in [`WqePoster`]), the header's word indices and the request's status word from
+//! `backline_wire::words`, the state codes from `backline_regmap::state`; each enters the
+//! logic as a [`Constant`].
 
-use backline_board::ernic::wqe;
 use backline_regmap as rm;
 use backline_wire::words as hdr;
 use rust_hdl::prelude::*;
+
+use crate::reply::ReplyMem;
+use crate::reqbuf::RequestBuffer;
+use crate::wqe::WqePoster;
 
 /// FSM states, in `STATUS.state` order.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, LogicState)]
@@ -222,13 +227,7 @@ pub struct HwhsFsm {
     to: DFF<Bit>,
     req_w0: DFF<Bits<32>>,
     req_seq: DFF<Bits<32>>,
-    req_out: DFF<Bits<32>>,
     slot_base: DFF<Bits<10>>,
-    post_busy: DFF<Bit>,
-    post_word: DFF<Bits<4>>,
-    post_round: DFF<Bits<32>>,
-    posted_valid: DFF<Bit>,
-    posted_round: DFF<Bits<32>>,
     join_step: DFF<Bits<3>>,
     rlen: DFF<Bits<6>>,
     rword_a: DFF<Bits<32>>,
@@ -238,49 +237,28 @@ pub struct HwhsFsm {
     last_reply_r: DFF<Bits<32>>,
     last_status_r: DFF<Bits<32>>,
     start_pending: DFF<Bit>,
-    clr: DFF<Bit>,
-    clr_idx: DFF<Bits<10>>,
-    rpl: RAM<Bits<32>, 10>,
+    /// The WQE writer.
+    poster: WqePoster,
+    /// The request message image ERNIC reads.
+    reqbuf: RequestBuffer,
+    /// The reply memory.
+    reply: ReplyMem,
+    // What the FSM drives into its parts is settled in these locals first and assigned to
+    // the part's input once, at the end: a part's input that changed more than once in one
+    // evaluation would wake the part, whose outputs wake the FSM again (an event loop in
+    // event-driven simulators such as Icarus; Verilator would not notice).
+    post_now: Signal<Local, Bit>,
+    post_which: Signal<Local, Bits<32>>,
+    reply_rd: Signal<Local, Bits<10>>,
     msg_len: Signal<Local, Bits<32>>,
     pay_words: Signal<Local, Bits<4>>,
     pay_pad: Signal<Local, Bits<2>>,
-    hdr_idx: Signal<Local, Bits<4>>,
-    wqe_word: Signal<Local, Bits<32>>,
-    req_word: Signal<Local, Bits<32>>,
-    region: Signal<Local, Bits<32>>,
-    region_prev: Signal<Local, Bits<32>>,
     slot_next: Signal<Local, Bits<10>>,
-    rlen_clamped: Signal<Local, Bits<6>>,
-    rlen_words: Signal<Local, Bits<10>>,
-    rpad: Signal<Local, Bits<2>>,
-    rword0: Signal<Local, Bits<32>>,
-    rmask: Signal<Local, Bits<32>>,
-    // WQE word indices (PG332 Table 2-1).
-    k_w_wrid: Constant<Bits<4>>,
-    k_w_laddr_lo: Constant<Bits<4>>,
-    k_w_laddr_hi: Constant<Bits<4>>,
-    k_w_length: Constant<Bits<4>>,
-    k_w_opcode: Constant<Bits<4>>,
-    k_w_roffset_lo: Constant<Bits<4>>,
-    k_w_roffset_hi: Constant<Bits<4>>,
-    k_w_rtag: Constant<Bits<4>>,
-    k_w_immdt: Constant<Bits<4>>,
-    k_w_last: Constant<Bits<4>>,
-    // Slot header words (wire format v1).
-    k_h_len: Constant<Bits<4>>,
-    k_h_id: Constant<Bits<4>>,
-    k_h_status: Constant<Bits<4>>,
-    k_h_seq: Constant<Bits<4>>,
-    k_req_status: Constant<Bits<32>>,
     k_hdr_bytes: Constant<Bits<32>>,
-    // Reply slot: word offsets of the header's payload_len, status and seq words, and the
-    // largest reply payload.
-    k_slot_bytes: Constant<Bits<32>>,
-    k_slot_shift: Constant<Bits<32>>,
+    // Reply slot: word offsets of the header's payload_len, status and seq words.
     k_r_len: Constant<Bits<10>>,
     k_r_status: Constant<Bits<10>>,
     k_r_seq: Constant<Bits<10>>,
-    k_r_max: Constant<Bits<6>>,
     // STATUS.state codes.
     k_s_idle: Constant<Bits<4>>,
     k_s_dat_rx: Constant<Bits<4>>,
@@ -394,13 +372,7 @@ impl Default for HwhsFsm {
             to: Default::default(),
             req_w0: Default::default(),
             req_seq: Default::default(),
-            req_out: Default::default(),
             slot_base: Default::default(),
-            post_busy: Default::default(),
-            post_word: Default::default(),
-            post_round: Default::default(),
-            posted_valid: Default::default(),
-            posted_round: Default::default(),
             join_step: Default::default(),
             rlen: Default::default(),
             rword_a: Default::default(),
@@ -410,45 +382,20 @@ impl Default for HwhsFsm {
             last_reply_r: Default::default(),
             last_status_r: Default::default(),
             start_pending: Default::default(),
-            clr: Default::default(),
-            clr_idx: Default::default(),
-            rpl: RAM::new(Default::default()),
+            poster: Default::default(),
+            reqbuf: Default::default(),
+            reply: Default::default(),
+            post_now: Default::default(),
+            post_which: Default::default(),
+            reply_rd: Default::default(),
             msg_len: Default::default(),
             pay_words: Default::default(),
             pay_pad: Default::default(),
-            hdr_idx: Default::default(),
-            wqe_word: Default::default(),
-            req_word: Default::default(),
-            region: Default::default(),
-            region_prev: Default::default(),
             slot_next: Default::default(),
-            rlen_clamped: Default::default(),
-            rlen_words: Default::default(),
-            rpad: Default::default(),
-            rword0: Default::default(),
-            rmask: Default::default(),
-            k_w_wrid: k4(wqe::WRID / 4),
-            k_w_laddr_lo: k4(wqe::LADDR_LO / 4),
-            k_w_laddr_hi: k4(wqe::LADDR_HI / 4),
-            k_w_length: k4(wqe::LENGTH / 4),
-            k_w_opcode: k4(wqe::OPCODE / 4),
-            k_w_roffset_lo: k4(wqe::ROFFSET_LO / 4),
-            k_w_roffset_hi: k4(wqe::ROFFSET_HI / 4),
-            k_w_rtag: k4(wqe::RTAG / 4),
-            k_w_immdt: k4(wqe::IMMDT / 4),
-            k_w_last: k4(wqe::WORDS - 1),
-            k_h_len: k4(hdr::PAYLOAD_LEN),
-            k_h_id: k4(hdr::DECODER_ID),
-            k_h_status: k4(hdr::STATUS),
-            k_h_seq: k4(hdr::SEQ),
-            k_req_status: k32(hdr::status_word(0, backline_wire::Kind::Request)),
             k_hdr_bytes: k32(backline_wire::HEADER_BYTES as u32),
-            k_slot_bytes: k32(rm::SLOT_BYTES),
-            k_slot_shift: k32(rm::SLOT_BYTES.trailing_zeros()),
             k_r_len: k10(HDR_AT + hdr::PAYLOAD_LEN),
             k_r_status: k10(HDR_AT + hdr::STATUS),
             k_r_seq: k10(HDR_AT + hdr::SEQ),
-            k_r_max: Constant::new((rm::MAX_REPLY_BYTES as u64).into()),
             k_s_idle: k4(rm::state::IDLE),
             k_s_dat_rx: k4(rm::state::DAT_RX),
             k_s_wqe_post: k4(rm::state::WQE_POST),
@@ -484,13 +431,7 @@ impl Logic for HwhsFsm {
             to,
             req_w0,
             req_seq,
-            req_out,
             slot_base,
-            post_busy,
-            post_word,
-            post_round,
-            posted_valid,
-            posted_round,
             join_step,
             rlen,
             rword_a,
@@ -499,30 +440,19 @@ impl Logic for HwhsFsm {
             timeouts,
             last_reply_r,
             last_status_r,
-            start_pending,
-            clr,
-            clr_idx
+            start_pending
         );
-        self.rpl.read_clock.next = self.clock.val();
-        self.rpl.write_clock.next = self.clock.val();
-        // Inbound RDMA writes land in the reply memory.
-        self.rpl.write_enable.next = self.rx_wr_en.val();
-        self.rpl.write_address.next = self.rx_wr_addr.val();
-        self.rpl.write_data.next = self.rx_wr_data.val();
-        // After a soft reset the reply memory is swept to zero (1024 cycles), so that replies
-        // of the previous run cannot match the restarted sequence numbers. A start that
-        // arrives meanwhile is kept and acted on when the sweep ends.
-        if self.clr.q.val() {
-            self.rpl.write_enable.next = true;
-            self.rpl.write_address.next = self.clr_idx.q.val();
-            self.rpl.write_data.next = 0.into();
-            self.clr_idx.d.next = self.clr_idx.q.val() + 1;
-            if self.clr_idx.q.val().all() {
-                self.clr.d.next = false;
-            }
-        }
-        // By default the reply memory is read at this round's seq word.
-        self.rpl.read_address.next = self.slot_base.q.val() + self.k_r_seq.val();
+        clock!(self, clock, poster, reqbuf, reply);
+        // Inbound RDMA writes land in the reply memory; a soft reset sweeps it to zero. By
+        // default it is read at this round's seq word.
+        self.reply.wr_en.next = self.rx_wr_en.val();
+        self.reply.wr_addr.next = self.rx_wr_addr.val();
+        self.reply.wr_data.next = self.rx_wr_data.val();
+        self.reply.sweep.next = self.soft_reset.val();
+        self.reply_rd.next = self.slot_base.q.val() + self.k_r_seq.val();
+        self.reply.rlen.next = self.rlen.q.val();
+        self.reply.word_a.next = self.rword_a.q.val();
+        self.reply.rpl_len.next = self.rpl_len.val();
 
         // Defaults of every output pulse.
         self.pacer_arm.next = false;
@@ -530,7 +460,6 @@ impl Logic for HwhsFsm {
         self.trace_record.next = false;
         self.db_valid.next = false;
         self.tx_valid.next = false;
-        self.sq_wr_en.next = false;
 
         // A request of PAY_LEN bytes: ceil(PAY_LEN / 4) payload-region words, the payload
         // right-aligned in them (pay_pad bytes in front), then the header.
@@ -541,132 +470,44 @@ impl Logic for HwhsFsm {
         self.slot_next.next =
             bit_cast::<10, 32>((self.round.q.val() & (self.ring_depth.val() - 1)) << 4);
 
-        // ---- the request buffer ERNIC reads: payload-region words, then the header ----
-        self.hdr_idx.next = bit_cast::<4, 3>(self.req_rd_addr.val()) - self.pay_words.val();
-        self.region.next = self.payload3.val();
-        self.region_prev.next = self.payload2.val();
-        if self.req_rd_addr.val() == 0 {
-            self.region.next = self.req_w0.q.val();
-            self.region_prev.next = 0.into();
-        }
-        if self.req_rd_addr.val() == 1 {
-            self.region.next = self.payload1.val();
-            self.region_prev.next = self.req_w0.q.val();
-        }
-        if self.req_rd_addr.val() == 2 {
-            self.region.next = self.payload2.val();
-            self.region_prev.next = self.payload1.val();
-        }
-        self.req_word.next = self.pay_len.val();
-        if bit_cast::<4, 3>(self.req_rd_addr.val()) < self.pay_words.val() {
-            self.req_word.next = self.region.val();
-            if self.pay_pad.val() == 1 {
-                self.req_word.next = (self.region.val() << 8) | (self.region_prev.val() >> 24);
-            }
-            if self.pay_pad.val() == 2 {
-                self.req_word.next = (self.region.val() << 16) | (self.region_prev.val() >> 16);
-            }
-            if self.pay_pad.val() == 3 {
-                self.req_word.next = (self.region.val() << 24) | (self.region_prev.val() >> 8);
-            }
-        } else {
-            if self.hdr_idx.val() == self.k_h_id.val() {
-                self.req_word.next = self.decoder_id.val();
-            }
-            if self.hdr_idx.val() == self.k_h_status.val() {
-                self.req_word.next = self.k_req_status.val();
-            }
-            if self.hdr_idx.val() == self.k_h_seq.val() {
-                self.req_word.next = self.req_seq.q.val();
-            }
-        }
-        self.req_out.d.next = self.req_word.val();
-        self.req_rd_data.next = self.req_out.q.val();
+        // ---- the request buffer ERNIC reads ----
+        self.reqbuf.rd_addr.next = self.req_rd_addr.val();
+        self.req_rd_data.next = self.reqbuf.rd_data.val();
+        self.reqbuf.pay_len.next = self.pay_len.val();
+        self.reqbuf.pay_words.next = self.pay_words.val();
+        self.reqbuf.pay_pad.next = self.pay_pad.val();
+        self.reqbuf.w0.next = self.req_w0.q.val();
+        self.reqbuf.payload1.next = self.payload1.val();
+        self.reqbuf.payload2.next = self.payload2.val();
+        self.reqbuf.payload3.next = self.payload3.val();
+        self.reqbuf.decoder_id.next = self.decoder_id.val();
+        self.reqbuf.seq.next = self.req_seq.q.val();
 
-        // ---- the WQE poster: the words of the WQE of `post_round`, one per cycle ----
-        self.wqe_word.next = 0.into();
-        if self.post_word.q.val() == self.k_w_wrid.val() {
-            self.wqe_word.next = bit_cast::<32, 16>(self.post_round.q.val().get_bits::<16>(0));
-        }
-        if self.post_word.q.val() == self.k_w_laddr_lo.val() {
-            self.wqe_word.next = self.wqe_laddr_lo.val() + bit_cast::<32, 2>(self.pay_pad.val());
-        }
-        if self.post_word.q.val() == self.k_w_laddr_hi.val() {
-            self.wqe_word.next = self.wqe_laddr_hi.val();
-        }
-        if self.post_word.q.val() == self.k_w_length.val() {
-            self.wqe_word.next = self.msg_len.val();
-        }
-        if self.post_word.q.val() == self.k_w_opcode.val() {
-            self.wqe_word.next = self.wqe_opcode.val();
-        }
-        if self.post_word.q.val() == self.k_w_roffset_lo.val() {
-            self.wqe_word.next = self.wqe_rva_lo.val()
-                + ((self.post_round.q.val() & (self.ring_depth.val() - 1)) << 6)
-                + self.k_slot_bytes.val()
-                - self.msg_len.val();
-        }
-        if self.post_word.q.val() == self.k_w_roffset_hi.val() {
-            self.wqe_word.next = self.wqe_rva_hi.val();
-        }
-        if self.post_word.q.val() == self.k_w_rtag.val() {
-            self.wqe_word.next = self.wqe_rkey.val();
-        }
-        if self.post_word.q.val() == self.k_w_immdt.val() {
-            self.wqe_word.next = self.post_round.q.val() + 1;
-        }
-        self.sq_wr_addr.next = self.sq_base.val()
-            + ((self.post_round.q.val() & (self.sq_depth.val() - 1)) << 6)
-            + (bit_cast::<32, 4>(self.post_word.q.val()) << 2);
-        self.sq_wr_data.next = self.wqe_word.val();
-        if self.post_busy.q.val() {
-            self.sq_wr_en.next = true;
-            self.post_word.d.next = self.post_word.q.val() + 1;
-            if self.post_word.q.val() == self.k_w_last.val() {
-                self.post_busy.d.next = false;
-                self.posted_valid.d.next = true;
-                self.posted_round.d.next = self.post_round.q.val();
-            }
-        }
-
-        // ---- the reply's payload: found by its header's payload_len (clamped to 48) ----
-        self.rlen_clamped.next = bit_cast::<6, 32>(self.rpl.read_data.val());
-        if self.rpl.read_data.val() > bit_cast::<32, 6>(self.k_r_max.val()) {
-            self.rlen_clamped.next = self.k_r_max.val();
-        }
-        self.rlen_words.next = bit_cast::<10, 6>((self.rlen.q.val() + 3) >> 2);
-        self.rpad.next = !self.rlen.q.val().get_bits::<2>(0) + 1;
-        // Payload byte 0 is byte rpad of the first region word: funnel it with the next.
-        self.rword0.next = self.rword_a.q.val();
-        if self.rpad.val() == 1 {
-            self.rword0.next = (self.rword_a.q.val() >> 8) | (self.rpl.read_data.val() << 24);
-        }
-        if self.rpad.val() == 2 {
-            self.rword0.next = (self.rword_a.q.val() >> 16) | (self.rpl.read_data.val() << 16);
-        }
-        if self.rpad.val() == 3 {
-            self.rword0.next = (self.rword_a.q.val() >> 24) | (self.rpl.read_data.val() << 8);
-        }
-        self.rmask.next = 0xFFFF_FFFF_u64.into();
-        if self.rlen.q.val() == 3 {
-            self.rmask.next = 0x00FF_FFFF_u64.into();
-        }
-        if self.rlen.q.val() == 2 {
-            self.rmask.next = 0x0000_FFFF_u64.into();
-        }
-        if self.rlen.q.val() == 1 {
-            self.rmask.next = 0x0000_00FF_u64.into();
-        }
-        if self.rlen.q.val() == 0 {
-            self.rmask.next = 0.into();
-        }
-        self.ref_wrong_len.next = bit_cast::<32, 6>(self.rlen.q.val()) != self.rpl_len.val();
+        // ---- the WQE poster: started below, in WQE_POST and (pre-post) WAIT_RPL ----
+        self.post_now.next = false;
+        self.post_which.next = self.round.q.val();
+        self.poster.reset.next = self.soft_reset.val();
+        self.poster.sq_base.next = self.sq_base.val();
+        self.poster.sq_depth.next = self.sq_depth.val();
+        self.poster.ring_depth.next = self.ring_depth.val();
+        self.poster.wqe_opcode.next = self.wqe_opcode.val();
+        self.poster.wqe_rkey.next = self.wqe_rkey.val();
+        self.poster.wqe_rva_lo.next = self.wqe_rva_lo.val();
+        self.poster.wqe_rva_hi.next = self.wqe_rva_hi.val();
+        self.poster.wqe_laddr_lo.next = self.wqe_laddr_lo.val();
+        self.poster.wqe_laddr_hi.next = self.wqe_laddr_hi.val();
+        self.poster.msg_len.next = self.msg_len.val();
+        self.poster.pay_pad.next = self.pay_pad.val();
+        self.sq_wr_en.next = self.poster.sq_wr_en.val();
+        self.sq_wr_addr.next = self.poster.sq_wr_addr.val();
+        self.sq_wr_data.next = self.poster.sq_wr_data.val();
+        self.ref_wrong_len.next = self.reply.wrong_len.val();
 
         // ---- reply detection: from the doorbell on, the poller compares every cycle ----
         if ((self.state.q.val() == State::WaitRpl) | (self.state.q.val() == State::PollRpl))
             & !self.seen.q.val()
             & !self.to.q.val()
-            & (self.rpl.read_data.val() == self.req_seq.q.val())
+            & (self.reply.rd_data.val() == self.req_seq.q.val())
         {
             self.seen.d.next = true;
             self.rtt_cap.d.next = self.rtt.q.val();
@@ -679,7 +520,7 @@ impl Logic for HwhsFsm {
         }
         // A start that cannot be taken now (a round in progress, or the sweep) is kept, one
         // deep, and taken in IDLE.
-        if self.start.val() & ((self.state.q.val() != State::Idle) | self.clr.q.val()) {
+        if self.start.val() & ((self.state.q.val() != State::Idle) | self.reply.sweeping.val()) {
             self.start_pending.d.next = true;
         }
 
@@ -695,7 +536,7 @@ impl Logic for HwhsFsm {
         match self.state.q.val() {
             State::Idle => {
                 self.state_code.next = self.k_s_idle.val();
-                if (self.start.val() | self.start_pending.q.val()) & !self.clr.q.val() {
+                if (self.start.val() | self.start_pending.q.val()) & !self.reply.sweeping.val() {
                     self.start_pending.d.next = false;
                     self.done_l.d.next = false;
                     if self.hw_loop.val() {
@@ -731,13 +572,12 @@ impl Logic for HwhsFsm {
             }
             State::WqePost => {
                 self.state_code.next = self.k_s_wqe_post.val();
-                if self.posted_valid.q.val() & (self.posted_round.q.val() == self.round.q.val()) {
+                if self.poster.posted_valid.val()
+                    & (self.poster.posted_round.val() == self.round.q.val())
+                {
                     self.state.d.next = State::RingSq;
-                } else if !self.post_busy.q.val() {
-                    self.post_busy.d.next = true;
-                    self.post_word.d.next = 0.into();
-                    self.post_round.d.next = self.round.q.val();
-                    self.posted_valid.d.next = false;
+                } else {
+                    self.post_now.next = true;
                 }
             }
             State::RingSq => {
@@ -751,11 +591,9 @@ impl Logic for HwhsFsm {
                 if self.cq_valid.val()
                     & (self.cq_wrid.val() == self.round.q.val().get_bits::<16>(0))
                 {
-                    if self.prepost.val() & !self.post_busy.q.val() {
-                        self.post_busy.d.next = true;
-                        self.post_word.d.next = 0.into();
-                        self.post_round.d.next = self.round.q.val() + 1;
-                        self.posted_valid.d.next = false;
+                    if self.prepost.val() {
+                        self.post_now.next = true;
+                        self.post_which.next = self.round.q.val() + 1;
                     }
                     self.state.d.next = State::PollRpl;
                 } else if self.rtt.q.val() >= self.timeout.val() {
@@ -778,36 +616,37 @@ impl Logic for HwhsFsm {
                 // word; 2: take it, read the next; 3: take payload bytes 0..3, read the
                 // status word; 4: take it; 5: wait for the pre-post.
                 if self.join_step.q.val() == 0 {
-                    self.rpl.read_address.next = self.slot_base.q.val() + self.k_r_len.val();
+                    self.reply_rd.next = self.slot_base.q.val() + self.k_r_len.val();
                     self.join_step.d.next = 1.into();
                 }
                 if self.join_step.q.val() == 1 {
-                    self.rlen.d.next = self.rlen_clamped.val();
-                    self.rpl.read_address.next = self.slot_base.q.val() + self.k_r_len.val()
-                        - bit_cast::<10, 6>((self.rlen_clamped.val() + 3) >> 2);
+                    self.rlen.d.next = self.reply.len_clamped.val();
+                    self.reply_rd.next = self.slot_base.q.val() + self.k_r_len.val()
+                        - bit_cast::<10, 6>((self.reply.len_clamped.val() + 3) >> 2);
                     self.join_step.d.next = 2.into();
                 }
                 if self.join_step.q.val() == 2 {
-                    self.rword_a.d.next = self.rpl.read_data.val();
-                    self.rpl.read_address.next =
-                        self.slot_base.q.val() + self.k_r_len.val() - self.rlen_words.val() + 1;
+                    self.rword_a.d.next = self.reply.rd_data.val();
+                    self.reply_rd.next = self.slot_base.q.val() + self.k_r_len.val()
+                        - self.reply.len_words.val()
+                        + 1;
                     self.join_step.d.next = 3.into();
                 }
                 if self.join_step.q.val() == 3 {
                     if !self.to.q.val() {
-                        self.last_reply_r.d.next = self.rword0.val() & self.rmask.val();
+                        self.last_reply_r.d.next = self.reply.word0.val();
                     }
-                    self.rpl.read_address.next = self.slot_base.q.val() + self.k_r_status.val();
+                    self.reply_rd.next = self.slot_base.q.val() + self.k_r_status.val();
                     self.join_step.d.next = 4.into();
                 }
                 if self.join_step.q.val() == 4 {
                     if !self.to.q.val() {
-                        self.last_status_r.d.next = self.rpl.read_data.val();
+                        self.last_status_r.d.next = self.reply.rd_data.val();
                         self.last_len_r.d.next = bit_cast::<32, 6>(self.rlen.q.val());
                     }
                     self.join_step.d.next = 5.into();
                 }
-                if (self.join_step.q.val() == 5) & !self.post_busy.q.val() {
+                if (self.join_step.q.val() == 5) & !self.poster.busy.val() {
                     self.join_step.d.next = 0.into();
                     if self.hw_loop.val() {
                         self.state.d.next = State::DatTx;
@@ -874,8 +713,6 @@ impl Logic for HwhsFsm {
             self.mismatch_l.d.next = false;
             self.seen.d.next = false;
             self.to.d.next = false;
-            self.post_busy.d.next = false;
-            self.posted_valid.d.next = false;
             self.join_step.d.next = 0.into();
             self.last_rtt_r.d.next = 0.into();
             self.timeouts.d.next = 0.into();
@@ -884,11 +721,12 @@ impl Logic for HwhsFsm {
             self.last_len_r.d.next = 0.into();
             self.rlen.d.next = 0.into();
             self.start_pending.d.next = false;
-            self.clr.d.next = true;
-            self.clr_idx.d.next = 0.into();
         }
 
-        self.busy.next = (self.state.q.val() != State::Idle) | self.clr.q.val();
+        self.poster.post.next = self.post_now.val();
+        self.poster.round.next = self.post_which.val();
+        self.reply.rd_addr.next = self.reply_rd.val();
+        self.busy.next = (self.state.q.val() != State::Idle) | self.reply.sweeping.val();
         self.done.next = self.done_l.q.val();
         self.reply_seen.next = self.seen_l.q.val();
         self.timed_out.next = self.timed_out_l.q.val();
@@ -903,8 +741,8 @@ impl Logic for HwhsFsm {
     }
 }
 
-// The shifts above by 6 and 4 are the 64-byte slot and WQE in bytes and words.
-const _: () = assert!(rm::SLOT_BYTES == 1 << 6 && wqe::BYTES == 1 << 6 && wqe::WORDS == 16);
+// The shift above by 4 is the 64-byte slot in words.
+const _: () = assert!(rm::SLOT_BYTES == 1 << 6);
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,10 @@
 //!
 //! * [`fsm::HwhsFsm`] — the orchestrator (IDLE, DAT_RX, WQE_POST, RING_SQ, WAIT_RPL, POLL_RPL,
 //!   JOIN, DAT_TX, NEXT), with the background pre-post of the next WQE, the reply poller and
-//!   the reply timeout, in sw-loop and hw-loop modes;
+//!   the reply timeout, in sw-loop and hw-loop modes; its parts [`wqe::WqePoster`] (writes a
+//!   round's WQE into the SQ in the background), [`reqbuf::RequestBuffer`] (the request
+//!   message ERNIC reads) and [`reply::ReplyMem`] (the reply memory, its sweep and the words
+//!   taken of a reply);
 //! * [`pacer::LfsrPacer`] — the rule of `backline-pacer` in logic (b2b and random-delayed);
 //! * [`trace::TraceRam`] — 2^20 × 16-bit RTTs, saturating, stopping when full;
 //! * [`refmem::RefMem`] — reference syndromes, expected replies and the mismatch counter;
@@ -26,9 +29,12 @@ pub mod axi;
 pub mod fsm;
 pub mod pacer;
 pub mod refmem;
+pub mod reply;
+pub mod reqbuf;
 pub mod resources;
 pub mod top;
 pub mod trace;
+pub mod wqe;
 
 pub use top::Hwhs;
 

@@ -95,64 +95,14 @@ pub struct Hwhs {
     pub trace: TraceRam<TRACE_BITS>,
     /// Reference syndromes and expected replies.
     pub refmem: RefMem,
-    r_qp_num: DFFWithInit<Bits<32>>,
-    r_pay_len: DFFWithInit<Bits<32>>,
-    r_rpl_len: DFFWithInit<Bits<32>>,
-    r_decoder_id: DFFWithInit<Bits<32>>,
-    r_rounds: DFFWithInit<Bits<32>>,
-    r_sq_base: DFFWithInit<Bits<32>>,
-    r_sq_depth: DFFWithInit<Bits<32>>,
-    r_flags: DFFWithInit<Bits<32>>,
-    r_ring_depth: DFFWithInit<Bits<32>>,
-    r_timeout: DFFWithInit<Bits<32>>,
-    r_wqe_opcode: DFFWithInit<Bits<32>>,
-    r_wqe_rkey: DFFWithInit<Bits<32>>,
-    r_wqe_rva_lo: DFFWithInit<Bits<32>>,
-    r_wqe_rva_hi: DFFWithInit<Bits<32>>,
-    r_wqe_laddr_lo: DFFWithInit<Bits<32>>,
-    r_wqe_laddr_hi: DFFWithInit<Bits<32>>,
-    r_payload0: DFFWithInit<Bits<32>>,
-    r_payload1: DFFWithInit<Bits<32>>,
-    r_payload2: DFFWithInit<Bits<32>>,
-    r_payload3: DFFWithInit<Bits<32>>,
-    r_ref_addr: DFFWithInit<Bits<32>>,
-    r_ref_len: DFFWithInit<Bits<32>>,
-    r_pacer_freq: DFFWithInit<Bits<32>>,
-    r_pacer_span: DFFWithInit<Bits<32>>,
-    r_pacer_seed: DFFWithInit<Bits<32>>,
-    r_trace_ctrl: DFFWithInit<Bits<32>>,
-    r_trace_rd_addr: DFFWithInit<Bits<32>>,
+    /// The configuration registers, in the order of [`CONFIG`].
+    cfg: [DFFWithInit<Bits<32>>; CONFIG_REGS],
+    /// Their offsets.
+    a_cfg: [Constant<Bits<16>>; CONFIG_REGS],
     axi_err: DFF<Bit>,
     a_ctrl: Constant<Bits<16>>,
     a_ref_syn: Constant<Bits<16>>,
     a_ref_exp: Constant<Bits<16>>,
-    a_qp_num: Constant<Bits<16>>,
-    a_pay_len: Constant<Bits<16>>,
-    a_rpl_len: Constant<Bits<16>>,
-    a_decoder_id: Constant<Bits<16>>,
-    a_rounds: Constant<Bits<16>>,
-    a_sq_base: Constant<Bits<16>>,
-    a_sq_depth: Constant<Bits<16>>,
-    a_flags: Constant<Bits<16>>,
-    a_ring_depth: Constant<Bits<16>>,
-    a_timeout: Constant<Bits<16>>,
-    a_wqe_opcode: Constant<Bits<16>>,
-    a_wqe_rkey: Constant<Bits<16>>,
-    a_wqe_rva_lo: Constant<Bits<16>>,
-    a_wqe_rva_hi: Constant<Bits<16>>,
-    a_wqe_laddr_lo: Constant<Bits<16>>,
-    a_wqe_laddr_hi: Constant<Bits<16>>,
-    a_payload0: Constant<Bits<16>>,
-    a_payload1: Constant<Bits<16>>,
-    a_payload2: Constant<Bits<16>>,
-    a_payload3: Constant<Bits<16>>,
-    a_ref_addr: Constant<Bits<16>>,
-    a_ref_len: Constant<Bits<16>>,
-    a_pacer_freq: Constant<Bits<16>>,
-    a_pacer_span: Constant<Bits<16>>,
-    a_pacer_seed: Constant<Bits<16>>,
-    a_trace_ctrl: Constant<Bits<16>>,
-    a_trace_rd_addr: Constant<Bits<16>>,
     a_status: Constant<Bits<16>>,
     a_round_count: Constant<Bits<16>>,
     a_last_rtt: Constant<Bits<16>>,
@@ -191,9 +141,84 @@ pub struct Hwhs {
     m_full: Constant<Bits<32>>,
     m_saturated: Constant<Bits<32>>,
     ctrl_write: Signal<Local, Bit>,
+    wr_ok: Signal<Local, Bit>,
+    rd_ok: Signal<Local, Bit>,
+    rd_data: Signal<Local, Bits<32>>,
     status_word: Signal<Local, Bits<32>>,
     trace_status: Signal<Local, Bits<32>>,
 }
+
+/// How many configuration registers (RW-pure) the register map has.
+pub const CONFIG_REGS: usize = {
+    let mut n = 0;
+    let mut i = 0;
+    while i < rm::REGISTERS.len() {
+        if matches!(rm::REGISTERS[i].access, rm::Access::ReadPureWrite) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+};
+
+/// The offsets of the configuration registers, in the register map's order: register
+/// `CONFIG[i]` is `cfg[i]` of [`Hwhs`], and the bus reads and writes it by the one loop of
+/// [`Hwhs::update`].
+pub const CONFIG: [u32; CONFIG_REGS] = {
+    let mut c = [0; CONFIG_REGS];
+    let (mut n, mut i) = (0, 0);
+    while i < rm::REGISTERS.len() {
+        if matches!(rm::REGISTERS[i].access, rm::Access::ReadPureWrite) {
+            c[n] = rm::REGISTERS[i].offset;
+            n += 1;
+        }
+        i += 1;
+    }
+    c
+};
+
+/// The index of the configuration register at `offset` in [`CONFIG`].
+pub const fn cfg_index(offset: u32) -> usize {
+    let mut i = 0;
+    while i < CONFIG_REGS {
+        if CONFIG[i] == offset {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("not a configuration register")
+}
+
+// rust-hdl names an element of `cfg` by a literal index in `update`: each index used there is
+// checked here against the register map when this compiles.
+const _: () = {
+    assert!(cfg_index(rm::PAY_LEN) == 1);
+    assert!(cfg_index(rm::RPL_LEN) == 2);
+    assert!(cfg_index(rm::DECODER_ID) == 3);
+    assert!(cfg_index(rm::ROUNDS) == 4);
+    assert!(cfg_index(rm::SQ_BASE) == 5);
+    assert!(cfg_index(rm::SQ_DEPTH) == 6);
+    assert!(cfg_index(rm::FLAGS) == 7);
+    assert!(cfg_index(rm::RING_DEPTH) == 8);
+    assert!(cfg_index(rm::TIMEOUT) == 9);
+    assert!(cfg_index(rm::WQE_OPCODE) == 10);
+    assert!(cfg_index(rm::WQE_RKEY) == 11);
+    assert!(cfg_index(rm::WQE_RVA_LO) == 12);
+    assert!(cfg_index(rm::WQE_RVA_HI) == 13);
+    assert!(cfg_index(rm::WQE_LADDR_LO) == 14);
+    assert!(cfg_index(rm::WQE_LADDR_HI) == 15);
+    assert!(cfg_index(rm::PAYLOAD0) == 16);
+    assert!(cfg_index(rm::PAYLOAD1) == 17);
+    assert!(cfg_index(rm::PAYLOAD2) == 18);
+    assert!(cfg_index(rm::PAYLOAD3) == 19);
+    assert!(cfg_index(rm::REF_ADDR) == 20);
+    assert!(cfg_index(rm::REF_LEN) == 21);
+    assert!(cfg_index(rm::PACER_FREQ) == 22);
+    assert!(cfg_index(rm::PACER_SPAN) == 23);
+    assert!(cfg_index(rm::PACER_SEED) == 24);
+    assert!(cfg_index(rm::TRACE_CTRL) == 25);
+    assert!(cfg_index(rm::TRACE_RD_ADDR) == 26);
+};
 
 fn reg(offset: u32) -> DFFWithInit<Bits<32>> {
     let r = rm::lookup(offset).expect("offset from the register map");
@@ -254,64 +279,12 @@ impl Default for Hwhs {
             pacer: Default::default(),
             trace: Default::default(),
             refmem: Default::default(),
-            r_qp_num: reg(rm::QP_NUM),
-            r_pay_len: reg(rm::PAY_LEN),
-            r_rpl_len: reg(rm::RPL_LEN),
-            r_decoder_id: reg(rm::DECODER_ID),
-            r_rounds: reg(rm::ROUNDS),
-            r_sq_base: reg(rm::SQ_BASE),
-            r_sq_depth: reg(rm::SQ_DEPTH),
-            r_flags: reg(rm::FLAGS),
-            r_ring_depth: reg(rm::RING_DEPTH),
-            r_timeout: reg(rm::TIMEOUT),
-            r_wqe_opcode: reg(rm::WQE_OPCODE),
-            r_wqe_rkey: reg(rm::WQE_RKEY),
-            r_wqe_rva_lo: reg(rm::WQE_RVA_LO),
-            r_wqe_rva_hi: reg(rm::WQE_RVA_HI),
-            r_wqe_laddr_lo: reg(rm::WQE_LADDR_LO),
-            r_wqe_laddr_hi: reg(rm::WQE_LADDR_HI),
-            r_payload0: reg(rm::PAYLOAD0),
-            r_payload1: reg(rm::PAYLOAD1),
-            r_payload2: reg(rm::PAYLOAD2),
-            r_payload3: reg(rm::PAYLOAD3),
-            r_ref_addr: reg(rm::REF_ADDR),
-            r_ref_len: reg(rm::REF_LEN),
-            r_pacer_freq: reg(rm::PACER_FREQ),
-            r_pacer_span: reg(rm::PACER_SPAN),
-            r_pacer_seed: reg(rm::PACER_SEED),
-            r_trace_ctrl: reg(rm::TRACE_CTRL),
-            r_trace_rd_addr: reg(rm::TRACE_RD_ADDR),
+            cfg: std::array::from_fn(|i| reg(CONFIG[i])),
+            a_cfg: std::array::from_fn(|i| addr(CONFIG[i])),
             axi_err: Default::default(),
             a_ctrl: addr(rm::CTRL),
             a_ref_syn: addr(rm::REF_SYN),
             a_ref_exp: addr(rm::REF_EXP),
-            a_qp_num: addr(rm::QP_NUM),
-            a_pay_len: addr(rm::PAY_LEN),
-            a_rpl_len: addr(rm::RPL_LEN),
-            a_decoder_id: addr(rm::DECODER_ID),
-            a_rounds: addr(rm::ROUNDS),
-            a_sq_base: addr(rm::SQ_BASE),
-            a_sq_depth: addr(rm::SQ_DEPTH),
-            a_flags: addr(rm::FLAGS),
-            a_ring_depth: addr(rm::RING_DEPTH),
-            a_timeout: addr(rm::TIMEOUT),
-            a_wqe_opcode: addr(rm::WQE_OPCODE),
-            a_wqe_rkey: addr(rm::WQE_RKEY),
-            a_wqe_rva_lo: addr(rm::WQE_RVA_LO),
-            a_wqe_rva_hi: addr(rm::WQE_RVA_HI),
-            a_wqe_laddr_lo: addr(rm::WQE_LADDR_LO),
-            a_wqe_laddr_hi: addr(rm::WQE_LADDR_HI),
-            a_payload0: addr(rm::PAYLOAD0),
-            a_payload1: addr(rm::PAYLOAD1),
-            a_payload2: addr(rm::PAYLOAD2),
-            a_payload3: addr(rm::PAYLOAD3),
-            a_ref_addr: addr(rm::REF_ADDR),
-            a_ref_len: addr(rm::REF_LEN),
-            a_pacer_freq: addr(rm::PACER_FREQ),
-            a_pacer_span: addr(rm::PACER_SPAN),
-            a_pacer_seed: addr(rm::PACER_SEED),
-            a_trace_ctrl: addr(rm::TRACE_CTRL),
-            a_trace_rd_addr: addr(rm::TRACE_RD_ADDR),
             a_status: addr(rm::STATUS),
             a_round_count: addr(rm::ROUND_COUNT),
             a_last_rtt: addr(rm::LAST_RTT),
@@ -350,6 +323,9 @@ impl Default for Hwhs {
             m_full: mask(rm::TRACE_STATUS_FULL),
             m_saturated: mask(rm::TRACE_STATUS_SATURATED),
             ctrl_write: Default::default(),
+            wr_ok: Default::default(),
+            rd_ok: Default::default(),
+            rd_data: Default::default(),
             status_word: Default::default(),
             trace_status: Default::default(),
         }
@@ -359,38 +335,7 @@ impl Default for Hwhs {
 impl Logic for Hwhs {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(
-            self,
-            clock,
-            r_qp_num,
-            r_pay_len,
-            r_rpl_len,
-            r_decoder_id,
-            r_rounds,
-            r_sq_base,
-            r_sq_depth,
-            r_flags,
-            r_ring_depth,
-            r_timeout,
-            r_wqe_opcode,
-            r_wqe_rkey,
-            r_wqe_rva_lo,
-            r_wqe_rva_hi,
-            r_wqe_laddr_lo,
-            r_wqe_laddr_hi,
-            r_payload0,
-            r_payload1,
-            r_payload2,
-            r_payload3,
-            r_ref_addr,
-            r_ref_len,
-            r_pacer_freq,
-            r_pacer_span,
-            r_pacer_seed,
-            r_trace_ctrl,
-            r_trace_rd_addr,
-            axi_err
-        );
+        dff_setup!(self, clock, axi_err);
         clock!(self, clock, axi, fsm, pacer, trace, refmem);
 
         // ---- bus ----
@@ -411,134 +356,42 @@ impl Logic for Hwhs {
         self.axi_rvalid.next = self.axi.rvalid.val();
         self.axi.rready.next = self.axi_rready.val();
 
-        // ---- register writes ----
-        self.axi.wr_ok.next = (self.axi.wr_addr.val() == self.a_ctrl.val())
-            | (self.axi.wr_addr.val() == self.a_ref_syn.val())
-            | (self.axi.wr_addr.val() == self.a_ref_exp.val())
-            | (self.axi.wr_addr.val() == self.a_qp_num.val())
-            | (self.axi.wr_addr.val() == self.a_pay_len.val())
-            | (self.axi.wr_addr.val() == self.a_rpl_len.val())
-            | (self.axi.wr_addr.val() == self.a_decoder_id.val())
-            | (self.axi.wr_addr.val() == self.a_rounds.val())
-            | (self.axi.wr_addr.val() == self.a_sq_base.val())
-            | (self.axi.wr_addr.val() == self.a_sq_depth.val())
-            | (self.axi.wr_addr.val() == self.a_flags.val())
-            | (self.axi.wr_addr.val() == self.a_ring_depth.val())
-            | (self.axi.wr_addr.val() == self.a_timeout.val())
-            | (self.axi.wr_addr.val() == self.a_wqe_opcode.val())
-            | (self.axi.wr_addr.val() == self.a_wqe_rkey.val())
-            | (self.axi.wr_addr.val() == self.a_wqe_rva_lo.val())
-            | (self.axi.wr_addr.val() == self.a_wqe_rva_hi.val())
-            | (self.axi.wr_addr.val() == self.a_wqe_laddr_lo.val())
-            | (self.axi.wr_addr.val() == self.a_wqe_laddr_hi.val())
-            | (self.axi.wr_addr.val() == self.a_payload0.val())
-            | (self.axi.wr_addr.val() == self.a_payload1.val())
-            | (self.axi.wr_addr.val() == self.a_payload2.val())
-            | (self.axi.wr_addr.val() == self.a_payload3.val())
-            | (self.axi.wr_addr.val() == self.a_ref_addr.val())
-            | (self.axi.wr_addr.val() == self.a_ref_len.val())
-            | (self.axi.wr_addr.val() == self.a_pacer_freq.val())
-            | (self.axi.wr_addr.val() == self.a_pacer_span.val())
-            | (self.axi.wr_addr.val() == self.a_pacer_seed.val())
-            | (self.axi.wr_addr.val() == self.a_trace_ctrl.val())
-            | (self.axi.wr_addr.val() == self.a_trace_rd_addr.val());
+        // ---- register writes and reads: the configuration registers by one loop ----
         self.ctrl_write.next =
             self.axi.wr_strobe.val() & (self.axi.wr_addr.val() == self.a_ctrl.val());
         self.refmem.wr_syn.next =
             self.axi.wr_strobe.val() & (self.axi.wr_addr.val() == self.a_ref_syn.val());
         self.refmem.wr_exp.next =
             self.axi.wr_strobe.val() & (self.axi.wr_addr.val() == self.a_ref_exp.val());
-        self.refmem.wr_addr.next = self.r_ref_addr.q.val().get_bits::<8>(0);
+        self.refmem.wr_addr.next = self.cfg[20].q.val().get_bits::<8>(0); // REF_ADDR
         self.refmem.wr_data.next = self.axi.wr_data.val();
+        for i in 0..CONFIG_REGS {
+            self.cfg[i].clock.next = self.clock.val();
+            self.cfg[i].d.next = self.cfg[i].q.val();
+        }
         // Side effects that registers have of their own: REF_EXP advances REF_ADDR, a
         // TRACE_DATA read advances TRACE_RD_ADDR. A bus write in the same cycle wins.
         if self.refmem.wr_exp.val() {
-            self.r_ref_addr.d.next = self.r_ref_addr.q.val() + 1;
+            self.cfg[20].d.next = self.cfg[20].q.val() + 1; // REF_ADDR
         }
         if self.axi.rd_strobe.val() & (self.axi.rd_addr.val() == self.a_trace_data.val()) {
-            self.r_trace_rd_addr.d.next = self.r_trace_rd_addr.q.val() + 1;
+            self.cfg[26].d.next = self.cfg[26].q.val() + 1; // TRACE_RD_ADDR
         }
-        if self.axi.wr_strobe.val() {
-            if self.axi.wr_addr.val() == self.a_qp_num.val() {
-                self.r_qp_num.d.next = self.axi.wr_data.val();
+        self.wr_ok.next = (self.axi.wr_addr.val() == self.a_ctrl.val())
+            | (self.axi.wr_addr.val() == self.a_ref_syn.val())
+            | (self.axi.wr_addr.val() == self.a_ref_exp.val());
+        self.rd_ok.next = false;
+        self.rd_data.next = 0.into();
+        for i in 0..CONFIG_REGS {
+            if self.axi.wr_addr.val() == self.a_cfg[i].val() {
+                self.wr_ok.next = true;
+                if self.axi.wr_strobe.val() {
+                    self.cfg[i].d.next = self.axi.wr_data.val();
+                }
             }
-            if self.axi.wr_addr.val() == self.a_pay_len.val() {
-                self.r_pay_len.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_rpl_len.val() {
-                self.r_rpl_len.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_decoder_id.val() {
-                self.r_decoder_id.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_rounds.val() {
-                self.r_rounds.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_sq_base.val() {
-                self.r_sq_base.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_sq_depth.val() {
-                self.r_sq_depth.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_flags.val() {
-                self.r_flags.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_ring_depth.val() {
-                self.r_ring_depth.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_timeout.val() {
-                self.r_timeout.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_wqe_opcode.val() {
-                self.r_wqe_opcode.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_wqe_rkey.val() {
-                self.r_wqe_rkey.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_wqe_rva_lo.val() {
-                self.r_wqe_rva_lo.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_wqe_rva_hi.val() {
-                self.r_wqe_rva_hi.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_wqe_laddr_lo.val() {
-                self.r_wqe_laddr_lo.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_wqe_laddr_hi.val() {
-                self.r_wqe_laddr_hi.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_payload0.val() {
-                self.r_payload0.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_payload1.val() {
-                self.r_payload1.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_payload2.val() {
-                self.r_payload2.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_payload3.val() {
-                self.r_payload3.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_ref_addr.val() {
-                self.r_ref_addr.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_ref_len.val() {
-                self.r_ref_len.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_pacer_freq.val() {
-                self.r_pacer_freq.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_pacer_span.val() {
-                self.r_pacer_span.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_pacer_seed.val() {
-                self.r_pacer_seed.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_trace_ctrl.val() {
-                self.r_trace_ctrl.d.next = self.axi.wr_data.val();
-            }
-            if self.axi.wr_addr.val() == self.a_trace_rd_addr.val() {
-                self.r_trace_rd_addr.d.next = self.axi.wr_data.val();
+            if self.axi.rd_addr.val() == self.a_cfg[i].val() {
+                self.rd_ok.next = true;
+                self.rd_data.next = self.cfg[i].q.val();
             }
         }
 
@@ -549,37 +402,37 @@ impl Logic for Hwhs {
             self.ctrl_write.val() & (self.axi.wr_data.val() & self.m_abort.val()).any();
         self.fsm.soft_reset.next =
             self.ctrl_write.val() & (self.axi.wr_data.val() & self.m_soft_reset.val()).any();
-        self.fsm.hw_loop.next = (self.r_flags.q.val() & self.m_hw_loop.val()).any();
-        self.fsm.use_ref.next = (self.r_flags.q.val() & self.m_use_ref.val()).any();
-        self.fsm.check.next = (self.r_flags.q.val() & self.m_check.val()).any();
-        self.fsm.prepost.next = (self.r_flags.q.val() & self.m_prepost.val()).any();
-        self.fsm.b2b.next = (self.r_pacer_freq.q.val() == 0) & (self.r_pacer_span.q.val() == 0);
-        self.fsm.pay_len.next = self.r_pay_len.q.val();
-        self.fsm.rpl_len.next = self.r_rpl_len.q.val();
-        self.fsm.decoder_id.next = self.r_decoder_id.q.val();
-        self.fsm.rounds.next = self.r_rounds.q.val();
-        self.fsm.sq_base.next = self.r_sq_base.q.val();
-        self.fsm.sq_depth.next = self.r_sq_depth.q.val();
-        self.fsm.ring_depth.next = self.r_ring_depth.q.val();
-        self.fsm.timeout.next = self.r_timeout.q.val();
-        self.fsm.wqe_opcode.next = self.r_wqe_opcode.q.val();
-        self.fsm.wqe_rkey.next = self.r_wqe_rkey.q.val();
-        self.fsm.wqe_rva_lo.next = self.r_wqe_rva_lo.q.val();
-        self.fsm.wqe_rva_hi.next = self.r_wqe_rva_hi.q.val();
-        self.fsm.wqe_laddr_lo.next = self.r_wqe_laddr_lo.q.val();
-        self.fsm.wqe_laddr_hi.next = self.r_wqe_laddr_hi.q.val();
-        self.fsm.payload0.next = self.r_payload0.q.val();
-        self.fsm.payload1.next = self.r_payload1.q.val();
-        self.fsm.payload2.next = self.r_payload2.q.val();
-        self.fsm.payload3.next = self.r_payload3.q.val();
-        self.fsm.ref_len.next = self.r_ref_len.q.val();
+        self.fsm.hw_loop.next = (self.cfg[7].q.val() & self.m_hw_loop.val()).any();
+        self.fsm.use_ref.next = (self.cfg[7].q.val() & self.m_use_ref.val()).any();
+        self.fsm.check.next = (self.cfg[7].q.val() & self.m_check.val()).any();
+        self.fsm.prepost.next = (self.cfg[7].q.val() & self.m_prepost.val()).any();
+        self.fsm.b2b.next = (self.cfg[22].q.val() == 0) & (self.cfg[23].q.val() == 0);
+        self.fsm.pay_len.next = self.cfg[1].q.val();
+        self.fsm.rpl_len.next = self.cfg[2].q.val();
+        self.fsm.decoder_id.next = self.cfg[3].q.val();
+        self.fsm.rounds.next = self.cfg[4].q.val();
+        self.fsm.sq_base.next = self.cfg[5].q.val();
+        self.fsm.sq_depth.next = self.cfg[6].q.val();
+        self.fsm.ring_depth.next = self.cfg[8].q.val();
+        self.fsm.timeout.next = self.cfg[9].q.val();
+        self.fsm.wqe_opcode.next = self.cfg[10].q.val();
+        self.fsm.wqe_rkey.next = self.cfg[11].q.val();
+        self.fsm.wqe_rva_lo.next = self.cfg[12].q.val();
+        self.fsm.wqe_rva_hi.next = self.cfg[13].q.val();
+        self.fsm.wqe_laddr_lo.next = self.cfg[14].q.val();
+        self.fsm.wqe_laddr_hi.next = self.cfg[15].q.val();
+        self.fsm.payload0.next = self.cfg[16].q.val();
+        self.fsm.payload1.next = self.cfg[17].q.val();
+        self.fsm.payload2.next = self.cfg[18].q.val();
+        self.fsm.payload3.next = self.cfg[19].q.val();
+        self.fsm.ref_len.next = self.cfg[21].q.val();
 
         // ---- pacer ----
         self.pacer.load.next =
             self.fsm.soft_reset.val() | (self.fsm.start.val() & self.fsm.hw_loop.val());
-        self.pacer.freq.next = self.r_pacer_freq.q.val();
-        self.pacer.span.next = self.r_pacer_span.q.val();
-        self.pacer.seed.next = self.r_pacer_seed.q.val();
+        self.pacer.freq.next = self.cfg[22].q.val();
+        self.pacer.span.next = self.cfg[23].q.val();
+        self.pacer.seed.next = self.cfg[24].q.val();
         self.pacer.arm.next = self.fsm.pacer_arm.val();
         self.pacer.skip.next =
             self.ctrl_write.val() & (self.axi.wr_data.val() & self.m_pacer_skip.val()).any();
@@ -597,10 +450,10 @@ impl Logic for Hwhs {
         // ---- trace RAM ----
         self.trace.clear.next = self.fsm.soft_reset.val()
             | (self.ctrl_write.val() & (self.axi.wr_data.val() & self.m_trace_clear.val()).any());
-        self.trace.enable.next = (self.r_trace_ctrl.q.val() & self.m_trace_enable.val()).any();
+        self.trace.enable.next = (self.cfg[25].q.val() & self.m_trace_enable.val()).any();
         self.trace.record.next = self.fsm.trace_record.val();
         self.trace.rtt.next = self.fsm.trace_rtt.val();
-        self.trace.rd_addr.next = self.r_trace_rd_addr.q.val().get_bits::<TRACE_BITS>(0);
+        self.trace.rd_addr.next = self.cfg[26].q.val().get_bits::<TRACE_BITS>(0);
 
         // ---- ERNIC side ----
         self.sq_wr_en.next = self.fsm.sq_wr_en.val();
@@ -649,199 +502,93 @@ impl Logic for Hwhs {
             self.trace_status.next = self.trace_status.val() | self.m_saturated.val();
         }
 
-        // ---- register reads ----
-        self.axi.rd_ok.next = false;
-        self.axi.rd_data.next = 0.into();
+        // ---- register reads: the others ----
         if self.axi.rd_addr.val() == self.a_ctrl.val() {
-            self.axi.rd_ok.next = true;
+            self.rd_ok.next = true;
         }
         if self.axi.rd_addr.val() == self.a_ref_syn.val() {
-            self.axi.rd_ok.next = true;
+            self.rd_ok.next = true;
         }
         if self.axi.rd_addr.val() == self.a_ref_exp.val() {
-            self.axi.rd_ok.next = true;
-        }
-        if self.axi.rd_addr.val() == self.a_qp_num.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_qp_num.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_pay_len.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_pay_len.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_rpl_len.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_rpl_len.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_decoder_id.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_decoder_id.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_rounds.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_rounds.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_sq_base.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_sq_base.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_sq_depth.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_sq_depth.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_flags.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_flags.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_ring_depth.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_ring_depth.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_timeout.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_timeout.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_wqe_opcode.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_wqe_opcode.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_wqe_rkey.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_wqe_rkey.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_wqe_rva_lo.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_wqe_rva_lo.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_wqe_rva_hi.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_wqe_rva_hi.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_wqe_laddr_lo.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_wqe_laddr_lo.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_wqe_laddr_hi.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_wqe_laddr_hi.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_payload0.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_payload0.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_payload1.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_payload1.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_payload2.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_payload2.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_payload3.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_payload3.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_ref_addr.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_ref_addr.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_ref_len.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_ref_len.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_pacer_freq.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_pacer_freq.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_pacer_span.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_pacer_span.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_pacer_seed.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_pacer_seed.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_trace_ctrl.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_trace_ctrl.q.val();
-        }
-        if self.axi.rd_addr.val() == self.a_trace_rd_addr.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.r_trace_rd_addr.q.val();
+            self.rd_ok.next = true;
         }
         if self.axi.rd_addr.val() == self.a_status.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.status_word.val();
+            self.rd_ok.next = true;
+            self.rd_data.next = self.status_word.val();
         }
         if self.axi.rd_addr.val() == self.a_round_count.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.fsm.round_count.val();
+            self.rd_ok.next = true;
+            self.rd_data.next = self.fsm.round_count.val();
         }
         if self.axi.rd_addr.val() == self.a_last_rtt.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.fsm.last_rtt.val();
+            self.rd_ok.next = true;
+            self.rd_data.next = self.fsm.last_rtt.val();
         }
         if self.axi.rd_addr.val() == self.a_timeout_count.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.fsm.timeout_count.val();
+            self.rd_ok.next = true;
+            self.rd_data.next = self.fsm.timeout_count.val();
         }
         if self.axi.rd_addr.val() == self.a_mismatch_count.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.refmem.mismatches.val();
+            self.rd_ok.next = true;
+            self.rd_data.next = self.refmem.mismatches.val();
         }
         if self.axi.rd_addr.val() == self.a_last_reply.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.fsm.last_reply.val();
+            self.rd_ok.next = true;
+            self.rd_data.next = self.fsm.last_reply.val();
         }
         if self.axi.rd_addr.val() == self.a_last_rpl_status.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.fsm.last_status.val();
+            self.rd_ok.next = true;
+            self.rd_data.next = self.fsm.last_status.val();
         }
         if self.axi.rd_addr.val() == self.a_last_rpl_len.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.fsm.last_len.val();
+            self.rd_ok.next = true;
+            self.rd_data.next = self.fsm.last_len.val();
         }
         if self.axi.rd_addr.val() == self.a_version.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.k_version.val();
+            self.rd_ok.next = true;
+            self.rd_data.next = self.k_version.val();
         }
         if self.axi.rd_addr.val() == self.a_fsm_overhead.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.k_overhead.val();
+            self.rd_ok.next = true;
+            self.rd_data.next = self.k_overhead.val();
         }
         if self.axi.rd_addr.val() == self.a_pacer_last.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.pacer.interval.val();
+            self.rd_ok.next = true;
+            self.rd_data.next = self.pacer.interval.val();
         }
         if self.axi.rd_addr.val() == self.a_pacer_remain.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.pacer.remain.val();
+            self.rd_ok.next = true;
+            self.rd_data.next = self.pacer.remain.val();
         }
         if self.axi.rd_addr.val() == self.a_pacer_state.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.pacer.state.val();
+            self.rd_ok.next = true;
+            self.rd_data.next = self.pacer.state.val();
         }
         if self.axi.rd_addr.val() == self.a_trace_count.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.trace.count.val();
+            self.rd_ok.next = true;
+            self.rd_data.next = self.trace.count.val();
         }
         if self.axi.rd_addr.val() == self.a_trace_status.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = self.trace_status.val();
+            self.rd_ok.next = true;
+            self.rd_data.next = self.trace_status.val();
         }
         if self.axi.rd_addr.val() == self.a_trace_data.val() {
-            self.axi.rd_ok.next = true;
-            self.axi.rd_data.next = bit_cast::<32, 16>(self.trace.rd_data.val());
+            self.rd_ok.next = true;
+            self.rd_data.next = bit_cast::<32, 16>(self.trace.rd_data.val());
         }
         // A bus error is sticky until soft reset.
-        if (self.axi.wr_strobe.val() & !self.axi.wr_ok.val())
-            | (self.axi.rd_strobe.val() & !self.axi.rd_ok.val())
+        if (self.axi.wr_strobe.val() & !self.wr_ok.val())
+            | (self.axi.rd_strobe.val() & !self.rd_ok.val())
         {
             self.axi_err.d.next = true;
         }
         if self.fsm.soft_reset.val() {
             self.axi_err.d.next = false;
         }
+        // Settled above, driven into the bus engine once.
+        self.axi.wr_ok.next = self.wr_ok.val();
+        self.axi.rd_ok.next = self.rd_ok.val();
+        self.axi.rd_data.next = self.rd_data.val();
     }
 }
 

@@ -13,7 +13,22 @@ pub const LIMIT: usize = 150;
 /// Functions allowed past [`LIMIT`], with the most lines each may span and why. rust-hdl's
 /// `#[hdl_gen]` turns one `update` body into one Verilog `always` block: it cannot call helper
 /// functions, so a block's logic can only be split into sub-blocks of its own.
-pub const EXCEPTIONS: &[(&str, &str, usize, &str)] = &[];
+pub const EXCEPTIONS: &[(&str, &str, usize, &str)] = &[
+    (
+        "hdl/src/fsm.rs",
+        "HwhsFsm::update",
+        327,
+        "the FSM's states and their commits: one always block (436 lines before the WQE \
+         poster, request buffer and reply memory became blocks of their own)",
+    ),
+    (
+        "hdl/src/top.rs",
+        "Hwhs::update",
+        256,
+        "the register file's bus side and the wiring of the engine's blocks (485 lines before \
+         the configuration registers became one array decoded by a loop)",
+    ),
+];
 
 /// A function longer than allowed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -142,24 +142,10 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
     reg  fsm$check;
     reg  fsm$prepost;
     reg  fsm$b2b;
-    reg  [31:0] fsm$pay_len;
-    reg  [31:0] fsm$rpl_len;
-    reg  [31:0] fsm$decoder_id;
     reg  [31:0] fsm$rounds;
-    reg  [31:0] fsm$sq_base;
-    reg  [31:0] fsm$sq_depth;
     reg  [31:0] fsm$ring_depth;
     reg  [31:0] fsm$timeout;
-    reg  [31:0] fsm$wqe_opcode;
-    reg  [31:0] fsm$wqe_rkey;
-    reg  [31:0] fsm$wqe_rva_lo;
-    reg  [31:0] fsm$wqe_rva_hi;
-    reg  [31:0] fsm$wqe_laddr_lo;
-    reg  [31:0] fsm$wqe_laddr_hi;
     reg  [31:0] fsm$payload0;
-    reg  [31:0] fsm$payload1;
-    reg  [31:0] fsm$payload2;
-    reg  [31:0] fsm$payload3;
     reg  [31:0] fsm$ref_len;
     wire  fsm$pacer_arm;
     reg  fsm$pacer_fire;
@@ -168,23 +154,29 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
     wire  fsm$ref_compare;
     wire  [31:0] fsm$ref_reply;
     reg  fsm$ref_mismatch;
-    wire  fsm$ref_wrong_len;
     wire  fsm$trace_record;
     wire  [31:0] fsm$trace_rtt;
-    wire  fsm$sq_wr_en;
-    wire  [31:0] fsm$sq_wr_addr;
-    wire  [31:0] fsm$sq_wr_data;
     wire  fsm$db_valid;
     wire  [31:0] fsm$db_sq_pi;
     reg  fsm$cq_valid;
     reg  [15:0] fsm$cq_wrid;
-    reg  fsm$rx_wr_en;
-    reg  [9:0] fsm$rx_wr_addr;
-    reg  [31:0] fsm$rx_wr_data;
-    reg  [2:0] fsm$req_rd_addr;
-    wire  [31:0] fsm$req_rd_data;
     wire  fsm$tx_valid;
     wire  [31:0] fsm$tx_data;
+    wire  fsm$post;
+    wire  [31:0] fsm$post_round;
+    reg  fsm$posting;
+    reg  fsm$posted_valid;
+    reg  [31:0] fsm$posted_round;
+    wire  [31:0] fsm$request_w0;
+    wire  [31:0] fsm$request_seq;
+    wire  [9:0] fsm$rpl_rd_addr;
+    reg  [31:0] fsm$rpl_rd_data;
+    reg  [5:0] fsm$rpl_len_clamped;
+    wire  [5:0] fsm$rpl_rlen;
+    reg  [9:0] fsm$rpl_len_words;
+    wire  [31:0] fsm$rpl_word_a;
+    reg  [31:0] fsm$rpl_word0;
+    reg  fsm$rpl_sweeping;
     wire  [3:0] fsm$state_code;
     wire  fsm$busy;
     wire  fsm$done;
@@ -198,6 +190,54 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
     wire  [31:0] fsm$last_reply;
     wire  [31:0] fsm$last_status;
     wire  [31:0] fsm$last_len;
+    reg  poster$clock;
+    reg  poster$post;
+    reg  [31:0] poster$round;
+    reg  poster$reset;
+    reg  [31:0] poster$sq_base;
+    reg  [31:0] poster$sq_depth;
+    reg  [31:0] poster$ring_depth;
+    reg  [31:0] poster$wqe_opcode;
+    reg  [31:0] poster$wqe_rkey;
+    reg  [31:0] poster$wqe_rva_lo;
+    reg  [31:0] poster$wqe_rva_hi;
+    reg  [31:0] poster$wqe_laddr_lo;
+    reg  [31:0] poster$wqe_laddr_hi;
+    reg  [31:0] poster$msg_len;
+    reg  [1:0] poster$pay_pad;
+    wire  poster$sq_wr_en;
+    wire  [31:0] poster$sq_wr_addr;
+    wire  [31:0] poster$sq_wr_data;
+    wire  poster$busy;
+    wire  poster$posted_valid;
+    wire  [31:0] poster$posted_round;
+    reg  reqbuf$clock;
+    reg  [2:0] reqbuf$rd_addr;
+    wire  [31:0] reqbuf$rd_data;
+    reg  [31:0] reqbuf$pay_len;
+    wire  [31:0] reqbuf$msg_len;
+    wire  [1:0] reqbuf$pay_pad;
+    reg  [31:0] reqbuf$w0;
+    reg  [31:0] reqbuf$payload1;
+    reg  [31:0] reqbuf$payload2;
+    reg  [31:0] reqbuf$payload3;
+    reg  [31:0] reqbuf$decoder_id;
+    reg  [31:0] reqbuf$seq;
+    reg  reply$clock;
+    reg  reply$wr_en;
+    reg  [9:0] reply$wr_addr;
+    reg  [31:0] reply$wr_data;
+    reg  reply$sweep;
+    wire  reply$sweeping;
+    reg  [9:0] reply$rd_addr;
+    wire  [31:0] reply$rd_data;
+    wire  [5:0] reply$len_clamped;
+    reg  [5:0] reply$rlen;
+    wire  [9:0] reply$len_words;
+    reg  [31:0] reply$word_a;
+    wire  [31:0] reply$word0;
+    reg  [31:0] reply$rpl_len;
+    wire  reply$wrong_len;
     reg  pacer$clock;
     reg  pacer$load;
     reg  [31:0] pacer$freq;
@@ -365,24 +405,10 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         .check(fsm$check),
         .prepost(fsm$prepost),
         .b2b(fsm$b2b),
-        .pay_len(fsm$pay_len),
-        .rpl_len(fsm$rpl_len),
-        .decoder_id(fsm$decoder_id),
         .rounds(fsm$rounds),
-        .sq_base(fsm$sq_base),
-        .sq_depth(fsm$sq_depth),
         .ring_depth(fsm$ring_depth),
         .timeout(fsm$timeout),
-        .wqe_opcode(fsm$wqe_opcode),
-        .wqe_rkey(fsm$wqe_rkey),
-        .wqe_rva_lo(fsm$wqe_rva_lo),
-        .wqe_rva_hi(fsm$wqe_rva_hi),
-        .wqe_laddr_lo(fsm$wqe_laddr_lo),
-        .wqe_laddr_hi(fsm$wqe_laddr_hi),
         .payload0(fsm$payload0),
-        .payload1(fsm$payload1),
-        .payload2(fsm$payload2),
-        .payload3(fsm$payload3),
         .ref_len(fsm$ref_len),
         .pacer_arm(fsm$pacer_arm),
         .pacer_fire(fsm$pacer_fire),
@@ -391,23 +417,29 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         .ref_compare(fsm$ref_compare),
         .ref_reply(fsm$ref_reply),
         .ref_mismatch(fsm$ref_mismatch),
-        .ref_wrong_len(fsm$ref_wrong_len),
         .trace_record(fsm$trace_record),
         .trace_rtt(fsm$trace_rtt),
-        .sq_wr_en(fsm$sq_wr_en),
-        .sq_wr_addr(fsm$sq_wr_addr),
-        .sq_wr_data(fsm$sq_wr_data),
         .db_valid(fsm$db_valid),
         .db_sq_pi(fsm$db_sq_pi),
         .cq_valid(fsm$cq_valid),
         .cq_wrid(fsm$cq_wrid),
-        .rx_wr_en(fsm$rx_wr_en),
-        .rx_wr_addr(fsm$rx_wr_addr),
-        .rx_wr_data(fsm$rx_wr_data),
-        .req_rd_addr(fsm$req_rd_addr),
-        .req_rd_data(fsm$req_rd_data),
         .tx_valid(fsm$tx_valid),
         .tx_data(fsm$tx_data),
+        .post(fsm$post),
+        .post_round(fsm$post_round),
+        .posting(fsm$posting),
+        .posted_valid(fsm$posted_valid),
+        .posted_round(fsm$posted_round),
+        .request_w0(fsm$request_w0),
+        .request_seq(fsm$request_seq),
+        .rpl_rd_addr(fsm$rpl_rd_addr),
+        .rpl_rd_data(fsm$rpl_rd_data),
+        .rpl_len_clamped(fsm$rpl_len_clamped),
+        .rpl_rlen(fsm$rpl_rlen),
+        .rpl_len_words(fsm$rpl_len_words),
+        .rpl_word_a(fsm$rpl_word_a),
+        .rpl_word0(fsm$rpl_word0),
+        .rpl_sweeping(fsm$rpl_sweeping),
         .state_code(fsm$state_code),
         .busy(fsm$busy),
         .done(fsm$done),
@@ -421,6 +453,60 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         .last_reply(fsm$last_reply),
         .last_status(fsm$last_status),
         .last_len(fsm$last_len)
+    );
+    top$poster poster(
+        .clock(poster$clock),
+        .post(poster$post),
+        .round(poster$round),
+        .reset(poster$reset),
+        .sq_base(poster$sq_base),
+        .sq_depth(poster$sq_depth),
+        .ring_depth(poster$ring_depth),
+        .wqe_opcode(poster$wqe_opcode),
+        .wqe_rkey(poster$wqe_rkey),
+        .wqe_rva_lo(poster$wqe_rva_lo),
+        .wqe_rva_hi(poster$wqe_rva_hi),
+        .wqe_laddr_lo(poster$wqe_laddr_lo),
+        .wqe_laddr_hi(poster$wqe_laddr_hi),
+        .msg_len(poster$msg_len),
+        .pay_pad(poster$pay_pad),
+        .sq_wr_en(poster$sq_wr_en),
+        .sq_wr_addr(poster$sq_wr_addr),
+        .sq_wr_data(poster$sq_wr_data),
+        .busy(poster$busy),
+        .posted_valid(poster$posted_valid),
+        .posted_round(poster$posted_round)
+    );
+    top$reqbuf reqbuf(
+        .clock(reqbuf$clock),
+        .rd_addr(reqbuf$rd_addr),
+        .rd_data(reqbuf$rd_data),
+        .pay_len(reqbuf$pay_len),
+        .msg_len(reqbuf$msg_len),
+        .pay_pad(reqbuf$pay_pad),
+        .w0(reqbuf$w0),
+        .payload1(reqbuf$payload1),
+        .payload2(reqbuf$payload2),
+        .payload3(reqbuf$payload3),
+        .decoder_id(reqbuf$decoder_id),
+        .seq(reqbuf$seq)
+    );
+    top$reply reply(
+        .clock(reply$clock),
+        .wr_en(reply$wr_en),
+        .wr_addr(reply$wr_addr),
+        .wr_data(reply$wr_data),
+        .sweep(reply$sweep),
+        .sweeping(reply$sweeping),
+        .rd_addr(reply$rd_addr),
+        .rd_data(reply$rd_data),
+        .len_clamped(reply$len_clamped),
+        .rlen(reply$rlen),
+        .len_words(reply$len_words),
+        .word_a(reply$word_a),
+        .word0(reply$word0),
+        .rpl_len(reply$rpl_len),
+        .wrong_len(reply$wrong_len)
     );
     top$pacer pacer(
         .clock(pacer$clock),
@@ -611,6 +697,9 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         axi_err$d = axi_err$q;
         axi$clock = clock;
         fsm$clock = clock;
+        poster$clock = clock;
+        reqbuf$clock = clock;
+        reply$clock = clock;
         pacer$clock = clock;
         trace$clock = clock;
         refmem$clock = clock;
@@ -976,24 +1065,10 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         fsm$check = |(cfg$7$q & m_check);
         fsm$prepost = |(cfg$7$q & m_prepost);
         fsm$b2b = (cfg$22$q == 32'h0) & (cfg$23$q == 32'h0);
-        fsm$pay_len = cfg$1$q;
-        fsm$rpl_len = cfg$2$q;
-        fsm$decoder_id = cfg$3$q;
         fsm$rounds = cfg$4$q;
-        fsm$sq_base = cfg$5$q;
-        fsm$sq_depth = cfg$6$q;
         fsm$ring_depth = cfg$8$q;
         fsm$timeout = cfg$9$q;
-        fsm$wqe_opcode = cfg$10$q;
-        fsm$wqe_rkey = cfg$11$q;
-        fsm$wqe_rva_lo = cfg$12$q;
-        fsm$wqe_rva_hi = cfg$13$q;
-        fsm$wqe_laddr_lo = cfg$14$q;
-        fsm$wqe_laddr_hi = cfg$15$q;
         fsm$payload0 = cfg$16$q;
-        fsm$payload1 = cfg$17$q;
-        fsm$payload2 = cfg$18$q;
-        fsm$payload3 = cfg$19$q;
         fsm$ref_len = cfg$21$q;
         pacer$load = fsm$soft_reset | (fsm$start & fsm$hw_loop);
         pacer$freq = cfg$22$q;
@@ -1007,25 +1082,59 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         fsm$ref_syndrome = refmem$syndrome;
         refmem$compare = fsm$ref_compare;
         refmem$reply = fsm$ref_reply;
-        refmem$wrong_len = fsm$ref_wrong_len;
+        refmem$wrong_len = reply$wrong_len;
         fsm$ref_mismatch = refmem$mismatch;
         trace$clear = fsm$soft_reset | (ctrl_write & |(axi$wr_data & m_trace_clear));
         trace$enable = |(cfg$25$q & m_trace_enable);
         trace$record = fsm$trace_record;
         trace$rtt = fsm$trace_rtt;
         trace$rd_addr = cfg$26$q[(32'h0)+:(20)];
-        sq_wr_en = fsm$sq_wr_en;
-        sq_wr_addr = fsm$sq_wr_addr;
-        sq_wr_data = fsm$sq_wr_data;
+        poster$post = fsm$post;
+        poster$round = fsm$post_round;
+        poster$reset = fsm$soft_reset;
+        poster$sq_base = cfg$5$q;
+        poster$sq_depth = cfg$6$q;
+        poster$ring_depth = cfg$8$q;
+        poster$wqe_opcode = cfg$10$q;
+        poster$wqe_rkey = cfg$11$q;
+        poster$wqe_rva_lo = cfg$12$q;
+        poster$wqe_rva_hi = cfg$13$q;
+        poster$wqe_laddr_lo = cfg$14$q;
+        poster$wqe_laddr_hi = cfg$15$q;
+        poster$msg_len = reqbuf$msg_len;
+        poster$pay_pad = reqbuf$pay_pad;
+        fsm$posting = poster$busy;
+        fsm$posted_valid = poster$posted_valid;
+        fsm$posted_round = poster$posted_round;
+        sq_wr_en = poster$sq_wr_en;
+        sq_wr_addr = poster$sq_wr_addr;
+        sq_wr_data = poster$sq_wr_data;
         db_valid = fsm$db_valid;
         db_sq_pi = fsm$db_sq_pi;
         fsm$cq_valid = cq_valid;
         fsm$cq_wrid = cq_wrid;
-        fsm$rx_wr_en = rx_wr_en;
-        fsm$rx_wr_addr = rx_wr_addr;
-        fsm$rx_wr_data = rx_wr_data;
-        fsm$req_rd_addr = req_rd_addr;
-        req_rd_data = fsm$req_rd_data;
+        reqbuf$rd_addr = req_rd_addr;
+        req_rd_data = reqbuf$rd_data;
+        reqbuf$pay_len = cfg$1$q;
+        reqbuf$w0 = fsm$request_w0;
+        reqbuf$payload1 = cfg$17$q;
+        reqbuf$payload2 = cfg$18$q;
+        reqbuf$payload3 = cfg$19$q;
+        reqbuf$decoder_id = cfg$3$q;
+        reqbuf$seq = fsm$request_seq;
+        reply$wr_en = rx_wr_en;
+        reply$wr_addr = rx_wr_addr;
+        reply$wr_data = rx_wr_data;
+        reply$sweep = fsm$soft_reset;
+        reply$rd_addr = fsm$rpl_rd_addr;
+        reply$rlen = fsm$rpl_rlen;
+        reply$word_a = fsm$rpl_word_a;
+        reply$rpl_len = cfg$2$q;
+        fsm$rpl_rd_data = reply$rd_data;
+        fsm$rpl_len_clamped = reply$len_clamped;
+        fsm$rpl_len_words = reply$len_words;
+        fsm$rpl_word0 = reply$word0;
+        fsm$rpl_sweeping = reply$sweeping;
         tx_valid = fsm$tx_valid;
         tx_data = fsm$tx_data;
         status_word = ((fsm$state_code) & 32'hffffffff);
@@ -2948,7 +3057,7 @@ module top$cfg$9$dff(d,q,clock);
 endmodule // top$cfg$9$dff
 
 
-module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pay_len,rpl_len,decoder_id,rounds,sq_base,sq_depth,ring_depth,timeout,wqe_opcode,wqe_rkey,wqe_rva_lo,wqe_rva_hi,wqe_laddr_lo,wqe_laddr_hi,payload0,payload1,payload2,payload3,ref_len,pacer_arm,pacer_fire,ref_addr,ref_syndrome,ref_compare,ref_reply,ref_mismatch,ref_wrong_len,trace_record,trace_rtt,sq_wr_en,sq_wr_addr,sq_wr_data,db_valid,db_sq_pi,cq_valid,cq_wrid,rx_wr_en,rx_wr_addr,rx_wr_data,req_rd_addr,req_rd_data,tx_valid,tx_data,state_code,busy,done,reply_seen,timed_out,mismatch,running,round_count,last_rtt,timeout_count,last_reply,last_status,last_len);
+module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,rounds,ring_depth,timeout,payload0,ref_len,pacer_arm,pacer_fire,ref_addr,ref_syndrome,ref_compare,ref_reply,ref_mismatch,trace_record,trace_rtt,db_valid,db_sq_pi,cq_valid,cq_wrid,tx_valid,tx_data,post,post_round,posting,posted_valid,posted_round,request_w0,request_seq,rpl_rd_addr,rpl_rd_data,rpl_len_clamped,rpl_rlen,rpl_len_words,rpl_word_a,rpl_word0,rpl_sweeping,state_code,busy,done,reply_seen,timed_out,mismatch,running,round_count,last_rtt,timeout_count,last_reply,last_status,last_len);
     
     // Module arguments
     input wire  clock;
@@ -2960,24 +3069,10 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
     input wire  check;
     input wire  prepost;
     input wire  b2b;
-    input wire  [31:0] pay_len;
-    input wire  [31:0] rpl_len;
-    input wire  [31:0] decoder_id;
     input wire  [31:0] rounds;
-    input wire  [31:0] sq_base;
-    input wire  [31:0] sq_depth;
     input wire  [31:0] ring_depth;
     input wire  [31:0] timeout;
-    input wire  [31:0] wqe_opcode;
-    input wire  [31:0] wqe_rkey;
-    input wire  [31:0] wqe_rva_lo;
-    input wire  [31:0] wqe_rva_hi;
-    input wire  [31:0] wqe_laddr_lo;
-    input wire  [31:0] wqe_laddr_hi;
     input wire  [31:0] payload0;
-    input wire  [31:0] payload1;
-    input wire  [31:0] payload2;
-    input wire  [31:0] payload3;
     input wire  [31:0] ref_len;
     output reg  pacer_arm;
     input wire  pacer_fire;
@@ -2986,23 +3081,29 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
     output reg  ref_compare;
     output reg  [31:0] ref_reply;
     input wire  ref_mismatch;
-    output reg  ref_wrong_len;
     output reg  trace_record;
     output reg  [31:0] trace_rtt;
-    output reg  sq_wr_en;
-    output reg  [31:0] sq_wr_addr;
-    output reg  [31:0] sq_wr_data;
     output reg  db_valid;
     output reg  [31:0] db_sq_pi;
     input wire  cq_valid;
     input wire  [15:0] cq_wrid;
-    input wire  rx_wr_en;
-    input wire  [9:0] rx_wr_addr;
-    input wire  [31:0] rx_wr_data;
-    input wire  [2:0] req_rd_addr;
-    output reg  [31:0] req_rd_data;
     output reg  tx_valid;
     output reg  [31:0] tx_data;
+    output reg  post;
+    output reg  [31:0] post_round;
+    input wire  posting;
+    input wire  posted_valid;
+    input wire  [31:0] posted_round;
+    output reg  [31:0] request_w0;
+    output reg  [31:0] request_seq;
+    output reg  [9:0] rpl_rd_addr;
+    input wire  [31:0] rpl_rd_data;
+    input wire  [5:0] rpl_len_clamped;
+    output reg  [5:0] rpl_rlen;
+    input wire  [9:0] rpl_len_words;
+    output reg  [31:0] rpl_word_a;
+    input wire  [31:0] rpl_word0;
+    input wire  rpl_sweeping;
     output reg  [3:0] state_code;
     output reg  busy;
     output reg  done;
@@ -3018,7 +3119,6 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
     output reg  [31:0] last_len;
     
     // Constant declarations
-    localparam  k_hdr_bytes = 32'h10;
     localparam  k_r_len = 10'b1100;
     localparam  k_r_status = 10'b1110;
     localparam  k_r_seq = 10'b1111;
@@ -3120,62 +3220,11 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
     reg  start_pending$d;
     wire  start_pending$q;
     reg  start_pending$clock;
-    reg  poster$clock;
-    reg  poster$post;
-    reg  [31:0] poster$round;
-    reg  poster$reset;
-    reg  [31:0] poster$sq_base;
-    reg  [31:0] poster$sq_depth;
-    reg  [31:0] poster$ring_depth;
-    reg  [31:0] poster$wqe_opcode;
-    reg  [31:0] poster$wqe_rkey;
-    reg  [31:0] poster$wqe_rva_lo;
-    reg  [31:0] poster$wqe_rva_hi;
-    reg  [31:0] poster$wqe_laddr_lo;
-    reg  [31:0] poster$wqe_laddr_hi;
-    reg  [31:0] poster$msg_len;
-    reg  [1:0] poster$pay_pad;
-    wire  poster$sq_wr_en;
-    wire  [31:0] poster$sq_wr_addr;
-    wire  [31:0] poster$sq_wr_data;
-    wire  poster$busy;
-    wire  poster$posted_valid;
-    wire  [31:0] poster$posted_round;
-    reg  reqbuf$clock;
-    reg  [2:0] reqbuf$rd_addr;
-    wire  [31:0] reqbuf$rd_data;
-    reg  [31:0] reqbuf$pay_len;
-    reg  [3:0] reqbuf$pay_words;
-    reg  [1:0] reqbuf$pay_pad;
-    reg  [31:0] reqbuf$w0;
-    reg  [31:0] reqbuf$payload1;
-    reg  [31:0] reqbuf$payload2;
-    reg  [31:0] reqbuf$payload3;
-    reg  [31:0] reqbuf$decoder_id;
-    reg  [31:0] reqbuf$seq;
-    reg  reply$clock;
-    reg  reply$wr_en;
-    reg  [9:0] reply$wr_addr;
-    reg  [31:0] reply$wr_data;
-    reg  reply$sweep;
-    wire  reply$sweeping;
-    reg  [9:0] reply$rd_addr;
-    wire  [31:0] reply$rd_data;
-    wire  [5:0] reply$len_clamped;
-    reg  [5:0] reply$rlen;
-    wire  [9:0] reply$len_words;
-    reg  [31:0] reply$word_a;
-    wire  [31:0] reply$word0;
-    reg  [31:0] reply$rpl_len;
-    wire  reply$wrong_len;
     
     // Local signals
     reg  post_now;
     reg  [31:0] post_which;
     reg  [9:0] reply_rd;
-    reg  [31:0] msg_len;
-    reg  [3:0] pay_words;
-    reg  [1:0] pay_pad;
     reg  [9:0] slot_next;
     
     // Sub module instances
@@ -3304,60 +3353,6 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         .q(start_pending$q),
         .clock(start_pending$clock)
     );
-    top$fsm$poster poster(
-        .clock(poster$clock),
-        .post(poster$post),
-        .round(poster$round),
-        .reset(poster$reset),
-        .sq_base(poster$sq_base),
-        .sq_depth(poster$sq_depth),
-        .ring_depth(poster$ring_depth),
-        .wqe_opcode(poster$wqe_opcode),
-        .wqe_rkey(poster$wqe_rkey),
-        .wqe_rva_lo(poster$wqe_rva_lo),
-        .wqe_rva_hi(poster$wqe_rva_hi),
-        .wqe_laddr_lo(poster$wqe_laddr_lo),
-        .wqe_laddr_hi(poster$wqe_laddr_hi),
-        .msg_len(poster$msg_len),
-        .pay_pad(poster$pay_pad),
-        .sq_wr_en(poster$sq_wr_en),
-        .sq_wr_addr(poster$sq_wr_addr),
-        .sq_wr_data(poster$sq_wr_data),
-        .busy(poster$busy),
-        .posted_valid(poster$posted_valid),
-        .posted_round(poster$posted_round)
-    );
-    top$fsm$reqbuf reqbuf(
-        .clock(reqbuf$clock),
-        .rd_addr(reqbuf$rd_addr),
-        .rd_data(reqbuf$rd_data),
-        .pay_len(reqbuf$pay_len),
-        .pay_words(reqbuf$pay_words),
-        .pay_pad(reqbuf$pay_pad),
-        .w0(reqbuf$w0),
-        .payload1(reqbuf$payload1),
-        .payload2(reqbuf$payload2),
-        .payload3(reqbuf$payload3),
-        .decoder_id(reqbuf$decoder_id),
-        .seq(reqbuf$seq)
-    );
-    top$fsm$reply reply(
-        .clock(reply$clock),
-        .wr_en(reply$wr_en),
-        .wr_addr(reply$wr_addr),
-        .wr_data(reply$wr_data),
-        .sweep(reply$sweep),
-        .sweeping(reply$sweeping),
-        .rd_addr(reply$rd_addr),
-        .rd_data(reply$rd_data),
-        .len_clamped(reply$len_clamped),
-        .rlen(reply$rlen),
-        .len_words(reply$len_words),
-        .word_a(reply$word_a),
-        .word0(reply$word0),
-        .rpl_len(reply$rpl_len),
-        .wrong_len(reply$wrong_len)
-    );
     
     // Update code
     always @(*) begin
@@ -3411,56 +3406,20 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         last_reply_r$d = last_reply_r$q;
         last_status_r$d = last_status_r$q;
         start_pending$d = start_pending$q;
-        poster$clock = clock;
-        reqbuf$clock = clock;
-        reply$clock = clock;
-        reply$wr_en = rx_wr_en;
-        reply$wr_addr = rx_wr_addr;
-        reply$wr_data = rx_wr_data;
-        reply$sweep = soft_reset;
         reply_rd = slot_base$q + k_r_seq;
-        reply$rlen = rlen$q;
-        reply$word_a = rword_a$q;
-        reply$rpl_len = rpl_len;
         pacer_arm = 1'b0;
         ref_compare = 1'b0;
         trace_record = 1'b0;
         db_valid = 1'b0;
         tx_valid = 1'b0;
-        msg_len = pay_len + k_hdr_bytes;
-        pay_words = (((pay_len + 32'h3) >> 32'h2) & 4'hf);
-        pay_pad = ~pay_len[(32'h0)+:(2)] + 32'h1;
         slot_next = (((round$q & (ring_depth - 32'h1)) << 32'h4) & 10'h3ff);
-        reqbuf$rd_addr = req_rd_addr;
-        req_rd_data = reqbuf$rd_data;
-        reqbuf$pay_len = pay_len;
-        reqbuf$pay_words = pay_words;
-        reqbuf$pay_pad = pay_pad;
-        reqbuf$w0 = req_w0$q;
-        reqbuf$payload1 = payload1;
-        reqbuf$payload2 = payload2;
-        reqbuf$payload3 = payload3;
-        reqbuf$decoder_id = decoder_id;
-        reqbuf$seq = req_seq$q;
+        request_w0 = req_w0$q;
+        request_seq = req_seq$q;
+        rpl_rlen = rlen$q;
+        rpl_word_a = rword_a$q;
         post_now = 1'b0;
         post_which = round$q;
-        poster$reset = soft_reset;
-        poster$sq_base = sq_base;
-        poster$sq_depth = sq_depth;
-        poster$ring_depth = ring_depth;
-        poster$wqe_opcode = wqe_opcode;
-        poster$wqe_rkey = wqe_rkey;
-        poster$wqe_rva_lo = wqe_rva_lo;
-        poster$wqe_rva_hi = wqe_rva_hi;
-        poster$wqe_laddr_lo = wqe_laddr_lo;
-        poster$wqe_laddr_hi = wqe_laddr_hi;
-        poster$msg_len = msg_len;
-        poster$pay_pad = pay_pad;
-        sq_wr_en = poster$sq_wr_en;
-        sq_wr_addr = poster$sq_wr_addr;
-        sq_wr_data = poster$sq_wr_data;
-        ref_wrong_len = reply$wrong_len;
-        if (((state$q == State$WaitRpl) | (state$q == State$PollRpl)) & ~seen$q & ~to$q & (reply$rd_data == req_seq$q)) begin
+        if (((state$q == State$WaitRpl) | (state$q == State$PollRpl)) & ~seen$q & ~to$q & (rpl_rd_data == req_seq$q)) begin
             seen$d = 1'b1;
             rtt_cap$d = rtt$q;
         end
@@ -3470,7 +3429,7 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
         if (abort) begin
             abort_req$d = 1'b1;
         end
-        if (start & ((state$q != State$Idle) | reply$sweeping)) begin
+        if (start & ((state$q != State$Idle) | rpl_sweeping)) begin
             start_pending$d = 1'b1;
         end
         ref_addr = ref_idx$q;
@@ -3485,7 +3444,7 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
             State$Idle:
                 begin
                     state_code = k_s_idle;
-                    if ((start | start_pending$q) & ~reply$sweeping) begin
+                    if ((start | start_pending$q) & ~rpl_sweeping) begin
                         start_pending$d = 1'b0;
                         done_l$d = 1'b0;
                         if (hw_loop) begin
@@ -3525,7 +3484,7 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
             State$WqePost:
                 begin
                     state_code = k_s_wqe_post;
-                    if (poster$posted_valid & (poster$posted_round == round$q)) begin
+                    if (posted_valid & (posted_round == round$q)) begin
                         state$d = State$RingSq;
                     end
                     else begin
@@ -3573,30 +3532,30 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
                         join_step$d = 32'h1;
                     end
                     if (join_step$q == 32'h1) begin
-                        rlen$d = reply$len_clamped;
-                        reply_rd = slot_base$q + k_r_len - (((reply$len_clamped + 32'h3) >> 32'h2) & 10'h3ff);
+                        rlen$d = rpl_len_clamped;
+                        reply_rd = slot_base$q + k_r_len - (((rpl_len_clamped + 32'h3) >> 32'h2) & 10'h3ff);
                         join_step$d = 32'h2;
                     end
                     if (join_step$q == 32'h2) begin
-                        rword_a$d = reply$rd_data;
-                        reply_rd = slot_base$q + k_r_len - reply$len_words + 32'h1;
+                        rword_a$d = rpl_rd_data;
+                        reply_rd = slot_base$q + k_r_len - rpl_len_words + 32'h1;
                         join_step$d = 32'h3;
                     end
                     if (join_step$q == 32'h3) begin
                         if (~to$q) begin
-                            last_reply_r$d = reply$word0;
+                            last_reply_r$d = rpl_word0;
                         end
                         reply_rd = slot_base$q + k_r_status;
                         join_step$d = 32'h4;
                     end
                     if (join_step$q == 32'h4) begin
                         if (~to$q) begin
-                            last_status_r$d = reply$rd_data;
+                            last_status_r$d = rpl_rd_data;
                             last_len_r$d = ((rlen$q) & 32'hffffffff);
                         end
                         join_step$d = 32'h5;
                     end
-                    if ((join_step$q == 32'h5) & ~poster$busy) begin
+                    if ((join_step$q == 32'h5) & ~posting) begin
                         join_step$d = 32'h0;
                         if (hw_loop) begin
                             state$d = State$DatTx;
@@ -3676,10 +3635,10 @@ module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,pa
             rlen$d = 32'h0;
             start_pending$d = 1'b0;
         end
-        poster$post = post_now;
-        poster$round = post_which;
-        reply$rd_addr = reply_rd;
-        busy = (state$q != State$Idle) | reply$sweeping;
+        post = post_now;
+        post_round = post_which;
+        rpl_rd_addr = reply_rd;
+        busy = (state$q != State$Idle) | rpl_sweeping;
         done = done_l$q;
         reply_seen = seen_l$q;
         timed_out = timed_out_l$q;
@@ -3848,255 +3807,6 @@ module top$fsm$mismatch_l(d,q,clock);
 endmodule // top$fsm$mismatch_l
 
 
-module top$fsm$poster(clock,post,round,reset,sq_base,sq_depth,ring_depth,wqe_opcode,wqe_rkey,wqe_rva_lo,wqe_rva_hi,wqe_laddr_lo,wqe_laddr_hi,msg_len,pay_pad,sq_wr_en,sq_wr_addr,sq_wr_data,busy,posted_valid,posted_round);
-    
-    // Module arguments
-    input wire  clock;
-    input wire  post;
-    input wire  [31:0] round;
-    input wire  reset;
-    input wire  [31:0] sq_base;
-    input wire  [31:0] sq_depth;
-    input wire  [31:0] ring_depth;
-    input wire  [31:0] wqe_opcode;
-    input wire  [31:0] wqe_rkey;
-    input wire  [31:0] wqe_rva_lo;
-    input wire  [31:0] wqe_rva_hi;
-    input wire  [31:0] wqe_laddr_lo;
-    input wire  [31:0] wqe_laddr_hi;
-    input wire  [31:0] msg_len;
-    input wire  [1:0] pay_pad;
-    output reg  sq_wr_en;
-    output reg  [31:0] sq_wr_addr;
-    output reg  [31:0] sq_wr_data;
-    output reg  busy;
-    output reg  posted_valid;
-    output reg  [31:0] posted_round;
-    
-    // Constant declarations
-    localparam  k_w_wrid = 4'h0;
-    localparam  k_w_laddr_lo = 4'h1;
-    localparam  k_w_laddr_hi = 4'h2;
-    localparam  k_w_length = 4'h3;
-    localparam  k_w_opcode = 4'h4;
-    localparam  k_w_roffset_lo = 4'h5;
-    localparam  k_w_roffset_hi = 4'h6;
-    localparam  k_w_rtag = 4'h7;
-    localparam  k_w_immdt = 4'hc;
-    localparam  k_w_last = 4'hf;
-    localparam  k_slot_bytes = 32'h40;
-    
-    // Stub signals
-    reg  post_busy$d;
-    wire  post_busy$q;
-    reg  post_busy$clock;
-    reg  [3:0] post_word$d;
-    wire  [3:0] post_word$q;
-    reg  post_word$clock;
-    reg  [31:0] post_round$d;
-    wire  [31:0] post_round$q;
-    reg  post_round$clock;
-    reg  posted_valid_r$d;
-    wire  posted_valid_r$q;
-    reg  posted_valid_r$clock;
-    reg  [31:0] posted_round_r$d;
-    wire  [31:0] posted_round_r$q;
-    reg  posted_round_r$clock;
-    
-    // Local signals
-    reg  [31:0] wqe_word;
-    
-    // Sub module instances
-    top$fsm$poster$post_busy post_busy(
-        .d(post_busy$d),
-        .q(post_busy$q),
-        .clock(post_busy$clock)
-    );
-    top$fsm$poster$post_word post_word(
-        .d(post_word$d),
-        .q(post_word$q),
-        .clock(post_word$clock)
-    );
-    top$fsm$poster$post_round post_round(
-        .d(post_round$d),
-        .q(post_round$q),
-        .clock(post_round$clock)
-    );
-    top$fsm$poster$posted_valid_r posted_valid_r(
-        .d(posted_valid_r$d),
-        .q(posted_valid_r$q),
-        .clock(posted_valid_r$clock)
-    );
-    top$fsm$poster$posted_round_r posted_round_r(
-        .d(posted_round_r$d),
-        .q(posted_round_r$q),
-        .clock(posted_round_r$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        post_busy$clock = clock;
-        post_word$clock = clock;
-        post_round$clock = clock;
-        posted_valid_r$clock = clock;
-        posted_round_r$clock = clock;
-        post_busy$d = post_busy$q;
-        post_word$d = post_word$q;
-        post_round$d = post_round$q;
-        posted_valid_r$d = posted_valid_r$q;
-        posted_round_r$d = posted_round_r$q;
-        wqe_word = 32'h0;
-        if (post_word$q == k_w_wrid) begin
-            wqe_word = ((post_round$q[(32'h0)+:(16)]) & 32'hffffffff);
-        end
-        if (post_word$q == k_w_laddr_lo) begin
-            wqe_word = wqe_laddr_lo + ((pay_pad) & 32'hffffffff);
-        end
-        if (post_word$q == k_w_laddr_hi) begin
-            wqe_word = wqe_laddr_hi;
-        end
-        if (post_word$q == k_w_length) begin
-            wqe_word = msg_len;
-        end
-        if (post_word$q == k_w_opcode) begin
-            wqe_word = wqe_opcode;
-        end
-        if (post_word$q == k_w_roffset_lo) begin
-            wqe_word = wqe_rva_lo + ((post_round$q & (ring_depth - 32'h1)) << 32'h6) + k_slot_bytes - msg_len;
-        end
-        if (post_word$q == k_w_roffset_hi) begin
-            wqe_word = wqe_rva_hi;
-        end
-        if (post_word$q == k_w_rtag) begin
-            wqe_word = wqe_rkey;
-        end
-        if (post_word$q == k_w_immdt) begin
-            wqe_word = post_round$q + 32'h1;
-        end
-        sq_wr_addr = sq_base + ((post_round$q & (sq_depth - 32'h1)) << 32'h6) + (((post_word$q) & 32'hffffffff) << 32'h2);
-        sq_wr_data = wqe_word;
-        sq_wr_en = post_busy$q;
-        if (post_busy$q) begin
-            post_word$d = post_word$q + 32'h1;
-            if (post_word$q == k_w_last) begin
-                post_busy$d = 1'b0;
-                posted_valid_r$d = 1'b1;
-                posted_round_r$d = post_round$q;
-            end
-        end
-        if (post & ~post_busy$q) begin
-            post_busy$d = 1'b1;
-            post_word$d = 32'h0;
-            post_round$d = round;
-            posted_valid_r$d = 1'b0;
-        end
-        if (reset) begin
-            post_busy$d = 1'b0;
-            posted_valid_r$d = 1'b0;
-        end
-        busy = post_busy$q;
-        posted_valid = posted_valid_r$q;
-        posted_round = posted_round_r$q;
-    end
-    
-endmodule // top$fsm$poster
-
-
-module top$fsm$poster$post_busy(d,q,clock);
-    
-    // Module arguments
-    input wire  d;
-    output reg  q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 1'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$fsm$poster$post_busy
-
-
-module top$fsm$poster$post_round(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$fsm$poster$post_round
-
-
-module top$fsm$poster$post_word(d,q,clock);
-    
-    // Module arguments
-    input wire  [3:0] d;
-    output reg  [3:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 4'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$fsm$poster$post_word
-
-
-module top$fsm$poster$posted_round_r(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$fsm$poster$posted_round_r
-
-
-module top$fsm$poster$posted_valid_r(d,q,clock);
-    
-    // Module arguments
-    input wire  d;
-    output reg  q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 1'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$fsm$poster$posted_valid_r
-
-
 module top$fsm$ref_idx(d,q,clock);
     
     // Module arguments
@@ -4114,201 +3824,6 @@ module top$fsm$ref_idx(d,q,clock);
     end
           
 endmodule // top$fsm$ref_idx
-
-
-module top$fsm$reply(clock,wr_en,wr_addr,wr_data,sweep,sweeping,rd_addr,rd_data,len_clamped,rlen,len_words,word_a,word0,rpl_len,wrong_len);
-    
-    // Module arguments
-    input wire  clock;
-    input wire  wr_en;
-    input wire  [9:0] wr_addr;
-    input wire  [31:0] wr_data;
-    input wire  sweep;
-    output reg  sweeping;
-    input wire  [9:0] rd_addr;
-    output reg  [31:0] rd_data;
-    output reg  [5:0] len_clamped;
-    input wire  [5:0] rlen;
-    output reg  [9:0] len_words;
-    input wire  [31:0] word_a;
-    output reg  [31:0] word0;
-    input wire  [31:0] rpl_len;
-    output reg  wrong_len;
-    
-    // Constant declarations
-    localparam  k_max = 6'b110000;
-    
-    // Stub signals
-    reg  [9:0] mem$read_address;
-    reg  mem$read_clock;
-    wire  [31:0] mem$read_data;
-    reg  [9:0] mem$write_address;
-    reg  mem$write_clock;
-    reg  [31:0] mem$write_data;
-    reg  mem$write_enable;
-    reg  clr$d;
-    wire  clr$q;
-    reg  clr$clock;
-    reg  [9:0] clr_idx$d;
-    wire  [9:0] clr_idx$q;
-    reg  clr_idx$clock;
-    
-    // Local signals
-    reg  [5:0] clamped;
-    reg  [1:0] pad;
-    reg  [31:0] funnel;
-    reg  [31:0] mask;
-    
-    // Sub module instances
-    top$fsm$reply$mem mem(
-        .read_address(mem$read_address),
-        .read_clock(mem$read_clock),
-        .read_data(mem$read_data),
-        .write_address(mem$write_address),
-        .write_clock(mem$write_clock),
-        .write_data(mem$write_data),
-        .write_enable(mem$write_enable)
-    );
-    top$fsm$reply$clr clr(
-        .d(clr$d),
-        .q(clr$q),
-        .clock(clr$clock)
-    );
-    top$fsm$reply$clr_idx clr_idx(
-        .d(clr_idx$d),
-        .q(clr_idx$q),
-        .clock(clr_idx$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        clr$clock = clock;
-        clr_idx$clock = clock;
-        clr$d = clr$q;
-        clr_idx$d = clr_idx$q;
-        mem$read_clock = clock;
-        mem$write_clock = clock;
-        mem$write_enable = wr_en;
-        mem$write_address = wr_addr;
-        mem$write_data = wr_data;
-        if (clr$q) begin
-            mem$write_enable = 1'b1;
-            mem$write_address = clr_idx$q;
-            mem$write_data = 32'h0;
-            clr_idx$d = clr_idx$q + 32'h1;
-            if (&clr_idx$q) begin
-                clr$d = 1'b0;
-            end
-        end
-        if (sweep) begin
-            clr$d = 1'b1;
-            clr_idx$d = 32'h0;
-        end
-        sweeping = clr$q;
-        mem$read_address = rd_addr;
-        rd_data = mem$read_data;
-        clamped = ((mem$read_data) & 6'h3f);
-        if (mem$read_data > ((k_max) & 32'hffffffff)) begin
-            clamped = k_max;
-        end
-        len_clamped = clamped;
-        len_words = (((rlen + 32'h3) >> 32'h2) & 10'h3ff);
-        pad = ~rlen[(32'h0)+:(2)] + 32'h1;
-        funnel = word_a;
-        if (pad == 32'h1) begin
-            funnel = (word_a >> 32'h8) | (mem$read_data << 32'h18);
-        end
-        if (pad == 32'h2) begin
-            funnel = (word_a >> 32'h10) | (mem$read_data << 32'h10);
-        end
-        if (pad == 32'h3) begin
-            funnel = (word_a >> 32'h18) | (mem$read_data << 32'h8);
-        end
-        mask = 64'hffffffff;
-        if (rlen == 32'h3) begin
-            mask = 64'hffffff;
-        end
-        if (rlen == 32'h2) begin
-            mask = 64'hffff;
-        end
-        if (rlen == 32'h1) begin
-            mask = 64'hff;
-        end
-        if (rlen == 32'h0) begin
-            mask = 32'h0;
-        end
-        word0 = funnel & mask;
-        wrong_len = ((rlen) & 32'hffffffff) != rpl_len;
-    end
-    
-endmodule // top$fsm$reply
-
-
-module top$fsm$reply$clr(d,q,clock);
-    
-    // Module arguments
-    input wire  d;
-    output reg  q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 1'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$fsm$reply$clr
-
-
-module top$fsm$reply$clr_idx(d,q,clock);
-    
-    // Module arguments
-    input wire  [9:0] d;
-    output reg  [9:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 10'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$fsm$reply$clr_idx
-
-
-module top$fsm$reply$mem(read_address,read_clock,read_data,write_address,write_clock,write_data,write_enable);
-    
-    // Module arguments
-    input wire  [9:0] read_address;
-    input wire  read_clock;
-    output reg  [31:0] read_data;
-    input wire  [9:0] write_address;
-    input wire  write_clock;
-    input wire  [31:0] write_data;
-    input wire  write_enable;
-    
-    // Update code (custom)
-    reg[31:0] mem[1023:0];
-    
-    
-    
-    always @(posedge read_clock) begin
-       read_data <= mem[read_address];
-    end
-    
-    always @(posedge write_clock) begin
-       if (write_enable) begin
-          mem[write_address] <= write_data;
-       end
-    end
-                
-endmodule // top$fsm$reply$mem
 
 
 module top$fsm$req_seq(d,q,clock);
@@ -4347,115 +3862,6 @@ module top$fsm$req_w0(d,q,clock);
     end
           
 endmodule // top$fsm$req_w0
-
-
-module top$fsm$reqbuf(clock,rd_addr,rd_data,pay_len,pay_words,pay_pad,w0,payload1,payload2,payload3,decoder_id,seq);
-    
-    // Module arguments
-    input wire  clock;
-    input wire  [2:0] rd_addr;
-    output reg  [31:0] rd_data;
-    input wire  [31:0] pay_len;
-    input wire  [3:0] pay_words;
-    input wire  [1:0] pay_pad;
-    input wire  [31:0] w0;
-    input wire  [31:0] payload1;
-    input wire  [31:0] payload2;
-    input wire  [31:0] payload3;
-    input wire  [31:0] decoder_id;
-    input wire  [31:0] seq;
-    
-    // Constant declarations
-    localparam  k_h_id = 4'h1;
-    localparam  k_h_status = 4'h2;
-    localparam  k_h_seq = 4'h3;
-    localparam  k_req_status = 32'h1010000;
-    
-    // Stub signals
-    reg  [31:0] out$d;
-    wire  [31:0] out$q;
-    reg  out$clock;
-    
-    // Local signals
-    reg  [3:0] hdr_idx;
-    reg  [31:0] region;
-    reg  [31:0] region_prev;
-    reg  [31:0] word;
-    
-    // Sub module instances
-    top$fsm$reqbuf$out out(
-        .d(out$d),
-        .q(out$q),
-        .clock(out$clock)
-    );
-    
-    // Update code
-    always @(*) begin
-        out$clock = clock;
-        out$d = out$q;
-        hdr_idx = ((rd_addr) & 4'hf) - pay_words;
-        region = payload3;
-        region_prev = payload2;
-        if (rd_addr == 32'h0) begin
-            region = w0;
-            region_prev = 32'h0;
-        end
-        if (rd_addr == 32'h1) begin
-            region = payload1;
-            region_prev = w0;
-        end
-        if (rd_addr == 32'h2) begin
-            region = payload2;
-            region_prev = payload1;
-        end
-        word = pay_len;
-        if (((rd_addr) & 4'hf) < pay_words) begin
-            word = region;
-            if (pay_pad == 32'h1) begin
-                word = (region << 32'h8) | (region_prev >> 32'h18);
-            end
-            if (pay_pad == 32'h2) begin
-                word = (region << 32'h10) | (region_prev >> 32'h10);
-            end
-            if (pay_pad == 32'h3) begin
-                word = (region << 32'h18) | (region_prev >> 32'h8);
-            end
-        end
-        else begin
-            if (hdr_idx == k_h_id) begin
-                word = decoder_id;
-            end
-            if (hdr_idx == k_h_status) begin
-                word = k_req_status;
-            end
-            if (hdr_idx == k_h_seq) begin
-                word = seq;
-            end
-        end
-        out$d = word;
-        rd_data = out$q;
-    end
-    
-endmodule // top$fsm$reqbuf
-
-
-module top$fsm$reqbuf$out(d,q,clock);
-    
-    // Module arguments
-    input wire  [31:0] d;
-    output reg  [31:0] q;
-    input wire  clock;
-    
-    // Update code (custom)
-    initial begin
-       q = 32'h0;
-    end
-    
-    always @(posedge clock) begin
-       q <= d;
-    end
-          
-endmodule // top$fsm$reqbuf$out
 
 
 module top$fsm$rlen(d,q,clock);
@@ -4984,6 +4390,255 @@ module top$pacer$waiting(d,q,clock);
 endmodule // top$pacer$waiting
 
 
+module top$poster(clock,post,round,reset,sq_base,sq_depth,ring_depth,wqe_opcode,wqe_rkey,wqe_rva_lo,wqe_rva_hi,wqe_laddr_lo,wqe_laddr_hi,msg_len,pay_pad,sq_wr_en,sq_wr_addr,sq_wr_data,busy,posted_valid,posted_round);
+    
+    // Module arguments
+    input wire  clock;
+    input wire  post;
+    input wire  [31:0] round;
+    input wire  reset;
+    input wire  [31:0] sq_base;
+    input wire  [31:0] sq_depth;
+    input wire  [31:0] ring_depth;
+    input wire  [31:0] wqe_opcode;
+    input wire  [31:0] wqe_rkey;
+    input wire  [31:0] wqe_rva_lo;
+    input wire  [31:0] wqe_rva_hi;
+    input wire  [31:0] wqe_laddr_lo;
+    input wire  [31:0] wqe_laddr_hi;
+    input wire  [31:0] msg_len;
+    input wire  [1:0] pay_pad;
+    output reg  sq_wr_en;
+    output reg  [31:0] sq_wr_addr;
+    output reg  [31:0] sq_wr_data;
+    output reg  busy;
+    output reg  posted_valid;
+    output reg  [31:0] posted_round;
+    
+    // Constant declarations
+    localparam  k_w_wrid = 4'h0;
+    localparam  k_w_laddr_lo = 4'h1;
+    localparam  k_w_laddr_hi = 4'h2;
+    localparam  k_w_length = 4'h3;
+    localparam  k_w_opcode = 4'h4;
+    localparam  k_w_roffset_lo = 4'h5;
+    localparam  k_w_roffset_hi = 4'h6;
+    localparam  k_w_rtag = 4'h7;
+    localparam  k_w_immdt = 4'hc;
+    localparam  k_w_last = 4'hf;
+    localparam  k_slot_bytes = 32'h40;
+    
+    // Stub signals
+    reg  post_busy$d;
+    wire  post_busy$q;
+    reg  post_busy$clock;
+    reg  [3:0] post_word$d;
+    wire  [3:0] post_word$q;
+    reg  post_word$clock;
+    reg  [31:0] post_round$d;
+    wire  [31:0] post_round$q;
+    reg  post_round$clock;
+    reg  posted_valid_r$d;
+    wire  posted_valid_r$q;
+    reg  posted_valid_r$clock;
+    reg  [31:0] posted_round_r$d;
+    wire  [31:0] posted_round_r$q;
+    reg  posted_round_r$clock;
+    
+    // Local signals
+    reg  [31:0] wqe_word;
+    
+    // Sub module instances
+    top$poster$post_busy post_busy(
+        .d(post_busy$d),
+        .q(post_busy$q),
+        .clock(post_busy$clock)
+    );
+    top$poster$post_word post_word(
+        .d(post_word$d),
+        .q(post_word$q),
+        .clock(post_word$clock)
+    );
+    top$poster$post_round post_round(
+        .d(post_round$d),
+        .q(post_round$q),
+        .clock(post_round$clock)
+    );
+    top$poster$posted_valid_r posted_valid_r(
+        .d(posted_valid_r$d),
+        .q(posted_valid_r$q),
+        .clock(posted_valid_r$clock)
+    );
+    top$poster$posted_round_r posted_round_r(
+        .d(posted_round_r$d),
+        .q(posted_round_r$q),
+        .clock(posted_round_r$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        post_busy$clock = clock;
+        post_word$clock = clock;
+        post_round$clock = clock;
+        posted_valid_r$clock = clock;
+        posted_round_r$clock = clock;
+        post_busy$d = post_busy$q;
+        post_word$d = post_word$q;
+        post_round$d = post_round$q;
+        posted_valid_r$d = posted_valid_r$q;
+        posted_round_r$d = posted_round_r$q;
+        wqe_word = 32'h0;
+        if (post_word$q == k_w_wrid) begin
+            wqe_word = ((post_round$q[(32'h0)+:(16)]) & 32'hffffffff);
+        end
+        if (post_word$q == k_w_laddr_lo) begin
+            wqe_word = wqe_laddr_lo + ((pay_pad) & 32'hffffffff);
+        end
+        if (post_word$q == k_w_laddr_hi) begin
+            wqe_word = wqe_laddr_hi;
+        end
+        if (post_word$q == k_w_length) begin
+            wqe_word = msg_len;
+        end
+        if (post_word$q == k_w_opcode) begin
+            wqe_word = wqe_opcode;
+        end
+        if (post_word$q == k_w_roffset_lo) begin
+            wqe_word = wqe_rva_lo + ((post_round$q & (ring_depth - 32'h1)) << 32'h6) + k_slot_bytes - msg_len;
+        end
+        if (post_word$q == k_w_roffset_hi) begin
+            wqe_word = wqe_rva_hi;
+        end
+        if (post_word$q == k_w_rtag) begin
+            wqe_word = wqe_rkey;
+        end
+        if (post_word$q == k_w_immdt) begin
+            wqe_word = post_round$q + 32'h1;
+        end
+        sq_wr_addr = sq_base + ((post_round$q & (sq_depth - 32'h1)) << 32'h6) + (((post_word$q) & 32'hffffffff) << 32'h2);
+        sq_wr_data = wqe_word;
+        sq_wr_en = post_busy$q;
+        if (post_busy$q) begin
+            post_word$d = post_word$q + 32'h1;
+            if (post_word$q == k_w_last) begin
+                post_busy$d = 1'b0;
+                posted_valid_r$d = 1'b1;
+                posted_round_r$d = post_round$q;
+            end
+        end
+        if (post & ~post_busy$q) begin
+            post_busy$d = 1'b1;
+            post_word$d = 32'h0;
+            post_round$d = round;
+            posted_valid_r$d = 1'b0;
+        end
+        if (reset) begin
+            post_busy$d = 1'b0;
+            posted_valid_r$d = 1'b0;
+        end
+        busy = post_busy$q;
+        posted_valid = posted_valid_r$q;
+        posted_round = posted_round_r$q;
+    end
+    
+endmodule // top$poster
+
+
+module top$poster$post_busy(d,q,clock);
+    
+    // Module arguments
+    input wire  d;
+    output reg  q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 1'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$poster$post_busy
+
+
+module top$poster$post_round(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$poster$post_round
+
+
+module top$poster$post_word(d,q,clock);
+    
+    // Module arguments
+    input wire  [3:0] d;
+    output reg  [3:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 4'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$poster$post_word
+
+
+module top$poster$posted_round_r(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$poster$posted_round_r
+
+
+module top$poster$posted_valid_r(d,q,clock);
+    
+    // Module arguments
+    input wire  d;
+    output reg  q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 1'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$poster$posted_valid_r
+
+
 module top$refmem(clock,clear,wr_syn,wr_exp,wr_addr,wr_data,rd_addr,syndrome,expected,compare,reply,wrong_len,mismatch,mismatches);
     
     // Module arguments
@@ -5152,6 +4807,317 @@ module top$refmem$syn(read_address,read_clock,read_data,write_address,write_cloc
     end
                 
 endmodule // top$refmem$syn
+
+
+module top$reply(clock,wr_en,wr_addr,wr_data,sweep,sweeping,rd_addr,rd_data,len_clamped,rlen,len_words,word_a,word0,rpl_len,wrong_len);
+    
+    // Module arguments
+    input wire  clock;
+    input wire  wr_en;
+    input wire  [9:0] wr_addr;
+    input wire  [31:0] wr_data;
+    input wire  sweep;
+    output reg  sweeping;
+    input wire  [9:0] rd_addr;
+    output reg  [31:0] rd_data;
+    output reg  [5:0] len_clamped;
+    input wire  [5:0] rlen;
+    output reg  [9:0] len_words;
+    input wire  [31:0] word_a;
+    output reg  [31:0] word0;
+    input wire  [31:0] rpl_len;
+    output reg  wrong_len;
+    
+    // Constant declarations
+    localparam  k_max = 6'b110000;
+    
+    // Stub signals
+    reg  [9:0] mem$read_address;
+    reg  mem$read_clock;
+    wire  [31:0] mem$read_data;
+    reg  [9:0] mem$write_address;
+    reg  mem$write_clock;
+    reg  [31:0] mem$write_data;
+    reg  mem$write_enable;
+    reg  clr$d;
+    wire  clr$q;
+    reg  clr$clock;
+    reg  [9:0] clr_idx$d;
+    wire  [9:0] clr_idx$q;
+    reg  clr_idx$clock;
+    
+    // Local signals
+    reg  [5:0] clamped;
+    reg  [1:0] pad;
+    reg  [31:0] funnel;
+    reg  [31:0] mask;
+    
+    // Sub module instances
+    top$reply$mem mem(
+        .read_address(mem$read_address),
+        .read_clock(mem$read_clock),
+        .read_data(mem$read_data),
+        .write_address(mem$write_address),
+        .write_clock(mem$write_clock),
+        .write_data(mem$write_data),
+        .write_enable(mem$write_enable)
+    );
+    top$reply$clr clr(
+        .d(clr$d),
+        .q(clr$q),
+        .clock(clr$clock)
+    );
+    top$reply$clr_idx clr_idx(
+        .d(clr_idx$d),
+        .q(clr_idx$q),
+        .clock(clr_idx$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        clr$clock = clock;
+        clr_idx$clock = clock;
+        clr$d = clr$q;
+        clr_idx$d = clr_idx$q;
+        mem$read_clock = clock;
+        mem$write_clock = clock;
+        mem$write_enable = wr_en;
+        mem$write_address = wr_addr;
+        mem$write_data = wr_data;
+        if (clr$q) begin
+            mem$write_enable = 1'b1;
+            mem$write_address = clr_idx$q;
+            mem$write_data = 32'h0;
+            clr_idx$d = clr_idx$q + 32'h1;
+            if (&clr_idx$q) begin
+                clr$d = 1'b0;
+            end
+        end
+        if (sweep) begin
+            clr$d = 1'b1;
+            clr_idx$d = 32'h0;
+        end
+        sweeping = clr$q;
+        mem$read_address = rd_addr;
+        rd_data = mem$read_data;
+        clamped = ((mem$read_data) & 6'h3f);
+        if (mem$read_data > ((k_max) & 32'hffffffff)) begin
+            clamped = k_max;
+        end
+        len_clamped = clamped;
+        len_words = (((rlen + 32'h3) >> 32'h2) & 10'h3ff);
+        pad = ~rlen[(32'h0)+:(2)] + 32'h1;
+        funnel = word_a;
+        if (pad == 32'h1) begin
+            funnel = (word_a >> 32'h8) | (mem$read_data << 32'h18);
+        end
+        if (pad == 32'h2) begin
+            funnel = (word_a >> 32'h10) | (mem$read_data << 32'h10);
+        end
+        if (pad == 32'h3) begin
+            funnel = (word_a >> 32'h18) | (mem$read_data << 32'h8);
+        end
+        mask = 64'hffffffff;
+        if (rlen == 32'h3) begin
+            mask = 64'hffffff;
+        end
+        if (rlen == 32'h2) begin
+            mask = 64'hffff;
+        end
+        if (rlen == 32'h1) begin
+            mask = 64'hff;
+        end
+        if (rlen == 32'h0) begin
+            mask = 32'h0;
+        end
+        word0 = funnel & mask;
+        wrong_len = ((rlen) & 32'hffffffff) != rpl_len;
+    end
+    
+endmodule // top$reply
+
+
+module top$reply$clr(d,q,clock);
+    
+    // Module arguments
+    input wire  d;
+    output reg  q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 1'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$reply$clr
+
+
+module top$reply$clr_idx(d,q,clock);
+    
+    // Module arguments
+    input wire  [9:0] d;
+    output reg  [9:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 10'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$reply$clr_idx
+
+
+module top$reply$mem(read_address,read_clock,read_data,write_address,write_clock,write_data,write_enable);
+    
+    // Module arguments
+    input wire  [9:0] read_address;
+    input wire  read_clock;
+    output reg  [31:0] read_data;
+    input wire  [9:0] write_address;
+    input wire  write_clock;
+    input wire  [31:0] write_data;
+    input wire  write_enable;
+    
+    // Update code (custom)
+    reg[31:0] mem[1023:0];
+    
+    
+    
+    always @(posedge read_clock) begin
+       read_data <= mem[read_address];
+    end
+    
+    always @(posedge write_clock) begin
+       if (write_enable) begin
+          mem[write_address] <= write_data;
+       end
+    end
+                
+endmodule // top$reply$mem
+
+
+module top$reqbuf(clock,rd_addr,rd_data,pay_len,msg_len,pay_pad,w0,payload1,payload2,payload3,decoder_id,seq);
+    
+    // Module arguments
+    input wire  clock;
+    input wire  [2:0] rd_addr;
+    output reg  [31:0] rd_data;
+    input wire  [31:0] pay_len;
+    output reg  [31:0] msg_len;
+    output reg  [1:0] pay_pad;
+    input wire  [31:0] w0;
+    input wire  [31:0] payload1;
+    input wire  [31:0] payload2;
+    input wire  [31:0] payload3;
+    input wire  [31:0] decoder_id;
+    input wire  [31:0] seq;
+    
+    // Constant declarations
+    localparam  k_h_id = 4'h1;
+    localparam  k_h_status = 4'h2;
+    localparam  k_h_seq = 4'h3;
+    localparam  k_req_status = 32'h1010000;
+    localparam  k_hdr_bytes = 32'h10;
+    
+    // Stub signals
+    reg  [31:0] out$d;
+    wire  [31:0] out$q;
+    reg  out$clock;
+    
+    // Local signals
+    reg  [3:0] pay_words;
+    reg  [1:0] pad;
+    reg  [3:0] hdr_idx;
+    reg  [31:0] region;
+    reg  [31:0] region_prev;
+    reg  [31:0] word;
+    
+    // Sub module instances
+    top$reqbuf$out out(
+        .d(out$d),
+        .q(out$q),
+        .clock(out$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        out$clock = clock;
+        out$d = out$q;
+        pay_words = (((pay_len + 32'h3) >> 32'h2) & 4'hf);
+        pad = ~pay_len[(32'h0)+:(2)] + 32'h1;
+        msg_len = pay_len + k_hdr_bytes;
+        pay_pad = pad;
+        hdr_idx = ((rd_addr) & 4'hf) - pay_words;
+        region = payload3;
+        region_prev = payload2;
+        if (rd_addr == 32'h0) begin
+            region = w0;
+            region_prev = 32'h0;
+        end
+        if (rd_addr == 32'h1) begin
+            region = payload1;
+            region_prev = w0;
+        end
+        if (rd_addr == 32'h2) begin
+            region = payload2;
+            region_prev = payload1;
+        end
+        word = pay_len;
+        if (((rd_addr) & 4'hf) < pay_words) begin
+            word = region;
+            if (pad == 32'h1) begin
+                word = (region << 32'h8) | (region_prev >> 32'h18);
+            end
+            if (pad == 32'h2) begin
+                word = (region << 32'h10) | (region_prev >> 32'h10);
+            end
+            if (pad == 32'h3) begin
+                word = (region << 32'h18) | (region_prev >> 32'h8);
+            end
+        end
+        else begin
+            if (hdr_idx == k_h_id) begin
+                word = decoder_id;
+            end
+            if (hdr_idx == k_h_status) begin
+                word = k_req_status;
+            end
+            if (hdr_idx == k_h_seq) begin
+                word = seq;
+            end
+        end
+        out$d = word;
+        rd_data = out$q;
+    end
+    
+endmodule // top$reqbuf
+
+
+module top$reqbuf$out(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$reqbuf$out
 
 
 module top$trace(clock,clear,enable,record,rtt,rd_addr,rd_data,count,full,saturated);

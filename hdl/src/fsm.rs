@@ -37,20 +37,16 @@
 //! reply's payload is found by its header's `payload_len` (any length up to the slot's 48
 //! bytes) and its first four bytes are taken with a byte shift across two words.
 //!
-//! The WQE writer, the request buffer and the reply memory are blocks of their own
-//! ([`WqePoster`], [`RequestBuffer`], [`ReplyMem`]). Nothing here is a literal of someone
-//! else's layout: the WQE's word indices come from `backline_board::ernic::wqe` (PG332 Table
-//! 2-1, in [`WqePoster`]), the header's word indices and the request's status word from
-//! `backline_wire::words`, the state codes from `backline_regmap::state`; each enters the
-//! logic as a [`Constant`].
+//! The FSM orchestrates; the datapath that faces ERNIC is in its sibling blocks of `top`:
+//! the WQE writer ([`crate::wqe::WqePoster`]), the request buffer
+//! ([`crate::reqbuf::RequestBuffer`]) and the reply memory ([`crate::reply::ReplyMem`]),
+//! which the FSM drives through its ports. Nothing here is a literal of someone else's
+//! layout: the header's word indices come from `backline_wire::words`, the state codes from
+//! `backline_regmap::state`; each enters the logic as a [`Constant`].
 
 use backline_regmap as rm;
 use backline_wire::words as hdr;
 use rust_hdl::prelude::*;
-
-use crate::reply::ReplyMem;
-use crate::reqbuf::RequestBuffer;
-use crate::wqe::WqePoster;
 
 /// FSM states, in `STATUS.state` order.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, LogicState)]
@@ -75,7 +71,8 @@ pub enum State {
     Next,
 }
 
-/// The orchestrator with its request buffer, reply memory, WQE poster and RTT counter.
+/// The orchestrator with its RTT counter, driving the WQE poster, the request buffer and the
+/// reply memory of `top`.
 #[derive(LogicBlock)]
 pub struct HwhsFsm {
     /// Clock.
@@ -97,42 +94,14 @@ pub struct HwhsFsm {
     pub prepost: Signal<In, Bit>,
     /// Pacer settings are b2b (freq = span = 0): hw-loop rounds follow each other at once.
     pub b2b: Signal<In, Bit>,
-    /// PAY_LEN.
-    pub pay_len: Signal<In, Bits<32>>,
-    /// RPL_LEN.
-    pub rpl_len: Signal<In, Bits<32>>,
-    /// DECODER_ID.
-    pub decoder_id: Signal<In, Bits<32>>,
     /// ROUNDS.
     pub rounds: Signal<In, Bits<32>>,
-    /// SQ_BASE.
-    pub sq_base: Signal<In, Bits<32>>,
-    /// SQ_DEPTH.
-    pub sq_depth: Signal<In, Bits<32>>,
     /// RING_DEPTH.
     pub ring_depth: Signal<In, Bits<32>>,
     /// TIMEOUT.
     pub timeout: Signal<In, Bits<32>>,
-    /// WQE_OPCODE.
-    pub wqe_opcode: Signal<In, Bits<32>>,
-    /// WQE_RKEY.
-    pub wqe_rkey: Signal<In, Bits<32>>,
-    /// WQE_RVA_LO.
-    pub wqe_rva_lo: Signal<In, Bits<32>>,
-    /// WQE_RVA_HI.
-    pub wqe_rva_hi: Signal<In, Bits<32>>,
-    /// WQE_LADDR_LO.
-    pub wqe_laddr_lo: Signal<In, Bits<32>>,
-    /// WQE_LADDR_HI.
-    pub wqe_laddr_hi: Signal<In, Bits<32>>,
     /// PAYLOAD0.
     pub payload0: Signal<In, Bits<32>>,
-    /// PAYLOAD1.
-    pub payload1: Signal<In, Bits<32>>,
-    /// PAYLOAD2.
-    pub payload2: Signal<In, Bits<32>>,
-    /// PAYLOAD3.
-    pub payload3: Signal<In, Bits<32>>,
     /// REF_LEN.
     pub ref_len: Signal<In, Bits<32>>,
     // ---- pacer, reference memory, trace ----
@@ -150,19 +119,11 @@ pub struct HwhsFsm {
     pub ref_reply: Signal<Out, Bits<32>>,
     /// The reference memory's verdict on `ref_reply`.
     pub ref_mismatch: Signal<In, Bit>,
-    /// The reply's length differs from RPL_LEN (a mismatch whatever its word 0).
-    pub ref_wrong_len: Signal<Out, Bit>,
     /// Pulse: record `trace_rtt`.
     pub trace_record: Signal<Out, Bit>,
     /// RTT to record (0: timeout).
     pub trace_rtt: Signal<Out, Bits<32>>,
     // ---- ERNIC side ----
-    /// SQ memory write enable.
-    pub sq_wr_en: Signal<Out, Bit>,
-    /// SQ memory byte address.
-    pub sq_wr_addr: Signal<Out, Bits<32>>,
-    /// SQ memory write data.
-    pub sq_wr_data: Signal<Out, Bits<32>>,
     /// Doorbell write (one cycle).
     pub db_valid: Signal<Out, Bit>,
     /// SQ producer index written by the doorbell: WQEs posted so far.
@@ -171,20 +132,41 @@ pub struct HwhsFsm {
     pub cq_valid: Signal<In, Bit>,
     /// Work-request id of the completion.
     pub cq_wrid: Signal<In, Bits<16>>,
-    /// Inbound write into the reply memory.
-    pub rx_wr_en: Signal<In, Bit>,
-    /// Inbound write word address.
-    pub rx_wr_addr: Signal<In, Bits<10>>,
-    /// Inbound write data.
-    pub rx_wr_data: Signal<In, Bits<32>>,
-    /// Request buffer read address (word of the message image).
-    pub req_rd_addr: Signal<In, Bits<3>>,
-    /// Request buffer word, one cycle after the address.
-    pub req_rd_data: Signal<Out, Bits<32>>,
     /// Correction to the stimulus side (hw-loop).
     pub tx_valid: Signal<Out, Bit>,
     /// Reply payload word 0.
     pub tx_data: Signal<Out, Bits<32>>,
+    // ---- the engine's datapath blocks (siblings in `top`) ----
+    /// Pulse: post the WQE of `post_round` ([`crate::wqe::WqePoster`]).
+    pub post: Signal<Out, Bit>,
+    /// The round whose WQE a `post` starts.
+    pub post_round: Signal<Out, Bits<32>>,
+    /// The poster is writing a WQE.
+    pub posting: Signal<In, Bit>,
+    /// The WQE of `posted_round` is in the SQ.
+    pub posted_valid: Signal<In, Bit>,
+    /// The round of the last WQE written whole.
+    pub posted_round: Signal<In, Bits<32>>,
+    /// Payload word 0 of this round, for the request buffer ([`crate::reqbuf::RequestBuffer`]).
+    pub request_w0: Signal<Out, Bits<32>>,
+    /// This round's sequence number, for the request buffer.
+    pub request_seq: Signal<Out, Bits<32>>,
+    /// Reply memory word read ([`crate::reply::ReplyMem`]).
+    pub rpl_rd_addr: Signal<Out, Bits<10>>,
+    /// The reply memory word at the address of the previous cycle.
+    pub rpl_rd_data: Signal<In, Bits<32>>,
+    /// That word as a payload length, clamped to the largest reply.
+    pub rpl_len_clamped: Signal<In, Bits<6>>,
+    /// The reply's payload length, as taken in JOIN.
+    pub rpl_rlen: Signal<Out, Bits<6>>,
+    /// Its payload-region words.
+    pub rpl_len_words: Signal<In, Bits<10>>,
+    /// The first payload-region word, as latched in JOIN.
+    pub rpl_word_a: Signal<Out, Bits<32>>,
+    /// Payload bytes 0 ..= 3, masked to the length.
+    pub rpl_word0: Signal<In, Bits<32>>,
+    /// The reply memory is being swept after a soft reset.
+    pub rpl_sweeping: Signal<In, Bit>,
     // ---- status ----
     /// STATUS.state.
     pub state_code: Signal<Out, Bits<4>>,
@@ -237,24 +219,14 @@ pub struct HwhsFsm {
     last_reply_r: DFF<Bits<32>>,
     last_status_r: DFF<Bits<32>>,
     start_pending: DFF<Bit>,
-    /// The WQE writer.
-    poster: WqePoster,
-    /// The request message image ERNIC reads.
-    reqbuf: RequestBuffer,
-    /// The reply memory.
-    reply: ReplyMem,
-    // What the FSM drives into its parts is settled in these locals first and assigned to
-    // the part's input once, at the end: a part's input that changed more than once in one
-    // evaluation would wake the part, whose outputs wake the FSM again (an event loop in
-    // event-driven simulators such as Icarus; Verilator would not notice).
+    // What the FSM tells the datapath blocks is settled in these locals first and driven
+    // once, at the end: an output that changed more than once in one evaluation would wake
+    // the block it feeds, whose outputs wake the FSM again (an event loop in event-driven
+    // simulators such as Icarus; Verilator would not notice).
     post_now: Signal<Local, Bit>,
     post_which: Signal<Local, Bits<32>>,
     reply_rd: Signal<Local, Bits<10>>,
-    msg_len: Signal<Local, Bits<32>>,
-    pay_words: Signal<Local, Bits<4>>,
-    pay_pad: Signal<Local, Bits<2>>,
     slot_next: Signal<Local, Bits<10>>,
-    k_hdr_bytes: Constant<Bits<32>>,
     // Reply slot: word offsets of the header's payload_len, status and seq words.
     k_r_len: Constant<Bits<10>>,
     k_r_status: Constant<Bits<10>>,
@@ -282,10 +254,6 @@ fn k10(v: u32) -> Constant<Bits<10>> {
     Constant::new((v as u64).into())
 }
 
-fn k32(v: u32) -> Constant<Bits<32>> {
-    Constant::new((v as u64).into())
-}
-
 /// Header words of a slot come after `SLOT_BYTES / 4 − hdr::COUNT` payload-region words.
 const HDR_AT: u32 = rm::SLOT_BYTES / 4 - hdr::COUNT;
 
@@ -301,24 +269,10 @@ impl Default for HwhsFsm {
             check: Default::default(),
             prepost: Default::default(),
             b2b: Default::default(),
-            pay_len: Default::default(),
-            rpl_len: Default::default(),
-            decoder_id: Default::default(),
             rounds: Default::default(),
-            sq_base: Default::default(),
-            sq_depth: Default::default(),
             ring_depth: Default::default(),
             timeout: Default::default(),
-            wqe_opcode: Default::default(),
-            wqe_rkey: Default::default(),
-            wqe_rva_lo: Default::default(),
-            wqe_rva_hi: Default::default(),
-            wqe_laddr_lo: Default::default(),
-            wqe_laddr_hi: Default::default(),
             payload0: Default::default(),
-            payload1: Default::default(),
-            payload2: Default::default(),
-            payload3: Default::default(),
             ref_len: Default::default(),
             pacer_arm: Default::default(),
             pacer_fire: Default::default(),
@@ -329,20 +283,27 @@ impl Default for HwhsFsm {
             ref_mismatch: Default::default(),
             trace_record: Default::default(),
             trace_rtt: Default::default(),
-            sq_wr_en: Default::default(),
-            sq_wr_addr: Default::default(),
-            sq_wr_data: Default::default(),
             db_valid: Default::default(),
             db_sq_pi: Default::default(),
             cq_valid: Default::default(),
             cq_wrid: Default::default(),
-            rx_wr_en: Default::default(),
-            rx_wr_addr: Default::default(),
-            rx_wr_data: Default::default(),
-            req_rd_addr: Default::default(),
-            req_rd_data: Default::default(),
             tx_valid: Default::default(),
             tx_data: Default::default(),
+            post: Default::default(),
+            post_round: Default::default(),
+            posting: Default::default(),
+            posted_valid: Default::default(),
+            posted_round: Default::default(),
+            request_w0: Default::default(),
+            request_seq: Default::default(),
+            rpl_rd_addr: Default::default(),
+            rpl_rd_data: Default::default(),
+            rpl_len_clamped: Default::default(),
+            rpl_rlen: Default::default(),
+            rpl_len_words: Default::default(),
+            rpl_word_a: Default::default(),
+            rpl_word0: Default::default(),
+            rpl_sweeping: Default::default(),
             state_code: Default::default(),
             busy: Default::default(),
             done: Default::default(),
@@ -356,7 +317,6 @@ impl Default for HwhsFsm {
             last_reply: Default::default(),
             last_status: Default::default(),
             last_len: Default::default(),
-            ref_wrong_len: Default::default(),
             state: Default::default(),
             round: Default::default(),
             ref_idx: Default::default(),
@@ -382,17 +342,10 @@ impl Default for HwhsFsm {
             last_reply_r: Default::default(),
             last_status_r: Default::default(),
             start_pending: Default::default(),
-            poster: Default::default(),
-            reqbuf: Default::default(),
-            reply: Default::default(),
             post_now: Default::default(),
             post_which: Default::default(),
             reply_rd: Default::default(),
-            msg_len: Default::default(),
-            pay_words: Default::default(),
-            pay_pad: Default::default(),
             slot_next: Default::default(),
-            k_hdr_bytes: k32(backline_wire::HEADER_BYTES as u32),
             k_r_len: k10(HDR_AT + hdr::PAYLOAD_LEN),
             k_r_status: k10(HDR_AT + hdr::STATUS),
             k_r_seq: k10(HDR_AT + hdr::SEQ),
@@ -442,17 +395,8 @@ impl Logic for HwhsFsm {
             last_status_r,
             start_pending
         );
-        clock!(self, clock, poster, reqbuf, reply);
-        // Inbound RDMA writes land in the reply memory; a soft reset sweeps it to zero. By
-        // default it is read at this round's seq word.
-        self.reply.wr_en.next = self.rx_wr_en.val();
-        self.reply.wr_addr.next = self.rx_wr_addr.val();
-        self.reply.wr_data.next = self.rx_wr_data.val();
-        self.reply.sweep.next = self.soft_reset.val();
+        // By default the reply memory is read at this round's seq word.
         self.reply_rd.next = self.slot_base.q.val() + self.k_r_seq.val();
-        self.reply.rlen.next = self.rlen.q.val();
-        self.reply.word_a.next = self.rword_a.q.val();
-        self.reply.rpl_len.next = self.rpl_len.val();
 
         // Defaults of every output pulse.
         self.pacer_arm.next = false;
@@ -461,53 +405,24 @@ impl Logic for HwhsFsm {
         self.db_valid.next = false;
         self.tx_valid.next = false;
 
-        // A request of PAY_LEN bytes: ceil(PAY_LEN / 4) payload-region words, the payload
-        // right-aligned in them (pay_pad bytes in front), then the header.
-        self.msg_len.next = self.pay_len.val() + self.k_hdr_bytes.val();
-        self.pay_words.next = bit_cast::<4, 32>((self.pay_len.val() + 3) >> 2);
-        self.pay_pad.next = !self.pay_len.val().get_bits::<2>(0) + 1;
         // Round r's reply slot: 16 words per slot (SLOT_BYTES / 4).
         self.slot_next.next =
             bit_cast::<10, 32>((self.round.q.val() & (self.ring_depth.val() - 1)) << 4);
 
-        // ---- the request buffer ERNIC reads ----
-        self.reqbuf.rd_addr.next = self.req_rd_addr.val();
-        self.req_rd_data.next = self.reqbuf.rd_data.val();
-        self.reqbuf.pay_len.next = self.pay_len.val();
-        self.reqbuf.pay_words.next = self.pay_words.val();
-        self.reqbuf.pay_pad.next = self.pay_pad.val();
-        self.reqbuf.w0.next = self.req_w0.q.val();
-        self.reqbuf.payload1.next = self.payload1.val();
-        self.reqbuf.payload2.next = self.payload2.val();
-        self.reqbuf.payload3.next = self.payload3.val();
-        self.reqbuf.decoder_id.next = self.decoder_id.val();
-        self.reqbuf.seq.next = self.req_seq.q.val();
-
-        // ---- the WQE poster: started below, in WQE_POST and (pre-post) WAIT_RPL ----
+        // ---- what the datapath blocks are told ----
+        self.request_w0.next = self.req_w0.q.val();
+        self.request_seq.next = self.req_seq.q.val();
+        self.rpl_rlen.next = self.rlen.q.val();
+        self.rpl_word_a.next = self.rword_a.q.val();
+        // The poster is started below, in WQE_POST and (pre-post) WAIT_RPL.
         self.post_now.next = false;
         self.post_which.next = self.round.q.val();
-        self.poster.reset.next = self.soft_reset.val();
-        self.poster.sq_base.next = self.sq_base.val();
-        self.poster.sq_depth.next = self.sq_depth.val();
-        self.poster.ring_depth.next = self.ring_depth.val();
-        self.poster.wqe_opcode.next = self.wqe_opcode.val();
-        self.poster.wqe_rkey.next = self.wqe_rkey.val();
-        self.poster.wqe_rva_lo.next = self.wqe_rva_lo.val();
-        self.poster.wqe_rva_hi.next = self.wqe_rva_hi.val();
-        self.poster.wqe_laddr_lo.next = self.wqe_laddr_lo.val();
-        self.poster.wqe_laddr_hi.next = self.wqe_laddr_hi.val();
-        self.poster.msg_len.next = self.msg_len.val();
-        self.poster.pay_pad.next = self.pay_pad.val();
-        self.sq_wr_en.next = self.poster.sq_wr_en.val();
-        self.sq_wr_addr.next = self.poster.sq_wr_addr.val();
-        self.sq_wr_data.next = self.poster.sq_wr_data.val();
-        self.ref_wrong_len.next = self.reply.wrong_len.val();
 
         // ---- reply detection: from the doorbell on, the poller compares every cycle ----
         if ((self.state.q.val() == State::WaitRpl) | (self.state.q.val() == State::PollRpl))
             & !self.seen.q.val()
             & !self.to.q.val()
-            & (self.reply.rd_data.val() == self.req_seq.q.val())
+            & (self.rpl_rd_data.val() == self.req_seq.q.val())
         {
             self.seen.d.next = true;
             self.rtt_cap.d.next = self.rtt.q.val();
@@ -520,7 +435,7 @@ impl Logic for HwhsFsm {
         }
         // A start that cannot be taken now (a round in progress, or the sweep) is kept, one
         // deep, and taken in IDLE.
-        if self.start.val() & ((self.state.q.val() != State::Idle) | self.reply.sweeping.val()) {
+        if self.start.val() & ((self.state.q.val() != State::Idle) | self.rpl_sweeping.val()) {
             self.start_pending.d.next = true;
         }
 
@@ -536,7 +451,7 @@ impl Logic for HwhsFsm {
         match self.state.q.val() {
             State::Idle => {
                 self.state_code.next = self.k_s_idle.val();
-                if (self.start.val() | self.start_pending.q.val()) & !self.reply.sweeping.val() {
+                if (self.start.val() | self.start_pending.q.val()) & !self.rpl_sweeping.val() {
                     self.start_pending.d.next = false;
                     self.done_l.d.next = false;
                     if self.hw_loop.val() {
@@ -572,9 +487,7 @@ impl Logic for HwhsFsm {
             }
             State::WqePost => {
                 self.state_code.next = self.k_s_wqe_post.val();
-                if self.poster.posted_valid.val()
-                    & (self.poster.posted_round.val() == self.round.q.val())
-                {
+                if self.posted_valid.val() & (self.posted_round.val() == self.round.q.val()) {
                     self.state.d.next = State::RingSq;
                 } else {
                     self.post_now.next = true;
@@ -620,33 +533,32 @@ impl Logic for HwhsFsm {
                     self.join_step.d.next = 1.into();
                 }
                 if self.join_step.q.val() == 1 {
-                    self.rlen.d.next = self.reply.len_clamped.val();
+                    self.rlen.d.next = self.rpl_len_clamped.val();
                     self.reply_rd.next = self.slot_base.q.val() + self.k_r_len.val()
-                        - bit_cast::<10, 6>((self.reply.len_clamped.val() + 3) >> 2);
+                        - bit_cast::<10, 6>((self.rpl_len_clamped.val() + 3) >> 2);
                     self.join_step.d.next = 2.into();
                 }
                 if self.join_step.q.val() == 2 {
-                    self.rword_a.d.next = self.reply.rd_data.val();
-                    self.reply_rd.next = self.slot_base.q.val() + self.k_r_len.val()
-                        - self.reply.len_words.val()
-                        + 1;
+                    self.rword_a.d.next = self.rpl_rd_data.val();
+                    self.reply_rd.next =
+                        self.slot_base.q.val() + self.k_r_len.val() - self.rpl_len_words.val() + 1;
                     self.join_step.d.next = 3.into();
                 }
                 if self.join_step.q.val() == 3 {
                     if !self.to.q.val() {
-                        self.last_reply_r.d.next = self.reply.word0.val();
+                        self.last_reply_r.d.next = self.rpl_word0.val();
                     }
                     self.reply_rd.next = self.slot_base.q.val() + self.k_r_status.val();
                     self.join_step.d.next = 4.into();
                 }
                 if self.join_step.q.val() == 4 {
                     if !self.to.q.val() {
-                        self.last_status_r.d.next = self.reply.rd_data.val();
+                        self.last_status_r.d.next = self.rpl_rd_data.val();
                         self.last_len_r.d.next = bit_cast::<32, 6>(self.rlen.q.val());
                     }
                     self.join_step.d.next = 5.into();
                 }
-                if (self.join_step.q.val() == 5) & !self.poster.busy.val() {
+                if (self.join_step.q.val() == 5) & !self.posting.val() {
                     self.join_step.d.next = 0.into();
                     if self.hw_loop.val() {
                         self.state.d.next = State::DatTx;
@@ -723,10 +635,10 @@ impl Logic for HwhsFsm {
             self.start_pending.d.next = false;
         }
 
-        self.poster.post.next = self.post_now.val();
-        self.poster.round.next = self.post_which.val();
-        self.reply.rd_addr.next = self.reply_rd.val();
-        self.busy.next = (self.state.q.val() != State::Idle) | self.reply.sweeping.val();
+        self.post.next = self.post_now.val();
+        self.post_round.next = self.post_which.val();
+        self.rpl_rd_addr.next = self.reply_rd.val();
+        self.busy.next = (self.state.q.val() != State::Idle) | self.rpl_sweeping.val();
         self.done.next = self.done_l.q.val();
         self.reply_seen.next = self.seen_l.q.val();
         self.timed_out.next = self.timed_out_l.q.val();

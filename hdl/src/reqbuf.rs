@@ -4,7 +4,7 @@
 //!
 //! Word `i` of the image, read with one cycle of latency:
 //!
-//! * `i < pay_words`: payload bytes, shifted right by `pay_pad` bytes across two of the
+//! * `i < ceil(PAY_LEN / 4)`: payload bytes, shifted right by `pad` bytes across two of the
 //!   payload registers (word 0 of the payload is the round's latched `w0`, words 1 ..= 3
 //!   PAYLOAD1..3);
 //! * header words (index `i − pay_words`, from `backline_wire::words`): `payload_len` =
@@ -25,10 +25,10 @@ pub struct RequestBuffer {
     pub rd_data: Signal<Out, Bits<32>>,
     /// PAY_LEN.
     pub pay_len: Signal<In, Bits<32>>,
-    /// Payload-region words: ceil(PAY_LEN / 4).
-    pub pay_words: Signal<In, Bits<4>>,
-    /// Bytes of padding in front of the payload.
-    pub pay_pad: Signal<In, Bits<2>>,
+    /// Bytes of the message: PAY_LEN + the 16-byte header (the WQE's LENGTH).
+    pub msg_len: Signal<Out, Bits<32>>,
+    /// Bytes of padding in front of the payload (the WQE's LADDR points past them).
+    pub pay_pad: Signal<Out, Bits<2>>,
     /// Payload word 0 of this round (PAYLOAD0 or the reference syndrome, latched in DAT_RX).
     pub w0: Signal<In, Bits<32>>,
     /// PAYLOAD1.
@@ -42,6 +42,8 @@ pub struct RequestBuffer {
     /// The round's sequence number.
     pub seq: Signal<In, Bits<32>>,
     out: DFF<Bits<32>>,
+    pay_words: Signal<Local, Bits<4>>,
+    pad: Signal<Local, Bits<2>>,
     hdr_idx: Signal<Local, Bits<4>>,
     region: Signal<Local, Bits<32>>,
     region_prev: Signal<Local, Bits<32>>,
@@ -50,6 +52,7 @@ pub struct RequestBuffer {
     k_h_status: Constant<Bits<4>>,
     k_h_seq: Constant<Bits<4>>,
     k_req_status: Constant<Bits<32>>,
+    k_hdr_bytes: Constant<Bits<32>>,
 }
 
 impl Default for RequestBuffer {
@@ -63,7 +66,7 @@ impl Default for RequestBuffer {
             rd_addr: Default::default(),
             rd_data: Default::default(),
             pay_len: Default::default(),
-            pay_words: Default::default(),
+            msg_len: Default::default(),
             pay_pad: Default::default(),
             w0: Default::default(),
             payload1: Default::default(),
@@ -72,6 +75,8 @@ impl Default for RequestBuffer {
             decoder_id: Default::default(),
             seq: Default::default(),
             out: Default::default(),
+            pay_words: Default::default(),
+            pad: Default::default(),
             hdr_idx: Default::default(),
             region: Default::default(),
             region_prev: Default::default(),
@@ -82,6 +87,7 @@ impl Default for RequestBuffer {
             k_req_status: Constant::new(
                 (hdr::status_word(0, backline_wire::Kind::Request) as u64).into(),
             ),
+            k_hdr_bytes: Constant::new((backline_wire::HEADER_BYTES as u64).into()),
         }
     }
 }
@@ -90,6 +96,12 @@ impl Logic for RequestBuffer {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, out);
+        // A request of PAY_LEN bytes: ceil(PAY_LEN / 4) payload-region words, the payload
+        // right-aligned in them (`pad` bytes in front), then the header.
+        self.pay_words.next = bit_cast::<4, 32>((self.pay_len.val() + 3) >> 2);
+        self.pad.next = !self.pay_len.val().get_bits::<2>(0) + 1;
+        self.msg_len.next = self.pay_len.val() + self.k_hdr_bytes.val();
+        self.pay_pad.next = self.pad.val();
         self.hdr_idx.next = bit_cast::<4, 3>(self.rd_addr.val()) - self.pay_words.val();
         self.region.next = self.payload3.val();
         self.region_prev.next = self.payload2.val();
@@ -108,13 +120,13 @@ impl Logic for RequestBuffer {
         self.word.next = self.pay_len.val();
         if bit_cast::<4, 3>(self.rd_addr.val()) < self.pay_words.val() {
             self.word.next = self.region.val();
-            if self.pay_pad.val() == 1 {
+            if self.pad.val() == 1 {
                 self.word.next = (self.region.val() << 8) | (self.region_prev.val() >> 24);
             }
-            if self.pay_pad.val() == 2 {
+            if self.pad.val() == 2 {
                 self.word.next = (self.region.val() << 16) | (self.region_prev.val() >> 16);
             }
-            if self.pay_pad.val() == 3 {
+            if self.pad.val() == 3 {
                 self.word.next = (self.region.val() << 24) | (self.region_prev.val() >> 8);
             }
         } else {

@@ -13,7 +13,10 @@ use crate::axi::AxiLiteSlave;
 use crate::fsm::HwhsFsm;
 use crate::pacer::LfsrPacer;
 use crate::refmem::RefMem;
+use crate::reply::ReplyMem;
+use crate::reqbuf::RequestBuffer;
 use crate::trace::TraceRam;
+use crate::wqe::WqePoster;
 
 /// Address bits of the engine's trace RAM.
 pub const TRACE_BITS: usize = rm::TRACE_ADDR_BITS as usize;
@@ -89,6 +92,12 @@ pub struct Hwhs {
     pub axi: AxiLiteSlave,
     /// The orchestrator.
     pub fsm: HwhsFsm,
+    /// The WQE writer (ERNIC's SQ side).
+    pub poster: WqePoster,
+    /// The request message ERNIC reads.
+    pub reqbuf: RequestBuffer,
+    /// The reply memory ERNIC writes.
+    pub reply: ReplyMem,
     /// The pacer.
     pub pacer: LfsrPacer,
     /// The trace RAM.
@@ -276,6 +285,9 @@ impl Default for Hwhs {
             tx_data: Default::default(),
             axi: Default::default(),
             fsm: Default::default(),
+            poster: Default::default(),
+            reqbuf: Default::default(),
+            reply: Default::default(),
             pacer: Default::default(),
             trace: Default::default(),
             refmem: Default::default(),
@@ -336,7 +348,9 @@ impl Logic for Hwhs {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, axi_err);
-        clock!(self, clock, axi, fsm, pacer, trace, refmem);
+        clock!(
+            self, clock, axi, fsm, poster, reqbuf, reply, pacer, trace, refmem
+        );
 
         // ---- bus ----
         self.axi.awaddr.next = self.axi_awaddr.val();
@@ -407,25 +421,11 @@ impl Logic for Hwhs {
         self.fsm.check.next = (self.cfg[7].q.val() & self.m_check.val()).any();
         self.fsm.prepost.next = (self.cfg[7].q.val() & self.m_prepost.val()).any();
         self.fsm.b2b.next = (self.cfg[22].q.val() == 0) & (self.cfg[23].q.val() == 0);
-        self.fsm.pay_len.next = self.cfg[1].q.val();
-        self.fsm.rpl_len.next = self.cfg[2].q.val();
-        self.fsm.decoder_id.next = self.cfg[3].q.val();
-        self.fsm.rounds.next = self.cfg[4].q.val();
-        self.fsm.sq_base.next = self.cfg[5].q.val();
-        self.fsm.sq_depth.next = self.cfg[6].q.val();
-        self.fsm.ring_depth.next = self.cfg[8].q.val();
-        self.fsm.timeout.next = self.cfg[9].q.val();
-        self.fsm.wqe_opcode.next = self.cfg[10].q.val();
-        self.fsm.wqe_rkey.next = self.cfg[11].q.val();
-        self.fsm.wqe_rva_lo.next = self.cfg[12].q.val();
-        self.fsm.wqe_rva_hi.next = self.cfg[13].q.val();
-        self.fsm.wqe_laddr_lo.next = self.cfg[14].q.val();
-        self.fsm.wqe_laddr_hi.next = self.cfg[15].q.val();
-        self.fsm.payload0.next = self.cfg[16].q.val();
-        self.fsm.payload1.next = self.cfg[17].q.val();
-        self.fsm.payload2.next = self.cfg[18].q.val();
-        self.fsm.payload3.next = self.cfg[19].q.val();
-        self.fsm.ref_len.next = self.cfg[21].q.val();
+        self.fsm.rounds.next = self.cfg[4].q.val(); // ROUNDS
+        self.fsm.ring_depth.next = self.cfg[8].q.val(); // RING_DEPTH
+        self.fsm.timeout.next = self.cfg[9].q.val(); // TIMEOUT
+        self.fsm.payload0.next = self.cfg[16].q.val(); // PAYLOAD0
+        self.fsm.ref_len.next = self.cfg[21].q.val(); // REF_LEN
 
         // ---- pacer ----
         self.pacer.load.next =
@@ -444,7 +444,7 @@ impl Logic for Hwhs {
         self.fsm.ref_syndrome.next = self.refmem.syndrome.val();
         self.refmem.compare.next = self.fsm.ref_compare.val();
         self.refmem.reply.next = self.fsm.ref_reply.val();
-        self.refmem.wrong_len.next = self.fsm.ref_wrong_len.val();
+        self.refmem.wrong_len.next = self.reply.wrong_len.val();
         self.fsm.ref_mismatch.next = self.refmem.mismatch.val();
 
         // ---- trace RAM ----
@@ -455,19 +455,53 @@ impl Logic for Hwhs {
         self.trace.rtt.next = self.fsm.trace_rtt.val();
         self.trace.rd_addr.next = self.cfg[26].q.val().get_bits::<TRACE_BITS>(0);
 
-        // ---- ERNIC side ----
-        self.sq_wr_en.next = self.fsm.sq_wr_en.val();
-        self.sq_wr_addr.next = self.fsm.sq_wr_addr.val();
-        self.sq_wr_data.next = self.fsm.sq_wr_data.val();
+        // ---- ERNIC side: the WQE poster, the request buffer, the reply memory ----
+        self.poster.post.next = self.fsm.post.val();
+        self.poster.round.next = self.fsm.post_round.val();
+        self.poster.reset.next = self.fsm.soft_reset.val();
+        self.poster.sq_base.next = self.cfg[5].q.val(); // SQ_BASE
+        self.poster.sq_depth.next = self.cfg[6].q.val(); // SQ_DEPTH
+        self.poster.ring_depth.next = self.cfg[8].q.val(); // RING_DEPTH
+        self.poster.wqe_opcode.next = self.cfg[10].q.val(); // WQE_OPCODE
+        self.poster.wqe_rkey.next = self.cfg[11].q.val(); // WQE_RKEY
+        self.poster.wqe_rva_lo.next = self.cfg[12].q.val(); // WQE_RVA_LO
+        self.poster.wqe_rva_hi.next = self.cfg[13].q.val(); // WQE_RVA_HI
+        self.poster.wqe_laddr_lo.next = self.cfg[14].q.val(); // WQE_LADDR_LO
+        self.poster.wqe_laddr_hi.next = self.cfg[15].q.val(); // WQE_LADDR_HI
+        self.poster.msg_len.next = self.reqbuf.msg_len.val();
+        self.poster.pay_pad.next = self.reqbuf.pay_pad.val();
+        self.fsm.posting.next = self.poster.busy.val();
+        self.fsm.posted_valid.next = self.poster.posted_valid.val();
+        self.fsm.posted_round.next = self.poster.posted_round.val();
+        self.sq_wr_en.next = self.poster.sq_wr_en.val();
+        self.sq_wr_addr.next = self.poster.sq_wr_addr.val();
+        self.sq_wr_data.next = self.poster.sq_wr_data.val();
         self.db_valid.next = self.fsm.db_valid.val();
         self.db_sq_pi.next = self.fsm.db_sq_pi.val();
         self.fsm.cq_valid.next = self.cq_valid.val();
         self.fsm.cq_wrid.next = self.cq_wrid.val();
-        self.fsm.rx_wr_en.next = self.rx_wr_en.val();
-        self.fsm.rx_wr_addr.next = self.rx_wr_addr.val();
-        self.fsm.rx_wr_data.next = self.rx_wr_data.val();
-        self.fsm.req_rd_addr.next = self.req_rd_addr.val();
-        self.req_rd_data.next = self.fsm.req_rd_data.val();
+        self.reqbuf.rd_addr.next = self.req_rd_addr.val();
+        self.req_rd_data.next = self.reqbuf.rd_data.val();
+        self.reqbuf.pay_len.next = self.cfg[1].q.val(); // PAY_LEN
+        self.reqbuf.w0.next = self.fsm.request_w0.val();
+        self.reqbuf.payload1.next = self.cfg[17].q.val(); // PAYLOAD1
+        self.reqbuf.payload2.next = self.cfg[18].q.val(); // PAYLOAD2
+        self.reqbuf.payload3.next = self.cfg[19].q.val(); // PAYLOAD3
+        self.reqbuf.decoder_id.next = self.cfg[3].q.val(); // DECODER_ID
+        self.reqbuf.seq.next = self.fsm.request_seq.val();
+        self.reply.wr_en.next = self.rx_wr_en.val();
+        self.reply.wr_addr.next = self.rx_wr_addr.val();
+        self.reply.wr_data.next = self.rx_wr_data.val();
+        self.reply.sweep.next = self.fsm.soft_reset.val();
+        self.reply.rd_addr.next = self.fsm.rpl_rd_addr.val();
+        self.reply.rlen.next = self.fsm.rpl_rlen.val();
+        self.reply.word_a.next = self.fsm.rpl_word_a.val();
+        self.reply.rpl_len.next = self.cfg[2].q.val(); // RPL_LEN
+        self.fsm.rpl_rd_data.next = self.reply.rd_data.val();
+        self.fsm.rpl_len_clamped.next = self.reply.len_clamped.val();
+        self.fsm.rpl_len_words.next = self.reply.len_words.val();
+        self.fsm.rpl_word0.next = self.reply.word0.val();
+        self.fsm.rpl_sweeping.next = self.reply.sweeping.val();
         self.tx_valid.next = self.fsm.tx_valid.val();
         self.tx_data.next = self.fsm.tx_data.val();
 

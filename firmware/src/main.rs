@@ -15,9 +15,7 @@ use backline_bench::progress::{Progress, Show};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use backline_apu::{BackendSpec, Board, Config, Expect, Mmio, Mode, RunSpec};
-use backline_bench::report::JsonStats;
-use backline_bench::trace::RoundStatus;
-use backline_bench::{JsonReport, Table, Trace};
+use backline_bench::{Table, Trace};
 use backline_board::workload::{self, Workload};
 
 /// The board's Arm control plane: ERNIC queue-pair bring-up and the HWHS engine.
@@ -409,55 +407,17 @@ fn run_spec(a: &RunArgs, simulated: bool) -> anyhow::Result<RunSpec> {
     Ok(spec)
 }
 
-fn summary_json(
-    trace: &Trace,
-    extra: serde_json::Map<String, serde_json::Value>,
-) -> anyhow::Result<String> {
-    let round0 = trace
-        .cold_rows()
-        .next()
-        .filter(|r| r.status == RoundStatus::Ok)
-        .map(|r| r.rtt_ns);
-    let completed = trace
-        .rows
-        .iter()
-        .filter(|r| r.status == RoundStatus::Ok)
-        .count() as u64;
-    let mut extra = extra;
-    if let Some(m) = trace.split_medians() {
-        extra.insert("split".into(), serde_json::to_value(m)?);
-        extra.insert("service".into(), trace.meta("service").unwrap_or("").into());
-    }
+/// The `--json` line of the board's trace (`ernic`, `peer`, a round per trace row).
+fn summary_json(trace: &Trace, extra: serde_json::Map<String, serde_json::Value>) -> String {
     let rounds = trace.rows.len() as u64;
-    Ok(match trace.summary() {
-        Some(s) => JsonReport {
-            transport: "ernic".into(),
-            responder: "peer".into(),
-            rounds,
-            completed,
-            stats: JsonStats::new(&s, round0),
-            baseline: None,
-            ratio_median: None,
-            extra,
-        }
-        .to_line(),
-        // Every warm round timed out or saturated the trace entry: the counts say so.
-        None => backline_bench::report::json_line_without_stats(
-            "ernic", "peer", rounds, completed, extra,
-        ),
-    })
+    backline_bench::cli::trace_json_line(trace, "ernic", "peer", rounds, extra)
 }
 
 fn summary_table(title: String, trace: &Trace) -> String {
     let mut t = Table::new(title);
-    let round0 = trace
-        .cold_rows()
-        .next()
-        .filter(|r| r.status == RoundStatus::Ok)
-        .map(|r| r.rtt_ns);
     match trace.summary() {
         Some(s) => {
-            t.push(trace.meta("mode").unwrap_or("rounds"), round0, s);
+            t.push(trace.meta("mode").unwrap_or("rounds"), trace.round0_ns(), s);
             let mut out = t.render();
             if let Some(m) = trace.split_medians() {
                 out += &m.line(trace.meta("service").unwrap_or("?"));
@@ -497,7 +457,7 @@ fn run(backend: &str, a: &RunArgs) -> anyhow::Result<ExitCode> {
         extra.insert("trace_saturated".into(), rep.trace_saturated.into());
         extra.insert("skipped_cycles".into(), rep.skipped_cycles.into());
         extra.insert("wall_s".into(), rep.wall.as_secs_f64().into());
-        out(&format!("{}\n", summary_json(&trace, extra)?))?;
+        out(&format!("{}\n", summary_json(&trace, extra)))?;
     } else {
         let title = format!(
             "backline-apu run: {} {}, {} rounds on {}",
@@ -547,7 +507,7 @@ fn trace(backend: &str, csv: &Path, json: bool) -> anyhow::Result<ExitCode> {
         let mut extra = serde_json::Map::new();
         extra.insert("mode".into(), t.meta("mode").unwrap_or("").into());
         extra.insert("csv".into(), csv.display().to_string().into());
-        out(&format!("{}\n", summary_json(&t, extra)?))?;
+        out(&format!("{}\n", summary_json(&t, extra)))?;
     } else {
         let mut s = summary_table(
             format!(
@@ -634,13 +594,6 @@ fn sim_board(a: &SimBoardArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
-}
-
 /// What `--version` says: the version, and whether this build has the simulated board.
 fn version() -> String {
     #[cfg(feature = "sim")]
@@ -661,28 +614,9 @@ fn command() -> clap::Command {
 }
 
 fn main() -> ExitCode {
-    use clap::FromArgMatches;
-    let parsed = command()
-        .try_get_matches()
-        .and_then(|m| Cli::from_arg_matches(&m));
-    let cli = match parsed {
+    let cli: Cli = match backline_bench::cli::parse("backline-apu", command()) {
         Ok(c) => c,
-        Err(e) => {
-            use clap::error::ErrorKind::*;
-            if matches!(
-                e.kind(),
-                DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
-            ) {
-                e.exit();
-            }
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("bad arguments");
-            eprintln!(
-                "backline-apu: error: {} (see --help)",
-                first.trim_start_matches("error: ")
-            );
-            return ExitCode::from(backline_bench::exit::BAD_INPUT);
-        }
+        Err(code) => return code,
     };
     init_log(cli.verbose);
     let backend = cli.backend.as_str();
@@ -697,7 +631,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(e) if broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if backline_bench::cli::broken_pipe(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {
             let mut msg = format!("backline-apu: error: {e}");
             for cause in e.chain().skip(1) {

@@ -21,8 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, bail};
 use backline_bench::progress::{Progress, Show};
-use backline_bench::report::{JsonStats, json_line_without_stats};
-use backline_bench::{Clock, JsonReport, Table, Trace, trace::RoundStatus};
+use backline_bench::{Clock, Table, Trace};
 use backline_regmap as rm;
 use backline_sim::workload::{self, Workload};
 
@@ -351,16 +350,6 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     let summary = trace.summary();
     let split = trace.split_medians();
-    let round0_ns = trace
-        .cold_rows()
-        .next()
-        .filter(|r| r.status == RoundStatus::Ok)
-        .map(|r| r.rtt_ns);
-    let completed = trace
-        .rows
-        .iter()
-        .filter(|r| r.status == RoundStatus::Ok)
-        .count() as u64;
     let mcps = rep.sim_cycles as f64 / rep.wall.as_secs_f64().max(1e-9) / 1e6;
 
     if a.json {
@@ -384,9 +373,6 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             cfg.model.fabric_latency_cycles.into(),
         );
         extra.insert("service".into(), service_note.clone().into());
-        if let Some(m) = split {
-            extra.insert("split".into(), serde_json::to_value(m)?);
-        }
         if let Some(c) = &bridge {
             extra.insert("coprocessor".into(), c.addr.to_string().into());
         }
@@ -395,23 +381,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             extra.insert("mean_service_ns".into(), mean_ns.round().into());
         }
         let transport = trace.meta("transport").unwrap_or("ernic-model").to_string();
-        let line = match summary {
-            Some(s) => JsonReport {
-                transport,
-                responder: w.name.clone(),
-                rounds: rep.rounds_committed,
-                completed,
-                stats: JsonStats::new(&s, round0_ns),
-                baseline: None,
-                ratio_median: None,
-                extra,
-            }
-            .to_line(),
-            // Every warm round timed out or saturated the trace entry: the counts say so.
-            None => {
-                json_line_without_stats(&transport, &w.name, rep.rounds_committed, completed, extra)
-            }
-        };
+        let line = backline_bench::cli::trace_json_line(
+            &trace,
+            &transport,
+            &w.name,
+            rep.rounds_committed,
+            extra,
+        );
         println!("{line}");
     } else {
         let mut t = Table::new(format!(
@@ -432,7 +408,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             rep.rounds_committed,
         ));
         match summary {
-            Some(s) => t.push(&w.name, round0_ns, s),
+            Some(s) => t.push(&w.name, trace.round0_ns(), s),
             None => eprintln!("backline sim: no warm round completed"),
         }
         print!("{}", t.render());

@@ -1,4 +1,4 @@
-//! Flags and helpers shared by `bench` and `serve`.
+//! Flags and helpers shared by `bench`, `serve` and `sim`.
 
 use std::sync::Arc;
 
@@ -6,6 +6,16 @@ use anyhow::{Context, bail};
 use backline_responder::{Responder, ResponderTable, SpecContext};
 use backline_transport::{RdmaOptions, SessionConfig, TransportKind, WaitPolicy};
 use backline_wire::{DecoderId, Geometry};
+
+/// `--protocol`: what a bench and a server speak over the transport. (Plain comments on the
+/// variants: clap then lists the values in one line, `[possible values: backline, cuqr]`.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Protocol {
+    // backline's slots, over any transport.
+    Backline,
+    // NVIDIA's realtime RPC frames (CUQR/CUQS), over udp.
+    Cuqr,
+}
 
 /// Ring, waiting and pinning flags.
 #[derive(Debug, Clone, clap::Args)]

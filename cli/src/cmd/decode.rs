@@ -294,9 +294,9 @@ pub struct DemSummary {
 /// [`run_dem`] work from.
 pub enum DecodeConfig {
     /// `--checks`: code capacity.
-    Checks(ChecksConfig),
+    Checks(Box<ChecksConfig>),
     /// `--dem`: circuit level.
-    Dem(DemConfig),
+    Dem(Box<DemConfig>),
 }
 
 /// Code capacity, validated.
@@ -359,8 +359,10 @@ impl DecodeConfig {
     /// builds the decoder: every error of the input is said before the first decode.
     pub fn from_args(a: &Args) -> anyhow::Result<DecodeConfig> {
         match (&a.checks, &a.dem) {
-            (Some(checks), _) => Ok(DecodeConfig::Checks(ChecksConfig::from_args(a, checks)?)),
-            (None, Some(dem)) => Ok(DecodeConfig::Dem(DemConfig::from_args(a, dem)?)),
+            (Some(checks), _) => Ok(DecodeConfig::Checks(Box::new(ChecksConfig::from_args(
+                a, checks,
+            )?))),
+            (None, Some(dem)) => Ok(DecodeConfig::Dem(Box::new(DemConfig::from_args(a, dem)?))),
             (None, None) => bail!("give --checks (code capacity) or --dem (circuit level)"),
         }
     }

@@ -103,6 +103,23 @@ fn tick(v: f64) -> String {
     }
 }
 
+/// A tick of a log axis of fractions (the CCDF's): `1e-4` for a decade, however the axis's own
+/// arithmetic rounded it (its ticks are powers of ten multiplied up, `9.999999999999999e-5`
+/// for 1e-4), so the exponent comes from `log10().round()`; anything else with up to two
+/// decimals of mantissa (`2.5e-5`).
+fn log_tick(v: f64) -> String {
+    if !(v.is_finite() && v > 0.0) {
+        return format!("{v}");
+    }
+    let decade = v.log10().round();
+    if (v / 10f64.powf(decade) - 1.0).abs() < 1e-6 {
+        return format!("1e{}", decade as i32);
+    }
+    let exp = v.log10().floor();
+    let mantissa = (v / 10f64.powf(exp) * 100.0).round() / 100.0;
+    format!("{mantissa}e{}", exp as i32)
+}
+
 /// `x.min(y)` and `x.max(y)` over finite values, widened when they are equal.
 fn range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     let (lo, hi) = values
@@ -319,7 +336,7 @@ impl Figure for Ccdf<'_> {
             .x_desc("RTT (µs)")
             .y_desc("P(RTT > x)")
             .x_label_formatter(&|v| tick(*v))
-            .y_label_formatter(&|v| format!("{v:e}"))
+            .y_label_formatter(&|v| log_tick(*v))
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(e)?;
@@ -446,6 +463,33 @@ mod tests {
         rtt_vs_round(&rows, None, &d.join("rtt"), "long").unwrap();
         let [svg, _] = files_of(&d.join("rtt"));
         assert!(std::fs::metadata(svg).unwrap().len() < 400_000);
+    }
+
+    #[test]
+    fn the_ccdf_decade_ticks_read_as_powers_of_ten() {
+        use plotters::coord::ranged1d::{BoldPoints, Ranged};
+        // The y axis of a CCDF of a million rounds, as `Ccdf::draw` builds it.
+        let floor = 1.0 / 1_000_000.0;
+        let axis: LogCoord<f64> = (floor * 0.5..1.0).log_scale().into();
+        let labels: Vec<String> = axis
+            .key_points(BoldPoints(10))
+            .into_iter()
+            .map(log_tick)
+            .collect();
+        for want in ["1e-1", "1e-2", "1e-3", "1e-4", "1e-5", "1e-6"] {
+            assert!(labels.iter().any(|l| l == want), "no {want} in {labels:?}");
+        }
+        assert!(
+            labels.iter().all(|l| l.starts_with("1e")),
+            "a decade tick that is not 1eN: {labels:?}"
+        );
+        // The values the axis arithmetic makes of 1e-4 and 1e-5, and their neighbours.
+        assert_eq!(log_tick(9.999999999999999e-5), "1e-4");
+        assert_eq!(log_tick(1.0000000000000002e-5), "1e-5");
+        assert_eq!(log_tick(0.09999999999999999), "1e-1");
+        assert_eq!(log_tick(1.0), "1e0");
+        assert_eq!(log_tick(2.5e-5), "2.5e-5");
+        assert_eq!(log_tick(2.0000000000000003e-3), "2e-3");
     }
 
     #[test]

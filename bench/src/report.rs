@@ -102,29 +102,16 @@ impl Table {
     }
 }
 
-/// Statistics as they appear in the JSON report (ns).
+/// Statistics as they appear in the JSON report (ns): `round0_ns`, then the [`Summary`]'s
+/// fields (`mean_ns`, `median_ns`, `std_ns`, `min_ns`, `max_ns`, `p99_ns`, `p999_ns`,
+/// `p9999_ns`, `p99999_ns`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct JsonStats {
     /// Round 0 (cold), ns.
     pub round0_ns: Option<f64>,
-    /// Mean of warm rounds.
-    pub mean_ns: f64,
-    /// Median.
-    pub median_ns: f64,
-    /// Standard deviation.
-    pub std_ns: f64,
-    /// Minimum.
-    pub min_ns: f64,
-    /// Maximum.
-    pub max_ns: f64,
-    /// P99.
-    pub p99_ns: f64,
-    /// P99.9.
-    pub p999_ns: f64,
-    /// P99.99.
-    pub p9999_ns: f64,
-    /// P99.999.
-    pub p99999_ns: f64,
+    /// The warm rounds' statistics.
+    #[serde(flatten)]
+    pub summary: Summary,
 }
 
 impl JsonStats {
@@ -132,15 +119,7 @@ impl JsonStats {
     pub fn new(s: &Summary, round0_ns: Option<f64>) -> JsonStats {
         JsonStats {
             round0_ns,
-            mean_ns: s.mean_ns,
-            median_ns: s.median_ns,
-            std_ns: s.std_ns,
-            min_ns: s.min_ns,
-            max_ns: s.max_ns,
-            p99_ns: s.p99_ns,
-            p999_ns: s.p999_ns,
-            p9999_ns: s.p9999_ns,
-            p99999_ns: s.p99999_ns,
+            summary: *s,
         }
     }
 }
@@ -234,6 +213,38 @@ mod tests {
                 "-", "1.33x", "1.50x", "-", "-", "-", "1.25x", "1.25x", "1.25x", "1.25x"
             ],
             "{s}"
+        );
+    }
+
+    /// The `--json` line, byte for byte: field names, their order, the number format.
+    #[test]
+    fn the_json_line_is_pinned() {
+        let a = Summary::of(&[1500.0, 2500.0, 1234.5, 1e6]).unwrap();
+        let b = Summary::of(&[100.0, 200.0]).unwrap();
+        let mut extra = serde_json::Map::new();
+        extra.insert("mismatches".into(), 0.into());
+        extra.insert("mode".into(), "hw-loop".into());
+        let r = JsonReport {
+            transport: "memcpy".into(),
+            responder: "echo".into(),
+            rounds: 5,
+            completed: 4,
+            stats: JsonStats::new(&a, Some(9.5)),
+            baseline: Some(JsonStats::new(&b, None)),
+            ratio_median: Some(1.25),
+            extra,
+        };
+        assert_eq!(
+            r.to_line(),
+            concat!(
+                r#"{"transport":"memcpy","responder":"echo","rounds":5,"completed":4,"#,
+                r#""round0_ns":9.5,"mean_ns":251308.625,"median_ns":1500.0,"std_ns":499127.88073889026,"#,
+                r#""min_ns":1234.5,"max_ns":1000000.0,"p99_ns":1000000.0,"p999_ns":1000000.0,"#,
+                r#""p9999_ns":1000000.0,"p99999_ns":1000000.0,"#,
+                r#""baseline":{"round0_ns":null,"mean_ns":150.0,"median_ns":100.0,"std_ns":70.71067811865476,"#,
+                r#""min_ns":100.0,"max_ns":200.0,"p99_ns":200.0,"p999_ns":200.0,"p9999_ns":200.0,"#,
+                r#""p99999_ns":200.0},"ratio_median":1.25,"mismatches":0,"mode":"hw-loop"}"#,
+            )
         );
     }
 

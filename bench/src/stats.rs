@@ -8,9 +8,14 @@ use statrs::statistics::Statistics;
 ///
 /// Percentiles use the nearest-rank definition: P(q) is the smallest sample such that at least
 /// a fraction q of the samples are ≤ it. With fewer than 1/(1−q) samples, P(q) is the maximum.
+///
+/// Serialised, it is the statistics of the `--json` reports ([`crate::report::JsonStats`]):
+/// the `…_ns` fields in this order, without `count` (the reports say `rounds` and
+/// `completed`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Summary {
     /// Number of samples.
+    #[serde(skip_serializing)]
     pub count: u64,
     /// Arithmetic mean.
     pub mean_ns: f64,

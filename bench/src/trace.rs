@@ -315,6 +315,23 @@ impl Trace {
         self.rows.iter().filter(|r| r.cold)
     }
 
+    /// Round 0's RTT when it completed (status ok): the cold round that tables and JSON
+    /// reports show apart from the statistics.
+    pub fn round0_ns(&self) -> Option<f64> {
+        self.cold_rows()
+            .next()
+            .filter(|r| r.status == RoundStatus::Ok)
+            .map(|r| r.rtt_ns)
+    }
+
+    /// Rounds that completed with an ok reply, the cold one included.
+    pub fn completed(&self) -> u64 {
+        self.rows
+            .iter()
+            .filter(|r| r.status == RoundStatus::Ok)
+            .count() as u64
+    }
+
     /// RTTs of the warm rounds that completed (status ok), in round order.
     pub fn warm_ok_rtts_ns(&self) -> Vec<f64> {
         self.rows
@@ -726,6 +743,13 @@ mod tests {
         assert_eq!(s.median_ns, 2000.0);
         assert_eq!(t.cold_rows().count(), 1);
         assert_eq!(t.failures(), vec![(RoundStatus::Timeout, 1)]);
+        assert_eq!((t.round0_ns(), t.completed()), (Some(4500.0), 2));
+        let mut cold_failed = t.clone();
+        cold_failed.rows[0].status = RoundStatus::Timeout;
+        assert_eq!(
+            (cold_failed.round0_ns(), cold_failed.completed()),
+            (None, 1)
+        );
     }
 
     #[test]

@@ -132,30 +132,10 @@ fn command() -> clap::Command {
 }
 
 fn main() -> ExitCode {
-    use clap::FromArgMatches;
     init_logging();
-    let parsed = command()
-        .try_get_matches()
-        .and_then(|m| Cli::from_arg_matches(&m));
-    let cli = match parsed {
+    let cli: Cli = match backline_bench::cli::parse("backline", command()) {
         Ok(c) => c,
-        Err(e) => {
-            use clap::error::ErrorKind::*;
-            if matches!(
-                e.kind(),
-                DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
-            ) {
-                e.exit();
-            }
-            // One line, like every other error: clap's first line without its prefix.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("bad arguments");
-            eprintln!(
-                "backline: error: {} (see --help)",
-                first.trim_start_matches("error: ")
-            );
-            return ExitCode::from(exit::BAD_INPUT);
-        }
+        Err(code) => return code,
     };
     let result = match cli.command {
         Command::Bench(a) => cmd::bench::run(a),
@@ -175,14 +155,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         // A closed pipe (`backline man | head`) ends the output, not in error.
-        Err(e)
-            if e.chain().any(|c| {
-                c.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            }) =>
-        {
-            ExitCode::SUCCESS
-        }
+        Err(e) if backline_bench::cli::broken_pipe(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("backline: error: {}", one_line(&e));
             ExitCode::from(if e.downcast_ref::<exit::ChecksFailed>().is_some() {

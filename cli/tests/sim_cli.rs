@@ -356,7 +356,82 @@ fn sigint_and_sigterm_stop_a_run_cleanly() {
             std::thread::sleep(Duration::from_millis(20));
         }
         let o = run.wait_with_output().unwrap();
-        one_line_error(&o, 1, "interrupted after");
+        // SIGINT exits 130, as bench does; SIGTERM 1, as before.
+        let code = match sig {
+            libc_sig::Signal::Int => 130,
+            _ => 1,
+        };
+        one_line_error(&o, code, "interrupted after");
+    }
+}
+
+/// SIGINT ends a run the way it ends bench's: the table, or the JSON object, of the rounds
+/// that completed, their trace, and exit 130.
+#[test]
+fn sigint_reports_the_rounds_that_completed_and_exits_130() {
+    if no_simulator() {
+        return;
+    }
+    let d = scratch("sigint-partial");
+    for json in [false, true] {
+        let csv = d.join(format!("partial-{json}.csv"));
+        let mut args = vec![
+            "sim",
+            "--mode",
+            "hw-loop",
+            "--rounds",
+            "100000000",
+            "--quiet",
+            "--csv",
+            csv.to_str().unwrap(),
+        ];
+        if json {
+            args.push("--json");
+        }
+        let mut run = Command::new(BIN)
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(2000));
+        libc_sig::send(run.id(), libc_sig::Signal::Int);
+        let t0 = Instant::now();
+        while run.try_wait().unwrap().is_none() {
+            assert!(t0.elapsed() < Duration::from_secs(20), "still running");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let o = run.wait_with_output().unwrap();
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        assert_eq!(o.status.code(), Some(130), "json {json}: {err}");
+        let trace = backline_bench::Trace::load(&csv).unwrap();
+        let rounds = if json {
+            let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+            assert!(v["median_ns"].as_f64().is_some(), "{out}");
+            assert_eq!(v["completed"], v["rounds"], "{out}");
+            v["rounds"].as_u64().unwrap()
+        } else {
+            assert!(
+                out.lines().any(|l| l.starts_with("echo ")),
+                "no table row: {out}"
+            );
+            assert!(out.contains("mismatches 0  timeouts 0"), "{out}");
+            let title = out.lines().next().unwrap();
+            let n = title
+                .split(", ")
+                .find_map(|p| p.strip_suffix(" rounds"))
+                .unwrap_or_else(|| panic!("no rounds in {title}"));
+            n.parse::<u64>().unwrap()
+        };
+        assert!(rounds > 0 && rounds < 100_000_000, "{rounds} rounds");
+        assert_eq!(trace.rows.len() as u64, rounds);
+        assert!(
+            err.contains(&format!("interrupted after {rounds} rounds")),
+            "{err}"
+        );
     }
 }
 

@@ -309,9 +309,29 @@ impl Config {
         Config::from_toml(&text, &path.display().to_string())
     }
 
-    /// Checks every range and alignment.
+    /// Checks every range and alignment, section by section in the order of the file's
+    /// dependencies: the ERNIC, the reply ring's depth (which the memory region must cover),
+    /// the region, the QP (numbered within the ERNIC's QPs), the rest of the engine, the
+    /// peer. The first value out of range is the error.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let e = &self.ernic;
+        self.ernic.validate()?;
+        self.hwhs.validate_ring_depth()?;
+        self.memory_region.validate(self.hwhs.ring_depth)?;
+        self.qp.validate(self.ernic.qps)?;
+        self.hwhs.validate()?;
+        self.peer.validate()
+    }
+
+    /// The reply timeout in engine cycles.
+    pub fn timeout_cycles(&self) -> u32 {
+        (u64::from(self.hwhs.timeout_us) * backline_regmap::CYCLES_PER_US) as u32
+    }
+}
+
+impl ErnicConfig {
+    /// Own addresses, the QP count and the global buffers.
+    fn validate(&self) -> Result<(), ConfigError> {
+        let e = self;
         if !mac_is_unicast(e.mac.0) {
             return Err(bad(
                 "ernic.mac",
@@ -369,21 +389,15 @@ impl Config {
             "ernic.resp_error_write_pointer",
             e.resp_error_write_pointer,
             ernic::DOORBELL_ALIGN,
-        )?;
+        )
+    }
+}
 
-        let h = &self.hwhs;
-        if !h.ring_depth.is_power_of_two() || h.ring_depth > backline_regmap::MAX_RING_DEPTH {
-            return Err(bad(
-                "hwhs.ring_depth",
-                h.ring_depth,
-                format!(
-                    "must be a power of two 1 ..= {}",
-                    backline_regmap::MAX_RING_DEPTH
-                ),
-            ));
-        }
-
-        let r = &self.memory_region;
+impl RegionConfig {
+    /// Its table entry, key and alignments, and a length that covers a reply ring of
+    /// `ring_depth` slots.
+    fn validate(&self, ring_depth: u32) -> Result<(), ConfigError> {
+        let r = self;
         range(
             "memory_region.pd",
             r.pd.into(),
@@ -393,7 +407,7 @@ impl Config {
         range("memory_region.key", r.key.into(), 0, 0xFF)?;
         aligned("memory_region.va", r.va, ernic::MR_VA_ALIGN)?;
         aligned("memory_region.phys", r.phys, ernic::MR_PHYS_ALIGN)?;
-        let ring = u64::from(self.hwhs.ring_depth) * u64::from(backline_regmap::SLOT_BYTES);
+        let ring = u64::from(ring_depth) * u64::from(backline_regmap::SLOT_BYTES);
         if r.length == 0 || !r.length.is_multiple_of(64) || u64::from(r.length) < ring {
             return Err(bad(
                 "memory_region.length",
@@ -408,8 +422,15 @@ impl Config {
                 "va + length overflows",
             ));
         }
+        Ok(())
+    }
+}
 
-        let q = &self.qp;
+impl QpConfig {
+    /// Its number among the ERNIC's `qps` QPs, PSN, path MTU, and its queues' bases, depths
+    /// and doorbells.
+    fn validate(&self, qps: u32) -> Result<(), ConfigError> {
+        let q = self;
         if q.number == ernic::MANAGEMENT_QPN {
             return Err(bad(
                 "qp.number",
@@ -421,10 +442,10 @@ impl Config {
             "qp.number",
             q.number.into(),
             ernic::FIRST_DATA_QPN.into(),
-            e.qps.into(),
+            qps.into(),
         )
         .map_err(|mut err| {
-            err.reason = format!("{} (ernic.qps = {} QPs, QP 1 included)", err.reason, e.qps);
+            err.reason = format!("{} (ernic.qps = {qps} QPs, QP 1 included)", err.reason);
             err
         })?;
         range("qp.psn", q.psn.into(), 0, 0xFF_FFFF)?;
@@ -435,6 +456,15 @@ impl Config {
                 "must be 256, 512, 1024, 2048 or 4096",
             ));
         }
+        q.validate_queues()?;
+        range("qp.ack_timeout", q.ack_timeout.into(), 0, 31)?;
+        range("qp.retry_count", q.retry_count.into(), 0, 7)?;
+        range("qp.rnr_retry_count", q.rnr_retry_count.into(), 0, 7)
+    }
+
+    /// The send, receive and completion queues: bases, depths, buffer size, doorbells.
+    fn validate_queues(&self) -> Result<(), ConfigError> {
+        let q = self;
         aligned("qp.sq_base", q.sq_base, ernic::SQ_BASE_ALIGN)?;
         if q.sq_base > u64::from(u32::MAX) {
             return Err(bad(
@@ -465,11 +495,30 @@ impl Config {
         }
         aligned("qp.cq_base", q.cq_base, ernic::CQ_BASE_ALIGN)?;
         aligned("qp.cq_doorbell", q.cq_doorbell, ernic::DOORBELL_ALIGN)?;
-        aligned("qp.rq_doorbell", q.rq_doorbell, ernic::DOORBELL_ALIGN)?;
-        range("qp.ack_timeout", q.ack_timeout.into(), 0, 31)?;
-        range("qp.retry_count", q.retry_count.into(), 0, 7)?;
-        range("qp.rnr_retry_count", q.rnr_retry_count.into(), 0, 7)?;
+        aligned("qp.rq_doorbell", q.rq_doorbell, ernic::DOORBELL_ALIGN)
+    }
+}
 
+impl HwhsConfig {
+    /// The ring depth, checked first: the memory region must cover the ring.
+    fn validate_ring_depth(&self) -> Result<(), ConfigError> {
+        if !self.ring_depth.is_power_of_two() || self.ring_depth > backline_regmap::MAX_RING_DEPTH {
+            return Err(bad(
+                "hwhs.ring_depth",
+                self.ring_depth,
+                format!(
+                    "must be a power of two 1 ..= {}",
+                    backline_regmap::MAX_RING_DEPTH
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The round settings other than the ring depth: payload and reply sizes, the request
+    /// buffer's alignment, the reply timeout.
+    fn validate(&self) -> Result<(), ConfigError> {
+        let h = self;
         bytes(
             "hwhs.payload_bytes",
             h.payload_bytes,
@@ -486,9 +535,14 @@ impl Config {
             h.timeout_us.into(),
             1,
             u64::from(u32::MAX) / backline_regmap::CYCLES_PER_US,
-        )?;
+        )
+    }
+}
 
-        let p = &self.peer;
+impl PeerConfig {
+    /// `host:port`, the timeout, and a unicast MAC when one is given.
+    fn validate(&self) -> Result<(), ConfigError> {
+        let p = self;
         if p.address
             .rsplit_once(':')
             .is_none_or(|(host, port)| host.is_empty() || port.parse::<u16>().is_err())
@@ -506,11 +560,6 @@ impl Config {
             return Err(bad("peer.mac", mac, "must be a unicast address"));
         }
         Ok(())
-    }
-
-    /// The reply timeout in engine cycles.
-    pub fn timeout_cycles(&self) -> u32 {
-        (u64::from(self.hwhs.timeout_us) * backline_regmap::CYCLES_PER_US) as u32
     }
 }
 

@@ -1,6 +1,8 @@
-//! `backline-apu`: the board's control-plane command. Thin: clap parses, each subcommand
-//! turns its flags into library values, calls [`backline_apu::Board`], and prints. Errors
-//! are rendered once, here, with their whole chain.
+//! `backline-apu`: the board's control-plane command. Thin: clap parses, each subcommand's
+//! flags become a validated [`Task`] before the board is touched (`setup`'s file read and
+//! checked, `run`'s spec, `sim-board`'s options), then [`execute`] calls
+//! [`backline_apu::Board`] and prints. Errors are rendered once, here, with their whole
+//! chain.
 //!
 //! Exit status: 0 success; 1 the run worked but a check failed (timeouts, mismatches);
 //! 2 error. A closed stdout (broken pipe) counts as success.
@@ -15,9 +17,7 @@ use backline_bench::progress::{Progress, Show};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use backline_apu::{BackendSpec, Board, Config, Expect, Mmio, Mode, RunSpec};
-use backline_bench::report::JsonStats;
-use backline_bench::trace::RoundStatus;
-use backline_bench::{JsonReport, Table, Trace};
+use backline_bench::{Table, Trace};
 use backline_board::workload::{self, Workload};
 
 /// The board's Arm control plane: ERNIC queue-pair bring-up and the HWHS engine.
@@ -306,12 +306,11 @@ fn info(backend: &str, json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn setup(backend: &str, path: &Path) -> anyhow::Result<ExitCode> {
-    // The config is read and validated before the board is touched.
-    let cfg = Config::load(path)?;
+/// `setup`: the board brought up from `cfg` (read and validated before the board is touched).
+fn setup(backend: &str, cfg: &Config) -> anyhow::Result<ExitCode> {
     let mut b = connect(backend)?;
     let t0 = Instant::now();
-    let rep = b.setup(&cfg)?;
+    let rep = b.setup(cfg)?;
     out(&format!(
         "QP {} up: peer QP {:#x} at {} ({}), PSN {:#x}, request ring {:#x} (rkey {:#x}, {} slots); \
          {} register writes in {:.1} ms{}\n",
@@ -360,13 +359,66 @@ fn expectation(a: &RunArgs) -> anyhow::Result<Expect> {
     })
 }
 
-fn run_spec(a: &RunArgs, simulated: bool) -> anyhow::Result<RunSpec> {
+/// `run`, validated before the board is touched: the run's spec but for an `auto`
+/// fast-forward, which depends on the board (on for the simulator, off on the board).
+struct RunPlan {
+    /// The run, `fast_forward` as `--fast-forward on` would set it.
+    spec: RunSpec,
+    /// `--fast-forward`.
+    fast_forward: FastForward,
+    /// Also write the trace here.
+    csv: Option<PathBuf>,
+    /// One JSON summary on stdout.
+    json: bool,
+    /// No progress on stderr.
+    quiet: bool,
+}
+
+impl RunPlan {
+    fn from_args(a: &RunArgs) -> anyhow::Result<RunPlan> {
+        let spec = RunSpec {
+            mode: match a.mode {
+                ModeArg::SwLoop => Mode::SwLoop,
+                ModeArg::HwLoop => Mode::HwLoop,
+            },
+            pacer: pacer_settings(a)?,
+            rounds: a.rounds,
+            expect: expectation(a)?,
+            fast_forward: a.fast_forward != FastForward::Off,
+            poll: a.poll_ns.map(Duration::from_nanos),
+            stop_on_timeout: a.on_timeout == OnTimeout::Stop,
+            timeout_cycles: a.timeout_us.map(timeout_cycles).transpose()?,
+        };
+        spec.validate()?;
+        Ok(RunPlan {
+            spec,
+            fast_forward: a.fast_forward,
+            csv: a.csv.clone(),
+            json: a.json,
+            quiet: a.quiet,
+        })
+    }
+
+    /// The spec for a board that is (or is not) the simulator.
+    fn spec_for(&self, simulated: bool) -> RunSpec {
+        let mut spec = self.spec.clone();
+        spec.fast_forward = match self.fast_forward {
+            FastForward::Auto => simulated,
+            FastForward::On => true,
+            FastForward::Off => false,
+        };
+        spec
+    }
+}
+
+/// The pacer of `--cadence`, `--freq`, `--span` and `--seed`: the board's reference cadence
+/// by default (freq 1,000,000, span 0x0FFFFFFF at 200 MHz).
+fn pacer_settings(a: &RunArgs) -> anyhow::Result<backline_pacer::PacerConfig> {
     let cadence = match a.cadence {
         Cadence::B2b => backline_pacer::Cadence::B2b,
         Cadence::RandomDelayed => backline_pacer::Cadence::RandomDelayed,
     };
-    // The board's reference cadence by default (freq 1,000,000, span 0x0FFFFFFF at 200 MHz).
-    let pacer = cadence.settings(
+    Ok(cadence.settings(
         a.freq,
         a.span,
         a.seed,
@@ -374,90 +426,33 @@ fn run_spec(a: &RunArgs, simulated: bool) -> anyhow::Result<RunSpec> {
             backline_pacer::REFERENCE_FREQ,
             backline_pacer::REFERENCE_SPAN,
         ),
-    )?;
-    let spec = RunSpec {
-        mode: match a.mode {
-            ModeArg::SwLoop => Mode::SwLoop,
-            ModeArg::HwLoop => Mode::HwLoop,
-        },
-        pacer,
-        rounds: a.rounds,
-        expect: expectation(a)?,
-        fast_forward: match a.fast_forward {
-            FastForward::Auto => simulated,
-            FastForward::On => true,
-            FastForward::Off => false,
-        },
-        poll: a.poll_ns.map(Duration::from_nanos),
-        stop_on_timeout: a.on_timeout == OnTimeout::Stop,
-        timeout_cycles: match a.timeout_us {
-            None => None,
-            Some(us) => Some(
-                us.checked_mul(backline_regmap::CYCLES_PER_US)
-                    .and_then(|c| u32::try_from(c).ok())
-                    .filter(|&c| c > 0)
-                    .with_context(|| {
-                        format!(
-                            "--timeout-us {us}: 1 ..= {} µs (the engine's 32-bit cycle counter)",
-                            u64::from(u32::MAX) / backline_regmap::CYCLES_PER_US
-                        )
-                    })?,
-            ),
-        },
-    };
-    spec.validate()?;
-    Ok(spec)
+    )?)
 }
 
-fn summary_json(
-    trace: &Trace,
-    extra: serde_json::Map<String, serde_json::Value>,
-) -> anyhow::Result<String> {
-    let round0 = trace
-        .cold_rows()
-        .next()
-        .filter(|r| r.status == RoundStatus::Ok)
-        .map(|r| r.rtt_ns);
-    let completed = trace
-        .rows
-        .iter()
-        .filter(|r| r.status == RoundStatus::Ok)
-        .count() as u64;
-    let mut extra = extra;
-    if let Some(m) = trace.split_medians() {
-        extra.insert("split".into(), serde_json::to_value(m)?);
-        extra.insert("service".into(), trace.meta("service").unwrap_or("").into());
-    }
+/// `--timeout-us` in engine cycles: 1 ..= the 32-bit cycle counter.
+fn timeout_cycles(us: u64) -> anyhow::Result<u32> {
+    us.checked_mul(backline_regmap::CYCLES_PER_US)
+        .and_then(|c| u32::try_from(c).ok())
+        .filter(|&c| c > 0)
+        .with_context(|| {
+            format!(
+                "--timeout-us {us}: 1 ..= {} µs (the engine's 32-bit cycle counter)",
+                u64::from(u32::MAX) / backline_regmap::CYCLES_PER_US
+            )
+        })
+}
+
+/// The `--json` line of the board's trace (`ernic`, `peer`, a round per trace row).
+fn summary_json(trace: &Trace, extra: serde_json::Map<String, serde_json::Value>) -> String {
     let rounds = trace.rows.len() as u64;
-    Ok(match trace.summary() {
-        Some(s) => JsonReport {
-            transport: "ernic".into(),
-            responder: "peer".into(),
-            rounds,
-            completed,
-            stats: JsonStats::new(&s, round0),
-            baseline: None,
-            ratio_median: None,
-            extra,
-        }
-        .to_line(),
-        // Every warm round timed out or saturated the trace entry: the counts say so.
-        None => backline_bench::report::json_line_without_stats(
-            "ernic", "peer", rounds, completed, extra,
-        ),
-    })
+    backline_bench::cli::trace_json_line(trace, "ernic", "peer", rounds, extra)
 }
 
 fn summary_table(title: String, trace: &Trace) -> String {
     let mut t = Table::new(title);
-    let round0 = trace
-        .cold_rows()
-        .next()
-        .filter(|r| r.status == RoundStatus::Ok)
-        .map(|r| r.rtt_ns);
     match trace.summary() {
         Some(s) => {
-            t.push(trace.meta("mode").unwrap_or("rounds"), round0, s);
+            t.push(trace.meta("mode").unwrap_or("rounds"), trace.round0_ns(), s);
             let mut out = t.render();
             if let Some(m) = trace.split_medians() {
                 out += &m.line(trace.meta("service").unwrap_or("?"));
@@ -469,9 +464,10 @@ fn summary_table(title: String, trace: &Trace) -> String {
     }
 }
 
-fn run(backend: &str, a: &RunArgs) -> anyhow::Result<ExitCode> {
+/// `run`: the rounds on the board, then its trace read out and summarised.
+fn run(backend: &str, a: &RunPlan) -> anyhow::Result<ExitCode> {
     let mut b = connect(backend)?;
-    let spec = run_spec(a, b.mmio().is_simulated())?;
+    let spec = a.spec_for(b.mmio().is_simulated());
     let progress = Progress::start(
         "backline-apu",
         "rounds",
@@ -497,7 +493,7 @@ fn run(backend: &str, a: &RunArgs) -> anyhow::Result<ExitCode> {
         extra.insert("trace_saturated".into(), rep.trace_saturated.into());
         extra.insert("skipped_cycles".into(), rep.skipped_cycles.into());
         extra.insert("wall_s".into(), rep.wall.as_secs_f64().into());
-        out(&format!("{}\n", summary_json(&trace, extra)?))?;
+        out(&format!("{}\n", summary_json(&trace, extra)))?;
     } else {
         let title = format!(
             "backline-apu run: {} {}, {} rounds on {}",
@@ -547,7 +543,7 @@ fn trace(backend: &str, csv: &Path, json: bool) -> anyhow::Result<ExitCode> {
         let mut extra = serde_json::Map::new();
         extra.insert("mode".into(), t.meta("mode").unwrap_or("").into());
         extra.insert("csv".into(), csv.display().to_string().into());
-        out(&format!("{}\n", summary_json(&t, extra)?))?;
+        out(&format!("{}\n", summary_json(&t, extra)))?;
     } else {
         let mut s = summary_table(
             format!(
@@ -581,37 +577,56 @@ fn reset(backend: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `sim-board`, validated: the simulated board's options, and the `--coprocessor` as given.
 #[cfg(feature = "sim")]
-fn sim_board(a: &SimBoardArgs) -> anyhow::Result<ExitCode> {
-    use backline_regmap as rm;
-    use backline_sim::board::{SimBoard, SimBoardOptions};
-    use backline_sim::{BridgeConfig, CoprocessorAddr};
-    if !backline_sim::AVAILABLE {
-        bail!(
-            "this backline-apu was built without the simulator ({}): `{}`, then build again",
-            backline_sim::BUILD,
-            backline_sim::FIX
-        );
+struct SimBoardPlan {
+    options: backline_sim::board::SimBoardOptions,
+    coprocessor: Option<String>,
+}
+
+#[cfg(feature = "sim")]
+impl SimBoardPlan {
+    fn from_args(a: &SimBoardArgs) -> anyhow::Result<SimBoardPlan> {
+        use backline_regmap as rm;
+        use backline_sim::board::SimBoardOptions;
+        use backline_sim::{BridgeConfig, CoprocessorAddr};
+        if !backline_sim::AVAILABLE {
+            bail!(
+                "this backline-apu was built without the simulator ({}): `{}`, then build again",
+                backline_sim::BUILD,
+                backline_sim::FIX
+            );
+        }
+        let mut o = SimBoardOptions::new(&a.socket);
+        o.peer_listen = (a.peer_listen != "none").then(|| a.peer_listen.clone());
+        o.responder = match a.responder {
+            ResponderArg::Echo => backline_sim::Responder::Echo,
+            ResponderArg::Steane => backline_sim::Responder::Steane,
+            ResponderArg::Silent => backline_sim::Responder::Silent,
+        };
+        if let Some(c) = &a.coprocessor {
+            let addr = CoprocessorAddr::parse(c).map_err(anyhow::Error::msg)?;
+            let mut b = BridgeConfig::new(addr);
+            b.reply_timeout = Duration::from_millis(a.coprocessor_timeout_ms.max(1));
+            o.coprocessor = Some(b);
+        }
+        o.fabric_latency_cycles = rm::ns_to_cycles(a.fabric_latency_ns);
+        o.service_cycles = rm::ns_to_cycles(a.service_ns);
+        o.jitter_cycles = rm::ns_to_cycles(a.jitter_ns);
+        o.seed = a.seed;
+        o.ident_word = a.ident_word;
+        Ok(SimBoardPlan {
+            options: o,
+            coprocessor: a.coprocessor.clone(),
+        })
     }
-    let mut o = SimBoardOptions::new(&a.socket);
-    o.peer_listen = (a.peer_listen != "none").then(|| a.peer_listen.clone());
-    o.responder = match a.responder {
-        ResponderArg::Echo => backline_sim::Responder::Echo,
-        ResponderArg::Steane => backline_sim::Responder::Steane,
-        ResponderArg::Silent => backline_sim::Responder::Silent,
-    };
-    if let Some(c) = &a.coprocessor {
-        let addr = CoprocessorAddr::parse(c).map_err(anyhow::Error::msg)?;
-        let mut b = BridgeConfig::new(addr);
-        b.reply_timeout = Duration::from_millis(a.coprocessor_timeout_ms.max(1));
-        o.coprocessor = Some(b);
-    }
-    o.fabric_latency_cycles = rm::ns_to_cycles(a.fabric_latency_ns);
-    o.service_cycles = rm::ns_to_cycles(a.service_ns);
-    o.jitter_cycles = rm::ns_to_cycles(a.jitter_ns);
-    o.seed = a.seed;
-    o.ident_word = a.ident_word;
-    let board = SimBoard::spawn(o).context("starting the simulated board")?;
+}
+
+/// `sim-board`: the simulated board served until SIGINT or SIGTERM.
+#[cfg(feature = "sim")]
+fn sim_board(p: &SimBoardPlan) -> anyhow::Result<ExitCode> {
+    let board = backline_sim::board::SimBoard::spawn(p.options.clone())
+        .context("starting the simulated board")?;
     // Ctrl-C and SIGTERM stop the board cleanly (the socket file is removed).
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, board.stop_flag())
@@ -620,12 +635,12 @@ fn sim_board(a: &SimBoardArgs) -> anyhow::Result<ExitCode> {
     eprintln!(
         "backline-apu sim-board: serving {} ({}, Verilator HWHS); remote side {}; {}; stop \
          with Ctrl-C or SIGTERM",
-        a.socket.display(),
+        p.options.socket.display(),
         backline_board::ernic::LAYOUT,
         board
             .peer_address()
             .map_or("off".to_string(), |p| format!("on {p}")),
-        match &a.coprocessor {
+        match &p.coprocessor {
             Some(c) => format!("requests bridged to the coprocessor at {c}"),
             None => "in-simulation responder".to_string(),
         }
@@ -634,11 +649,52 @@ fn sim_board(a: &SimBoardArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
+/// A command, validated before the board is touched: what [`execute`] runs.
+enum Task {
+    /// `info`.
+    Info { json: bool },
+    /// `setup`, its configuration read and validated.
+    Setup(Config),
+    /// `run`.
+    Run(RunPlan),
+    /// `trace`.
+    Trace { csv: PathBuf, json: bool },
+    /// `reset`.
+    Reset,
+    /// `sim-board`.
+    #[cfg(feature = "sim")]
+    SimBoard(SimBoardPlan),
+}
+
+impl Task {
+    /// Validates a command's flags (and reads `setup`'s file).
+    fn from_command(c: &Command) -> anyhow::Result<Task> {
+        Ok(match c {
+            Command::Info { json } => Task::Info { json: *json },
+            Command::Setup { config } => Task::Setup(Config::load(config)?),
+            Command::Run(a) => Task::Run(RunPlan::from_args(a)?),
+            Command::Trace { csv, json } => Task::Trace {
+                csv: csv.clone(),
+                json: *json,
+            },
+            Command::Reset => Task::Reset,
+            #[cfg(feature = "sim")]
+            Command::SimBoard(a) => Task::SimBoard(SimBoardPlan::from_args(a)?),
+        })
+    }
+}
+
+/// Runs a validated command on the board at `backend`.
+fn execute(backend: &str, task: &Task) -> anyhow::Result<ExitCode> {
+    match task {
+        Task::Info { json } => info(backend, *json),
+        Task::Setup(config) => setup(backend, config),
+        Task::Run(plan) => run(backend, plan),
+        Task::Trace { csv, json } => trace(backend, csv, *json),
+        Task::Reset => reset(backend),
+        #[cfg(feature = "sim")]
+        Task::SimBoard(plan) => sim_board(plan),
+    }
 }
 
 /// What `--version` says: the version, and whether this build has the simulated board.
@@ -661,43 +717,15 @@ fn command() -> clap::Command {
 }
 
 fn main() -> ExitCode {
-    use clap::FromArgMatches;
-    let parsed = command()
-        .try_get_matches()
-        .and_then(|m| Cli::from_arg_matches(&m));
-    let cli = match parsed {
+    let cli: Cli = match backline_bench::cli::parse("backline-apu", command()) {
         Ok(c) => c,
-        Err(e) => {
-            use clap::error::ErrorKind::*;
-            if matches!(
-                e.kind(),
-                DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
-            ) {
-                e.exit();
-            }
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("bad arguments");
-            eprintln!(
-                "backline-apu: error: {} (see --help)",
-                first.trim_start_matches("error: ")
-            );
-            return ExitCode::from(backline_bench::exit::BAD_INPUT);
-        }
+        Err(code) => return code,
     };
     init_log(cli.verbose);
-    let backend = cli.backend.as_str();
-    let result = match &cli.command {
-        Command::Info { json } => info(backend, *json),
-        Command::Setup { config } => setup(backend, config),
-        Command::Run(a) => run(backend, a),
-        Command::Trace { csv, json } => trace(backend, csv, *json),
-        Command::Reset => reset(backend),
-        #[cfg(feature = "sim")]
-        Command::SimBoard(a) => sim_board(a),
-    };
+    let result = Task::from_command(&cli.command).and_then(|task| execute(&cli.backend, &task));
     match result {
         Ok(code) => code,
-        Err(e) if broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if backline_bench::cli::broken_pipe(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {
             let mut msg = format!("backline-apu: error: {e}");
             for cause in e.chain().skip(1) {

@@ -145,6 +145,9 @@ pub struct RunReport {
     pub lost: (u64, Option<String>),
     /// Rounds relayed to a bridged coprocessor and their mean measured service time, ns.
     pub bridged: Option<(u64, f64)>,
+    /// The run was asked to stop ([`run_until`]'s `stop`) before its last round: the report
+    /// holds the rounds committed until then.
+    pub interrupted: bool,
 }
 
 /// Writes the engine's configuration for `cfg` (after a soft reset).
@@ -199,8 +202,9 @@ pub fn run(
     run_until(sim, cfg, progress, &|| false)
 }
 
-/// [`run`], ending early with [`SimError::Interrupted`] once `stop()` says so (a signal):
-/// sw-loop between rounds, hw-loop with `CTRL.abort` after the round in progress.
+/// [`run`], ending early once `stop()` says so (a signal): sw-loop between rounds, hw-loop
+/// with `CTRL.abort` after the round in progress. An interrupted run is read out like a
+/// complete one, and its report says so ([`RunReport::interrupted`]).
 pub fn run_until(
     sim: &mut HwhsSim,
     cfg: &RunConfig,
@@ -209,123 +213,206 @@ pub fn run_until(
 ) -> Result<RunReport, SimError> {
     let t0 = Instant::now();
     configure(sim, cfg)?;
-    let check_loss = |sim: &HwhsSim, done: u64| -> Result<(), SimError> {
-        let st = sim.model().stats();
-        if let Some(b) = sim.model().bridge()
-            && let Some(id) = b.unserved()
-        {
-            return Err(SimError::Unserved(format!(
-                "the coprocessor at {} serves no function for decoder_id {id} (it answered \
-                 unknown_decoder)",
-                b.addr()
-            )));
-        }
-        if cfg.on_loss == LossPolicy::Stop
-            && let Some((round, loss)) = &st.first_loss
-        {
-            return Err(SimError::CoprocessorLost(format!(
-                "round {round}: {loss} ({done} rounds completed; the run stops at the first \
-                 lost round, --on-loss continue goes on)"
-            )));
-        }
-        Ok(())
-    };
     let start_cycle = sim.cycle();
     let mut rep = RunReport::default();
+    // The quiet interval of each round as the RTL pacer drew it, where the driver saw it.
     let mut rtl_quiet: Vec<Option<u64>> = Vec::new();
-    // A round that takes longer than this has hung the engine (the timeout bounds each).
-    let round_budget = u64::from(cfg.timeout_cycles) + 10_000;
-    match cfg.mode {
-        Mode::SwLoop => {
-            for k in 0..cfg.rounds {
-                if stop() {
-                    return Err(SimError::Interrupted(k));
-                }
-                sim.axi_write(rm::CTRL, rm::CTRL_START.bits(1))?;
-                let deadline = sim.cycle() + round_budget;
-                // Poll as software would, backing off from back-to-back reads to one every
-                // 1,024 cycles: a round waiting microseconds for a real coprocessor then
-                // costs a few reads, and the RTT is the engine's either way.
-                let mut step = 0;
-                loop {
-                    let s = sim.axi_read(rm::STATUS)?;
-                    if rm::STATUS_DONE.get(s) == 1 {
-                        break;
-                    }
-                    if sim.cycle() > deadline {
-                        return Err(SimError::Stuck(format!("sw-loop round {k} never finished")));
-                    }
-                    // A lost round ends a Stop run now, not after the engine's timeout.
-                    check_loss(sim, k)?;
-                    if step > 0 {
-                        sim.run_cycles(step);
-                    }
-                    step = (step * 2).clamp(1, SW_POLL_MAX_CYCLES);
-                }
-                check_loss(sim, k)?;
-                if k % 1024 == 0 {
-                    progress(k, cfg.rounds);
-                }
-            }
+    rep.interrupted = match cfg.mode {
+        Mode::SwLoop => sw_loop(sim, cfg, progress, stop)?,
+        Mode::HwLoop => hw_loop(sim, cfg, progress, stop, &mut rtl_quiet, &mut rep)?,
+    };
+    if !rep.interrupted {
+        progress(cfg.rounds, cfg.rounds);
+    }
+    rep.sim_cycles = sim.cycle() - start_cycle;
+    read_counters(sim, &mut rep)?;
+    rep.trace = read_trace(sim)?;
+    rep.quiet_cycles = quiet_cycles(cfg, rep.trace.len(), &rtl_quiet)?;
+    rep.model_rtt_cycles = sim
+        .model()
+        .records()
+        .iter()
+        .map(|r| r.model_rtt_cycles())
+        .collect();
+    check_loss(sim, cfg, rep.rounds_committed)?;
+    read_model(sim, &mut rep);
+    rep.wall = t0.elapsed();
+    Ok(rep)
+}
+
+/// A round takes at most this many cycles, or it has hung the engine (the reply timeout
+/// bounds each).
+fn round_budget(cfg: &RunConfig) -> u64 {
+    u64::from(cfg.timeout_cycles) + 10_000
+}
+
+/// The errors of a bridged coprocessor after `done` rounds: a decoder id it does not serve,
+/// and (with [`LossPolicy::Stop`]) its first lost round.
+fn check_loss(sim: &HwhsSim, cfg: &RunConfig, done: u64) -> Result<(), SimError> {
+    if let Some(b) = sim.model().bridge()
+        && let Some(id) = b.unserved()
+    {
+        return Err(SimError::Unserved(format!(
+            "the coprocessor at {} serves no function for decoder_id {id} (it answered \
+             unknown_decoder)",
+            b.addr()
+        )));
+    }
+    if cfg.on_loss == LossPolicy::Stop
+        && let Some((round, loss)) = &sim.model().stats().first_loss
+    {
+        return Err(SimError::CoprocessorLost(format!(
+            "round {round}: {loss} ({done} rounds completed; the run stops at the first \
+             lost round, --on-loss continue goes on)"
+        )));
+    }
+    Ok(())
+}
+
+/// sw-loop: a `CTRL.start` per round, each polled to its end. Whether `stop()` ended it.
+fn sw_loop(
+    sim: &mut HwhsSim,
+    cfg: &RunConfig,
+    progress: &mut dyn FnMut(u64, u64),
+    stop: &dyn Fn() -> bool,
+) -> Result<bool, SimError> {
+    for k in 0..cfg.rounds {
+        if stop() {
+            return Ok(true);
         }
-        Mode::HwLoop => {
-            sim.axi_write(rm::CTRL, rm::CTRL_START.bits(1))?;
-            let b2b = cfg.pacer.is_b2b();
-            let chunk = if b2b { 4096 } else { 64 };
-            let mut last_progress = 0;
-            let mut last_count = 0;
-            let mut stalled_since = sim.cycle();
-            loop {
-                let s = sim.axi_read(rm::STATUS)?;
-                if rm::STATUS_DONE.get(s) == 1 {
-                    break;
-                }
-                let count = u64::from(sim.axi_read(rm::ROUND_COUNT)?);
-                if count != last_count {
-                    last_count = count;
-                    stalled_since = sim.cycle();
-                }
-                if stop() {
-                    sim.axi_write(rm::CTRL, rm::CTRL_ABORT.bits(1))?;
-                    return Err(SimError::Interrupted(count));
-                }
-                if !b2b && let Some(min) = cfg.fast_forward_above {
-                    let remain = sim.axi_read(rm::PACER_REMAIN)?;
-                    if remain > min {
-                        let interval = sim.axi_read(rm::PACER_LAST)?;
-                        let round = u64::from(sim.axi_read(rm::ROUND_COUNT)?) as usize;
-                        if rtl_quiet.len() <= round {
-                            rtl_quiet.resize(round + 1, None);
-                        }
-                        rtl_quiet[round] = Some(u64::from(interval));
-                        let remain = sim.axi_read(rm::PACER_REMAIN)?;
-                        sim.axi_write(rm::CTRL, rm::CTRL_PACER_SKIP.bits(1))?;
-                        rep.skipped_cycles += u64::from(remain);
-                        continue;
-                    }
-                }
-                let quiet_budget = if b2b {
-                    0
-                } else {
-                    u64::from(cfg.pacer.freq) + u64::from(cfg.pacer.span) + 1000
-                };
-                if sim.cycle() - stalled_since > round_budget + quiet_budget {
-                    return Err(SimError::Stuck(format!(
-                        "hw-loop run stopped at round {count} of {}",
-                        cfg.rounds
-                    )));
-                }
-                if count >= last_progress + 1024 {
-                    last_progress = count;
-                    progress(count, cfg.rounds);
-                }
-                check_loss(sim, count)?;
-                sim.run_cycles(chunk);
-            }
+        sw_round(sim, cfg, k)?;
+        check_loss(sim, cfg, k)?;
+        if k % 1024 == 0 {
+            progress(k, cfg.rounds);
         }
     }
-    progress(cfg.rounds, cfg.rounds);
-    rep.sim_cycles = sim.cycle() - start_cycle;
+    Ok(false)
+}
+
+/// Round `k` of a sw-loop run: started, then polled as software would, backing off from
+/// back-to-back reads to one every [`SW_POLL_MAX_CYCLES`]: a round waiting microseconds for
+/// a real coprocessor then costs a few reads, and the RTT is the engine's either way.
+fn sw_round(sim: &mut HwhsSim, cfg: &RunConfig, k: u64) -> Result<(), SimError> {
+    sim.axi_write(rm::CTRL, rm::CTRL_START.bits(1))?;
+    let deadline = sim.cycle() + round_budget(cfg);
+    let mut step = 0;
+    loop {
+        let s = sim.axi_read(rm::STATUS)?;
+        if rm::STATUS_DONE.get(s) == 1 {
+            return Ok(());
+        }
+        if sim.cycle() > deadline {
+            return Err(SimError::Stuck(format!("sw-loop round {k} never finished")));
+        }
+        // A lost round ends a Stop run now, not after the engine's timeout.
+        check_loss(sim, cfg, k)?;
+        if step > 0 {
+            sim.run_cycles(step);
+        }
+        step = (step * 2).clamp(1, SW_POLL_MAX_CYCLES);
+    }
+}
+
+/// hw-loop: one `CTRL.start`, then the engine runs every round while the driver watches
+/// (`STATUS`, `ROUND_COUNT`), fast-forwards long quiet periods and reports progress. Whether
+/// `stop()` ended it (with `CTRL.abort`, after the round in progress).
+fn hw_loop(
+    sim: &mut HwhsSim,
+    cfg: &RunConfig,
+    progress: &mut dyn FnMut(u64, u64),
+    stop: &dyn Fn() -> bool,
+    rtl_quiet: &mut Vec<Option<u64>>,
+    rep: &mut RunReport,
+) -> Result<bool, SimError> {
+    sim.axi_write(rm::CTRL, rm::CTRL_START.bits(1))?;
+    let b2b = cfg.pacer.is_b2b();
+    let chunk = if b2b { 4096 } else { 64 };
+    // The longest a round may take, its quiet period included.
+    let quiet_budget = if b2b {
+        0
+    } else {
+        u64::from(cfg.pacer.freq) + u64::from(cfg.pacer.span) + 1000
+    };
+    let mut last_progress = 0;
+    let mut last_count = 0;
+    let mut stalled_since = sim.cycle();
+    loop {
+        let s = sim.axi_read(rm::STATUS)?;
+        if rm::STATUS_DONE.get(s) == 1 {
+            return Ok(false);
+        }
+        let count = u64::from(sim.axi_read(rm::ROUND_COUNT)?);
+        if count != last_count {
+            last_count = count;
+            stalled_since = sim.cycle();
+        }
+        if stop() {
+            abort(sim, cfg)?;
+            return Ok(true);
+        }
+        if !b2b
+            && let Some(min) = cfg.fast_forward_above
+            && fast_forward(sim, min, rtl_quiet, rep)?
+        {
+            continue;
+        }
+        if sim.cycle() - stalled_since > round_budget(cfg) + quiet_budget {
+            return Err(SimError::Stuck(format!(
+                "hw-loop run stopped at round {count} of {}",
+                cfg.rounds
+            )));
+        }
+        if count >= last_progress + 1024 {
+            last_progress = count;
+            progress(count, cfg.rounds);
+        }
+        check_loss(sim, cfg, count)?;
+        sim.run_cycles(chunk);
+    }
+}
+
+/// Ends a quiet period longer than `min` cycles now (`CTRL.pacer_skip`), noting the interval
+/// the RTL pacer drew for its round and the cycles skipped. Whether it did.
+fn fast_forward(
+    sim: &mut HwhsSim,
+    min: u32,
+    rtl_quiet: &mut Vec<Option<u64>>,
+    rep: &mut RunReport,
+) -> Result<bool, SimError> {
+    if sim.axi_read(rm::PACER_REMAIN)? <= min {
+        return Ok(false);
+    }
+    let interval = sim.axi_read(rm::PACER_LAST)?;
+    let round = u64::from(sim.axi_read(rm::ROUND_COUNT)?) as usize;
+    if rtl_quiet.len() <= round {
+        rtl_quiet.resize(round + 1, None);
+    }
+    rtl_quiet[round] = Some(u64::from(interval));
+    let remain = sim.axi_read(rm::PACER_REMAIN)?;
+    sim.axi_write(rm::CTRL, rm::CTRL_PACER_SKIP.bits(1))?;
+    rep.skipped_cycles += u64::from(remain);
+    Ok(true)
+}
+
+/// Stops a hw-loop run (`CTRL.abort`) and runs the engine until the round in progress is
+/// committed and the run is done (a quiet period ends at once), so that the counters and the
+/// trace RAM hold every round that ran.
+fn abort(sim: &mut HwhsSim, cfg: &RunConfig) -> Result<(), SimError> {
+    sim.axi_write(rm::CTRL, rm::CTRL_ABORT.bits(1))?;
+    let deadline = sim.cycle() + round_budget(cfg);
+    while rm::STATUS_DONE.get(sim.axi_read(rm::STATUS)?) == 0 {
+        if sim.cycle() > deadline {
+            return Err(SimError::Stuck(
+                "the hw-loop run did not stop after CTRL.abort".into(),
+            ));
+        }
+        sim.run_cycles(64);
+    }
+    Ok(())
+}
+
+/// The engine's counters and trace status after a run.
+fn read_counters(sim: &mut HwhsSim, rep: &mut RunReport) -> Result<(), SimError> {
     rep.rounds_committed = u64::from(sim.axi_read(rm::ROUND_COUNT)?);
     rep.timeouts = u64::from(sim.axi_read(rm::TIMEOUT_COUNT)?);
     rep.mismatches = u64::from(sim.axi_read(rm::MISMATCH_COUNT)?);
@@ -333,10 +420,19 @@ pub fn run_until(
     let ts = sim.axi_read(rm::TRACE_STATUS)?;
     rep.trace_full = rm::TRACE_STATUS_FULL.get(ts) == 1;
     rep.trace_saturated = rm::TRACE_STATUS_SATURATED.get(ts) == 1;
-    rep.trace = read_trace(sim)?;
+    Ok(())
+}
+
+/// The quiet interval before each of `rounds` traced rounds ([`RunReport::quiet_cycles`]):
+/// the RTL pacer's where the driver saw it (`rtl_quiet`), else the shared pacer rule's.
+fn quiet_cycles(
+    cfg: &RunConfig,
+    rounds: usize,
+    rtl_quiet: &[Option<u64>],
+) -> Result<Vec<u64>, SimError> {
     let mut sw =
         backline_pacer::Pacer::new(cfg.pacer).map_err(|e| SimError::Config(e.to_string()))?;
-    rep.quiet_cycles = (0..rep.trace.len())
+    Ok((0..rounds)
         .map(|k| {
             let sw_interval = u64::from(sw.next_interval_cycles());
             match cfg.mode {
@@ -347,14 +443,12 @@ pub fn run_until(
                 Mode::HwLoop => rtl_quiet.get(k).copied().flatten().unwrap_or(sw_interval),
             }
         })
-        .collect();
-    rep.model_rtt_cycles = sim
-        .model()
-        .records()
-        .iter()
-        .map(|r| r.model_rtt_cycles())
-        .collect();
-    check_loss(sim, rep.rounds_committed)?;
+        .collect())
+}
+
+/// What the models saw: protocol errors, the RTT splits of the traced rounds, lost rounds,
+/// and what the bridge relayed.
+fn read_model(sim: &HwhsSim, rep: &mut RunReport) {
     let st = sim.model().stats();
     rep.model_errors = (st.errors, st.first_error.clone());
     rep.splits = sim.model().splits().to_vec();
@@ -369,8 +463,6 @@ pub fn run_until(
         .model()
         .bridge()
         .map(|b| (b.relayed(), b.mean_service_ns()));
-    rep.wall = t0.elapsed();
-    Ok(rep)
 }
 
 /// Reads every recorded trace entry over AXI4-Lite (TRACE_RD_ADDR, then TRACE_DATA reads).

@@ -4,7 +4,8 @@
 use backline_pacer::PacerConfig;
 use backline_regmap as rm;
 use backline_sim::{
-    AxiError, HwhsSim, LossPolicy, Mode, ModelConfig, Responder, RunConfig, RunReport, run::run,
+    AxiError, HwhsSim, LossPolicy, Mode, ModelConfig, Responder, RunConfig, RunReport,
+    run::{run, run_until},
 };
 
 fn sim(cfg: ModelConfig) -> Option<HwhsSim> {
@@ -159,6 +160,44 @@ fn hw_loop_b2b_100k_rounds_rtt_exact() {
         rep.wall,
         rep.sim_cycles as f64 / rep.wall.as_secs_f64() / 1e6
     );
+}
+
+/// A run asked to stop ends at a round boundary and is read out like a complete one: every
+/// round that ran is in the counters and the trace, each exact, and the report says it was
+/// interrupted.
+#[test]
+fn an_interrupted_run_reports_the_rounds_it_ran() {
+    for (mode, polls) in [(Mode::SwLoop, 300), (Mode::HwLoop, 40)] {
+        let Some(mut s) = sim(ModelConfig::default()) else {
+            return;
+        };
+        let cfg = run_cfg(mode, 10_000_000, quick_model());
+        let calls = std::cell::Cell::new(0u64);
+        let stop = || {
+            calls.set(calls.get() + 1);
+            calls.get() > polls
+        };
+        let rep = run_until(&mut s, &cfg, &mut |_, _| {}, &stop).unwrap();
+        assert!(rep.interrupted, "{mode:?}");
+        let done = rep.rounds_committed;
+        assert!(done > 0 && done < 10_000_000, "{mode:?}: {done} rounds");
+        if mode == Mode::SwLoop {
+            // Asked before each round: exactly the rounds before the stop.
+            assert_eq!(done, polls);
+        }
+        check_rtts(&rep, &s, done);
+        assert_eq!(rep.quiet_cycles.len() as u64, done);
+    }
+    let Some(mut s) = sim(ModelConfig::default()) else {
+        return;
+    };
+    let rep = run(
+        &mut s,
+        &run_cfg(Mode::HwLoop, 100, quick_model()),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert!(!rep.interrupted);
 }
 
 /// The shared pacer vectors, parsed: (name, settings, [(state, interval)]).

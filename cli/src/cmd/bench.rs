@@ -25,8 +25,8 @@ use backline_transport::{SessionConfig, TransportKind};
 
 use super::bench_stream::{StreamPlan, is_stream};
 use super::common::{
-    GpuArgs, RdmaArgs, RingArgs, builtin_name, check_pin, is_gpu, load_responder, timeout_flag,
-    warn_ignored,
+    GpuArgs, Protocol, RdmaArgs, RingArgs, builtin_name, check_pin, is_gpu, load_responder,
+    timeout_flag, warn_ignored,
 };
 use super::hops::HopArgs;
 
@@ -41,8 +41,8 @@ pub struct Args {
     /// The protocol: backline (its slots, over --transport) or cuqr (NVIDIA's realtime RPC
     /// frames over udp, to a server of stream: decoders: the `backline serve --protocol cuqr`
     /// this bench starts, or another at --peer; --slot-bytes sets the slot, default 256).
-    #[arg(long, default_value = "backline", value_parser = ["backline", "cuqr"])]
-    pub protocol: String,
+    #[arg(long, value_enum, default_value = "backline")]
+    pub protocol: Protocol,
     /// The coprocessor function: echo, steane, bposd:CODE[:SETTINGS] (BP+OSD from a CSS
     /// code's Tanner graph, e.g. bposd:hgp13:max_iter=10), stream:FILE.dem[:DECODER[:SETTINGS]]
     /// (a streaming decoder, driven with shots sampled from the model: see --shots),
@@ -293,7 +293,7 @@ impl BenchConfig {
 
 /// The transport, and whether the protocol is cuqr.
 fn transport_of(a: &Args) -> anyhow::Result<(TransportKind, bool)> {
-    let cuqr = a.protocol == "cuqr";
+    let cuqr = a.protocol == Protocol::Cuqr;
     let t = match (cuqr, a.transport.as_deref()) {
         (true, None | Some("udp")) => TransportKind::Udp,
         (true, Some(t)) => bail!("--protocol cuqr runs over udp, not --transport {t}"),

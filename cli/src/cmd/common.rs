@@ -1,11 +1,22 @@
-//! Flags and helpers shared by `bench` and `serve`.
+//! Flags and helpers shared by `bench`, `serve` and `sim`.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, bail};
 use backline_responder::{Responder, ResponderTable, SpecContext};
 use backline_transport::{RdmaOptions, SessionConfig, TransportKind, WaitPolicy};
 use backline_wire::{DecoderId, Geometry};
+
+/// `--protocol`: what a bench and a server speak over the transport. (Plain comments on the
+/// variants: clap then lists the values in one line, `[possible values: backline, cuqr]`.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Protocol {
+    // backline's slots, over any transport.
+    Backline,
+    // NVIDIA's realtime RPC frames (CUQR/CUQS), over udp.
+    Cuqr,
+}
 
 /// Ring, waiting and pinning flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -56,6 +67,18 @@ pub fn pacer_error(e: backline_pacer::CadenceError, seed: u32) -> anyhow::Error 
         C::Pacer(p @ P::IntervalOverflow { .. }) => anyhow::anyhow!("--freq / --span: {p}"),
         other => anyhow::anyhow!("--cadence: {other}"),
     }
+}
+
+/// SIGINT sets the flag (a run stops at the next round boundary and reports what completed);
+/// a second SIGINT while it is set exits at once with 130.
+pub fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    use signal_hook::consts::SIGINT;
+    let stop = Arc::new(AtomicBool::new(false));
+    let code = i32::from(backline_bench::exit::INTERRUPTED);
+    signal_hook::flag::register_conditional_shutdown(SIGINT, code, stop.clone())
+        .and_then(|_| signal_hook::flag::register(SIGINT, stop.clone()))
+        .context("installing the SIGINT handler")?;
+    Ok(stop)
 }
 
 /// A one-line warning about a flag that does not apply: `backline: warning: FLAG …; ignored`.

@@ -18,6 +18,10 @@
 //! (`--gamma0`, `--pre-iter`, `--num-sets`, `--set-max-iter`, `--gamma-dist-interval LO,HI`,
 //! `--stop-nconv`, `--alpha`, `--seed`); a setting of the other decoder is an error.
 //!
+//! The flags ([`Args`]) first become a validated [`DecodeConfig`] (the other mode's flags
+//! refused, every input read, the decoder built), and the run works from that alone; the
+//! code-capacity loop is [`backline_decode::dem_decoder::decode_syndromes`].
+//!
 //! `--json` prints exactly one JSON object on stdout ([`JsonSummary`] or [`DemSummary`]).
 //! Without it a short human summary goes to stdout (to stderr when the corrections go to
 //! stdout).
@@ -37,7 +41,9 @@ use backline_bench::Summary;
 use backline_bench::progress::{Progress, Show};
 use backline_bench::stats::wilson_interval;
 use backline_decode::dem::DetectorErrorModel;
-use backline_decode::dem_decoder::{DemDecoder, DemDecoderSettings, decode_batch_counted};
+use backline_decode::dem_decoder::{
+    DemDecoder, DemDecoderSettings, decode_batch_counted, decode_syndromes,
+};
 use backline_decode::io::{self as dio, MatrixFormat};
 use backline_decode::relay::RelayConfig;
 use backline_decode::shots::{ShotFormat, ShotTable};
@@ -61,8 +67,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub dem: Option<PathBuf>,
     /// Layout of --checks: auto (by extension, then content), alist or dense.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "alist", "dense"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub format: FormatArg,
     /// Syndromes, one per line as 0/1 characters, each as long as --checks has rows.
     #[arg(long, value_name = "FILE")]
     pub syndromes: Option<PathBuf>,
@@ -89,8 +95,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub obs: Option<PathBuf>,
     /// The decoder on the model: bposd or relay-bp.
-    #[arg(long, default_value = "bposd", value_parser = ["bposd", "relay-bp"])]
-    pub decoder: String,
+    #[arg(long, value_enum, default_value = "bposd")]
+    pub decoder: DecoderArg,
     /// Decode only the first N shots.
     #[arg(long, value_name = "N")]
     pub shots: Option<usize>,
@@ -149,6 +155,36 @@ pub struct Args {
     /// Print exactly one JSON object (see the module docs for its fields).
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--format`: the layout of `--checks`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    // By the file's extension, then its content.
+    Auto,
+    // MacKay's alist.
+    Alist,
+    // Dense 0/1 text, a row per line.
+    Dense,
+}
+
+/// `--decoder`: the decoder on a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DecoderArg {
+    // BP+OSD.
+    Bposd,
+    // Relay-BP.
+    RelayBp,
+}
+
+impl DecoderArg {
+    /// The name the flag takes, as the JSON's `decoder` says it.
+    fn name(self) -> &'static str {
+        match self {
+            DecoderArg::Bposd => "bposd",
+            DecoderArg::RelayBp => "relay-bp",
+        }
+    }
 }
 
 fn parse_bp_method(s: &str) -> Result<BpMethod, String> {
@@ -254,13 +290,81 @@ pub struct DemSummary {
     pub osd_order: Option<usize>,
 }
 
+/// A decode, validated: every file read, the decoder built; what [`run_checks`] and
+/// [`run_dem`] work from.
+pub enum DecodeConfig {
+    /// `--checks`: code capacity.
+    Checks(Box<ChecksConfig>),
+    /// `--dem`: circuit level.
+    Dem(Box<DemConfig>),
+}
+
+/// Code capacity, validated.
+pub struct ChecksConfig {
+    /// `--checks`, as errors and the summary name it.
+    checks_name: String,
+    /// The parity-check matrix.
+    h: BitMatrix,
+    /// BP+OSD for `h`.
+    decoder: BpOsdDecoder,
+    /// `--syndromes`, as messages name it.
+    syndromes_name: String,
+    /// The line of each syndrome in its file.
+    lines: Vec<usize>,
+    /// The syndromes (at least one), 0/1 per check.
+    syndromes: Vec<Vec<u8>>,
+    /// `--output`, when given (`-`: stdout).
+    output: Option<PathBuf>,
+    /// Untimed decodes first.
+    warmup: usize,
+    /// One JSON object instead of the summary line.
+    json: bool,
+}
+
+/// Circuit level, validated.
+pub struct DemConfig {
+    /// `--dem`, as the summary names it.
+    dem_name: String,
+    /// The model.
+    dem: DetectorErrorModel,
+    /// The decoder on it.
+    decoder: DemDecoder,
+    /// Which decoder.
+    kind: DecoderArg,
+    /// The shots' detection events (at least one shot; `--shots` applied).
+    dets: ShotTable,
+    /// Their true observable flips (`--obs`), at least as many shots.
+    truth: Option<ShotTable>,
+    /// `--obs-out` and its format.
+    obs_out: Option<(PathBuf, ShotFormat)>,
+    /// `--threads`.
+    threads: usize,
+    /// Untimed decodes first.
+    warmup: usize,
+    /// One JSON object instead of the summary line.
+    json: bool,
+}
+
 /// Runs `backline decode`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     backline_decode::osd::report_clamp_myself();
-    match (&args.checks, &args.dem) {
-        (Some(_), _) => run_checks(&args),
-        (None, Some(_)) => run_dem(&args),
-        (None, None) => bail!("give --checks (code capacity) or --dem (circuit level)"),
+    match DecodeConfig::from_args(&args)? {
+        DecodeConfig::Checks(c) => run_checks(&c),
+        DecodeConfig::Dem(c) => run_dem(&c),
+    }
+}
+
+impl DecodeConfig {
+    /// Validates the flags of one mode, refusing those of the other, reads the inputs and
+    /// builds the decoder: every error of the input is said before the first decode.
+    pub fn from_args(a: &Args) -> anyhow::Result<DecodeConfig> {
+        match (&a.checks, &a.dem) {
+            (Some(checks), _) => Ok(DecodeConfig::Checks(Box::new(ChecksConfig::from_args(
+                a, checks,
+            )?))),
+            (None, Some(dem)) => Ok(DecodeConfig::Dem(Box::new(DemConfig::from_args(a, dem)?))),
+            (None, None) => bail!("give --checks (code capacity) or --dem (circuit level)"),
+        }
     }
 }
 
@@ -341,128 +445,141 @@ fn warn_clamp(decoder: &BpOsdDecoder, what: &str) {
     }
 }
 
-fn run_checks(args: &Args) -> anyhow::Result<ExitCode> {
-    let checks = args.checks.as_deref().expect("checks mode");
-    let checks_name = checks.display().to_string();
-    if let Some(f) = relay_flags(args).first() {
-        bail!("{f} is a Relay-BP setting, for --dem with --decoder relay-bp");
-    }
-    for (given, flag) in [
-        (args.dets.is_some(), "--dets"),
-        (args.dets_format.is_some(), "--dets-format"),
-        (args.obs_out.is_some(), "--obs-out"),
-        (args.obs_format.is_some(), "--obs-format"),
-        (args.obs.is_some(), "--obs"),
-        (args.shots.is_some(), "--shots"),
-        (args.decoder != "bposd", "--decoder"),
-        (args.threads != 0, "--threads"),
-    ] {
-        if given {
-            bail!("{flag} is for --dem (circuit-level decoding)");
+impl ChecksConfig {
+    fn from_args(args: &Args, checks: &Path) -> anyhow::Result<ChecksConfig> {
+        let checks_name = checks.display().to_string();
+        if let Some(f) = relay_flags(args).first() {
+            bail!("{f} is a Relay-BP setting, for --dem with --decoder relay-bp");
         }
-    }
-    let Some(syndromes) = args.syndromes.as_deref() else {
-        bail!("--checks needs --syndromes FILE");
-    };
-    let Some(error_rate) = args.error_rate else {
-        bail!("--checks needs --error-rate P");
-    };
-    let format = match args.format.as_str() {
-        "alist" => Some(MatrixFormat::Alist),
-        "dense" => Some(MatrixFormat::Dense),
-        _ => None,
-    };
-    let h = dio::load_matrix(checks, format).context("reading the checks")?;
-    let config = bposd_config(args, error_rate);
-    let mut decoder = BpOsdDecoder::new(&h, &config).map_err(|e| match e {
-        DecoderError::ErrorRate(_) => anyhow::anyhow!("--error-rate {error_rate}: {e}"),
-        DecoderError::ScalingFactor(_) => {
-            anyhow::anyhow!("--ms-scaling-factor {}: {e}", config.ms_scaling_factor)
+        for (given, flag) in [
+            (args.dets.is_some(), "--dets"),
+            (args.dets_format.is_some(), "--dets-format"),
+            (args.obs_out.is_some(), "--obs-out"),
+            (args.obs_format.is_some(), "--obs-format"),
+            (args.obs.is_some(), "--obs"),
+            (args.shots.is_some(), "--shots"),
+            (args.decoder != DecoderArg::Bposd, "--decoder"),
+            (args.threads != 0, "--threads"),
+        ] {
+            if given {
+                bail!("{flag} is for --dem (circuit-level decoding)");
+            }
         }
-        e => anyhow::anyhow!("{checks_name}: {e}"),
-    })?;
-    warn_clamp(&decoder, &checks_name);
+        let Some(syndromes) = args.syndromes.as_deref() else {
+            bail!("--checks needs --syndromes FILE");
+        };
+        let Some(error_rate) = args.error_rate else {
+            bail!("--checks needs --error-rate P");
+        };
+        let format = match args.format {
+            FormatArg::Alist => Some(MatrixFormat::Alist),
+            FormatArg::Dense => Some(MatrixFormat::Dense),
+            FormatArg::Auto => None,
+        };
+        let h = dio::load_matrix(checks, format).context("reading the checks")?;
+        let config = bposd_config(args, error_rate);
+        let decoder = BpOsdDecoder::new(&h, &config).map_err(|e| match e {
+            DecoderError::ErrorRate(_) => anyhow::anyhow!("--error-rate {error_rate}: {e}"),
+            DecoderError::ScalingFactor(_) => {
+                anyhow::anyhow!("--ms-scaling-factor {}: {e}", config.ms_scaling_factor)
+            }
+            e => anyhow::anyhow!("{checks_name}: {e}"),
+        })?;
+        warn_clamp(&decoder, &checks_name);
 
-    let syn_name = syndromes.display().to_string();
-    let text =
-        dio::read_text(syndromes).with_context(|| format!("reading the syndromes: {syn_name}"))?;
-    let shots = dio::parse_bit_lines(&text, &syn_name, Some(h.rows()))
-        .map_err(|e| anyhow::anyhow!("{e} (the checks in {checks_name} have {} rows)", h.rows()))?;
-    drop(text);
-    if shots.is_empty() {
-        bail!("{syn_name}: no syndromes");
+        let syndromes_name = syndromes.display().to_string();
+        let text = dio::read_text(syndromes)
+            .with_context(|| format!("reading the syndromes: {syndromes_name}"))?;
+        let shots = dio::parse_bit_lines(&text, &syndromes_name, Some(h.rows())).map_err(|e| {
+            anyhow::anyhow!("{e} (the checks in {checks_name} have {} rows)", h.rows())
+        })?;
+        drop(text);
+        if shots.is_empty() {
+            bail!("{syndromes_name}: no syndromes");
+        }
+        let (lines, syndromes) = shots.into_iter().unzip();
+        Ok(ChecksConfig {
+            checks_name,
+            h,
+            decoder,
+            syndromes_name,
+            lines,
+            syndromes,
+            output: args.output.clone(),
+            warmup: args.warmup,
+            json: args.json,
+        })
     }
 
-    let to_stdout = args.output.as_deref().is_some_and(|p| p.as_os_str() == "-");
-    let mut out: Option<Box<dyn Write>> = match &args.output {
+    /// Whether the corrections go to stdout (`--output -`), the summary then to stderr.
+    fn to_stdout(&self) -> bool {
+        self.output.as_deref().is_some_and(|p| p.as_os_str() == "-")
+    }
+}
+
+/// Code capacity: every syndrome decoded, timed and checked ([`decode_syndromes`]), the
+/// corrections written as they come; exit 1 when some correction does not reproduce its
+/// syndrome.
+fn run_checks(c: &ChecksConfig) -> anyhow::Result<ExitCode> {
+    let to_stdout = c.to_stdout();
+    let mut out: Option<Box<dyn Write>> = match &c.output {
         None => None,
         Some(_) if to_stdout => Some(Box::new(BufWriter::new(std::io::stdout().lock()))),
         Some(p) => Some(Box::new(BufWriter::new(
             File::create(p).with_context(|| format!("creating {}", p.display()))?,
         ))),
     };
-
-    let n = h.cols();
-    let mut correction = vec![0u8; n];
-    for i in 0..args.warmup {
-        let (_, s) = &shots[i % shots.len()];
-        decoder.decode(s, &mut correction)?;
-    }
-
+    let shots = c.syndromes.len();
     let progress = Progress::start(
         "backline decode",
         "shots",
-        shots.len() as u64,
-        Show::unless(args.json),
+        shots as u64,
+        Show::unless(c.json),
     );
-    let mut times_ns = Vec::with_capacity(shots.len());
-    let mut converged = 0u64;
-    let mut unsatisfied: Vec<usize> = Vec::new();
-    let mut check = vec![0u8; h.rows()];
-    let mut line = Vec::with_capacity(n + 1);
-    let loop_start = Instant::now();
-    for (k, (lineno, s)) in shots.iter().enumerate() {
-        let t0 = Instant::now();
-        let info = decoder.decode(s, &mut correction)?;
-        let dt = t0.elapsed();
-        times_ns.push(dt.as_nanos() as f64);
-        converged += info.converged as u64;
-        if !reproduces(&h, &correction, s, &mut check) {
-            unsatisfied.push(*lineno);
-        }
-        if let Some(w) = out.as_mut() {
-            line.clear();
-            line.extend(correction.iter().map(|&c| b'0' + c));
-            line.push(b'\n');
-            w.write_all(&line).context("writing the corrections")?;
-        }
-        progress.set(k as u64 + 1);
-    }
-    let wall = loop_start.elapsed();
+    let mut decoder = c.decoder.clone();
+    let mut line = Vec::with_capacity(c.h.cols() + 1);
+    let batch = decode_syndromes(
+        &mut decoder,
+        &c.h,
+        &c.syndromes,
+        c.warmup,
+        &progress.counter(),
+        |correction| -> anyhow::Result<()> {
+            if let Some(w) = out.as_mut() {
+                line.clear();
+                line.extend(correction.iter().map(|&b| b'0' + b));
+                line.push(b'\n');
+                w.write_all(&line).context("writing the corrections")?;
+            }
+            Ok(())
+        },
+    );
     progress.finish();
+    let batch = batch?;
     if let Some(mut w) = out.take() {
         w.flush().context("writing the corrections")?;
     }
 
+    let times_ns: Vec<f64> = batch.times_ns.iter().map(|&t| t as f64).collect();
     let stats = Summary::of(&times_ns).expect("at least one shot");
     let summary = JsonSummary {
-        shots: shots.len() as u64,
+        shots: shots as u64,
         median_ns: stats.median_ns,
         p99_ns: stats.p99_ns,
         mean_ns: stats.mean_ns,
-        throughput_per_s: shots.len() as f64 / wall.as_secs_f64(),
-        bp_converged_rate: converged as f64 / shots.len() as f64,
+        throughput_per_s: shots as f64 / batch.wall.as_secs_f64(),
+        bp_converged_rate: batch.converged as f64 / shots as f64,
     };
-    if args.json {
+    if c.json {
         println!("{}", serde_json::to_string(&summary)?);
     } else {
         let text = format!(
             "{} shots of {} ({}x{}): median {:.0} ns, p99 {:.0} ns, mean {:.0} ns, \
              {:.0} shots/s, BP converged {:.2}%\n",
             summary.shots,
-            checks_name,
-            h.rows(),
-            n,
+            c.checks_name,
+            c.h.rows(),
+            c.h.cols(),
             summary.median_ns,
             summary.p99_ns,
             summary.mean_ns,
@@ -475,22 +592,18 @@ fn run_checks(args: &Args) -> anyhow::Result<ExitCode> {
             print!("{text}");
         }
     }
-    if let Some(&first) = unsatisfied.first() {
+    if let Some(&first) = batch.unsatisfied.first() {
         eprintln!(
             "backline: warning: {} of {} corrections do not reproduce their syndrome \
-             (first: {syn_name}:{first})",
-            unsatisfied.len(),
-            shots.len()
+             (first: {}:{})",
+            batch.unsatisfied.len(),
+            shots,
+            c.syndromes_name,
+            c.lines[first]
         );
         return Ok(ExitCode::from(backline_bench::exit::FAILED));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Whether `h · correction == syndrome`.
-fn reproduces(h: &BitMatrix, correction: &[u8], syndrome: &[u8], scratch: &mut [u8]) -> bool {
-    h.mul_bytes(correction, scratch);
-    scratch == syndrome
 }
 
 /// The format of `path`: `given`, else b8 for a `.b8` file, else 01.
@@ -520,8 +633,8 @@ fn read_shots(
 
 /// The settings of `--decoder` from the flags, refusing the other decoder's flags.
 fn dem_settings(a: &Args) -> anyhow::Result<DemDecoderSettings> {
-    match a.decoder.as_str() {
-        "relay-bp" => {
+    match a.decoder {
+        DecoderArg::RelayBp => {
             if let Some(f) = bposd_flags(a).first() {
                 bail!(
                     "{f} is a BP+OSD setting; --decoder relay-bp takes --gamma0, --pre-iter, --num-sets, --set-max-iter, --gamma-dist-interval, --stop-nconv, --alpha, --seed"
@@ -540,7 +653,7 @@ fn dem_settings(a: &Args) -> anyhow::Result<DemDecoderSettings> {
                 ..d
             }))
         }
-        _ => {
+        DecoderArg::Bposd => {
             if let Some(f) = relay_flags(a).first() {
                 bail!("{f} is a Relay-BP setting; give --decoder relay-bp");
             }
@@ -550,52 +663,88 @@ fn dem_settings(a: &Args) -> anyhow::Result<DemDecoderSettings> {
     }
 }
 
-fn run_dem(args: &Args) -> anyhow::Result<ExitCode> {
-    let dem_path = args.dem.as_deref().expect("dem mode");
-    let dem_name = dem_path.display().to_string();
-    let Some(dets_path) = args.dets.as_deref() else {
-        bail!("--dem needs --dets FILE (the shots' detection events)");
-    };
-    for (given, flag) in [
-        (args.syndromes.is_some(), "--syndromes"),
-        (args.error_rate.is_some(), "--error-rate"),
-        (args.output.is_some(), "--output"),
-        (args.format != "auto", "--format"),
-    ] {
-        if given {
+impl DemConfig {
+    fn from_args(args: &Args, dem_path: &Path) -> anyhow::Result<DemConfig> {
+        let dem_name = dem_path.display().to_string();
+        let Some(dets_path) = args.dets.as_deref() else {
+            bail!("--dem needs --dets FILE (the shots' detection events)");
+        };
+        for (given, flag) in [
+            (args.syndromes.is_some(), "--syndromes"),
+            (args.error_rate.is_some(), "--error-rate"),
+            (args.output.is_some(), "--output"),
+            (args.format != FormatArg::Auto, "--format"),
+        ] {
+            if given {
+                bail!(
+                    "{flag} is for --checks; with --dem the model gives each mechanism's probability"
+                );
+            }
+        }
+        let settings = dem_settings(args)?;
+        let text = backline_decode::io::read_text(dem_path)
+            .with_context(|| format!("reading the detector error model: {dem_name}"))?;
+        let dem = DetectorErrorModel::parse(&text, &dem_name)?;
+        drop(text);
+        let decoder = DemDecoder::new(&dem, &settings).map_err(|e| match e {
+            DecoderError::Setting { .. } => anyhow::anyhow!("--{}", flag_of(&e)),
+            e => anyhow::anyhow!("{e}"),
+        })?;
+        if let Some(d) = decoder.bposd() {
+            warn_clamp(d, &dem_name);
+        }
+        let mut dets = read_shots(
+            dets_path,
+            format_of(dets_path, args.dets_format),
+            dem.num_detectors(),
+            "detectors",
+        )?;
+        let truth = match args.obs.as_deref() {
+            Some(p) => Some(read_shots(
+                p,
+                format_of(p, args.obs_format),
+                dem.num_observables(),
+                "observables",
+            )?),
+            None => None,
+        };
+        cut_to_shots(args.shots, dets_path, &mut dets)?;
+        if let Some(t) = &truth
+            && t.shots() < dets.shots()
+        {
             bail!(
-                "{flag} is for --checks; with --dem the model gives each mechanism's probability"
+                "{} holds {} shots, {} holds {}: the files do not match",
+                args.obs.as_deref().expect("truth").display(),
+                t.shots(),
+                dets_path.display(),
+                dets.shots()
             );
         }
+        Ok(DemConfig {
+            dem_name,
+            dem,
+            decoder,
+            kind: args.decoder,
+            dets,
+            truth,
+            obs_out: args
+                .obs_out
+                .as_ref()
+                .map(|p| (p.clone(), format_of(p, args.obs_format))),
+            threads: args.threads,
+            warmup: args.warmup,
+            json: args.json,
+        })
     }
-    let settings = dem_settings(args)?;
-    let text = backline_decode::io::read_text(dem_path)
-        .with_context(|| format!("reading the detector error model: {dem_name}"))?;
-    let dem = DetectorErrorModel::parse(&text, &dem_name)?;
-    drop(text);
-    let decoder = DemDecoder::new(&dem, &settings).map_err(|e| match e {
-        DecoderError::Setting { .. } => anyhow::anyhow!("--{}", flag_of(&e)),
-        e => anyhow::anyhow!("{e}"),
-    })?;
-    if let Some(d) = decoder.bposd() {
-        warn_clamp(d, &dem_name);
-    }
-    let mut dets = read_shots(
-        dets_path,
-        format_of(dets_path, args.dets_format),
-        dem.num_detectors(),
-        "detectors",
-    )?;
-    let truth = match args.obs.as_deref() {
-        Some(p) => Some(read_shots(
-            p,
-            format_of(p, args.obs_format),
-            dem.num_observables(),
-            "observables",
-        )?),
-        None => None,
-    };
-    if let Some(n) = args.shots {
+}
+
+/// Cuts the detection events of `dets_path` to `--shots`; at least one shot must remain.
+fn cut_to_shots(
+    shots: Option<usize>,
+    dets_path: &Path,
+    dets: &mut ShotTable,
+) -> anyhow::Result<()> {
+    if let Some(n) = shots {
         if n > dets.shots() {
             bail!(
                 "--shots {n}: {} holds only {} shots",
@@ -608,43 +757,37 @@ fn run_dem(args: &Args) -> anyhow::Result<ExitCode> {
     if dets.shots() == 0 {
         bail!("{}: no shots", dets_path.display());
     }
-    if let Some(t) = &truth
-        && t.shots() < dets.shots()
-    {
-        bail!(
-            "{} holds {} shots, {} holds {}: the files do not match",
-            args.obs.as_deref().expect("truth").display(),
-            t.shots(),
-            dets_path.display(),
-            dets.shots()
-        );
-    }
+    Ok(())
+}
 
+/// Circuit level: a warm-up on the decoder, then the shots decoded in a batch on the
+/// threads; the predictions written, the logical errors counted.
+fn run_dem(c: &DemConfig) -> anyhow::Result<ExitCode> {
+    let (dem, dets) = (&c.dem, &c.dets);
     // Warm-up on the prototype (its clones start warm in memory, not in cache).
-    let mut warm = decoder.clone();
+    let mut warm = c.decoder.clone();
     let mut out = vec![0u8; dem.num_observables().div_ceil(8)];
-    for i in 0..args.warmup.min(dets.shots()) {
+    for i in 0..c.warmup.min(dets.shots()) {
         warm.decode_packed(dets.row(i), &mut out)?;
     }
     drop(warm);
 
-    let threads = backline_decode::dem_decoder::threads_for(args.threads);
+    let threads = backline_decode::dem_decoder::threads_for(c.threads);
     let total = dets.shots() as u64;
-    let progress = Progress::start("backline decode", "shots", total, Show::unless(args.json));
+    let progress = Progress::start("backline decode", "shots", total, Show::unless(c.json));
     let done = progress.counter();
     let start = Instant::now();
-    let batch = decode_batch_counted(&decoder, &dets, threads, true, &done);
+    let batch = decode_batch_counted(&c.decoder, dets, threads, true, &done);
     let wall = start.elapsed();
     progress.finish();
     let batch = batch?;
 
-    if let Some(p) = args.obs_out.as_deref() {
-        let format = format_of(p, args.obs_format);
-        std::fs::write(p, batch.predictions.to_bytes(format))
+    if let Some((p, format)) = &c.obs_out {
+        std::fs::write(p, batch.predictions.to_bytes(*format))
             .with_context(|| format!("writing the predictions: {}", p.display()))?;
     }
     let shots = dets.shots() as u64;
-    let logical_errors = truth.as_ref().map(|t| {
+    let logical_errors = c.truth.as_ref().map(|t| {
         (0..dets.shots())
             .filter(|&s| batch.predictions.row(s) != t.row(s))
             .count() as u64
@@ -654,10 +797,10 @@ fn run_dem(args: &Args) -> anyhow::Result<ExitCode> {
     let times: Vec<f64> = batch.times_ns.iter().map(|&t| t as f64).collect();
     let stats = Summary::of(&times).expect("at least one shot");
     let summary = DemSummary {
-        decoder: args.decoder.clone(),
+        decoder: c.kind.name().to_string(),
         detectors: dem.num_detectors(),
         observables: dem.num_observables(),
-        mechanisms: decoder.mechanisms().len(),
+        mechanisms: c.decoder.mechanisms().len(),
         threads: threads.min(dets.shots()),
         shots,
         logical_errors,
@@ -669,9 +812,9 @@ fn run_dem(args: &Args) -> anyhow::Result<ExitCode> {
         mean_ns: stats.mean_ns,
         throughput_per_s: shots as f64 / wall.as_secs_f64(),
         converged_rate: batch.converged as f64 / shots as f64,
-        osd_order: decoder.bposd().map(BpOsdDecoder::osd_order),
+        osd_order: c.decoder.bposd().map(BpOsdDecoder::osd_order),
     };
-    if args.json {
+    if c.json {
         println!("{}", serde_json::to_string(&summary)?);
     } else {
         let errors = match (logical_errors, ler, interval) {
@@ -681,8 +824,9 @@ fn run_dem(args: &Args) -> anyhow::Result<ExitCode> {
             _ => String::new(),
         };
         println!(
-            "{shots} shots of {dem_name} ({} detectors, {} mechanisms) with {} on {} threads: \
+            "{shots} shots of {} ({} detectors, {} mechanisms) with {} on {} threads: \
              median {:.0} ns, p99 {:.0} ns, {:.0} shots/s, converged {:.2}%{errors}",
+            c.dem_name,
             summary.detectors,
             summary.mechanisms,
             summary.decoder,

@@ -7,5 +7,4 @@ pub mod decode;
 pub mod hops;
 pub mod plot;
 pub mod serve;
-mod serve_cuqr;
 pub mod sim;

@@ -9,10 +9,16 @@
 //! remote side's service (measured for a real coprocessor, `--service-ns` for the model);
 //! the CSV has the three parts as columns and the summary their medians.
 //!
+//! The flags ([`Args`]) first become a validated [`SimConfig`] (the engine run, the bridge's
+//! settings, the `--csv` path checked writable), and [`simulate`] works from that alone.
+//! SIGINT or SIGTERM ends the run at a round boundary (hw-loop: `CTRL.abort` after the round
+//! in progress); the rounds that completed are read out, written and reported as a whole
+//! run's are (the trace through the same [`Outputs`] as bench's, the table or JSON).
+//!
 //! Exit status: 0 when the run completed with no mismatch, timeout, lost round or model
 //! error; 1 when it ran but a check failed (a mismatch, a timeout, a round the coprocessor
-//! lost); 2 on bad input or a set-up failure (no coprocessor at the address, an unserved
-//! decoder id, no Verilator in this build).
+//! lost), or SIGTERM stopped it; 2 on bad input or a set-up failure (no coprocessor at the
+//! address, an unserved decoder id, no Verilator in this build); 130 when SIGINT stopped it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,20 +27,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, bail};
 use backline_bench::progress::{Progress, Show};
-use backline_bench::report::{JsonStats, json_line_without_stats};
-use backline_bench::{Clock, JsonReport, Table, Trace, trace::RoundStatus};
+use backline_bench::{Clock, Outputs, RunName, Table, Trace};
 use backline_regmap as rm;
+use backline_sim::run::RunReport;
 use backline_sim::workload::{self, Workload};
+use backline_sim::{
+    Bridge, BridgeConfig, CoprocessorAddr, HwhsSim, LossPolicy, Mode, ModelConfig, Responder,
+    RunConfig, SimError,
+};
 
 use super::common::{RdmaArgs, RingArgs};
 
 /// The payload capacity the bridge's session asks for unless `--slot-bytes` says otherwise:
 /// `backline serve`'s default (`--payload-bytes 48`), so that both make the same slots.
 const BRIDGE_PAYLOAD_BYTES: usize = 48;
-use backline_sim::{
-    Bridge, BridgeConfig, CoprocessorAddr, HwhsSim, LossPolicy, Mode, ModelConfig, Responder,
-    RunConfig, SimError,
-};
 
 /// Who starts each round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -149,6 +155,22 @@ pub struct Args {
     quiet: bool,
 }
 
+/// A simulation, validated: what [`simulate`] works from.
+pub struct SimConfig {
+    /// The engine run, checked ([`RunConfig::validate`]).
+    pub run: RunConfig,
+    /// The bridge to a real coprocessor (`--coprocessor`), connected when the run starts.
+    pub bridge: Option<BridgeConfig>,
+    /// `--service-ns` of the in-simulation responder.
+    pub service_ns: u64,
+    /// The CSV trace (`--csv`), its path checked writable.
+    pub outputs: Outputs,
+    /// One JSON object instead of the table.
+    pub json: bool,
+    /// No progress on stderr.
+    pub quiet: bool,
+}
+
 /// The in-simulation responder of `--responder` (without a coprocessor).
 fn model_responder(spec: &str) -> anyhow::Result<Responder> {
     Ok(match spec {
@@ -162,14 +184,41 @@ fn model_responder(spec: &str) -> anyhow::Result<Responder> {
     })
 }
 
-/// Turns the flags into a validated run configuration (the bridge is connected later).
-fn config(a: &Args) -> anyhow::Result<(RunConfig, Option<BridgeConfig>)> {
+impl SimConfig {
+    /// Validates the flags into the engine run and the bridge (connected later); the `--csv`
+    /// path is checked writable before the run.
+    pub fn from_args(a: &Args) -> anyhow::Result<SimConfig> {
+        let (run, bridge) = run_config(a)?;
+        let outputs = Outputs::plan(
+            None,
+            "sim",
+            false,
+            &[RunName {
+                label: run.workload().name,
+                csv: a.csv.clone(),
+                stem: None,
+            }],
+        );
+        outputs.check()?;
+        Ok(SimConfig {
+            run,
+            bridge,
+            service_ns: a.service_ns,
+            outputs,
+            json: a.json,
+            quiet: a.quiet,
+        })
+    }
+}
+
+/// The pacer of `--cadence`, `--freq`, `--span` and `--seed`: the board's reference cadence
+/// by default (freq 1,000,000, span 0x0FFFFFFF at 200 MHz).
+fn pacer_config(a: &Args) -> anyhow::Result<backline_pacer::PacerConfig> {
     let cadence = match a.cadence {
         Cadence::B2b => backline_pacer::Cadence::B2b,
         Cadence::RandomDelayed => backline_pacer::Cadence::RandomDelayed,
     };
-    // The board's reference cadence by default (freq 1,000,000, span 0x0FFFFFFF at 200 MHz).
-    let pacer = cadence
+    cadence
         .config(
             a.freq,
             a.span,
@@ -179,51 +228,65 @@ fn config(a: &Args) -> anyhow::Result<(RunConfig, Option<BridgeConfig>)> {
                 backline_pacer::REFERENCE_SPAN,
             ),
         )
-        .map_err(|e| super::common::pacer_error(e, a.seed))?;
+        .map_err(|e| super::common::pacer_error(e, a.seed))
+}
+
+/// `--timeout-us` (by default 1 ms, 10 ms with a coprocessor) in engine cycles.
+fn timeout_cycles(a: &Args) -> anyhow::Result<u32> {
     let timeout_us = a.timeout_us.unwrap_or(if a.coprocessor.is_some() {
         DEFAULT_BRIDGED_TIMEOUT_US
     } else {
         DEFAULT_TIMEOUT_US
     });
-    let timeout = timeout_us
+    timeout_us
         .checked_mul(rm::CYCLES_PER_US)
-        .filter(|&c| c <= u64::from(u32::MAX));
-    let Some(timeout_cycles) = timeout else {
-        bail!("--timeout-us {timeout_us} does not fit the engine's 32-bit cycle counter");
+        .and_then(|c| u32::try_from(c).ok())
+        .with_context(|| {
+            format!("--timeout-us {timeout_us} does not fit the engine's 32-bit cycle counter")
+        })
+}
+
+/// The remote side: the in-simulation responder, or (with `--coprocessor`) the workload of
+/// the coprocessor's function and the bridge to it.
+fn remote_side(a: &Args) -> anyhow::Result<(Responder, Option<Workload>, Option<BridgeConfig>)> {
+    let Some(addr) = &a.coprocessor else {
+        return Ok((model_responder(&a.responder)?, None, None));
     };
+    let addr = CoprocessorAddr::parse(addr).map_err(anyhow::Error::msg)?;
+    if !(a.error_rate > 0.0 && a.error_rate < 0.5) {
+        bail!(
+            "--error-rate {}: expected a probability in (0, 0.5)",
+            a.error_rate
+        );
+    }
+    let w = Workload::for_function(
+        &a.responder,
+        a.decoder_id,
+        workload::MAX_ENTRIES,
+        a.error_rate,
+        u64::from(a.seed),
+    )
+    .with_context(|| format!("--responder {}", a.responder))?;
+    let mut b = BridgeConfig::new(addr);
+    b.reply_timeout =
+        super::common::timeout_flag("--coprocessor-timeout-ms", a.coprocessor_timeout_ms)?;
+    b.rdma = a.rdma.options();
+    // The slots `backline serve` makes by default: its 48-byte payloads.
+    b.geometry = a.ring.geometry(BRIDGE_PAYLOAD_BYTES)?;
+    b.wait = a.ring.wait()?;
+    // The model's responder is unused behind a bridge; echo keeps the check on.
+    Ok((Responder::Echo, Some(w), Some(b)))
+}
+
+/// Turns the flags into a validated run configuration (the bridge is connected later).
+fn run_config(a: &Args) -> anyhow::Result<(RunConfig, Option<BridgeConfig>)> {
+    let pacer = pacer_config(a)?;
+    let timeout_cycles = timeout_cycles(a)?;
     let rounds = a.rounds.unwrap_or(match a.cadence {
         Cadence::B2b => 1_000_000,
         Cadence::RandomDelayed => 10_000,
     });
-    let (responder, workload, bridge) = match &a.coprocessor {
-        None => (model_responder(&a.responder)?, None, None),
-        Some(addr) => {
-            let addr = CoprocessorAddr::parse(addr).map_err(anyhow::Error::msg)?;
-            if !(a.error_rate > 0.0 && a.error_rate < 0.5) {
-                bail!(
-                    "--error-rate {}: expected a probability in (0, 0.5)",
-                    a.error_rate
-                );
-            }
-            let w = Workload::for_function(
-                &a.responder,
-                a.decoder_id,
-                workload::MAX_ENTRIES,
-                a.error_rate,
-                u64::from(a.seed),
-            )
-            .with_context(|| format!("--responder {}", a.responder))?;
-            let mut b = BridgeConfig::new(addr);
-            b.reply_timeout =
-                super::common::timeout_flag("--coprocessor-timeout-ms", a.coprocessor_timeout_ms)?;
-            b.rdma = a.rdma.options();
-            // The slots `backline serve` makes by default: its 48-byte payloads.
-            b.geometry = a.ring.geometry(BRIDGE_PAYLOAD_BYTES)?;
-            b.wait = a.ring.wait()?;
-            // The model's responder is unused behind a bridge; echo keeps the check on.
-            (Responder::Echo, Some(w), Some(b))
-        }
-    };
+    let (responder, workload, bridge) = remote_side(a)?;
     let model = ModelConfig {
         fabric_latency_cycles: rm::ns_to_cycles(a.fabric_latency_ns),
         service_cycles: rm::ns_to_cycles(a.service_ns),
@@ -243,7 +306,7 @@ fn config(a: &Args) -> anyhow::Result<(RunConfig, Option<BridgeConfig>)> {
         pacer,
         rounds,
         model,
-        timeout_cycles: timeout_cycles as u32,
+        timeout_cycles,
         fast_forward_above: (!a.no_fast_forward).then_some(4096),
         workload,
         on_loss: match a.on_loss {
@@ -255,48 +318,55 @@ fn config(a: &Args) -> anyhow::Result<(RunConfig, Option<BridgeConfig>)> {
     Ok((cfg, bridge))
 }
 
-/// Ctrl-C and SIGTERM end a run between two progress calls (the bridge's session and its
-/// shm segment are then dropped cleanly).
-fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, flag.clone()).context("installing a signal handler")?;
+/// How a run was asked to stop: SIGINT (exit 130, as bench's; a second SIGINT exits at
+/// once) or SIGTERM (exit 1, as before). Either ends it between two progress calls, with the
+/// bridge's session and its shm segment dropped cleanly and what completed reported.
+struct Signals {
+    int: Arc<AtomicBool>,
+    term: Arc<AtomicBool>,
+}
+
+impl Signals {
+    fn install() -> anyhow::Result<Signals> {
+        let int = super::common::interrupt_flag()?;
+        let term = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(signal_hook::consts::SIGTERM, term.clone())
+            .context("installing a signal handler")?;
+        Ok(Signals { int, term })
     }
-    Ok(flag)
+
+    /// Whether either signal arrived. Acquire pairs with signal-hook's store in the handler.
+    fn any(&self) -> bool {
+        self.int.load(Ordering::Acquire) || self.term.load(Ordering::Acquire)
+    }
 }
 
 /// Runs `backline sim`.
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let (cfg, bridge) = config(&a)?;
-    let mut sim = HwhsSim::new(cfg.model.clone()).context("starting the engine simulation")?;
-    let service_note = match &bridge {
-        Some(b) => {
-            let br = Bridge::connect(b).context("connecting the simulated fabric's bridge")?;
-            sim.model_mut().attach_bridge(br);
-            format!("measured: the coprocessor at {}", b.addr)
-        }
-        None => format!(
-            "modelled: {}, {} ns",
-            cfg.model.responder.name(),
-            a.service_ns
-        ),
-    };
-    if cfg.rounds > u64::from(rm::TRACE_DEPTH) && !a.json {
+    let config = SimConfig::from_args(&a)?;
+    simulate(&config)
+}
+
+/// Runs a simulation: the engine (and the bridge) started, the rounds run, the trace written
+/// and reported; interrupted, the same for the rounds that completed.
+pub fn simulate(c: &SimConfig) -> anyhow::Result<ExitCode> {
+    let cfg = &c.run;
+    let (mut sim, service_note) = start_engine(c)?;
+    if cfg.rounds > u64::from(rm::TRACE_DEPTH) && !c.json {
         eprintln!(
             "backline sim: note: the trace RAM holds {} rounds; later rounds run but are not recorded",
             rm::TRACE_DEPTH
         );
     }
-    let stop = stop_flag()?;
+    let signals = Signals::install()?;
     let progress = Progress::start(
         "backline sim",
         "rounds",
         cfg.rounds,
-        Show::unless(a.json || a.quiet),
+        Show::unless(c.json || c.quiet),
     );
-    let result = backline_sim::run::run_until(&mut sim, &cfg, &mut |d, _| progress.set(d), &|| {
-        // Acquire pairs with signal-hook's store in the handler.
-        stop.load(Ordering::Acquire)
+    let result = backline_sim::run::run_until(&mut sim, cfg, &mut |d, _| progress.set(d), &|| {
+        signals.any()
     });
     progress.finish();
     let rep = match result {
@@ -305,20 +375,49 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             eprintln!("backline sim: {e}");
             return Ok(ExitCode::from(backline_bench::exit::FAILED));
         }
-        Err(SimError::Interrupted(done)) => {
-            eprintln!("backline sim: interrupted after {done} rounds");
-            return Ok(ExitCode::from(backline_bench::exit::FAILED));
-        }
         Err(e) => return Err(anyhow::Error::new(e).context("simulating")),
     };
-    let w = cfg.workload();
+    let trace = trace_of(c, &rep, &service_note);
+    c.outputs
+        .write(&[Some(&trace)], "the ERNIC model")
+        .context("writing the trace")?;
+    if c.json {
+        println!("{}", json_line(c, &rep, &trace, &service_note));
+    } else {
+        print_table(c, &rep, &trace, &service_note);
+    }
+    warn_about(c, &rep);
+    Ok(exit_status(&rep, &signals))
+}
 
+/// The engine simulation, with the bridge connected when there is one, and what the service
+/// part of each RTT is (`measured: …`, `modelled: …`).
+fn start_engine(c: &SimConfig) -> anyhow::Result<(HwhsSim, String)> {
+    let mut sim = HwhsSim::new(c.run.model.clone()).context("starting the engine simulation")?;
+    let service_note = match &c.bridge {
+        Some(b) => {
+            let br = Bridge::connect(b).context("connecting the simulated fabric's bridge")?;
+            sim.model_mut().attach_bridge(br);
+            format!("measured: the coprocessor at {}", b.addr)
+        }
+        None => format!(
+            "modelled: {}, {} ns",
+            c.run.model.responder.name(),
+            c.service_ns
+        ),
+    };
+    Ok((sim, service_note))
+}
+
+/// The run's CSV trace: its header, a row per traced round, the RTT splits.
+fn trace_of(c: &SimConfig, rep: &RunReport, service_note: &str) -> Trace {
+    let (cfg, w) = (&c.run, c.run.workload());
     let clock = Clock::Cycles { mhz: rm::CLOCK_MHZ };
     let mut trace = Trace::with_capacity(clock, rep.trace.len());
     trace.set_meta("source", "sim");
     trace.set_meta(
         "transport",
-        match &bridge {
+        match &c.bridge {
             Some(b) => format!("ernic-model bridged to {}", b.addr),
             None => "ernic-model".into(),
         },
@@ -331,7 +430,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         backline_bench::trace::cadence_meta(&cfg.pacer, rm::CLOCK_MHZ),
     );
     trace.set_meta("fabric_latency_cycles", cfg.model.fabric_latency_cycles);
-    trace.set_meta("service", &service_note);
+    trace.set_meta("service", service_note);
     trace.set_meta("jitter_ns", rm::cycles_to_ns(cfg.model.jitter_cycles));
     trace.set_meta("fsm_overhead_cycles", rep.fsm_overhead_cycles);
     trace.set_meta("version", env!("CARGO_PKG_VERSION"));
@@ -344,143 +443,140 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         .map(|s| (u64::from(s.fabric_cycles), u64::from(s.service_cycles)))
         .collect();
     trace.set_splits(&parts);
-    if let Some(path) = &a.csv {
-        trace
-            .save(path)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    let summary = trace.summary();
-    let split = trace.split_medians();
-    let round0_ns = trace
-        .cold_rows()
-        .next()
-        .filter(|r| r.status == RoundStatus::Ok)
-        .map(|r| r.rtt_ns);
-    let completed = trace
-        .rows
-        .iter()
-        .filter(|r| r.status == RoundStatus::Ok)
-        .count() as u64;
-    let mcps = rep.sim_cycles as f64 / rep.wall.as_secs_f64().max(1e-9) / 1e6;
+    trace
+}
 
-    if a.json {
-        let mut extra = serde_json::Map::new();
-        extra.insert("mode".into(), cfg.mode.name().into());
-        extra.insert("decoder_id".into(), w.decoder_id.into());
-        extra.insert("fsm_overhead_cycles".into(), rep.fsm_overhead_cycles.into());
-        extra.insert("mismatches".into(), rep.mismatches.into());
-        extra.insert("timeouts".into(), rep.timeouts.into());
-        extra.insert("lost".into(), rep.lost.0.into());
-        extra.insert("trace_full".into(), rep.trace_full.into());
-        extra.insert("trace_saturated".into(), rep.trace_saturated.into());
-        extra.insert("sim_cycles".into(), rep.sim_cycles.into());
-        extra.insert(
-            "sim_mcycles_per_s".into(),
-            (mcps * 10.0).round().div_euclid(10.0).into(),
-        );
-        extra.insert("model_errors".into(), rep.model_errors.0.into());
-        extra.insert(
-            "fabric_latency_cycles".into(),
-            cfg.model.fabric_latency_cycles.into(),
-        );
-        extra.insert("service".into(), service_note.clone().into());
-        if let Some(m) = split {
-            extra.insert("split".into(), serde_json::to_value(m)?);
-        }
-        if let Some(c) = &bridge {
-            extra.insert("coprocessor".into(), c.addr.to_string().into());
-        }
-        if let Some((relayed, mean_ns)) = rep.bridged {
-            extra.insert("relayed".into(), relayed.into());
-            extra.insert("mean_service_ns".into(), mean_ns.round().into());
-        }
-        let transport = trace.meta("transport").unwrap_or("ernic-model").to_string();
-        let line = match summary {
-            Some(s) => JsonReport {
-                transport,
-                responder: w.name.clone(),
-                rounds: rep.rounds_committed,
-                completed,
-                stats: JsonStats::new(&s, round0_ns),
-                baseline: None,
-                ratio_median: None,
-                extra,
-            }
-            .to_line(),
-            // Every warm round timed out or saturated the trace entry: the counts say so.
-            None => {
-                json_line_without_stats(&transport, &w.name, rep.rounds_committed, completed, extra)
-            }
-        };
-        println!("{line}");
-    } else {
-        let mut t = Table::new(format!(
-            "backline sim: {} {} over the ERNIC model (fabric {} cycles = {} ns one way) to {}, \
-             {} rounds, RTT = engine + fabric + service",
-            cfg.mode.name(),
-            if cfg.pacer.is_b2b() {
-                "b2b"
-            } else {
-                "random-delayed"
-            },
-            cfg.model.fabric_latency_cycles,
-            rm::cycles_to_ns(cfg.model.fabric_latency_cycles),
-            match &bridge {
-                Some(b) => format!("the coprocessor at {} ({})", b.addr, w.name),
-                None => format!("the in-simulation {}", w.name),
-            },
-            rep.rounds_committed,
-        ));
-        match summary {
-            Some(s) => t.push(&w.name, round0_ns, s),
-            None => eprintln!("backline sim: no warm round completed"),
-        }
-        print!("{}", t.render());
-        if let Some(m) = split {
-            println!("{}", m.line(&service_note));
-        }
-        if let Some((relayed, mean_ns)) = rep.bridged {
-            println!(
-                "bridge: {relayed} requests relayed, mean measured service {:.3} µs",
-                mean_ns / 1e3
-            );
-        }
+/// Simulated cycles per wall-clock second, millions.
+fn mcycles_per_s(rep: &RunReport) -> f64 {
+    rep.sim_cycles as f64 / rep.wall.as_secs_f64().max(1e-9) / 1e6
+}
+
+/// The `--json` line: the trace's summary and the run's counts.
+fn json_line(c: &SimConfig, rep: &RunReport, trace: &Trace, service_note: &str) -> String {
+    let (cfg, w) = (&c.run, c.run.workload());
+    let mut extra = serde_json::Map::new();
+    extra.insert("mode".into(), cfg.mode.name().into());
+    extra.insert("decoder_id".into(), w.decoder_id.into());
+    extra.insert("fsm_overhead_cycles".into(), rep.fsm_overhead_cycles.into());
+    extra.insert("mismatches".into(), rep.mismatches.into());
+    extra.insert("timeouts".into(), rep.timeouts.into());
+    extra.insert("lost".into(), rep.lost.0.into());
+    extra.insert("trace_full".into(), rep.trace_full.into());
+    extra.insert("trace_saturated".into(), rep.trace_saturated.into());
+    extra.insert("sim_cycles".into(), rep.sim_cycles.into());
+    extra.insert(
+        "sim_mcycles_per_s".into(),
+        (mcycles_per_s(rep) * 10.0).round().div_euclid(10.0).into(),
+    );
+    extra.insert("model_errors".into(), rep.model_errors.0.into());
+    extra.insert(
+        "fabric_latency_cycles".into(),
+        cfg.model.fabric_latency_cycles.into(),
+    );
+    extra.insert("service".into(), service_note.into());
+    if let Some(b) = &c.bridge {
+        extra.insert("coprocessor".into(), b.addr.to_string().into());
+    }
+    if let Some((relayed, mean_ns)) = rep.bridged {
+        extra.insert("relayed".into(), relayed.into());
+        extra.insert("mean_service_ns".into(), mean_ns.round().into());
+    }
+    let transport = trace.meta("transport").unwrap_or("ernic-model");
+    backline_bench::cli::trace_json_line(trace, transport, &w.name, rep.rounds_committed, extra)
+}
+
+/// The table on stdout, with the RTT split, the bridge's count and the run's counts under it.
+fn print_table(c: &SimConfig, rep: &RunReport, trace: &Trace, service_note: &str) {
+    let (cfg, w) = (&c.run, c.run.workload());
+    let mut t = Table::new(format!(
+        "backline sim: {} {} over the ERNIC model (fabric {} cycles = {} ns one way) to {}, \
+         {} rounds, RTT = engine + fabric + service",
+        cfg.mode.name(),
+        if cfg.pacer.is_b2b() {
+            "b2b"
+        } else {
+            "random-delayed"
+        },
+        cfg.model.fabric_latency_cycles,
+        rm::cycles_to_ns(cfg.model.fabric_latency_cycles),
+        match &c.bridge {
+            Some(b) => format!("the coprocessor at {} ({})", b.addr, w.name),
+            None => format!("the in-simulation {}", w.name),
+        },
+        rep.rounds_committed,
+    ));
+    match trace.summary() {
+        Some(s) => t.push(&w.name, trace.round0_ns(), s),
+        None => eprintln!("backline sim: no warm round completed"),
+    }
+    print!("{}", t.render());
+    if let Some(m) = trace.split_medians() {
+        println!("{}", m.line(service_note));
+    }
+    if let Some((relayed, mean_ns)) = rep.bridged {
         println!(
-            "mismatches {}  timeouts {}  lost {}  trace_full {}  trace_saturated {}  \
-             ({} cycles simulated in {:.2} s, {mcps:.1} M cycles/s{})",
-            rep.mismatches,
-            rep.timeouts,
-            rep.lost.0,
-            rep.trace_full,
-            rep.trace_saturated,
-            rep.sim_cycles,
-            rep.wall.as_secs_f64(),
-            if rep.skipped_cycles > 0 {
-                format!(", {} quiet cycles fast-forwarded", rep.skipped_cycles)
-            } else {
-                String::new()
-            }
+            "bridge: {relayed} requests relayed, mean measured service {:.3} µs",
+            mean_ns / 1e3
         );
     }
+    println!(
+        "mismatches {}  timeouts {}  lost {}  trace_full {}  trace_saturated {}  \
+         ({} cycles simulated in {:.2} s, {:.1} M cycles/s{})",
+        rep.mismatches,
+        rep.timeouts,
+        rep.lost.0,
+        rep.trace_full,
+        rep.trace_saturated,
+        rep.sim_cycles,
+        rep.wall.as_secs_f64(),
+        mcycles_per_s(rep),
+        if rep.skipped_cycles > 0 {
+            format!(", {} quiet cycles fast-forwarded", rep.skipped_cycles)
+        } else {
+            String::new()
+        }
+    );
+}
+
+/// The model's protocol errors, lost rounds and (behind a bridge) mismatches, on stderr.
+fn warn_about(c: &SimConfig, rep: &RunReport) {
+    let w = c.run.workload();
     if let (n, Some(first)) = &rep.model_errors {
         eprintln!("backline sim: the ERNIC model saw {n} protocol error(s); first: {first}");
     }
     if let (n, Some(first)) = &rep.lost {
         eprintln!("backline sim: the coprocessor lost {n} round(s); first: {first}");
     }
-    if rep.mismatches > 0 && bridge.is_some() {
+    if rep.mismatches > 0 && c.bridge.is_some() {
         eprintln!(
             "backline sim: {} replies differed from what `{}` answers here for decoder_id {}: \
              does the coprocessor serve --responder {} ?",
             rep.mismatches, w.name, w.decoder_id, w.name
         );
     }
+}
+
+/// 130 after SIGINT and 1 after SIGTERM (each saying how far the run got), 1 when a check
+/// failed (a mismatch, a timeout, a lost round, a model error), else 0.
+fn exit_status(rep: &RunReport, signals: &Signals) -> ExitCode {
+    if rep.interrupted {
+        eprintln!(
+            "backline sim: interrupted after {} rounds",
+            rep.rounds_committed
+        );
+        // Acquire pairs with signal-hook's store in the handler.
+        return ExitCode::from(if signals.int.load(Ordering::Acquire) {
+            backline_bench::exit::INTERRUPTED
+        } else {
+            backline_bench::exit::FAILED
+        });
+    }
     let failed = rep.mismatches > 0 || rep.model_errors.0 > 0 || rep.timeouts > 0 || rep.lost.0 > 0;
-    Ok(if failed {
+    if failed {
         ExitCode::from(backline_bench::exit::FAILED)
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }
 
 #[cfg(test)]
@@ -498,7 +594,8 @@ mod tests {
     fn cfg(argv: &[&str]) -> anyhow::Result<(RunConfig, Option<BridgeConfig>)> {
         let mut v = vec!["sim"];
         v.extend_from_slice(argv);
-        config(&Cli::try_parse_from(v)?.args)
+        let c = SimConfig::from_args(&Cli::try_parse_from(v)?.args)?;
+        Ok((c.run, c.bridge))
     }
 
     #[test]

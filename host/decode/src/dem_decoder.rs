@@ -8,7 +8,9 @@
 //!
 //! [`decode_batch`] decodes a table of shots on several threads, each with its own copy of the
 //! decoder; each shot's answer is the same whatever the thread count (Relay-BP's memory
-//! strengths are fixed per leg, see [`crate::relay`]).
+//! strengths are fixed per leg, see [`crate::relay`]). Beside it, [`decode_syndromes`] is the
+//! code-capacity batch: syndromes of a parity-check matrix, decoded one by one with
+//! [`BpOsdDecoder`], each timed and its correction checked against its syndrome.
 //!
 //! ```
 //! use backline_decode::dem::DetectorErrorModel;
@@ -26,9 +28,9 @@
 //! ```
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crate::bitmat::words_for;
+use crate::bitmat::{BitMatrix, words_for};
 use crate::bposd::{BpOsdConfig, BpOsdDecoder};
 use crate::dem::DetectorErrorModel;
 use crate::error::DecoderError;
@@ -410,6 +412,68 @@ fn decode_run(
     Ok(converged)
 }
 
+/// What [`decode_syndromes`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyndromeBatch {
+    /// Per-syndrome decode time in nanoseconds (monotonic clock around each decode call), in
+    /// syndrome order.
+    pub times_ns: Vec<u64>,
+    /// Syndromes on which BP converged (a zero syndrome counts, as in `ldpc`).
+    pub converged: u64,
+    /// Indices of the syndromes whose correction does not reproduce them (`h · c ≠ s`: the
+    /// syndrome is outside the column space of `h`, or BP alone did not converge), ascending.
+    pub unsatisfied: Vec<usize>,
+    /// Wall time of the timed pass: the decodes, the clock reads, the checks and `each`.
+    pub wall: Duration,
+}
+
+/// Code capacity: decodes `syndromes` (0/1 per check of `h`) with `decoder` (built for `h`)
+/// on this thread. First `warmup` untimed decodes, cycling through the syndromes; then each
+/// syndrome once, in order: its decode timed, its correction checked against it and handed to
+/// `each` (to write it out), and 1 added to `done` (`Relaxed`, for a progress display on
+/// another thread). The first error, of a decode or of `each`, ends the pass. An `h` of
+/// other dimensions than the decoder's is a [`DecoderError::SyndromeLength`] or
+/// [`DecoderError::OutputLength`].
+pub fn decode_syndromes<S: AsRef<[u8]>, E: From<DecoderError>>(
+    decoder: &mut BpOsdDecoder,
+    h: &BitMatrix,
+    syndromes: &[S],
+    warmup: usize,
+    done: &AtomicU64,
+    mut each: impl FnMut(&[u8]) -> Result<(), E>,
+) -> Result<SyndromeBatch, E> {
+    crate::error::check_lengths(h.rows(), decoder.checks(), h.cols(), decoder.bits())?;
+    let mut correction = vec![0u8; h.cols()];
+    if !syndromes.is_empty() {
+        for i in 0..warmup {
+            decoder.decode(syndromes[i % syndromes.len()].as_ref(), &mut correction)?;
+        }
+    }
+    let mut batch = SyndromeBatch {
+        times_ns: Vec::with_capacity(syndromes.len()),
+        converged: 0,
+        unsatisfied: Vec::new(),
+        wall: Duration::ZERO,
+    };
+    let mut check = vec![0u8; h.rows()];
+    let start = Instant::now();
+    for (k, s) in syndromes.iter().enumerate() {
+        let s = s.as_ref();
+        let t0 = Instant::now();
+        let info = decoder.decode(s, &mut correction)?;
+        batch.times_ns.push(t0.elapsed().as_nanos() as u64);
+        batch.converged += u64::from(info.converged);
+        h.mul_bytes(&correction, &mut check);
+        if check != s {
+            batch.unsatisfied.push(k);
+        }
+        each(&correction)?;
+        done.fetch_add(1, Ordering::Relaxed);
+    }
+    batch.wall = start.elapsed();
+    Ok(batch)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -503,6 +567,93 @@ mod tests {
                 decode_batch(&dec, &ShotTable::zeros(0, dem.num_detectors()), 4, true).unwrap();
             assert_eq!(empty.predictions.shots(), 0);
         }
+    }
+
+    #[test]
+    fn a_syndrome_batch_checks_and_hands_out_every_correction() {
+        let code = crate::codes::CssCode::steane();
+        let h = &code.hz;
+        let config = BpOsdConfig {
+            error_rate: 0.05,
+            ..BpOsdConfig::default()
+        };
+        let mut dec = BpOsdDecoder::new(h, &config).unwrap();
+        // Every single-bit error's syndrome, and the zero syndrome.
+        let mut syndromes: Vec<Vec<u8>> = (0..h.cols())
+            .map(|bit| {
+                let mut e = vec![0u8; h.cols()];
+                e[bit] = 1;
+                let mut s = vec![0u8; h.rows()];
+                h.mul_bytes(&e, &mut s);
+                s
+            })
+            .collect();
+        syndromes.push(vec![0u8; h.rows()]);
+        let done = AtomicU64::new(0);
+        let mut out = Vec::new();
+        let b = decode_syndromes(&mut dec, h, &syndromes, 20, &done, |c| {
+            out.push(c.to_vec());
+            Ok::<(), DecoderError>(())
+        })
+        .unwrap();
+        assert_eq!(b.times_ns.len(), syndromes.len());
+        assert_eq!(done.load(Ordering::Relaxed), syndromes.len() as u64);
+        assert!(b.unsatisfied.is_empty(), "{:?}", b.unsatisfied);
+        let mut c = vec![0u8; h.cols()];
+        let converged = syndromes
+            .iter()
+            .filter(|s| dec.decode(s, &mut c).unwrap().converged)
+            .count();
+        assert_eq!(b.converged, converged as u64);
+        // Single-bit errors are corrected exactly; the zero syndrome gets the zero correction.
+        for (bit, c) in out.iter().take(h.cols()).enumerate() {
+            let want: Vec<u8> = (0..h.cols()).map(|j| u8::from(j == bit)).collect();
+            assert_eq!(c, &want, "bit {bit}");
+        }
+        assert!(out.last().unwrap().iter().all(|&x| x == 0));
+
+        // Two equal checks: syndrome 1. is outside their column space. Its correction is
+        // counted as not reproducing it, and BP does not converge on it; neither is an error.
+        let twins = BitMatrix::from_picture("11.\n11.\n").unwrap();
+        let mut d = BpOsdDecoder::new(&twins, &config).unwrap();
+        let odd = [[1u8, 0], [0, 0]];
+        let b = decode_syndromes(&mut d, &twins, &odd, 3, &done, |_| {
+            Ok::<(), DecoderError>(())
+        })
+        .unwrap();
+        assert_eq!((b.unsatisfied, b.converged), (vec![0], 1));
+
+        // The first error of `each` ends the pass; a syndrome of the wrong length is an error,
+        // and so is a matrix that is not the decoder's.
+        #[derive(Debug, PartialEq)]
+        enum Stop {
+            Decode(DecoderError),
+            DiskFull,
+        }
+        impl From<DecoderError> for Stop {
+            fn from(e: DecoderError) -> Stop {
+                Stop::Decode(e)
+            }
+        }
+        let mut handed = 0;
+        let r = decode_syndromes(&mut dec, h, &syndromes, 0, &done, |_| {
+            handed += 1;
+            if handed == 2 {
+                Err(Stop::DiskFull)
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(r.unwrap_err(), Stop::DiskFull);
+        assert_eq!(handed, 2);
+        let short = [vec![0u8; h.rows() - 1]];
+        let e = decode_syndromes(&mut dec, h, &short, 0, &done, |_| Ok::<(), Stop>(()));
+        assert!(
+            matches!(e, Err(Stop::Decode(DecoderError::SyndromeLength { .. }))),
+            "{e:?}"
+        );
+        let e = decode_syndromes(&mut dec, &twins, &odd, 0, &done, |_| Ok::<(), Stop>(()));
+        assert!(matches!(e, Err(Stop::Decode(_))), "{e:?}");
     }
 
     #[test]

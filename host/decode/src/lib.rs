@@ -17,7 +17,8 @@
 //! - Circuit level: [`dem`] reads stim's detector error models (checks, observables, priors,
 //!   coordinates, windows), [`shots`] stim's `01`/`b8` shot files, [`relay`] is Relay-BP
 //!   (arXiv 2506.01779) with `relay-bp`'s parameter names, and [`dem_decoder`] runs BP+OSD or
-//!   Relay-BP on a model, detection events in, observable flips out, batches on threads;
+//!   Relay-BP on a model, detection events in, observable flips out, batches on threads
+//!   (and code-capacity batches of syndromes, [`dem_decoder::decode_syndromes`]);
 //!   [`sparse`] holds the compressed-column matrices they share; [`stream`] decodes a
 //!   model's rounds as they arrive, in sliding windows; [`noise`] also samples a model's shots.
 //!

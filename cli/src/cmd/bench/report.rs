@@ -263,13 +263,10 @@ pub(super) fn json(c: &BenchConfig, runs: &[Run], baseline: Option<&Run>) -> Str
                 transport: transport.name().into(),
                 responder: r.label.clone(),
                 rounds: c.rounds,
-                completed: r
-                    .trace
-                    .rows
-                    .iter()
-                    .filter(|x| x.status == RoundStatus::Ok)
-                    .count() as u64,
-                ratio_median: base.as_ref().map(|b| stats.median_ns / b.median_ns),
+                completed: r.trace.completed(),
+                ratio_median: base
+                    .as_ref()
+                    .map(|b| stats.summary.median_ns / b.summary.median_ns),
                 stats,
                 baseline: base.clone(),
                 extra: {

@@ -16,13 +16,12 @@ use backline_bench::trace::Trace;
 use backline_transport::{
     ControllerSession, CoprocessorSession, ServeOptions, SessionConfig, TransportKind, os,
 };
-use signal_hook::consts::SIGINT;
 
 use super::BenchConfig;
 use super::report::{self, Run, o_logical, set_meta};
 use super::server::ServerProcess;
 use crate::cmd::bench_stream::{self as bs, StreamPlan};
-use crate::cmd::common::{base_ids, is_gpu, table_of};
+use crate::cmd::common::{base_ids, interrupt_flag, is_gpu, table_of};
 
 /// Where the coprocessor runs: a thread here (memcpy), a process this bench started, or the
 /// user's `--peer`; `peer` is what a controller session connects to.
@@ -120,16 +119,6 @@ pub fn run(c: &BenchConfig) -> anyhow::Result<ExitCode> {
     write_outputs(c, &col.runs, baseline.as_ref())?;
     report::print(c, &col.runs, baseline.as_ref(), &col.stream_lines);
     outcome(col)
-}
-
-/// SIGINT sets the flag (the run stops at the next round boundary); a second SIGINT while it
-/// is set exits at once with 130.
-fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register_conditional_shutdown(SIGINT, i32::from(INTERRUPTED), stop.clone())
-        .and_then(|_| signal_hook::flag::register(SIGINT, stop.clone()))
-        .context("installing the SIGINT handler")?;
-    Ok(stop)
 }
 
 impl Coprocessor {

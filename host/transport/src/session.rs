@@ -23,7 +23,7 @@ use backline_wire::{DecoderId, Kind, Seq, Status};
 use crate::connect::{Connecting, Link, ListenArgs, transport};
 use crate::link::{Admission, ControllerLink, Listener, StopFlag};
 use crate::server::{ServeOptions, ServerStats, serve};
-use crate::{Error, Result, SessionConfig};
+use crate::{Error, ReplyProblem, Result, SessionConfig};
 
 /// Where a session is in its life cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,7 +267,7 @@ impl ControllerSession {
     /// Records hop probes (stage, post, the transport's reply arrival, collect) for the first
     /// `rounds` rounds. Allocates now; call before the first round.
     pub fn enable_probes(&mut self, rounds: u64) -> Result<()> {
-        self.probes = Recorder::with_rounds(rounds).map_err(|e| Error::Invalid(e.to_string()))?;
+        self.probes = Recorder::with_rounds(rounds)?;
         if let Some(l) = self.phase.link_mut() {
             self.received = on_link!(l, l => l.enable_probes());
         }
@@ -374,19 +374,29 @@ impl ControllerSession {
     #[cold]
     #[inline(never)]
     fn bad_reply(round: u64, want_id: DecoderId, m: &backline_ring::Message<'_>) -> Error {
-        if m.header.kind != Kind::Reply as u8 {
-            return Error::Protocol(format!(
-                "round {round}: slot holds kind {} instead of a reply",
-                m.header.kind
-            ));
+        let problem = if m.header.kind != Kind::Reply as u8 {
+            ReplyProblem::NotAReply {
+                kind: m.header.kind,
+            }
+        } else if m.header.decoder_id != want_id {
+            ReplyProblem::DecoderId {
+                echoed: m.header.decoder_id,
+                requested: want_id,
+            }
+        } else {
+            ReplyProblem::UnknownStatus(m.header.status)
+        };
+        Error::BadReply { round, problem }
+    }
+
+    /// A reply longer than the reply size set with `set_message_sizes`.
+    #[cold]
+    #[inline(never)]
+    fn too_long(round: u64, len: usize, max: usize) -> Error {
+        Error::BadReply {
+            round,
+            problem: ReplyProblem::TooLong { len, max },
         }
-        if m.header.decoder_id != want_id {
-            return Error::Protocol(format!(
-                "round {round}: reply echoes decoder_id {} but the request had {want_id}",
-                m.header.decoder_id
-            ));
-        }
-        Error::Protocol(format!("round {round}: unknown status {}", m.header.status))
     }
 }
 
@@ -533,10 +543,7 @@ impl Controller for ControllerSession {
             Some(m) => {
                 let r = Self::make_reply(round, seq, want, m)?;
                 if r.payload.len() > max_reply {
-                    return Err(Error::Protocol(format!(
-                        "round {round}: a reply of {} bytes exceeds the reply size of {max_reply} bytes set with set_message_sizes",
-                        r.payload.len()
-                    )));
+                    return Err(Self::too_long(round, r.payload.len(), max_reply));
                 }
                 Ok(Some(r))
             }
@@ -572,10 +579,7 @@ impl Controller for ControllerSession {
             Ok(reply) if reply.payload.len() > max_reply => {
                 // Answered, but not as agreed: the round is over, its reply is not delivered.
                 self.collected += 1;
-                Err(Error::Protocol(format!(
-                    "round {round}: a reply of {} bytes exceeds the reply size of {max_reply} bytes set with set_message_sizes",
-                    reply.payload.len()
-                )))
+                Err(Self::too_long(round, reply.payload.len(), max_reply))
             }
             Ok(reply) => {
                 if self.probes.enabled() {
@@ -901,7 +905,7 @@ impl Session for CoprocessorSession {
                 s.stop.set();
                 s.thread
                     .join()
-                    .unwrap_or_else(|_| Err(Error::Failed("the server thread panicked".into())))
+                    .unwrap_or(Err(Error::Panicked { thread: "server" }))
             }
             _ => Ok(()),
         }

@@ -514,14 +514,13 @@ impl GpuCoprocessor {
         if self.hung.load(Ordering::Relaxed) {
             return Err(Error::NotRunning("it is hung".into()));
         }
-        let geometry = geometry
-            .validate()
-            .map_err(|e| Error::Unsupported(e.to_string()))?;
+        let geometry = geometry.validate()?;
         if geometry.ring_bytes() > self.options.ring_capacity {
-            return Err(Error::Unsupported(format!(
-                "a ring of {} slots × {} bytes exceeds the GPU ring capacity of {} bytes",
-                geometry.depth, geometry.slot_bytes, self.options.ring_capacity
-            )));
+            return Err(Error::RingTooLarge {
+                depth: geometry.depth,
+                slot_bytes: geometry.slot_bytes,
+                capacity: self.options.ring_capacity,
+            });
         }
         let k = self.epoch.fetch_add(1, Ordering::Relaxed) + 1;
         // Release: pairs with the kernel's acquire of `pause`.
@@ -572,10 +571,10 @@ impl GpuCoprocessor {
         // reset of the kernel) the first time a call needs more.
         let max_payload = MAX_SLOT_BYTES as usize - backline_wire::HEADER_BYTES;
         if input.len() > max_payload {
-            return Err(Error::Unsupported(format!(
-                "a request of {} bytes exceeds the largest slot's {max_payload}",
-                input.len()
-            )));
+            return Err(Error::RequestTooLarge {
+                len: input.len(),
+                max: max_payload,
+            });
         }
         let need = input.len().max(out.len().min(max_payload));
         if need > geometry.payload_capacity() {
@@ -601,8 +600,7 @@ impl GpuCoprocessor {
         let rep = self.ring(self.rep_host, geometry)?;
         let seq = Seq::of_round(round);
         let t0 = Instant::now();
-        req.publish(seq, Kind::Request, decoder_id, 0, input)
-            .map_err(|e| Error::Unsupported(e.to_string()))?;
+        req.publish(seq, Kind::Request, decoder_id, 0, input)?;
         backline_probe::mark(backline_probe::Hop::ProxyPosted);
         let m = match rep.wait(seq, wait, self.options.reply_timeout, None) {
             Ok(m) => {

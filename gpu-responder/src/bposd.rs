@@ -76,7 +76,7 @@ impl BposdImage {
         }
         // The CPU decoder validates the settings (error rates, scaling factor, OSD order) and
         // gives the values in force.
-        let cpu = BpOsdDecoder::new(h, config).map_err(|e| Error::Unsupported(e.to_string()))?;
+        let cpu = BpOsdDecoder::new(h, config)?;
         let bp = cpu.bp();
         let max_iter = bp.max_iter();
         let channel = bp.channel();

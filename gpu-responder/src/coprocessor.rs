@@ -220,61 +220,62 @@ fn proxy_geometry(payload: usize) -> Geometry {
     }
 }
 
-impl GpuCoprocessor {
-    /// Loads the kernels, allocates rings and tables and launches the persistent kernel
-    /// serving `functions` (at most one distinct user function).
-    pub fn launch(
-        name: &str,
-        options: GpuOptions,
-        functions: Vec<(DecoderId, GpuFunction)>,
-    ) -> Result<GpuCoprocessor> {
-        if functions.is_empty() {
-            return Err(Error::Unsupported(
-                "a GPU coprocessor needs a function".into(),
-            ));
-        }
-        let mut ids: Vec<DecoderId> = functions.iter().map(|f| f.0).collect();
-        ids.sort_unstable();
-        if ids.windows(2).any(|w| w[0] == w[1]) {
-            return Err(Error::Unsupported("a decoder id is given twice".into()));
-        }
-        if options.ring_capacity < 64 || options.ring_capacity > u32::MAX as usize {
-            return Err(Error::Unsupported(format!(
-                "ring capacity {} bytes is out of range",
-                options.ring_capacity
-            )));
-        }
-        let device = device::open(options.backend, options.device)?;
-        let threads = options
-            .threads
-            .unwrap_or(if device.backend() == Backend::Emu {
-                1
-            } else {
-                abi::DEFAULT_THREADS
-            });
-        if threads == 0 || threads > 1024 {
-            return Err(Error::Unsupported(format!(
-                "{threads} threads per block: expected 1 to 1024"
-            )));
-        }
-        // The user function, if any, and the module.
-        let mut user: Option<UserKernel> = None;
-        let mut triton: Option<(PathBuf, crate::triton::TritonDecoder)> = None;
-        for (_, f) in &functions {
-            if let GpuFunction::Triton { path } = f {
-                match &triton {
-                    Some((p, _)) if p != path => {
-                        return Err(Error::Unsupported(
-                            "one GPU coprocessor takes one Triton decoder".into(),
-                        ));
-                    }
-                    Some(_) => {}
-                    None => {
-                        triton = Some((path.clone(), crate::triton::TritonDecoder::read(path)?))
-                    }
+/// Refuses, before anything is opened, a coprocessor without functions, a decoder id given
+/// twice and a ring capacity out of range.
+fn check_request(options: &GpuOptions, functions: &[(DecoderId, GpuFunction)]) -> Result<()> {
+    if functions.is_empty() {
+        return Err(Error::Unsupported(
+            "a GPU coprocessor needs a function".into(),
+        ));
+    }
+    let mut ids: Vec<DecoderId> = functions.iter().map(|f| f.0).collect();
+    ids.sort_unstable();
+    if ids.windows(2).any(|w| w[0] == w[1]) {
+        return Err(Error::Unsupported("a decoder id is given twice".into()));
+    }
+    if options.ring_capacity < 64 || options.ring_capacity > u32::MAX as usize {
+        return Err(Error::Unsupported(format!(
+            "ring capacity {} bytes is out of range",
+            options.ring_capacity
+        )));
+    }
+    Ok(())
+}
+
+/// Threads of the kernel's block: the option, else 1 under emulation and the default on a GPU.
+fn block_threads(options: &GpuOptions, backend: Backend) -> Result<u32> {
+    let threads = options.threads.unwrap_or(if backend == Backend::Emu {
+        1
+    } else {
+        abi::DEFAULT_THREADS
+    });
+    if threads == 0 || threads > 1024 {
+        return Err(Error::Unsupported(format!(
+            "{threads} threads per block: expected 1 to 1024"
+        )));
+    }
+    Ok(threads)
+}
+
+/// The user kernel and the Triton decoder among `functions` (at most one distinct one of
+/// each), read from their files.
+fn kernel_sources(
+    functions: &[(DecoderId, GpuFunction)],
+) -> Result<(Option<UserKernel>, Option<crate::triton::TritonDecoder>)> {
+    let mut user: Option<UserKernel> = None;
+    let mut triton: Option<(&PathBuf, crate::triton::TritonDecoder)> = None;
+    for (_, f) in functions {
+        match f {
+            GpuFunction::Triton { path } => match &triton {
+                Some((p, _)) if *p != path => {
+                    return Err(Error::Unsupported(
+                        "one GPU coprocessor takes one Triton decoder".into(),
+                    ));
                 }
-            }
-            if let GpuFunction::User { path, function } = f {
+                Some(_) => {}
+                None => triton = Some((path, crate::triton::TritonDecoder::read(path)?)),
+            },
+            GpuFunction::User { path, function } => {
                 if !crate::source::is_identifier(function) {
                     return Err(Error::Unsupported(format!(
                         "`{function}` is not a C identifier (the device function's name)"
@@ -287,29 +288,139 @@ impl GpuCoprocessor {
                         ));
                     }
                     Some(_) => {}
-                    None => {
-                        let source = std::fs::read_to_string(path)
-                            .map_err(|e| Error::Unsupported(format!("{}: {e}", path.display())))?;
-                        user = Some(UserKernel {
-                            path: path.clone(),
-                            source,
-                            function: function.clone(),
-                        });
-                    }
+                    None => user = Some(read_user_kernel(path, function)?),
                 }
             }
+            _ => {}
         }
-        // Tables first: a refused setting fails before anything is allocated.
-        let mut images = Vec::new();
-        let mut largest = 48usize;
-        for (_, f) in &functions {
-            if let GpuFunction::BpOsd { checks, config } = f {
-                let img = BposdImage::new(checks, config)?;
-                let (i, o) = img.payload_bytes();
-                largest = largest.max(i).max(o);
-                images.push(img);
+    }
+    Ok((user, triton.map(|(_, t)| t)))
+}
+
+/// The device function `function` of the source file `path`.
+fn read_user_kernel(path: &std::path::Path, function: &str) -> Result<UserKernel> {
+    let source = std::fs::read_to_string(path)
+        .map_err(|e| Error::Unsupported(format!("{}: {e}", path.display())))?;
+    Ok(UserKernel {
+        path: path.to_path_buf(),
+        source,
+        function: function.to_string(),
+    })
+}
+
+/// The table images of the BP+OSD functions, in order, and the largest payload any function
+/// takes or gives (at least 48 bytes).
+fn bposd_images(functions: &[(DecoderId, GpuFunction)]) -> Result<(Vec<BposdImage>, usize)> {
+    let mut images = Vec::new();
+    let mut largest = 48usize;
+    for (_, f) in functions {
+        if let GpuFunction::BpOsd { checks, config } = f {
+            let img = BposdImage::new(checks, config)?;
+            let (i, o) = img.payload_bytes();
+            largest = largest.max(i).max(o);
+            images.push(img);
+        }
+    }
+    Ok((images, largest))
+}
+
+/// Where [`allocate`] put the rings, the control block and the launch arguments.
+struct Layout {
+    /// Index of the request ring in [`Memory::mapped`].
+    req: usize,
+    /// Index of the reply ring.
+    rep: usize,
+    /// Index of the control block.
+    ctl: usize,
+    /// Device address of the launch arguments.
+    args: u64,
+}
+
+/// Allocates the rings, the control block and the staging buffers in `mem`, uploads the
+/// function table (with each BP+OSD function's `images` entry) and the launch arguments.
+fn allocate(
+    mem: &mut Memory,
+    options: &GpuOptions,
+    functions: &[(DecoderId, GpuFunction)],
+    images: &[BposdImage],
+) -> Result<Layout> {
+    let req = mem.mapped(options.ring_capacity)?;
+    let rep = mem.mapped(options.ring_capacity)?;
+    let ctl = mem.mapped(4096)?;
+    let stage = MAX_SLOT_BYTES as usize;
+    let stage_in = mem.buffer(stage)?;
+    let stage_out = mem.buffer(stage)?;
+    let fns = upload_functions(mem, functions, images)?;
+    let args = BlLaunch {
+        req: mem.mapped[req].dev,
+        rep: mem.mapped[rep].dev,
+        ctl: mem.mapped[ctl].dev,
+        fns,
+        stage_in,
+        stage_out,
+        n_fns: functions.len() as u32,
+        poll_batch: 64,
+        ring_capacity: options.ring_capacity as u32,
+        stage_bytes: stage as u32,
+    };
+    let args_dev = mem.buffer(std::mem::size_of::<BlLaunch>())?;
+    mem.device.upload(args_dev, bytes_of(&args))?;
+    Ok(Layout {
+        req,
+        rep,
+        ctl,
+        args: args_dev,
+    })
+}
+
+/// Uploads each BP+OSD function's tables and then the function table; returns the table's
+/// device address.
+fn upload_functions(
+    mem: &mut Memory,
+    functions: &[(DecoderId, GpuFunction)],
+    images: &[BposdImage],
+) -> Result<u64> {
+    let device = mem.device.clone();
+    let mut table = Vec::new();
+    let mut images = images.iter();
+    for (id, f) in functions {
+        let data = match f {
+            GpuFunction::BpOsd { .. } => {
+                let img = images.next().expect("one image per BP+OSD function");
+                let hdr = std::mem::size_of::<abi::BlBposd>().next_multiple_of(64);
+                let base = mem.buffer(hdr + img.bytes.len())?;
+                device.upload(base + hdr as u64, &img.bytes)?;
+                device.upload(base, bytes_of(&img.header_at(base + hdr as u64)))?;
+                base
             }
-        }
+            _ => 0,
+        };
+        table.push(BlFunction {
+            decoder_id: *id,
+            kind: f.kind(),
+            data,
+        });
+    }
+    let fns = mem.buffer(table.len() * std::mem::size_of::<BlFunction>())?;
+    let table_bytes: Vec<u8> = table.iter().flat_map(|f| bytes_of(f).to_vec()).collect();
+    device.upload(fns, &table_bytes)?;
+    Ok(fns)
+}
+
+impl GpuCoprocessor {
+    /// Loads the kernels, allocates rings and tables and launches the persistent kernel
+    /// serving `functions` (at most one distinct user function).
+    pub fn launch(
+        name: &str,
+        options: GpuOptions,
+        functions: Vec<(DecoderId, GpuFunction)>,
+    ) -> Result<GpuCoprocessor> {
+        check_request(&options, &functions)?;
+        let device = device::open(options.backend, options.device)?;
+        let threads = block_threads(&options, device.backend())?;
+        let (user, triton) = kernel_sources(&functions)?;
+        // Tables first: a refused setting fails before anything is allocated.
+        let (images, largest) = bposd_images(&functions)?;
         let (module, threads) = match (&user, &triton) {
             (Some(_), Some(_)) => {
                 return Err(Error::Unsupported(
@@ -318,63 +429,16 @@ impl GpuCoprocessor {
             }
             (Some(u), None) => (device.load_user(u)?, threads),
             // Triton's code assumes the block it was compiled for.
-            (None, Some((_, t))) => (device.load_triton(t)?, 32 * t.num_warps),
+            (None, Some(t)) => (device.load_triton(t)?, 32 * t.num_warps),
             (None, None) => (device.load_builtin()?, threads),
         };
-
         let mut mem = Memory {
             device: device.clone(),
             mapped: Vec::new(),
             buffers: Vec::new(),
         };
-        let launch = (|| -> Result<(usize, usize, usize, u64)> {
-            let req = mem.mapped(options.ring_capacity)?;
-            let rep = mem.mapped(options.ring_capacity)?;
-            let ctl = mem.mapped(4096)?;
-            let stage = MAX_SLOT_BYTES as usize;
-            let stage_in = mem.buffer(stage)?;
-            let stage_out = mem.buffer(stage)?;
-            let mut table = Vec::new();
-            let mut images = images.iter();
-            for (id, f) in &functions {
-                let data = match f {
-                    GpuFunction::BpOsd { .. } => {
-                        let img = images.next().expect("one image per BP+OSD function");
-                        let hdr = std::mem::size_of::<abi::BlBposd>().next_multiple_of(64);
-                        let base = mem.buffer(hdr + img.bytes.len())?;
-                        device.upload(base + hdr as u64, &img.bytes)?;
-                        device.upload(base, bytes_of(&img.header_at(base + hdr as u64)))?;
-                        base
-                    }
-                    _ => 0,
-                };
-                table.push(BlFunction {
-                    decoder_id: *id,
-                    kind: f.kind(),
-                    data,
-                });
-            }
-            let fns = mem.buffer(table.len() * std::mem::size_of::<BlFunction>())?;
-            let table_bytes: Vec<u8> = table.iter().flat_map(|f| bytes_of(f).to_vec()).collect();
-            device.upload(fns, &table_bytes)?;
-            let args = BlLaunch {
-                req: mem.mapped[req].dev,
-                rep: mem.mapped[rep].dev,
-                ctl: mem.mapped[ctl].dev,
-                fns,
-                stage_in,
-                stage_out,
-                n_fns: table.len() as u32,
-                poll_batch: 64,
-                ring_capacity: options.ring_capacity as u32,
-                stage_bytes: stage as u32,
-            };
-            let args_dev = mem.buffer(std::mem::size_of::<BlLaunch>())?;
-            device.upload(args_dev, bytes_of(&args))?;
-            Ok((req, rep, ctl, args_dev))
-        })();
-        let (req, rep, ctl, args_dev) = match launch {
-            Ok(v) => v,
+        let layout = match allocate(&mut mem, &options, &functions, &images) {
+            Ok(layout) => layout,
             Err(e) => {
                 mem.release();
                 return Err(e);
@@ -384,9 +448,9 @@ impl GpuCoprocessor {
         let gpu = GpuCoprocessor {
             name: name.to_string(),
             functions: functions.iter().map(|(id, f)| (*id, describe(f))).collect(),
-            req_host: mem.mapped[req].host,
-            rep_host: mem.mapped[rep].host,
-            ctl: mem.mapped[ctl].host.cast(),
+            req_host: mem.mapped[layout.req].host,
+            rep_host: mem.mapped[layout.rep].host,
+            ctl: mem.mapped[layout.ctl].host.cast(),
             mem: Mutex::new(mem),
             device,
             options,
@@ -398,24 +462,38 @@ impl GpuCoprocessor {
             stopped: AtomicBool::new(false),
             proxy: Mutex::new(LatencyLog::default()),
         };
-        gpu.ctl(Ctl::Depth).store(geometry.depth, Ordering::Relaxed);
-        gpu.ctl(Ctl::SlotBytes)
+        gpu.start(&*module, layout.args, threads, geometry)?;
+        Ok(gpu)
+    }
+
+    /// Sets the proxy's `geometry` in the control block, launches the persistent kernel with
+    /// its argument block at `args` and waits until it runs.
+    fn start(
+        &self,
+        module: &dyn device::Module,
+        args: u64,
+        threads: u32,
+        geometry: Geometry,
+    ) -> Result<()> {
+        self.ctl(Ctl::Depth)
+            .store(geometry.depth, Ordering::Relaxed);
+        self.ctl(Ctl::SlotBytes)
             .store(geometry.slot_bytes, Ordering::Relaxed);
         // Release: the geometry is visible to the kernel's first acquire of `pause`.
-        gpu.ctl(Ctl::Pause).store(0, Ordering::Release);
-        let launched = module.launch(Entry::Persistent, args_dev, threads)?;
-        *gpu.launched.lock().unwrap_or_else(|p| p.into_inner()) = Some(launched);
-        gpu.wait_for(
-            || gpu.ctl(Ctl::Running).load(Ordering::Acquire) == 1,
+        self.ctl(Ctl::Pause).store(0, Ordering::Release);
+        let launched = module.launch(Entry::Persistent, args, threads)?;
+        *self.launched.lock().unwrap_or_else(|p| p.into_inner()) = Some(launched);
+        self.wait_for(
+            || self.ctl(Ctl::Running).load(Ordering::Acquire) == 1,
             "start",
         )?;
         log::info!(
             "{} on {}: {} threads",
-            gpu.name,
-            gpu.device.describe(),
+            self.name,
+            self.device.describe(),
             threads
         );
-        Ok(gpu)
+        Ok(())
     }
 
     /// The description of where it runs.
@@ -514,14 +592,13 @@ impl GpuCoprocessor {
         if self.hung.load(Ordering::Relaxed) {
             return Err(Error::NotRunning("it is hung".into()));
         }
-        let geometry = geometry
-            .validate()
-            .map_err(|e| Error::Unsupported(e.to_string()))?;
+        let geometry = geometry.validate()?;
         if geometry.ring_bytes() > self.options.ring_capacity {
-            return Err(Error::Unsupported(format!(
-                "a ring of {} slots × {} bytes exceeds the GPU ring capacity of {} bytes",
-                geometry.depth, geometry.slot_bytes, self.options.ring_capacity
-            )));
+            return Err(Error::RingTooLarge {
+                depth: geometry.depth,
+                slot_bytes: geometry.slot_bytes,
+                capacity: self.options.ring_capacity,
+            });
         }
         let k = self.epoch.fetch_add(1, Ordering::Relaxed) + 1;
         // Release: pairs with the kernel's acquire of `pause`.
@@ -572,10 +649,10 @@ impl GpuCoprocessor {
         // reset of the kernel) the first time a call needs more.
         let max_payload = MAX_SLOT_BYTES as usize - backline_wire::HEADER_BYTES;
         if input.len() > max_payload {
-            return Err(Error::Unsupported(format!(
-                "a request of {} bytes exceeds the largest slot's {max_payload}",
-                input.len()
-            )));
+            return Err(Error::RequestTooLarge {
+                len: input.len(),
+                max: max_payload,
+            });
         }
         let need = input.len().max(out.len().min(max_payload));
         if need > geometry.payload_capacity() {
@@ -601,8 +678,7 @@ impl GpuCoprocessor {
         let rep = self.ring(self.rep_host, geometry)?;
         let seq = Seq::of_round(round);
         let t0 = Instant::now();
-        req.publish(seq, Kind::Request, decoder_id, 0, input)
-            .map_err(|e| Error::Unsupported(e.to_string()))?;
+        req.publish(seq, Kind::Request, decoder_id, 0, input)?;
         backline_probe::mark(backline_probe::Hop::ProxyPosted);
         let m = match rep.wait(seq, wait, self.options.reply_timeout, None) {
             Ok(m) => {

@@ -47,6 +47,33 @@ pub enum Error {
     /// A setting or a decoder is not supported on the GPU, or is out of range.
     #[error("{0}")]
     Unsupported(String),
+    /// A ring geometry that is no ring's, or a message that does not fit its slot.
+    #[error(transparent)]
+    Geometry(#[from] backline_wire::GeometryError),
+    /// A controller's rings need more memory than the coprocessor's rings have
+    /// ([`crate::GpuOptions::ring_capacity`]).
+    #[error(
+        "a ring of {depth} slots × {slot_bytes} bytes exceeds the GPU ring capacity of {capacity} bytes"
+    )]
+    RingTooLarge {
+        /// Slots asked for.
+        depth: u32,
+        /// Bytes per slot asked for.
+        slot_bytes: u32,
+        /// Bytes of each ring's memory.
+        capacity: usize,
+    },
+    /// A request to the proxy longer than the largest slot's payload.
+    #[error("a request of {len} bytes exceeds the largest slot's {max}")]
+    RequestTooLarge {
+        /// Its length, bytes.
+        len: usize,
+        /// The largest slot's payload, bytes.
+        max: usize,
+    },
+    /// The BP+OSD settings or checks, refused as the CPU decoder refuses them.
+    #[error(transparent)]
+    Decoder(#[from] backline_decode::DecoderError),
     /// The kernel did not answer in time; it is considered hung.
     #[error("the GPU kernel did not answer within {0:?} (it is considered hung)")]
     Timeout(Duration),

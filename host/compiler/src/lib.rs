@@ -78,138 +78,9 @@ pub fn lower(m: &Module) -> Result<Program, CompileError> {
         (&m.teardown, &mut teardown),
     ] {
         for op in ops {
-            let i = match op {
-                Op::Gate { gate, qubits } => match (gate, qubits.as_slice()) {
-                    (Gate::I, _) => continue,
-                    (g, &[q]) => Instr::G1(
-                        match g {
-                            Gate::H => Gate1::H,
-                            Gate::S => Gate1::S,
-                            Gate::Sdg => Gate1::Sdg,
-                            Gate::X => Gate1::X,
-                            Gate::Y => Gate1::Y,
-                            Gate::Z => Gate1::Z,
-                            g => {
-                                return Err(CompileError::Invalid(format!(
-                                    "{} on one qubit",
-                                    g.name()
-                                )));
-                            }
-                        },
-                        q,
-                    ),
-                    (g, &[a, b]) => Instr::G2(
-                        match g {
-                            Gate::Cnot => Gate2::Cx,
-                            Gate::Cz => Gate2::Cz,
-                            Gate::Swap => Gate2::Swap,
-                            g => {
-                                return Err(CompileError::Invalid(format!(
-                                    "{} on two qubits",
-                                    g.name()
-                                )));
-                            }
-                        },
-                        a,
-                        b,
-                    ),
-                    (g, qs) => {
-                        return Err(CompileError::Invalid(format!(
-                            "{} on {} qubits",
-                            g.name(),
-                            qs.len()
-                        )));
-                    }
-                },
-                Op::Measure { qubit, bit } => Instr::Measure {
-                    q: *qubit,
-                    bit: *bit,
-                },
-                Op::Reset { qubit } => Instr::Reset(*qubit),
-                Op::Cond {
-                    pauli,
-                    qubit,
-                    bits,
-                    negate,
-                } => Instr::CondPauli {
-                    pauli: *pauli,
-                    q: *qubit,
-                    bits: p.list(bits),
-                    negate: *negate,
-                },
-                Op::Parity { bit, bits } => Instr::Parity {
-                    bit: *bit,
-                    bits: p.list(bits),
-                },
-                Op::Noise { channel, qubit } => Instr::Noise(*channel, *qubit),
-                Op::CorrectAt {
-                    pauli,
-                    word,
-                    qubits,
-                } => Instr::CorrectAt {
-                    pauli: *pauli,
-                    word: *word,
-                    qubits: p.list(qubits),
-                },
-                Op::FlipIfBelow { bit, word, limit } => Instr::FlipIfBelow {
-                    bit: *bit,
-                    word: *word,
-                    limit: *limit,
-                },
-                Op::WordBit { bit, word, index } => Instr::WordBit {
-                    bit: *bit,
-                    word: *word,
-                    index: *index,
-                },
-                Op::Lut { bit, bits, table } => {
-                    if bits.len() > ir::LUT_INPUTS {
-                        return Err(CompileError::Invalid(format!(
-                            "`{op}` has {} inputs; a lookup table takes at most {}",
-                            bits.len(),
-                            ir::LUT_INPUTS
-                        )));
-                    }
-                    Instr::Lut {
-                        bit: *bit,
-                        bits: p.list(bits),
-                        table: *table,
-                    }
-                }
-                Op::Output { bits } => {
-                    outputs.extend_from_slice(bits);
-                    continue;
-                }
-                Op::SessionOpen {
-                    session,
-                    coprocessor,
-                } => Instr::SessionOpen {
-                    session: *session,
-                    coprocessor: *coprocessor,
-                },
-                Op::SessionClose { session } => Instr::SessionClose { session: *session },
-                Op::GetSession { .. } => continue,
-                Op::Stage {
-                    session,
-                    decoder_id,
-                    bits,
-                } => Instr::Stage {
-                    session: *session,
-                    decoder_id: *decoder_id,
-                    bits: p.list(bits),
-                },
-                Op::Post { session } => Instr::Post { session: *session },
-                Op::Collect { session, word } => Instr::Collect {
-                    session: *session,
-                    word: *word,
-                },
-                op => {
-                    return Err(CompileError::Invalid(format!(
-                        "`{op}` ({} dialect) cannot run on the VM: the pipeline must lower it first",
-                        ir::dialect(op)
-                    )));
-                }
-            };
-            out.push(i);
+            if let Some(i) = lower_op(&mut p, op, &mut outputs)? {
+                out.push(i);
+            }
         }
     }
     p.setup = setup;
@@ -218,4 +89,134 @@ pub fn lower(m: &Module) -> Result<Program, CompileError> {
     p.outputs = outputs;
     p.validate().map_err(CompileError::Invalid)?;
     Ok(p)
+}
+
+/// The VM instruction of one op (its lists added to `p`'s pool), or `None` for an op that
+/// becomes none: the identity, an `Output` (its bits go to `outputs`), `GetSession`.
+fn lower_op(
+    p: &mut Program,
+    op: &Op,
+    outputs: &mut Vec<u32>,
+) -> Result<Option<Instr>, CompileError> {
+    Ok(Some(match op {
+        Op::Gate { gate, qubits } => return lower_gate(*gate, qubits),
+        Op::Measure { qubit, bit } => Instr::Measure {
+            q: *qubit,
+            bit: *bit,
+        },
+        Op::Reset { qubit } => Instr::Reset(*qubit),
+        Op::Cond {
+            pauli,
+            qubit,
+            bits,
+            negate,
+        } => Instr::CondPauli {
+            pauli: *pauli,
+            q: *qubit,
+            bits: p.list(bits),
+            negate: *negate,
+        },
+        Op::Parity { bit, bits } => Instr::Parity {
+            bit: *bit,
+            bits: p.list(bits),
+        },
+        Op::Noise { channel, qubit } => Instr::Noise(*channel, *qubit),
+        Op::CorrectAt {
+            pauli,
+            word,
+            qubits,
+        } => Instr::CorrectAt {
+            pauli: *pauli,
+            word: *word,
+            qubits: p.list(qubits),
+        },
+        Op::FlipIfBelow { bit, word, limit } => Instr::FlipIfBelow {
+            bit: *bit,
+            word: *word,
+            limit: *limit,
+        },
+        Op::WordBit { bit, word, index } => Instr::WordBit {
+            bit: *bit,
+            word: *word,
+            index: *index,
+        },
+        Op::Lut { bit, bits, table } => {
+            if bits.len() > ir::LUT_INPUTS {
+                return Err(CompileError::Invalid(format!(
+                    "`{op}` has {} inputs; a lookup table takes at most {}",
+                    bits.len(),
+                    ir::LUT_INPUTS
+                )));
+            }
+            Instr::Lut {
+                bit: *bit,
+                bits: p.list(bits),
+                table: *table,
+            }
+        }
+        Op::Output { bits } => {
+            outputs.extend_from_slice(bits);
+            return Ok(None);
+        }
+        Op::SessionOpen {
+            session,
+            coprocessor,
+        } => Instr::SessionOpen {
+            session: *session,
+            coprocessor: *coprocessor,
+        },
+        Op::SessionClose { session } => Instr::SessionClose { session: *session },
+        Op::GetSession { .. } => return Ok(None),
+        Op::Stage {
+            session,
+            decoder_id,
+            bits,
+        } => Instr::Stage {
+            session: *session,
+            decoder_id: *decoder_id,
+            bits: p.list(bits),
+        },
+        Op::Post { session } => Instr::Post { session: *session },
+        Op::Collect { session, word } => Instr::Collect {
+            session: *session,
+            word: *word,
+        },
+        op => {
+            return Err(CompileError::Invalid(format!(
+                "`{op}` ({} dialect) cannot run on the VM: the pipeline must lower it first",
+                ir::dialect(op)
+            )));
+        }
+    }))
+}
+
+/// The VM instruction of a gate on `qubits` (`None` for the identity).
+fn lower_gate(gate: Gate, qubits: &[u32]) -> Result<Option<Instr>, CompileError> {
+    let unsupported = |n: &str| CompileError::Invalid(format!("{} on {n}", gate.name()));
+    Ok(Some(match (gate, qubits) {
+        (Gate::I, _) => return Ok(None),
+        (g, &[q]) => Instr::G1(
+            match g {
+                Gate::H => Gate1::H,
+                Gate::S => Gate1::S,
+                Gate::Sdg => Gate1::Sdg,
+                Gate::X => Gate1::X,
+                Gate::Y => Gate1::Y,
+                Gate::Z => Gate1::Z,
+                _ => return Err(unsupported("one qubit")),
+            },
+            q,
+        ),
+        (g, &[a, b]) => Instr::G2(
+            match g {
+                Gate::Cnot => Gate2::Cx,
+                Gate::Cz => Gate2::Cz,
+                Gate::Swap => Gate2::Swap,
+                _ => return Err(unsupported("two qubits")),
+            },
+            a,
+            b,
+        ),
+        (_, qs) => return Err(unsupported(&format!("{} qubits", qs.len()))),
+    }))
 }

@@ -39,6 +39,7 @@
 //! All arrays are allocated at construction.
 
 use std::fmt;
+use std::ops::BitXor;
 use std::str::FromStr;
 
 use crate::bitmat::BitMatrix;
@@ -391,6 +392,44 @@ impl Default for BpSettings {
     }
 }
 
+/// The min-sum scaling factor α at iteration `t` (1-based): `factor` itself, or for
+/// `factor = 0` the ramp `1 − 2^(−t/ramp)` (`ldpc`'s adaptive factor with `ramp = 1`;
+/// Relay-BP's `alpha_iteration_scaling_factor`). One rule for [`BpDecoder`] and
+/// [`crate::relay::RelayBpDecoder`].
+#[inline]
+pub(crate) fn scaling_factor(factor: f64, t: usize, ramp: f64) -> f64 {
+    if factor == 0.0 {
+        1.0 - 2f64.powf(-(t as f64) / ramp)
+    } else {
+        factor
+    }
+}
+
+/// Adds an input's magnitude, as IEEE bits `a`, to a check's two smallest: `min1 ≤ min2`, both
+/// `min1` when it occurs twice. (For non-negative floats the unsigned order of the bits is the
+/// float order.) Shared by the min-sum check pass here and Relay-BP's checks.
+#[inline(always)]
+pub(crate) fn push_magnitude<U: Ord + Copy>(min1: &mut U, min2: &mut U, a: U) {
+    *min2 = (*min2).min((*min1).max(a));
+    *min1 = (*min1).min(a);
+}
+
+/// The bits of the min-sum message a check sends to the input whose magnitude bits are `a`:
+/// the scaled smallest magnitude of the *other* inputs — `m2` (α·min2) to the input that holds
+/// `min1`, `m1` (α·min1) to the rest (either is right for a tie) — with the sign bits `sign`
+/// (the parity of the syndrome bit and the other inputs) applied. Shared by the min-sum check
+/// pass here and Relay-BP's mechanism pass.
+#[inline(always)]
+pub(crate) fn message_bits<U: Eq + Copy + BitXor<Output = U>>(
+    a: U,
+    min1: U,
+    m1: U,
+    m2: U,
+    sign: U,
+) -> U {
+    (if a == min1 { m2 } else { m1 }) ^ sign
+}
+
 /// Mask of an `f64`'s magnitude bits.
 const ABS: u64 = !(1u64 << 63);
 
@@ -444,9 +483,7 @@ fn checks_min_sum<const W: usize>(
             for &e in slots {
                 let v = b2c[e as usize];
                 parity ^= ((v <= 0.0) as u64) << 63;
-                let a = v.to_bits() & ABS;
-                min2 = min2.min(min1.max(a));
-                min1 = min1.min(a);
+                push_magnitude(&mut min1, &mut min2, v.to_bits() & ABS);
             }
         } else {
             for ((&e, mag), neg) in slots.iter().zip(&mut mags).zip(&mut negs) {
@@ -455,8 +492,7 @@ fn checks_min_sum<const W: usize>(
                 parity ^= *neg;
                 let a = v.to_bits() & ABS;
                 *mag = a;
-                min2 = min2.min(min1.max(a));
-                min1 = min1.min(a);
+                push_magnitude(&mut min1, &mut min2, a);
             }
         }
         let (s1, s2) = (
@@ -466,14 +502,13 @@ fn checks_min_sum<const W: usize>(
         if W == 0 {
             for &e in slots {
                 let v = b2c[e as usize];
-                let mag = if v.to_bits() & ABS == min1 { s2 } else { s1 };
                 let own = ((v <= 0.0) as u64) << 63;
-                c2b[e as usize] = f64::from_bits(mag ^ parity ^ own);
+                c2b[e as usize] =
+                    f64::from_bits(message_bits(v.to_bits() & ABS, min1, s1, s2, parity ^ own));
             }
         } else {
             for ((&e, &a), &own) in slots.iter().zip(&mags).zip(&negs) {
-                let mag = if a == min1 { s2 } else { s1 };
-                c2b[e as usize] = f64::from_bits(mag ^ parity ^ own);
+                c2b[e as usize] = f64::from_bits(message_bits(a, min1, s1, s2, parity ^ own));
             }
         }
     }
@@ -777,11 +812,7 @@ impl BpDecoder {
     /// `α` for iteration `it` (1-based).
     #[inline]
     fn alpha(&self, it: usize) -> f64 {
-        if self.settings.ms_scaling_factor == 0.0 {
-            1.0 - 2f64.powf(-(it as f64))
-        } else {
-            self.settings.ms_scaling_factor
-        }
+        scaling_factor(self.settings.ms_scaling_factor, it, 1.0)
     }
 
     /// Every real slot's bit-to-check message starts at its bit's prior; padding slots of
@@ -813,13 +844,6 @@ impl BpDecoder {
         let g = &self.graph;
         let (dr, dc, m, n) = (g.dr, g.dc, g.m, g.n);
         let ms = self.settings.ms_scaling_factor;
-        let alpha = |it: usize| {
-            if ms == 0.0 {
-                1.0 - 2f64.powf(-(it as f64))
-            } else {
-                ms
-            }
-        };
         let min_sum = self.settings.bp_method == BpMethod::MinimumSum;
         for it in 1..=self.max_iter {
             self.iterations = it;
@@ -831,7 +855,7 @@ impl BpDecoder {
                         &self.syndrome,
                         &self.bit_to_check,
                         &mut self.check_to_bit,
-                        alpha(it)
+                        scaling_factor(ms, it, 1.0)
                     )
                 );
             } else {

@@ -42,6 +42,7 @@
 //! formed in the mechanism pass, so one pass over the edges makes an iteration. All arrays are
 //! allocated at construction; [`RelayBpDecoder::decode`] does not allocate.
 
+use crate::bp::{message_bits, push_magnitude, scaling_factor};
 use crate::error::{DecoderError, SettingError, parse_value};
 use crate::sparse::SparseMatrix;
 
@@ -183,13 +184,9 @@ impl RelayConfig {
 
     /// `α` at leg iteration `t` (1-based).
     fn alpha(&self, t: usize) -> f32 {
-        match self.alpha {
-            None => 1.0,
-            Some(0.0) => {
-                (1.0 - 2f64.powf(-(t as f64) / self.alpha_iteration_scaling_factor)) as f32
-            }
-            Some(a) => a as f32,
-        }
+        self.alpha.map_or(1.0, |a| {
+            scaling_factor(a, t, self.alpha_iteration_scaling_factor) as f32
+        })
     }
 }
 
@@ -243,9 +240,7 @@ impl Check {
     fn push(&mut self, v: f32, flip: u32) {
         let b = v.to_bits();
         self.par ^= (b & SIGN) | flip;
-        let a = b & ABS;
-        self.acc2 = self.acc2.min(self.acc1.max(a));
-        self.acc1 = self.acc1.min(a);
+        push_magnitude(&mut self.acc1, &mut self.acc2, b & ABS);
     }
 
     /// Turns the accumulator into the summary; returns whether the hard decisions' parity
@@ -599,11 +594,7 @@ impl RelayBpDecoder {
             let mut sum = coef + gamma * *post;
             if width <= 64 {
                 for k in 0..width {
-                    let v = b[k];
-                    let c = &checks[r[k] as usize];
-                    let vb = v.to_bits();
-                    let mag = if vb & ABS == c.min1 { c.m2 } else { c.m1 };
-                    let m = f32::from_bits(mag.to_bits() ^ ((c.sign ^ vb) & SIGN));
+                    let m = message_of(b[k], &checks[r[k] as usize]);
                     msg[k] = m;
                     sum += m;
                 }
@@ -634,8 +625,13 @@ impl RelayBpDecoder {
 #[inline(always)]
 fn message_of(v: f32, c: &Check) -> f32 {
     let vb = v.to_bits();
-    let mag = if vb & ABS == c.min1 { c.m2 } else { c.m1 };
-    f32::from_bits(mag.to_bits() ^ ((c.sign ^ vb) & SIGN))
+    f32::from_bits(message_bits(
+        vb & ABS,
+        c.min1,
+        c.m1.to_bits(),
+        c.m2.to_bits(),
+        (c.sign ^ vb) & SIGN,
+    ))
 }
 
 #[cfg(test)]

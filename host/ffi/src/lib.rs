@@ -146,21 +146,35 @@ fn invalid(msg: impl Into<String>) -> Fail {
     Fail::Status(BACKLINE_STATUS_INVALID_ARGUMENT, msg.into())
 }
 
+/// The status of a session error: every variant named (no catch-all), so a new variant of
+/// `backline_transport::Error` does not build until it has a status here.
 fn status_of(e: &Error) -> backline_status {
     match e {
         Error::OutOfOrder { .. } | Error::NothingStaged | Error::NothingInFlight => {
             BACKLINE_STATUS_OUT_OF_ORDER
         }
         Error::Timeout { .. } => BACKLINE_STATUS_TIMEOUT,
-        Error::Failed(_) | Error::PeerGone(_) => BACKLINE_STATUS_STUCK,
+        Error::Failed(_) | Error::PeerGone(_) | Error::Stopped { .. } | Error::Panicked { .. } => {
+            BACKLINE_STATUS_STUCK
+        }
         Error::Backpressure(_) => BACKLINE_STATUS_BACKPRESSURE,
-        Error::OutOfMemory { .. } => BACKLINE_STATUS_OUT_OF_MEMORY,
+        // Hop probes fail only for want of memory (and the ABI does not enable them).
+        Error::OutOfMemory { .. } | Error::Probes(_) => BACKLINE_STATUS_OUT_OF_MEMORY,
         Error::StaleHandle => BACKLINE_STATUS_STALE_HANDLE,
         Error::Invalid(_)
         | Error::UnknownTransport(_)
         | Error::MessageTooLarge { .. }
         | Error::Geometry(_) => BACKLINE_STATUS_INVALID_ARGUMENT,
-        _ => BACKLINE_STATUS_ERROR,
+        Error::Unsupported(_)
+        | Error::DuplicateKey { .. }
+        | Error::NoPeer(_)
+        | Error::InUse(_)
+        | Error::GeometryMismatch { .. }
+        | Error::Rejected(_)
+        | Error::Handshake(_)
+        | Error::BadReply { .. }
+        | Error::Protocol(_)
+        | Error::Io { .. } => BACKLINE_STATUS_ERROR,
     }
 }
 
@@ -753,3 +767,155 @@ const _: () = {
     assert!(BACKLINE_STATUS_INVALID_ARGUMENT as u32 == 8 && BACKLINE_STATUS_NOT_READY as u32 == 9);
     assert!(BACKLINE_STATUS_BACKPRESSURE as u32 == 10 && BACKLINE_STATUS_PANIC as u32 == 11);
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use backline_transport::{ReplyProblem, State};
+    use backline_wire::{GeometryError, HandshakeError, RejectReason};
+
+    /// Each variant's place in the list below; no catch-all, so a new variant does not build
+    /// until it has one (and then `every_error_has_its_status` fails until it has a case).
+    fn ordinal(e: &Error) -> usize {
+        match e {
+            Error::OutOfOrder { .. } => 0,
+            Error::UnknownTransport(_) => 1,
+            Error::Unsupported(_) => 2,
+            Error::DuplicateKey { .. } => 3,
+            Error::NoPeer(_) => 4,
+            Error::OutOfMemory { .. } => 5,
+            Error::StaleHandle => 6,
+            Error::InUse(_) => 7,
+            Error::Invalid(_) => 8,
+            Error::GeometryMismatch { .. } => 9,
+            Error::Geometry(_) => 10,
+            Error::MessageTooLarge { .. } => 11,
+            Error::Rejected(_) => 12,
+            Error::Handshake(_) => 13,
+            Error::Timeout { .. } => 14,
+            Error::Backpressure(_) => 15,
+            Error::NothingStaged => 16,
+            Error::NothingInFlight => 17,
+            Error::BadReply { .. } => 18,
+            Error::Protocol(_) => 19,
+            Error::Failed(_) => 20,
+            Error::Stopped { .. } => 21,
+            Error::Panicked { .. } => 22,
+            Error::Probes(_) => 23,
+            Error::PeerGone(_) => 24,
+            Error::Io { .. } => 25,
+        }
+    }
+    const VARIANTS: usize = 26;
+
+    #[test]
+    fn every_error_has_its_status() {
+        let text = || String::from("x");
+        let geometry = Geometry::default();
+        let cases = [
+            (
+                Error::OutOfOrder {
+                    call: "post",
+                    state: State::Created,
+                    expected: "started",
+                },
+                BACKLINE_STATUS_OUT_OF_ORDER,
+            ),
+            (
+                Error::UnknownTransport(text()),
+                BACKLINE_STATUS_INVALID_ARGUMENT,
+            ),
+            (Error::Unsupported(text()), BACKLINE_STATUS_ERROR),
+            (
+                Error::DuplicateKey {
+                    role: "controller",
+                    key: text(),
+                },
+                BACKLINE_STATUS_ERROR,
+            ),
+            (Error::NoPeer(text()), BACKLINE_STATUS_ERROR),
+            (
+                Error::OutOfMemory {
+                    what: text(),
+                    bytes: 1,
+                },
+                BACKLINE_STATUS_OUT_OF_MEMORY,
+            ),
+            (Error::StaleHandle, BACKLINE_STATUS_STALE_HANDLE),
+            (Error::InUse(text()), BACKLINE_STATUS_ERROR),
+            (Error::Invalid(text()), BACKLINE_STATUS_INVALID_ARGUMENT),
+            (
+                Error::GeometryMismatch {
+                    local: geometry,
+                    peer: geometry,
+                },
+                BACKLINE_STATUS_ERROR,
+            ),
+            (
+                Error::Geometry(GeometryError::BadDepth(3)),
+                BACKLINE_STATUS_INVALID_ARGUMENT,
+            ),
+            (
+                Error::MessageTooLarge {
+                    size: 2,
+                    capacity: 1,
+                },
+                BACKLINE_STATUS_INVALID_ARGUMENT,
+            ),
+            (Error::Rejected(RejectReason::Busy), BACKLINE_STATUS_ERROR),
+            (
+                Error::Handshake(HandshakeError::Magic),
+                BACKLINE_STATUS_ERROR,
+            ),
+            (
+                Error::Timeout {
+                    what: text(),
+                    waited: std::time::Duration::from_millis(1),
+                },
+                BACKLINE_STATUS_TIMEOUT,
+            ),
+            (Error::Backpressure(1), BACKLINE_STATUS_BACKPRESSURE),
+            (Error::NothingStaged, BACKLINE_STATUS_OUT_OF_ORDER),
+            (Error::NothingInFlight, BACKLINE_STATUS_OUT_OF_ORDER),
+            (
+                Error::BadReply {
+                    round: 0,
+                    problem: ReplyProblem::UnknownStatus(9),
+                },
+                BACKLINE_STATUS_ERROR,
+            ),
+            (Error::Protocol(text()), BACKLINE_STATUS_ERROR),
+            (Error::Failed(text()), BACKLINE_STATUS_STUCK),
+            (Error::Stopped { seq: 1 }, BACKLINE_STATUS_STUCK),
+            (Error::Panicked { thread: "server" }, BACKLINE_STATUS_STUCK),
+            (probes_error(), BACKLINE_STATUS_OUT_OF_MEMORY),
+            (Error::PeerGone(text()), BACKLINE_STATUS_STUCK),
+            (
+                Error::Io {
+                    what: text(),
+                    source: std::io::Error::other("x"),
+                },
+                BACKLINE_STATUS_ERROR,
+            ),
+        ];
+        let mut seen = [false; VARIANTS];
+        for (e, want) in &cases {
+            assert_eq!(status_of(e), *want, "{e:?}");
+            seen[ordinal(e)] = true;
+        }
+        let missing: Vec<usize> = (0..VARIANTS).filter(|&i| !seen[i]).collect();
+        assert!(missing.is_empty(), "variants without a case: {missing:?}");
+    }
+
+    /// The error of hop probes that cannot be allocated.
+    fn probes_error() -> Error {
+        let mut c = backline_transport::ControllerSession::create(
+            "ffi-probes-error",
+            SessionConfig::default(),
+        )
+        .unwrap();
+        let e = c.enable_probes(u64::MAX).unwrap_err();
+        assert!(matches!(e, Error::Probes(_)), "{e}");
+        e
+    }
+}

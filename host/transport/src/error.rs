@@ -7,8 +7,10 @@ use backline_wire::{Geometry, GeometryError, HandshakeError, RejectReason};
 use crate::State;
 
 /// Everything that can go wrong in a session, each variant with the facts needed to act on it.
+///
+/// Not `#[non_exhaustive]`: the C ABI (`backline-ffi`, in this workspace) maps every variant to
+/// a status without a catch-all arm, so a new variant fails its build until it has a status.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum Error {
     /// A life-cycle call arrived in the wrong state.
     #[error("`{call}` called in state {state}; it needs state {expected}")]
@@ -99,12 +101,38 @@ pub enum Error {
     /// `collect` with no round outstanding.
     #[error("no round in flight to collect")]
     NothingInFlight,
-    /// The reply carried another round's sequence number or a foreign decoder id.
+    /// The reply of `round` is not one the request allows (found by `collect` and
+    /// `reply_slot`; built without allocating).
+    #[error("protocol violation: round {round}: {problem}")]
+    BadReply {
+        /// The round (0-based).
+        round: u64,
+        /// What is wrong with it.
+        problem: ReplyProblem,
+    },
+    /// The peer broke the set-up protocol (an answer to a hello that is none, a set-up
+    /// connection closed half-way, an unusable queue pair).
     #[error("protocol violation: {0}")]
     Protocol(String),
     /// A previous failure (e.g. a timeout) left the session unusable.
     #[error("session failed earlier ({0}); stop and destroy it")]
     Failed(String),
+    /// A wait for the message with sequence number `seq` ended because its stop flag was
+    /// raised.
+    #[error("session failed earlier (wait for seq {seq} was stopped); stop and destroy it")]
+    Stopped {
+        /// The sequence number waited for.
+        seq: u32,
+    },
+    /// A thread of the session (`server`) or of a floor measurement (`floor`) panicked.
+    #[error("session failed earlier (the {thread} thread panicked); stop and destroy it")]
+    Panicked {
+        /// Which thread.
+        thread: &'static str,
+    },
+    /// Hop probes could not be set up (their memory cannot be allocated).
+    #[error(transparent)]
+    Probes(#[from] backline_probe::ProbeError),
     /// The coprocessor went away.
     #[error("the coprocessor at {0} has gone away")]
     PeerGone(String),
@@ -140,6 +168,52 @@ impl Error {
     /// True for timeouts (the C ABI maps these to their own status).
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::Timeout { .. })
+    }
+}
+
+/// What is wrong with a reply ([`Error::BadReply`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyProblem {
+    /// The slot holds a message of this kind instead of a reply.
+    NotAReply {
+        /// The kind byte found.
+        kind: u8,
+    },
+    /// The reply echoes another decoder id than its request's.
+    DecoderId {
+        /// The id the reply echoes.
+        echoed: backline_wire::DecoderId,
+        /// The request's.
+        requested: backline_wire::DecoderId,
+    },
+    /// The status code is none of the wire's.
+    UnknownStatus(u16),
+    /// The reply is longer than the reply size set with `set_message_sizes`.
+    TooLong {
+        /// Its length, bytes.
+        len: usize,
+        /// The reply size, bytes.
+        max: usize,
+    },
+}
+
+impl std::fmt::Display for ReplyProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            ReplyProblem::NotAReply { kind } => {
+                write!(f, "slot holds kind {kind} instead of a reply")
+            }
+            ReplyProblem::DecoderId { echoed, requested } => write!(
+                f,
+                "reply echoes decoder_id {echoed} but the request had {requested}"
+            ),
+            ReplyProblem::UnknownStatus(status) => write!(f, "unknown status {status}"),
+            ReplyProblem::TooLong { len, max } => write!(
+                f,
+                "a reply of {len} bytes exceeds the reply size of {max} bytes set with \
+                 set_message_sizes"
+            ),
+        }
     }
 }
 

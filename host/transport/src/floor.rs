@@ -89,7 +89,7 @@ pub fn memcpy_floor(
     let rtts = bounce_client(&line, rounds, timeout);
     let served = partner
         .join()
-        .map_err(|_| Error::Failed("the floor thread panicked".into()))?;
+        .map_err(|_| Error::Panicked { thread: "floor" })?;
     let rtts = rtts?;
     served?;
     Ok(rtts)

@@ -47,7 +47,7 @@ pub mod udp;
 
 pub use backline_ring::{SpinBudget, WaitPolicy};
 pub use config::{RdmaOptions, SessionConfig, TransportKind};
-pub use error::{Error, Result};
+pub use error::{Error, ReplyProblem, Result};
 pub use link::StopFlag;
 pub use registry::{Entry, Handle, Hardware, Registry, SessionRef};
 pub use server::{DEFAULT_MAX_SESSIONS, ServeOptions, ServerStats, SessionReport};

@@ -353,7 +353,7 @@ pub(crate) fn wait_error(e: WaitError, peer: &str) -> Error {
             what: format!("the reply with seq {seq} from {peer}"),
             waited,
         },
-        WaitError::Stopped { seq } => Error::Failed(format!("wait for seq {seq} was stopped")),
+        WaitError::Stopped { seq } => Error::Stopped { seq },
     }
 }
 

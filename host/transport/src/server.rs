@@ -5,7 +5,7 @@
 //! no lock sits on the round path, and a slow or vanished controller holds up only its own
 //! session. Sessions beyond [`ServeOptions::max_sessions`] are refused "full".
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -174,19 +174,34 @@ struct Shared {
     options: ServeOptions,
     stats: Arc<ServerStats>,
     stop: StopFlag,
+    /// Set once a session had to go without hop probes and the server said so.
+    probes_refused: Arc<AtomicBool>,
+}
+
+/// The hop-probe recorder of session `number`: off unless `probe_rounds` asks for one. A
+/// session whose probes cannot be allocated is served without them; the first such session
+/// of the server says so, the later ones would only repeat it.
+fn session_probes(sh: &Shared, number: u64) -> Recorder {
+    match sh.options.probe_rounds {
+        0 => Recorder::off(),
+        n => Recorder::with_rounds(n).unwrap_or_else(|e| {
+            // Relaxed: a flag for one log line, ordering nothing else.
+            if !sh.probes_refused.swap(true, Ordering::Relaxed) {
+                log::warn!(
+                    "session {number}: {e}; serving it (and any later session short of the \
+                     memory) without hop probes"
+                );
+            }
+            Recorder::off()
+        }),
+    }
 }
 
 /// Serves one session to its end on this thread.
 fn serve_session(sh: &Shared, mut s: Session) {
     let cap = s.accepted.link.geometry().payload_capacity();
     let mut scratch = vec![0u8; cap.max(sh.options.scratch_bytes)];
-    let mut probes = match sh.options.probe_rounds {
-        0 => Recorder::off(),
-        n => Recorder::with_rounds(n).unwrap_or_else(|e| {
-            log::warn!("session {}: {e}; serving it without hop probes", s.number);
-            Recorder::off()
-        }),
-    };
+    let mut probes = session_probes(sh, s.number);
     backline_probe::enable_marks(probes.enabled());
     let mut ctx = RoundCtx::new(&sh.table, &sh.wait, &s.stats, &mut scratch, &mut probes);
     let r = s.accepted.link.serve_rounds(&mut ctx);
@@ -236,10 +251,7 @@ fn poll_sessions(sh: Shared, rx: mpsc::Receiver<Session>) {
                 Ok(s) => {
                     spin = idle(Instant::now());
                     let cap = s.accepted.link.geometry().payload_capacity();
-                    let probes = match sh.options.probe_rounds {
-                        0 => Recorder::off(),
-                        n => Recorder::with_rounds(n).unwrap_or_else(|_| Recorder::off()),
-                    };
+                    let probes = session_probes(&sh, s.number);
                     live.push(Live {
                         s,
                         scratch: vec![0u8; cap.max(sh.options.scratch_bytes)],
@@ -313,6 +325,7 @@ pub fn serve(
         options: options.clone(),
         stats: stats.clone(),
         stop: stop.clone(),
+        probes_refused: Arc::default(),
     };
     let spawn = |name: String, f: Box<dyn FnOnce() + Send>| -> Result<JoinHandle<()>> {
         let pin = sh.options.pin_cpu;
@@ -392,6 +405,31 @@ pub fn serve(
 #[cfg(test)]
 mod tests {
     use crate::link::Admission;
+
+    #[test]
+    fn sessions_whose_probes_cannot_be_allocated_go_without_them_and_the_server_says_so_once() {
+        use super::*;
+        let mut options = ServeOptions::default();
+        let sh = |options: &ServeOptions| Shared {
+            table: ResponderTable::new(),
+            wait: WaitPolicy::default(),
+            options: options.clone(),
+            stats: Arc::default(),
+            stop: StopFlag::new(),
+            probes_refused: Arc::default(),
+        };
+        assert!(!session_probes(&sh(&options), 1).enabled());
+        options.probe_rounds = 4;
+        let small = sh(&options);
+        assert!(session_probes(&small, 1).enabled());
+        assert!(!small.probes_refused.load(Ordering::Relaxed));
+        options.probe_rounds = u64::MAX;
+        let huge = sh(&options);
+        for number in 1..=3 {
+            assert!(!session_probes(&huge, number).enabled());
+            assert!(huge.probes_refused.load(Ordering::Relaxed), "said once");
+        }
+    }
 
     #[test]
     fn a_session_that_ends_is_never_missing_from_a_report() {

@@ -23,7 +23,7 @@ use backline_wire::{DecoderId, Kind, Seq, Status};
 use crate::connect::{Connecting, Link, ListenArgs, transport};
 use crate::link::{Admission, ControllerLink, Listener, StopFlag};
 use crate::server::{ServeOptions, ServerStats, serve};
-use crate::{Error, Result, SessionConfig};
+use crate::{Error, ReplyProblem, Result, SessionConfig};
 
 /// Where a session is in its life cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,16 +77,20 @@ impl Role {
     }
 }
 
-fn expect(state: State, want: State, call: &'static str, expected: &'static str) -> Result<()> {
-    if state == want {
-        Ok(())
-    } else {
-        Err(Error::OutOfOrder {
-            call,
-            state,
-            expected,
-        })
+/// The error of a life-cycle call made in `state` that needs the state named `expected`.
+fn out_of_order(call: &'static str, state: State, expected: &'static str) -> Error {
+    Error::OutOfOrder {
+        call,
+        state,
+        expected,
     }
+}
+
+/// [`out_of_order`] kept off the round path.
+#[cold]
+#[inline(never)]
+fn out_of_order_cold(call: &'static str, state: State, expected: &'static str) -> Error {
+    out_of_order(call, state, expected)
 }
 
 /// Life-cycle calls shared by both roles.
@@ -165,14 +169,56 @@ macro_rules! on_link {
     };
 }
 
+/// Where a controller is in its life cycle, with what that phase holds: the connection being
+/// set up until `establish_channel`, then the link rounds travel over. [`State`] is derived
+/// from it, so a phase cannot lack its data.
+enum ControllerPhase {
+    Created,
+    Connected(Box<dyn Connecting>),
+    KeysExchanged(Box<dyn Connecting>),
+    Established(Link),
+    Configured(Link),
+    Started(Running),
+    Stopped,
+}
+
+/// A started controller's link, and what poisoned the session if something did.
+struct Running {
+    link: Link,
+    /// Set by the first lost or malformed round: every later call fails with it.
+    failed: Option<String>,
+}
+
+impl ControllerPhase {
+    fn state(&self) -> State {
+        match self {
+            ControllerPhase::Created => State::Created,
+            ControllerPhase::Connected(_) => State::Connected,
+            ControllerPhase::KeysExchanged(_) => State::KeysExchanged,
+            ControllerPhase::Established(_) => State::Established,
+            ControllerPhase::Configured(_) => State::Configured,
+            ControllerPhase::Started(_) => State::Started,
+            ControllerPhase::Stopped => State::Stopped,
+        }
+    }
+
+    /// The link, once there is one.
+    fn link_mut(&mut self) -> Option<&mut Link> {
+        match self {
+            ControllerPhase::Established(link)
+            | ControllerPhase::Configured(link)
+            | ControllerPhase::Started(Running { link, .. }) => Some(link),
+            _ => None,
+        }
+    }
+}
+
 /// The controller role.
 pub struct ControllerSession {
     key: String,
     config: SessionConfig,
-    state: State,
+    phase: ControllerPhase,
     peer: String,
-    pending: Option<Box<dyn Connecting>>,
-    link: Option<Link>,
     max_request: usize,
     max_reply: usize,
     posted: u64,
@@ -180,7 +226,6 @@ pub struct ControllerSession {
     staged: bool,
     /// decoder_id of each outstanding round, by slot, to check the echo.
     ids: Vec<DecoderId>,
-    failed: Option<String>,
     /// Hop probes of the controller's side (off unless enabled).
     probes: Recorder,
     /// Where the link stores when it received the latest reply (a transport-level hop).
@@ -191,7 +236,7 @@ impl fmt::Debug for ControllerSession {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ControllerSession")
             .field("key", &self.key)
-            .field("state", &self.state)
+            .field("state", &self.phase.state())
             .field("peer", &self.peer)
             .field("posted", &self.posted)
             .field("collected", &self.collected)
@@ -207,16 +252,13 @@ impl ControllerSession {
             key: key.to_string(),
             ids: vec![0; config.geometry.depth as usize],
             config,
-            state: State::Created,
+            phase: ControllerPhase::Created,
             peer: String::new(),
-            pending: None,
-            link: None,
             max_request: 0,
             max_reply: 0,
             posted: 0,
             collected: 0,
             staged: false,
-            failed: None,
             probes: Recorder::off(),
             received: None,
         })
@@ -225,8 +267,8 @@ impl ControllerSession {
     /// Records hop probes (stage, post, the transport's reply arrival, collect) for the first
     /// `rounds` rounds. Allocates now; call before the first round.
     pub fn enable_probes(&mut self, rounds: u64) -> Result<()> {
-        self.probes = Recorder::with_rounds(rounds).map_err(|e| Error::Invalid(e.to_string()))?;
-        if let Some(l) = self.link.as_mut() {
+        self.probes = Recorder::with_rounds(rounds)?;
+        if let Some(l) = self.phase.link_mut() {
             self.received = on_link!(l, l => l.enable_probes());
         }
         Ok(())
@@ -265,28 +307,42 @@ impl ControllerSession {
         &self.peer
     }
 
-    /// On the round path: one compare and one test when all is well; the error is built out
-    /// of line.
-    #[inline(always)]
-    fn check_running(&self, call: &'static str) -> Result<()> {
-        if self.state == State::Started && self.failed.is_none() {
-            return Ok(());
-        }
-        self.not_running(call)
-    }
-
+    /// What every call of a session poisoned by `why` returns.
     #[cold]
     #[inline(never)]
-    fn not_running(&self, call: &'static str) -> Result<()> {
-        expect(self.state, State::Started, call, "started")?;
-        match &self.failed {
-            Some(why) => Err(Error::Failed(why.clone())),
-            None => Ok(()),
-        }
+    fn poisoned(why: &str) -> Error {
+        Error::Failed(why.to_string())
     }
 
-    fn link(&mut self) -> &mut Link {
-        self.link.as_mut().expect("started sessions have a link")
+    /// Takes the phase out, leaving `Stopped` until the caller puts the next one in.
+    fn take_phase(&mut self) -> ControllerPhase {
+        std::mem::replace(&mut self.phase, ControllerPhase::Stopped)
+    }
+
+    /// Puts back a phase that `call` cannot start from, and says so.
+    fn refuse(
+        &mut self,
+        phase: ControllerPhase,
+        call: &'static str,
+        expected: &'static str,
+    ) -> Error {
+        let state = phase.state();
+        self.phase = phase;
+        out_of_order(call, state, expected)
+    }
+
+    /// The running session's link and failure note. On the round path: one compare and one
+    /// test when all is well; the error is built out of line. (A function of the phase alone,
+    /// so that the caller keeps the other fields.)
+    #[inline(always)]
+    fn running<'a>(phase: &'a mut ControllerPhase, call: &'static str) -> Result<&'a mut Running> {
+        match phase {
+            ControllerPhase::Started(run) => match run.failed {
+                None => Ok(run),
+                Some(ref why) => Err(Self::poisoned(why)),
+            },
+            other => Err(out_of_order_cold(call, other.state(), "started")),
+        }
     }
 
     /// The reply of a message, checked: on the round path, three compares when it is well
@@ -318,19 +374,29 @@ impl ControllerSession {
     #[cold]
     #[inline(never)]
     fn bad_reply(round: u64, want_id: DecoderId, m: &backline_ring::Message<'_>) -> Error {
-        if m.header.kind != Kind::Reply as u8 {
-            return Error::Protocol(format!(
-                "round {round}: slot holds kind {} instead of a reply",
-                m.header.kind
-            ));
+        let problem = if m.header.kind != Kind::Reply as u8 {
+            ReplyProblem::NotAReply {
+                kind: m.header.kind,
+            }
+        } else if m.header.decoder_id != want_id {
+            ReplyProblem::DecoderId {
+                echoed: m.header.decoder_id,
+                requested: want_id,
+            }
+        } else {
+            ReplyProblem::UnknownStatus(m.header.status)
+        };
+        Error::BadReply { round, problem }
+    }
+
+    /// A reply longer than the reply size set with `set_message_sizes`.
+    #[cold]
+    #[inline(never)]
+    fn too_long(round: u64, len: usize, max: usize) -> Error {
+        Error::BadReply {
+            round,
+            problem: ReplyProblem::TooLong { len, max },
         }
-        if m.header.decoder_id != want_id {
-            return Error::Protocol(format!(
-                "round {round}: reply echoes decoder_id {} but the request had {want_id}",
-                m.header.decoder_id
-            ));
-        }
-        Error::Protocol(format!("round {round}: unknown status {}", m.header.status))
     }
 }
 
@@ -342,76 +408,78 @@ impl Session for ControllerSession {
         &self.key
     }
     fn state(&self) -> State {
-        self.state
+        self.phase.state()
     }
     fn config(&self) -> &SessionConfig {
         &self.config
     }
 
     fn connect(&mut self, peer: &str, oob_port: u16) -> Result<()> {
-        expect(self.state, State::Created, "connect", "created")?;
+        let ControllerPhase::Created = self.phase else {
+            return Err(out_of_order("connect", self.phase.state(), "created"));
+        };
         let (desc, pending) =
             (transport(self.config.transport).connect)(&self.key, peer, oob_port, &self.config)?;
         self.peer = desc;
-        self.pending = Some(pending);
-        self.state = State::Connected;
+        self.phase = ControllerPhase::Connected(pending);
         Ok(())
     }
 
     fn exchange_keys(&mut self) -> Result<()> {
-        expect(self.state, State::Connected, "exchange_keys", "connected")?;
-        self.pending
-            .as_mut()
-            .expect("connected sessions have a pending connection")
-            .hello(&self.config)?;
-        self.state = State::KeysExchanged;
-        Ok(())
+        let mut pending = match self.take_phase() {
+            ControllerPhase::Connected(pending) => pending,
+            other => return Err(self.refuse(other, "exchange_keys", "connected")),
+        };
+        let hello = pending.hello(&self.config);
+        self.phase = match hello {
+            Ok(()) => ControllerPhase::KeysExchanged(pending),
+            Err(_) => ControllerPhase::Connected(pending),
+        };
+        hello
     }
 
+    /// A failure here spends the connection: the session is then stopped.
     fn establish_channel(&mut self) -> Result<()> {
-        expect(
-            self.state,
-            State::KeysExchanged,
-            "establish_channel",
-            "keys-exchanged",
-        )?;
-        let pending = self
-            .pending
-            .take()
-            .expect("keys were exchanged over a pending connection");
+        let pending = match self.take_phase() {
+            ControllerPhase::KeysExchanged(pending) => pending,
+            other => return Err(self.refuse(other, "establish_channel", "keys-exchanged")),
+        };
         let mut link = pending.establish(&self.config)?;
         if self.probes.enabled() {
             self.received = on_link!(&mut link, l => l.enable_probes());
         }
-        self.link = Some(link);
-        self.state = State::Established;
+        self.phase = ControllerPhase::Established(link);
         Ok(())
     }
 
     fn start(&mut self) -> Result<()> {
-        expect(self.state, State::Configured, "start", "configured")?;
-        self.state = State::Started;
+        self.phase = match self.take_phase() {
+            ControllerPhase::Configured(link) => {
+                ControllerPhase::Started(Running { link, failed: None })
+            }
+            other => return Err(self.refuse(other, "start", "configured")),
+        };
         Ok(())
     }
 
     fn stop(&mut self) -> Result<()> {
-        if let Some(mut link) = self.link.take() {
-            on_link!(&mut link, l => l.close());
+        // Dropping the phase drops a pending connection; a link says bye first.
+        if let Some(link) = self.take_phase().link_mut() {
+            on_link!(link, l => l.close());
         }
-        self.pending = None;
-        self.state = State::Stopped;
         Ok(())
     }
 }
 
 impl Controller for ControllerSession {
     fn set_message_sizes(&mut self, request_bytes: usize, reply_bytes: usize) -> Result<()> {
-        expect(
-            self.state,
-            State::Established,
-            "set_message_sizes",
-            "established",
-        )?;
+        let ControllerPhase::Established(_) = self.phase else {
+            return Err(out_of_order(
+                "set_message_sizes",
+                self.phase.state(),
+                "established",
+            ));
+        };
         let capacity = self.config.geometry.payload_capacity();
         for size in [request_bytes, reply_bytes] {
             if size > capacity {
@@ -420,14 +488,16 @@ impl Controller for ControllerSession {
         }
         self.max_request = request_bytes;
         self.max_reply = reply_bytes;
-        self.state = State::Configured;
+        if let ControllerPhase::Established(link) = self.take_phase() {
+            self.phase = ControllerPhase::Configured(link);
+        }
         Ok(())
     }
 
     #[inline]
     fn stage_payload(&mut self, payload: &[u8], decoder_id: DecoderId) -> Result<()> {
-        self.check_running("stage_payload")?;
-        let outstanding = self.outstanding();
+        let run = Self::running(&mut self.phase, "stage_payload")?;
+        let outstanding = (self.posted - self.collected) as u32;
         if outstanding >= self.config.in_flight {
             return Err(Error::Backpressure(outstanding));
         }
@@ -439,7 +509,7 @@ impl Controller for ControllerSession {
         }
         self.probes.stamp(Hop::Stage, self.posted);
         let seq = Seq::of_round(self.posted);
-        on_link!(self.link(), l => l.stage(seq, decoder_id, payload))?;
+        on_link!(&mut run.link, l => l.stage(seq, decoder_id, payload))?;
         let slot = seq.slot(self.config.geometry.depth) as usize;
         self.ids[slot] = decoder_id;
         self.staged = true;
@@ -448,12 +518,12 @@ impl Controller for ControllerSession {
 
     #[inline]
     fn post(&mut self) -> Result<u64> {
-        self.check_running("post")?;
+        let run = Self::running(&mut self.phase, "post")?;
         if !self.staged {
             return Err(Error::NothingStaged);
         }
         let round = self.posted;
-        on_link!(self.link(), l => l.post(Seq::of_round(round)))?;
+        on_link!(&mut run.link, l => l.post(Seq::of_round(round)))?;
         self.probes.stamp(Hop::Post, round);
         self.staged = false;
         self.posted += 1;
@@ -461,7 +531,7 @@ impl Controller for ControllerSession {
     }
 
     fn reply_slot(&mut self) -> Result<Option<Reply<'_>>> {
-        self.check_running("reply_slot")?;
+        let run = Self::running(&mut self.phase, "reply_slot")?;
         if self.collected == self.posted {
             return Err(Error::NothingInFlight);
         }
@@ -469,14 +539,11 @@ impl Controller for ControllerSession {
         let seq = Seq::of_round(round);
         let want = self.ids[seq.slot(self.config.geometry.depth) as usize];
         let max_reply = self.max_reply;
-        match on_link!(self.link.as_mut().expect("started"), l => l.poll_reply(seq))? {
+        match on_link!(&mut run.link, l => l.poll_reply(seq))? {
             Some(m) => {
                 let r = Self::make_reply(round, seq, want, m)?;
                 if r.payload.len() > max_reply {
-                    return Err(Error::Protocol(format!(
-                        "round {round}: a reply of {} bytes exceeds the reply size of {max_reply} bytes set with set_message_sizes",
-                        r.payload.len()
-                    )));
+                    return Err(Self::too_long(round, r.payload.len(), max_reply));
                 }
                 Ok(Some(r))
             }
@@ -486,7 +553,7 @@ impl Controller for ControllerSession {
 
     #[inline]
     fn collect(&mut self) -> Result<Reply<'_>> {
-        self.check_running("collect")?;
+        let Running { link, failed } = Self::running(&mut self.phase, "collect")?;
         if self.collected == self.posted {
             return Err(Error::NothingInFlight);
         }
@@ -494,17 +561,6 @@ impl Controller for ControllerSession {
         let seq = Seq::of_round(round);
         let want = self.ids[seq.slot(self.config.geometry.depth) as usize];
         let (wait, timeout) = (self.config.wait, self.config.reply_timeout);
-        // Split the borrows: the reply borrows the link; the failure note is another field.
-        let ControllerSession {
-            link,
-            failed,
-            collected,
-            probes,
-            received,
-            max_reply,
-            ..
-        } = self;
-        let link = link.as_mut().expect("started");
         let m = match on_link!(link, l => l.wait_reply(seq, &wait, timeout)) {
             Ok(m) => m,
             Err(e) => {
@@ -518,25 +574,22 @@ impl Controller for ControllerSession {
                 return Err(e);
             }
         };
-        let max_reply = *max_reply;
+        let max_reply = self.max_reply;
         match Self::make_reply(round, seq, want, m) {
             Ok(reply) if reply.payload.len() > max_reply => {
                 // Answered, but not as agreed: the round is over, its reply is not delivered.
-                *collected += 1;
-                Err(Error::Protocol(format!(
-                    "round {round}: a reply of {} bytes exceeds the reply size of {max_reply} bytes set with set_message_sizes",
-                    reply.payload.len()
-                )))
+                self.collected += 1;
+                Err(Self::too_long(round, reply.payload.len(), max_reply))
             }
             Ok(reply) => {
-                if probes.enabled() {
-                    probes.stamp(Hop::ReplySeen, round);
-                    if let Some(r) = received {
+                if self.probes.enabled() {
+                    self.probes.stamp(Hop::ReplySeen, round);
+                    if let Some(r) = &self.received {
                         let t = r.load(std::sync::atomic::Ordering::Relaxed);
-                        probes.stamp_at(Hop::ReplyReceived, round, t);
+                        self.probes.stamp_at(Hop::ReplyReceived, round, t);
                     }
                 }
-                *collected += 1;
+                self.collected += 1;
                 Ok(reply)
             }
             Err(e) => {
@@ -557,6 +610,41 @@ impl Drop for ControllerSession {
     }
 }
 
+/// Where a coprocessor is in its life cycle, with what that phase holds: the address to
+/// listen on, then the listener, then whatever serves it. [`State`] is derived from it.
+enum CoprocessorPhase {
+    Created,
+    Connected { address: String, oob_port: u16 },
+    KeysExchanged(Box<dyn Listener>),
+    Established(Box<dyn Listener>),
+    Configured(Box<dyn Listener>),
+    Started(Serving),
+    Stopped,
+}
+
+/// What serves a started coprocessor's listener.
+enum Serving {
+    /// A server thread of this session.
+    Thread(Server),
+    /// A coprocessor that serves its own rings (a GPU kernel); the endpoint handed to it,
+    /// kept until `stop`.
+    External { _endpoint: Box<dyn Listener> },
+}
+
+impl CoprocessorPhase {
+    fn state(&self) -> State {
+        match self {
+            CoprocessorPhase::Created => State::Created,
+            CoprocessorPhase::Connected { .. } => State::Connected,
+            CoprocessorPhase::KeysExchanged(_) => State::KeysExchanged,
+            CoprocessorPhase::Established(_) => State::Established,
+            CoprocessorPhase::Configured(_) => State::Configured,
+            CoprocessorPhase::Started(_) => State::Started,
+            CoprocessorPhase::Stopped => State::Stopped,
+        }
+    }
+}
+
 struct Server {
     stop: StopFlag,
     thread: JoinHandle<Result<()>>,
@@ -567,26 +655,19 @@ struct Server {
 pub struct CoprocessorSession {
     key: String,
     config: SessionConfig,
-    state: State,
-    address: String,
-    oob_port: u16,
-    listener: Option<Box<dyn Listener>>,
+    phase: CoprocessorPhase,
     bound: Option<String>,
     peer_address: Option<String>,
     table: ResponderTable,
     options: ServeOptions,
     stats: Arc<ServerStats>,
-    server: Option<Server>,
-    /// The endpoint handed to a coprocessor that serves its own rings.
-    external: Option<Box<dyn Listener>>,
-    outcome: Option<Result<()>>,
 }
 
 impl fmt::Debug for CoprocessorSession {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CoprocessorSession")
             .field("key", &self.key)
-            .field("state", &self.state)
+            .field("state", &self.phase.state())
             .field("address", &self.bound)
             .field("functions", &self.table)
             .finish()
@@ -600,18 +681,12 @@ impl CoprocessorSession {
         Ok(CoprocessorSession {
             key: key.to_string(),
             config,
-            state: State::Created,
-            address: String::new(),
-            oob_port: 0,
-            listener: None,
+            phase: CoprocessorPhase::Created,
             bound: None,
             peer_address: None,
             table: ResponderTable::new(),
             options: ServeOptions::default(),
             stats: Arc::default(),
-            server: None,
-            external: None,
-            outcome: None,
         })
     }
 
@@ -664,10 +739,67 @@ impl CoprocessorSession {
 
     /// True once the server thread has ended (its session budget is spent, or it failed).
     pub fn is_finished(&self) -> bool {
-        if self.external.is_some() {
-            return self.table.common_ring_server().is_none_or(|s| !s.alive());
+        match &self.phase {
+            CoprocessorPhase::Started(Serving::External { .. }) => {
+                self.table.common_ring_server().is_none_or(|s| !s.alive())
+            }
+            CoprocessorPhase::Started(Serving::Thread(s)) => s.thread.is_finished(),
+            _ => true,
         }
-        self.server.as_ref().is_none_or(|s| s.thread.is_finished())
+    }
+
+    /// Takes the phase out, leaving `Stopped` until the caller puts the next one in.
+    fn take_phase(&mut self) -> CoprocessorPhase {
+        std::mem::replace(&mut self.phase, CoprocessorPhase::Stopped)
+    }
+
+    /// Puts back a phase that `call` cannot start from, and says so.
+    fn refuse(
+        &mut self,
+        phase: CoprocessorPhase,
+        call: &'static str,
+        expected: &'static str,
+    ) -> Error {
+        let state = phase.state();
+        self.phase = phase;
+        out_of_order(call, state, expected)
+    }
+
+    /// The serving options of the server thread, completed from the session's settings.
+    fn server_options(&self) -> ServeOptions {
+        let mut options = self.options.clone();
+        options.scratch_bytes = options
+            .scratch_bytes
+            .max(self.config.geometry.payload_capacity());
+        options.pin_cpu = options.pin_cpu.or(self.config.pin_cpu);
+        options.name = self.key.clone();
+        options
+    }
+
+    /// Starts the server thread on `listener`; gives the listener back when the thread's CPU
+    /// does not exist.
+    fn spawn_server(
+        &self,
+        listener: Box<dyn Listener>,
+    ) -> std::result::Result<Result<Server>, (Box<dyn Listener>, Error)> {
+        let options = self.server_options();
+        if let Some(cpu) = options.pin_cpu {
+            // Said here, not later as a timeout: a CPU that does not exist.
+            if let Err(e) = crate::os::check_cpu(cpu) {
+                return Err((listener, e));
+            }
+        }
+        let stop = StopFlag::new();
+        let (stop2, stats) = (stop.clone(), self.stats.clone());
+        let table = self.table.clone();
+        let wait = self.config.wait;
+        let thread = std::thread::Builder::new()
+            .name(crate::os::thread_name("srv:", &self.key))
+            .spawn(move || -> Result<()> {
+                serve(listener, &table, &wait, &options, &stats, &stop2)
+            })
+            .map_err(Error::io("spawning the server thread"));
+        Ok(thread.map(|thread| Server { stop, thread }))
     }
 
     /// Waits up to `timeout` for the server thread to end by itself.
@@ -691,22 +823,31 @@ impl Session for CoprocessorSession {
         &self.key
     }
     fn state(&self) -> State {
-        self.state
+        self.phase.state()
     }
     fn config(&self) -> &SessionConfig {
         &self.config
     }
 
     fn connect(&mut self, peer: &str, oob_port: u16) -> Result<()> {
-        expect(self.state, State::Created, "connect", "created")?;
-        self.address = peer.to_string();
-        self.oob_port = oob_port;
-        self.state = State::Connected;
+        let CoprocessorPhase::Created = self.phase else {
+            return Err(out_of_order("connect", self.phase.state(), "created"));
+        };
+        self.phase = CoprocessorPhase::Connected {
+            address: peer.to_string(),
+            oob_port,
+        };
         Ok(())
     }
 
     fn exchange_keys(&mut self) -> Result<()> {
-        expect(self.state, State::Connected, "exchange_keys", "connected")?;
+        let CoprocessorPhase::Connected { address, oob_port } = &self.phase else {
+            return Err(out_of_order(
+                "exchange_keys",
+                self.phase.state(),
+                "connected",
+            ));
+        };
         let args = ListenArgs {
             key: &self.key,
             config: &self.config,
@@ -714,78 +855,58 @@ impl Session for CoprocessorSession {
             idle_timeout: self.options.idle_timeout,
             strays: self.stats.strays.clone(),
         };
-        let listener =
-            (transport(self.config.transport).listen)(&self.address, self.oob_port, args)?;
+        let listener = (transport(self.config.transport).listen)(address, *oob_port, args)?;
         self.bound = Some(listener.address());
         self.peer_address = Some(listener.peer_address());
-        self.listener = Some(listener);
-        self.state = State::KeysExchanged;
+        self.phase = CoprocessorPhase::KeysExchanged(listener);
         Ok(())
     }
 
     fn establish_channel(&mut self) -> Result<()> {
-        expect(
-            self.state,
-            State::KeysExchanged,
-            "establish_channel",
-            "keys-exchanged",
-        )?;
-        self.state = State::Established;
+        self.phase = match self.take_phase() {
+            CoprocessorPhase::KeysExchanged(listener) => CoprocessorPhase::Established(listener),
+            other => return Err(self.refuse(other, "establish_channel", "keys-exchanged")),
+        };
         Ok(())
     }
 
     fn start(&mut self) -> Result<()> {
-        expect(self.state, State::Configured, "start", "configured")?;
-        let mut listener: Box<dyn Listener> =
-            self.listener.take().expect("established sessions listen");
+        let mut listener = match self.take_phase() {
+            CoprocessorPhase::Configured(listener) => listener,
+            other => return Err(self.refuse(other, "start", "configured")),
+        };
         // Every function is one GPU kernel's, and the controllers are in this process: they
         // attach to the kernel's rings directly; no serving thread.
         if let Some(server) = self.table.common_ring_server()
             && listener.serve_externally(server)
         {
-            self.external = Some(listener);
-            self.state = State::Started;
+            self.phase = CoprocessorPhase::Started(Serving::External {
+                _endpoint: listener,
+            });
             return Ok(());
         }
-        let stop = StopFlag::new();
-        let (stop2, stats) = (stop.clone(), self.stats.clone());
-        let table = self.table.clone();
-        let config = self.config.clone();
-        let mut options = self.options.clone();
-        options.scratch_bytes = options
-            .scratch_bytes
-            .max(config.geometry.payload_capacity());
-        options.pin_cpu = options.pin_cpu.or(config.pin_cpu);
-        options.name = self.key.clone();
-        if let Some(cpu) = options.pin_cpu {
-            // Said here, not later as a timeout: a CPU that does not exist.
-            crate::os::check_cpu(cpu)?;
+        match self.spawn_server(listener) {
+            Ok(server) => {
+                // A thread that could not be spawned took the listener with it.
+                self.phase = CoprocessorPhase::Started(Serving::Thread(server?));
+                Ok(())
+            }
+            Err((listener, e)) => {
+                self.phase = CoprocessorPhase::Configured(listener);
+                Err(e)
+            }
         }
-        let thread = std::thread::Builder::new()
-            .name(crate::os::thread_name("srv:", &self.key))
-            .spawn(move || -> Result<()> {
-                serve(listener, &table, &config.wait, &options, &stats, &stop2)
-            })
-            .map_err(Error::io("spawning the server thread"))?;
-        self.server = Some(Server { stop, thread });
-        self.state = State::Started;
-        Ok(())
     }
 
     fn stop(&mut self) -> Result<()> {
-        self.state = State::Stopped;
-        self.listener = None;
-        self.external = None;
-        if let Some(s) = self.server.take() {
-            s.stop.set();
-            let r = s
-                .thread
-                .join()
-                .unwrap_or_else(|_| Err(Error::Failed("the server thread panicked".into())));
-            self.outcome = Some(r);
-        }
-        match self.outcome.take() {
-            Some(Err(e)) => Err(e),
+        // Dropping the phase drops a listener, or the endpoint of an external server.
+        match self.take_phase() {
+            CoprocessorPhase::Started(Serving::Thread(s)) => {
+                s.stop.set();
+                s.thread
+                    .join()
+                    .unwrap_or(Err(Error::Panicked { thread: "server" }))
+            }
             _ => Ok(()),
         }
     }
@@ -797,15 +918,14 @@ impl Coprocessor for CoprocessorSession {
         decoder_id: DecoderId,
         responder: Arc<dyn Responder>,
     ) -> Result<()> {
-        if self.state != State::Established && self.state != State::Configured {
-            return Err(Error::OutOfOrder {
-                call: "set_coprocessor_fn",
-                state: self.state,
-                expected: "established",
-            });
-        }
+        let listener = match self.take_phase() {
+            CoprocessorPhase::Established(listener) | CoprocessorPhase::Configured(listener) => {
+                listener
+            }
+            other => return Err(self.refuse(other, "set_coprocessor_fn", "established")),
+        };
         self.table.insert(decoder_id, responder);
-        self.state = State::Configured;
+        self.phase = CoprocessorPhase::Configured(listener);
         Ok(())
     }
 }

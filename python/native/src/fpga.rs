@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use backline_apu::{Board, Config, mmio::sim::SimMmio};
 use backline_regmap as rm;
-use backline_sim::board::{SimBoard, SimBoardOptions};
-use backline_sim::{BridgeConfig, CoprocessorAddr};
+use backline_sim::board::{SimBoard, SimBoardError, SimBoardOptions};
+use backline_sim::{BridgeConfig, BridgeError, CoprocessorAddr};
 use backline_stabvm::{RoundError, Rounds};
 use backline_transport::{SessionConfig, TransportKind};
 use backline_wire::Status;
@@ -26,6 +26,9 @@ pub enum FpgaError {
     /// not answer).
     #[error("the simulated board did not start: {0}")]
     Start(String),
+    /// The simulated board's bridge reaches no coprocessor at the placement's address.
+    #[error("the simulated board did not start: {0}")]
+    Unreachable(backline_sim::BridgeError),
     /// The bring-up failed.
     #[error("board bring-up: {0}")]
     Setup(#[from] backline_apu::Error),
@@ -94,7 +97,10 @@ impl FpgaBoard {
         ));
         let mut opts = SimBoardOptions::new(&socket);
         opts.coprocessor = Some(BridgeConfig::with_session(addr, session));
-        let sim = SimBoard::spawn(opts).map_err(|e| start(&e))?;
+        let sim = SimBoard::spawn(opts).map_err(|e| match e {
+            SimBoardError::Bridge(e @ BridgeError::Connect { .. }) => FpgaError::Unreachable(e),
+            e => start(&e),
+        })?;
         let mut cfg = Config::sim_example();
         cfg.peer.address = sim
             .peer_address()
@@ -315,8 +321,9 @@ mod tests {
             },
             None,
         )
-        .unwrap_err()
-        .to_string();
+        .unwrap_err();
+        assert!(matches!(e, FpgaError::Unreachable(_)), "{e}");
+        let e = e.to_string();
         assert!(
             e.contains("the coprocessor at udp:127.0.0.1:9 does not answer"),
             "{e}"

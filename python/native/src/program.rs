@@ -89,168 +89,183 @@ pub fn build(h: &Header, ops: &[OpSpec]) -> Result<Module, FrontError> {
         Some(other) => return Err(FrontError::UnknownQecCode(other.to_string())),
     };
     for (index, o) in ops.iter().enumerate() {
-        let bad = |msg: String| FrontError::BadOp {
-            index,
-            tag: o.tag.clone(),
+        m.body.push(Operands::of(index, o)?.op()?);
+    }
+    Ok(m)
+}
+
+/// One op of the front end with its operands as 32-bit numbers (a `lut`'s 64-bit truth
+/// table, operand 1, read from the spec).
+struct Operands<'a> {
+    index: usize,
+    spec: &'a OpSpec,
+    ints: Vec<u32>,
+}
+
+impl<'a> Operands<'a> {
+    fn of(index: usize, spec: &'a OpSpec) -> Result<Operands<'a>, FrontError> {
+        let wide = |i: usize| spec.tag == "lut" && i == 1;
+        let ints = spec
+            .ints
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                if wide(i) {
+                    Ok(0)
+                } else {
+                    u32_of(v, index, &spec.tag)
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Operands { index, spec, ints })
+    }
+
+    fn bad(&self, msg: String) -> FrontError {
+        FrontError::BadOp {
+            index: self.index,
+            tag: self.spec.tag.clone(),
             msg,
-        };
-        let ints: Vec<u32> = match o.tag.as_str() {
-            // The truth table is 64 bits wide.
-            "lut" => o
-                .ints
-                .iter()
-                .enumerate()
-                .map(|(i, &v)| {
-                    if i == 1 {
-                        Ok(0)
-                    } else {
-                        u32_of(v, index, &o.tag)
-                    }
-                })
-                .collect::<Result<_, _>>()?,
-            _ => o
-                .ints
-                .iter()
-                .map(|&v| u32_of(v, index, &o.tag))
-                .collect::<Result<_, _>>()?,
-        };
-        let need = |n: usize| -> Result<(), FrontError> {
-            if ints.len() < n {
-                Err(bad(format!(
-                    "needs at least {n} operands, got {}",
-                    ints.len()
-                )))
-            } else {
-                Ok(())
-            }
-        };
-        let op = match o.tag.as_str() {
-            tag if Gate::parse(tag).is_some() => {
-                let gate = Gate::parse(tag).expect("checked");
-                if ints.len() != gate.arity() {
-                    return Err(bad(format!(
-                        "{} acts on {} qubits, got {}",
-                        gate.name(),
-                        gate.arity(),
-                        ints.len()
-                    )));
-                }
-                Op::Gate {
-                    gate,
-                    qubits: ints.clone(),
-                }
-            }
-            "measure" => {
-                need(2)?;
-                Op::Measure {
-                    qubit: ints[0],
-                    bit: ints[1],
-                }
-            }
-            "reset" => {
-                need(1)?;
-                Op::Reset { qubit: ints[0] }
-            }
-            "cond_x" | "cond_y" | "cond_z" => {
-                need(2)?;
-                Op::Cond {
-                    pauli: match o.tag.as_str() {
-                        "cond_x" => Pauli::X,
-                        "cond_y" => Pauli::Y,
-                        _ => Pauli::Z,
-                    },
-                    qubit: ints[0],
-                    negate: ints[1] != 0,
-                    bits: ints[2..].to_vec(),
-                }
-            }
-            "parity" => {
-                need(1)?;
-                Op::Parity {
-                    bit: ints[0],
-                    bits: ints[1..].to_vec(),
-                }
-            }
-            "lut" => {
-                need(2)?;
-                Op::Lut {
-                    bit: ints[0],
-                    table: o.ints[1],
-                    bits: ints[2..].to_vec(),
-                }
-            }
-            "word_bit" => {
-                need(3)?;
-                Op::WordBit {
-                    bit: ints[0],
-                    word: ints[1],
-                    index: ints[2],
-                }
-            }
-            "bit_flip" | "phase_flip" | "depolarize" => {
-                need(1)?;
-                if !(0.0..=1.0).contains(&o.p) {
-                    return Err(bad(format!("probability {} outside [0, 1]", o.p)));
-                }
-                Op::Noise {
-                    channel: match o.tag.as_str() {
-                        "bit_flip" => Channel::BitFlip(o.p),
-                        "phase_flip" => Channel::PhaseFlip(o.p),
-                        _ => Channel::Depolarize(o.p),
-                    },
-                    qubit: ints[0],
-                }
-            }
-            "decode" => {
-                need(3)?;
-                Op::Decode {
-                    word: ints[0],
-                    decoder_id: ints[1],
-                    coprocessor: ints[2],
-                    bits: ints[3..].to_vec(),
-                }
-            }
-            "get_session" => {
-                need(1)?;
-                Op::GetSession { session: ints[0] }
-            }
-            "stage" => {
-                need(2)?;
-                Op::Stage {
-                    session: ints[0],
-                    decoder_id: ints[1],
-                    bits: ints[2..].to_vec(),
-                }
-            }
-            "post" => {
-                need(1)?;
-                Op::Post { session: ints[0] }
-            }
-            "collect" => {
-                need(2)?;
-                Op::Collect {
-                    session: ints[0],
-                    word: ints[1],
-                }
-            }
-            "correct_x" | "correct_y" | "correct_z" => {
-                need(1)?;
-                Op::CorrectAt {
-                    pauli: match o.tag.as_str() {
+        }
+    }
+
+    /// At least `n` operands.
+    fn need(&self, n: usize) -> Result<(), FrontError> {
+        if self.ints.len() < n {
+            Err(self.bad(format!(
+                "needs at least {n} operands, got {}",
+                self.ints.len()
+            )))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The IR op.
+    fn op(&self) -> Result<Op, FrontError> {
+        if let Some(gate) = Gate::parse(&self.spec.tag) {
+            return self.gate(gate);
+        }
+        self.quantum()
+            .or_else(|| self.classical())
+            .or_else(|| self.runtime())
+            .unwrap_or_else(|| Err(self.bad(format!("unknown op `{}`", self.spec.tag))))
+    }
+
+    fn gate(&self, gate: Gate) -> Result<Op, FrontError> {
+        if self.ints.len() != gate.arity() {
+            return Err(self.bad(format!(
+                "{} acts on {} qubits, got {}",
+                gate.name(),
+                gate.arity(),
+                self.ints.len()
+            )));
+        }
+        Ok(Op::Gate {
+            gate,
+            qubits: self.ints.clone(),
+        })
+    }
+
+    /// Measurement, reset, conditional Paulis and noise; `None` for other tags.
+    fn quantum(&self) -> Option<Result<Op, FrontError>> {
+        let ints = &self.ints;
+        Some(match self.spec.tag.as_str() {
+            "measure" => self.need(2).map(|()| Op::Measure {
+                qubit: ints[0],
+                bit: ints[1],
+            }),
+            "reset" => self.need(1).map(|()| Op::Reset { qubit: ints[0] }),
+            tag @ ("cond_x" | "cond_y" | "cond_z") => self.need(2).map(|()| Op::Cond {
+                pauli: match tag {
+                    "cond_x" => Pauli::X,
+                    "cond_y" => Pauli::Y,
+                    _ => Pauli::Z,
+                },
+                qubit: ints[0],
+                negate: ints[1] != 0,
+                bits: ints[2..].to_vec(),
+            }),
+            tag @ ("bit_flip" | "phase_flip" | "depolarize") => self.noise(tag),
+            _ => return None,
+        })
+    }
+
+    /// A noise channel on one qubit, with the spec's probability.
+    fn noise(&self, tag: &str) -> Result<Op, FrontError> {
+        self.need(1)?;
+        let p = self.spec.p;
+        if !(0.0..=1.0).contains(&p) {
+            return Err(self.bad(format!("probability {p} outside [0, 1]")));
+        }
+        Ok(Op::Noise {
+            channel: match tag {
+                "bit_flip" => Channel::BitFlip(p),
+                "phase_flip" => Channel::PhaseFlip(p),
+                _ => Channel::Depolarize(p),
+            },
+            qubit: self.ints[0],
+        })
+    }
+
+    /// Parity, lookup tables, word bits and outputs; `None` for other tags.
+    fn classical(&self) -> Option<Result<Op, FrontError>> {
+        let ints = &self.ints;
+        Some(match self.spec.tag.as_str() {
+            "parity" => self.need(1).map(|()| Op::Parity {
+                bit: ints[0],
+                bits: ints[1..].to_vec(),
+            }),
+            "lut" => self.need(2).map(|()| Op::Lut {
+                bit: ints[0],
+                table: self.spec.ints[1],
+                bits: ints[2..].to_vec(),
+            }),
+            "word_bit" => self.need(3).map(|()| Op::WordBit {
+                bit: ints[0],
+                word: ints[1],
+                index: ints[2],
+            }),
+            "output" => Ok(Op::Output { bits: ints.clone() }),
+            _ => return None,
+        })
+    }
+
+    /// Decodes, the runtime's session calls and corrections from reply words; `None` for
+    /// other tags.
+    fn runtime(&self) -> Option<Result<Op, FrontError>> {
+        let ints = &self.ints;
+        Some(match self.spec.tag.as_str() {
+            "decode" => self.need(3).map(|()| Op::Decode {
+                word: ints[0],
+                decoder_id: ints[1],
+                coprocessor: ints[2],
+                bits: ints[3..].to_vec(),
+            }),
+            "get_session" => self.need(1).map(|()| Op::GetSession { session: ints[0] }),
+            "stage" => self.need(2).map(|()| Op::Stage {
+                session: ints[0],
+                decoder_id: ints[1],
+                bits: ints[2..].to_vec(),
+            }),
+            "post" => self.need(1).map(|()| Op::Post { session: ints[0] }),
+            "collect" => self.need(2).map(|()| Op::Collect {
+                session: ints[0],
+                word: ints[1],
+            }),
+            tag @ ("correct_x" | "correct_y" | "correct_z") => {
+                self.need(1).map(|()| Op::CorrectAt {
+                    pauli: match tag {
                         "correct_x" => Pauli::X,
                         "correct_y" => Pauli::Y,
                         _ => Pauli::Z,
                     },
                     word: ints[0],
                     qubits: ints[1..].to_vec(),
-                }
+                })
             }
-            "output" => Op::Output { bits: ints.clone() },
-            other => return Err(bad(format!("unknown op `{other}`"))),
-        };
-        m.body.push(op);
+            _ => return None,
+        })
     }
-    Ok(m)
 }
 
 /// The pipeline a placement runs when it names none: implicit QEC with a code, else noise
@@ -383,6 +398,133 @@ mod tests {
         );
         assert_eq!(c.requests, [(0, 0), (0, 1)]);
         assert_eq!(c.rounds_per_shot, 13);
+    }
+
+    #[test]
+    fn every_tag_builds_its_op_and_needs_its_operands() {
+        let noisy = |tag: &str| OpSpec {
+            p: 0.25,
+            ..op(tag, &[4])
+        };
+        let cases = [
+            (op("measure", &[1, 2]), Op::Measure { qubit: 1, bit: 2 }),
+            (op("reset", &[3]), Op::Reset { qubit: 3 }),
+            (
+                op("cond_y", &[1, 1, 5, 6]),
+                Op::Cond {
+                    pauli: Pauli::Y,
+                    qubit: 1,
+                    negate: true,
+                    bits: vec![5, 6],
+                },
+            ),
+            (
+                op("parity", &[0, 1, 2]),
+                Op::Parity {
+                    bit: 0,
+                    bits: vec![1, 2],
+                },
+            ),
+            (
+                op("lut", &[7, 1 << 40, 1]),
+                Op::Lut {
+                    bit: 7,
+                    table: 1 << 40,
+                    bits: vec![1],
+                },
+            ),
+            (
+                op("word_bit", &[1, 2, 3]),
+                Op::WordBit {
+                    bit: 1,
+                    word: 2,
+                    index: 3,
+                },
+            ),
+            (
+                noisy("phase_flip"),
+                Op::Noise {
+                    channel: Channel::PhaseFlip(0.25),
+                    qubit: 4,
+                },
+            ),
+            (
+                op("decode", &[0, 1, 2, 9]),
+                Op::Decode {
+                    word: 0,
+                    decoder_id: 1,
+                    coprocessor: 2,
+                    bits: vec![9],
+                },
+            ),
+            (op("get_session", &[1]), Op::GetSession { session: 1 }),
+            (
+                op("stage", &[1, 2, 3]),
+                Op::Stage {
+                    session: 1,
+                    decoder_id: 2,
+                    bits: vec![3],
+                },
+            ),
+            (op("post", &[1]), Op::Post { session: 1 }),
+            (
+                op("collect", &[1, 2]),
+                Op::Collect {
+                    session: 1,
+                    word: 2,
+                },
+            ),
+            (
+                op("correct_x", &[0, 5, 6]),
+                Op::CorrectAt {
+                    pauli: Pauli::X,
+                    word: 0,
+                    qubits: vec![5, 6],
+                },
+            ),
+            (op("output", &[]), Op::Output { bits: vec![] }),
+        ];
+        for (spec, want) in cases {
+            let m = build(&ghz_header(), std::slice::from_ref(&spec)).unwrap();
+            assert_eq!(m.body, [want], "{}", spec.tag);
+        }
+        for (tag, need) in [
+            ("measure", 2),
+            ("reset", 1),
+            ("cond_z", 2),
+            ("parity", 1),
+            ("lut", 2),
+            ("word_bit", 3),
+            ("depolarize", 1),
+            ("decode", 3),
+            ("get_session", 1),
+            ("stage", 2),
+            ("post", 1),
+            ("collect", 2),
+            ("correct_z", 1),
+        ] {
+            let few = vec![0; need - 1];
+            let e = build(&ghz_header(), &[op(tag, &few)]).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "op 0 (`{tag}`): needs at least {need} operands, got {}",
+                    need - 1
+                )
+            );
+        }
+        let e = build(
+            &ghz_header(),
+            &[OpSpec {
+                p: 2.0,
+                ..noisy("bit_flip")
+            }],
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "op 0 (`bit_flip`): probability 2 outside [0, 1]"
+        );
     }
 
     #[test]

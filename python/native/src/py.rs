@@ -289,9 +289,7 @@ impl FpgaBoard {
             .detach(move || crate::fpga::FpgaBoard::simulated(t, &peer, &config, reply_timeout_us))
             .map_err(|e| {
                 let class = match &e {
-                    crate::fpga::FpgaError::Start(m) if m.contains("does not answer") => {
-                        "CoprocessorUnreachableError"
-                    }
+                    crate::fpga::FpgaError::Unreachable(_) => "CoprocessorUnreachableError",
                     _ => "PlacementError",
                 };
                 err(py, class, e.to_string())

@@ -89,23 +89,37 @@ fn the_corpora_and_their_mutations_run_clean() {
 /// `BACKLINE_BLESS=1 cargo test -p backline-fuzz --test corpus` rewrites them (files of
 /// other names in a corpus — crashes kept as regressions, AFL finds — are left alone).
 fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
-    use backline_wire::{
-        Geometry, HEADER_BYTES, Handshake, HandshakeKind, Kind, RejectReason, SlotHeader,
-        WIRE_VERSION, encode_message,
+    let mut seeds = wire_seeds();
+    seeds.extend(text_seeds());
+    seeds.push(("c-abi", "memcpy-echo", c_abi_seed()));
+    seeds.extend(frame_seeds());
+    seeds.push((
+        "board-config",
+        "sim-board",
+        include_bytes!("../../../firmware/examples/sim-board.toml").to_vec(),
+    ));
+    seeds
+}
+
+/// A wire message of `kind` with decoder id 1.
+fn wire_message(kind: backline_wire::Kind, payload: &[u8], seq: u32) -> Vec<u8> {
+    use backline_wire::{HEADER_BYTES, SlotHeader, WIRE_VERSION, encode_message};
+    let h = SlotHeader {
+        payload_len: payload.len() as u32,
+        decoder_id: 1,
+        status: 0,
+        kind: kind as u8,
+        version: WIRE_VERSION,
+        seq,
     };
-    let message = |kind: Kind, payload: &[u8], seq: u32| {
-        let h = SlotHeader {
-            payload_len: payload.len() as u32,
-            decoder_id: 1,
-            status: 0,
-            kind: kind as u8,
-            version: WIRE_VERSION,
-            seq,
-        };
-        let mut out = vec![0u8; payload.len() + HEADER_BYTES];
-        encode_message(&mut out, &h, payload);
-        out
-    };
+    let mut out = vec![0u8; payload.len() + HEADER_BYTES];
+    encode_message(&mut out, &h, payload);
+    out
+}
+
+/// Seeds of the wire-message, handshake and ring-slots targets.
+fn wire_seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
+    use backline_wire::{Geometry, Handshake, HandshakeKind, Kind, RejectReason};
     let g = Geometry {
         depth: 8,
         slot_bytes: 64,
@@ -115,53 +129,21 @@ fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
     let mut ring = vec![1u8, 0];
     // A ring of two 64-byte slots whose first slot holds round 0's message.
     let mut slot = vec![0u8; 64];
-    let m = message(Kind::Request, b"syndrome", 1);
+    let m = wire_message(Kind::Request, b"syndrome", 1);
     slot[64 - m.len()..].copy_from_slice(&m);
     ring.extend_from_slice(&slot);
     ring.extend_from_slice(&[0u8; 64]);
-
-    // The C ABI: a memcpy coprocessor serving echo and a controller doing three rounds.
-    let create = |role: u8, key: u8| {
-        vec![
-            0, 0, role, key, 0, // create("cpu", role, key, "memcpy" …
-            2, 3, 2, 0, 1, 3, 50, 29, 29, 1, 0xFF,
-            0xFF, // … depth 8, 64 B, 1 in flight, 50 µs, 29 ms
-            1, 1, // with the config, into a valid out pointer
-        ]
-    };
-    let mut abi = create(1, 0);
-    abi.extend([3, 0, 1, 0, 0]); // connect(cop, "", 0)
-    abi.extend([4, 0, 5, 0, 0]); // exchange_keys, establish_channel("memcpy")
-    abi.extend([7, 0, 1, 0, 0]); // set_coprocessor_builtin(0, "echo")
-    abi.extend([8, 0]); // start
-    abi.extend(create(0, 0));
-    abi.extend([3, 1, 2, 0, 0, 0]); // connect(ctl, key 0, 0)
-    abi.extend([4, 1, 5, 1, 0]);
-    abi.extend([6, 1, 1, 8, 0, 8, 0]); // set_message_sizes(8, 8)
-    abi.extend([8, 1]);
-    for r in 0..3u8 {
-        abi.extend([17, 1, 4, b'r', b'o', b'u', b'0' + r]);
-    }
-    abi.extend([15, 7, 0, 0, 0, 15, 99, 0, 0, 0, 16, 40, 0, 1]); // status names, last error
-    abi.extend([14, 1, 14, 0]); // destroy both
-
-    use backline_wire::cuqr::{Call, ResponseHeader};
-    use backline_wire::stream::{StreamReply, StreamRequest};
-    let enqueue = Call::EnqueueSyndromes {
-        decoder_id: 1,
-        counter: 0,
-        mapping_id: 0,
-        num_bits: 12,
-        bits: &[0b1000_0001, 0b0000_0100],
-    };
-
     vec![
         (
             "wire-message",
             "request",
-            message(Kind::Request, b"syndrome", 1),
+            wire_message(Kind::Request, b"syndrome", 1),
         ),
-        ("wire-message", "reply-empty", message(Kind::Reply, b"", 2)),
+        (
+            "wire-message",
+            "reply-empty",
+            wire_message(Kind::Reply, b"", 2),
+        ),
         ("wire-message", "truncated", vec![0u8; 9]),
         ("handshake", "hello", hello.encode().to_vec()),
         (
@@ -181,6 +163,13 @@ fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
         }),
         ("ring-slots", "one-message", ring),
         ("ring-slots", "ones", vec![0xFF; 300]),
+    ]
+}
+
+/// Seeds of the targets that read text: pacer settings, check matrices, detector error
+/// models, responder specs.
+fn text_seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
+    vec![
         ("pacer", "b2b", b"b2b\n0\n0\n1".to_vec()),
         (
             "pacer",
@@ -229,7 +218,50 @@ logical_observable L0\n"
             b"bposd:bb:3,3,x+y,1+x^2:bp_method=ps".to_vec(),
         ),
         ("responder-spec", "steane", b"steane".to_vec()),
-        ("c-abi", "memcpy-echo", abi),
+    ]
+}
+
+/// The C ABI: a memcpy coprocessor serving echo and a controller doing three rounds.
+fn c_abi_seed() -> Vec<u8> {
+    let create = |role: u8, key: u8| {
+        vec![
+            0, 0, role, key, 0, // create("cpu", role, key, "memcpy" …
+            2, 3, 2, 0, 1, 3, 50, 29, 29, 1, 0xFF,
+            0xFF, // … depth 8, 64 B, 1 in flight, 50 µs, 29 ms
+            1, 1, // with the config, into a valid out pointer
+        ]
+    };
+    let mut abi = create(1, 0);
+    abi.extend([3, 0, 1, 0, 0]); // connect(cop, "", 0)
+    abi.extend([4, 0, 5, 0, 0]); // exchange_keys, establish_channel("memcpy")
+    abi.extend([7, 0, 1, 0, 0]); // set_coprocessor_builtin(0, "echo")
+    abi.extend([8, 0]); // start
+    abi.extend(create(0, 0));
+    abi.extend([3, 1, 2, 0, 0, 0]); // connect(ctl, key 0, 0)
+    abi.extend([4, 1, 5, 1, 0]);
+    abi.extend([6, 1, 1, 8, 0, 8, 0]); // set_message_sizes(8, 8)
+    abi.extend([8, 1]);
+    for r in 0..3u8 {
+        abi.extend([17, 1, 4, b'r', b'o', b'u', b'0' + r]);
+    }
+    abi.extend([15, 7, 0, 0, 0, 15, 99, 0, 0, 0, 16, 40, 0, 1]); // status names, last error
+    abi.extend([14, 1, 14, 0]); // destroy both
+
+    abi
+}
+
+/// Seeds of the CUQR frame and stream payload targets.
+fn frame_seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
+    use backline_wire::cuqr::{Call, ResponseHeader};
+    use backline_wire::stream::{StreamReply, StreamRequest};
+    let enqueue = Call::EnqueueSyndromes {
+        decoder_id: 1,
+        counter: 0,
+        mapping_id: 0,
+        num_bits: 12,
+        bits: &[0b1000_0001, 0b0000_0100],
+    };
+    vec![
         ("cuqr-frame", "enqueue", cuqr_request(&enqueue)),
         (
             "cuqr-frame",
@@ -285,11 +317,6 @@ logical_observable L0\n"
             v.truncate(n);
             v
         }),
-        (
-            "board-config",
-            "sim-board",
-            include_bytes!("../../../firmware/examples/sim-board.toml").to_vec(),
-        ),
     ]
 }
 

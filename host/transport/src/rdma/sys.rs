@@ -421,13 +421,48 @@ mod tests {
     use std::mem::{offset_of, size_of};
     use std::process::Command;
 
+    /// `(offsetof(struct T, f), our offset)`.
+    macro_rules! offset {
+        ($t:ident, $f:ident) => {
+            (
+                concat!(
+                    "offsetof(struct ",
+                    stringify!($t),
+                    ", ",
+                    stringify!($f),
+                    ")"
+                ),
+                offset_of!($t, $f),
+            )
+        };
+    }
+    /// `(sizeof(struct T), our size)`.
+    macro_rules! size {
+        ($t:ident) => {
+            (
+                concat!("sizeof(struct ", stringify!($t), ")"),
+                size_of::<$t>(),
+            )
+        };
+    }
+    /// `(C, our value)` of a constant of the same name.
+    macro_rules! constant {
+        ($c:ident) => {
+            (stringify!($c), $c as usize)
+        };
+    }
+
     /// Every offset and constant used above, as (C expression, our value).
     fn facts() -> Vec<(&'static str, usize)> {
+        let mut facts = layout_facts();
+        facts.extend(constant_facts());
+        facts
+    }
+
+    /// The offsets and sizes of the structs laid out above.
+    fn layout_facts() -> Vec<(&'static str, usize)> {
         vec![
-            (
-                "offsetof(struct ibv_context, ops)",
-                offset_of!(ibv_context, ops),
-            ),
+            offset!(ibv_context, ops),
             (
                 "offsetof(struct ibv_context_ops, poll_cq) / sizeof(void *)",
                 OPS_POLL_CQ,
@@ -437,135 +472,45 @@ mod tests {
                 OPS_POST_SEND,
             ),
             ("sizeof(struct ibv_context_ops) / sizeof(void *)", OPS_LEN),
-            (
-                "offsetof(struct ibv_qp, context)",
-                offset_of!(ibv_qp, context),
-            ),
-            (
-                "offsetof(struct ibv_qp, qp_num)",
-                offset_of!(ibv_qp, qp_num),
-            ),
-            (
-                "offsetof(struct ibv_qp, qp_type)",
-                offset_of!(ibv_qp, qp_type),
-            ),
-            (
-                "offsetof(struct ibv_cq, context)",
-                offset_of!(ibv_cq, context),
-            ),
-            ("sizeof(struct ibv_mr)", size_of::<ibv_mr>()),
-            ("offsetof(struct ibv_mr, addr)", offset_of!(ibv_mr, addr)),
-            ("offsetof(struct ibv_mr, lkey)", offset_of!(ibv_mr, lkey)),
-            ("offsetof(struct ibv_mr, rkey)", offset_of!(ibv_mr, rkey)),
+            offset!(ibv_qp, context),
+            offset!(ibv_qp, qp_num),
+            offset!(ibv_qp, qp_type),
+            offset!(ibv_cq, context),
+            size!(ibv_mr),
+            offset!(ibv_mr, addr),
+            offset!(ibv_mr, lkey),
+            offset!(ibv_mr, rkey),
             ("sizeof(union ibv_gid)", size_of::<ibv_gid>()),
             ("_Alignof(union ibv_gid)", std::mem::align_of::<ibv_gid>()),
-            (
-                "sizeof(struct ibv_device_attr)",
-                size_of::<ibv_device_attr>(),
-            ),
-            (
-                "offsetof(struct ibv_device_attr, max_qp_wr)",
-                offset_of!(ibv_device_attr, max_qp_wr),
-            ),
-            (
-                "offsetof(struct ibv_device_attr, max_cqe)",
-                offset_of!(ibv_device_attr, max_cqe),
-            ),
-            (
-                "offsetof(struct ibv_device_attr, phys_port_cnt)",
-                offset_of!(ibv_device_attr, phys_port_cnt),
-            ),
-            ("sizeof(struct ibv_port_attr)", size_of::<ibv_port_attr>()),
-            (
-                "offsetof(struct ibv_port_attr, active_mtu)",
-                offset_of!(ibv_port_attr, active_mtu),
-            ),
-            (
-                "offsetof(struct ibv_port_attr, gid_tbl_len)",
-                offset_of!(ibv_port_attr, gid_tbl_len),
-            ),
-            (
-                "offsetof(struct ibv_port_attr, link_layer)",
-                offset_of!(ibv_port_attr, link_layer),
-            ),
-            (
-                "sizeof(struct ibv_qp_init_attr)",
-                size_of::<ibv_qp_init_attr>(),
-            ),
-            (
-                "offsetof(struct ibv_qp_init_attr, cap)",
-                offset_of!(ibv_qp_init_attr, cap),
-            ),
-            (
-                "offsetof(struct ibv_qp_init_attr, qp_type)",
-                offset_of!(ibv_qp_init_attr, qp_type),
-            ),
-            (
-                "offsetof(struct ibv_qp_init_attr, sq_sig_all)",
-                offset_of!(ibv_qp_init_attr, sq_sig_all),
-            ),
-            ("sizeof(struct ibv_qp_attr)", size_of::<ibv_qp_attr>()),
-            (
-                "offsetof(struct ibv_qp_attr, cap)",
-                offset_of!(ibv_qp_attr, cap),
-            ),
-            (
-                "offsetof(struct ibv_qp_attr, ah_attr)",
-                offset_of!(ibv_qp_attr, ah_attr),
-            ),
-            (
-                "offsetof(struct ibv_qp_attr, pkey_index)",
-                offset_of!(ibv_qp_attr, pkey_index),
-            ),
-            (
-                "offsetof(struct ibv_qp_attr, max_rd_atomic)",
-                offset_of!(ibv_qp_attr, max_rd_atomic),
-            ),
-            (
-                "offsetof(struct ibv_qp_attr, timeout)",
-                offset_of!(ibv_qp_attr, timeout),
-            ),
-            (
-                "offsetof(struct ibv_qp_attr, rnr_retry)",
-                offset_of!(ibv_qp_attr, rnr_retry),
-            ),
-            (
-                "offsetof(struct ibv_qp_attr, rate_limit)",
-                offset_of!(ibv_qp_attr, rate_limit),
-            ),
-            (
-                "offsetof(struct ibv_ah_attr, dlid)",
-                offset_of!(ibv_ah_attr, dlid),
-            ),
-            (
-                "offsetof(struct ibv_ah_attr, is_global)",
-                offset_of!(ibv_ah_attr, is_global),
-            ),
-            (
-                "offsetof(struct ibv_ah_attr, port_num)",
-                offset_of!(ibv_ah_attr, port_num),
-            ),
-            (
-                "offsetof(struct ibv_global_route, sgid_index)",
-                offset_of!(ibv_global_route, sgid_index),
-            ),
-            (
-                "offsetof(struct ibv_global_route, hop_limit)",
-                offset_of!(ibv_global_route, hop_limit),
-            ),
-            ("sizeof(struct ibv_send_wr)", size_of::<ibv_send_wr>()),
-            (
-                "offsetof(struct ibv_send_wr, num_sge)",
-                offset_of!(ibv_send_wr, num_sge),
-            ),
-            (
-                "offsetof(struct ibv_send_wr, opcode)",
-                offset_of!(ibv_send_wr, opcode),
-            ),
-            (
-                "offsetof(struct ibv_send_wr, send_flags)",
-                offset_of!(ibv_send_wr, send_flags),
-            ),
+            size!(ibv_device_attr),
+            offset!(ibv_device_attr, max_qp_wr),
+            offset!(ibv_device_attr, max_cqe),
+            offset!(ibv_device_attr, phys_port_cnt),
+            size!(ibv_port_attr),
+            offset!(ibv_port_attr, active_mtu),
+            offset!(ibv_port_attr, gid_tbl_len),
+            offset!(ibv_port_attr, link_layer),
+            size!(ibv_qp_init_attr),
+            offset!(ibv_qp_init_attr, cap),
+            offset!(ibv_qp_init_attr, qp_type),
+            offset!(ibv_qp_init_attr, sq_sig_all),
+            size!(ibv_qp_attr),
+            offset!(ibv_qp_attr, cap),
+            offset!(ibv_qp_attr, ah_attr),
+            offset!(ibv_qp_attr, pkey_index),
+            offset!(ibv_qp_attr, max_rd_atomic),
+            offset!(ibv_qp_attr, timeout),
+            offset!(ibv_qp_attr, rnr_retry),
+            offset!(ibv_qp_attr, rate_limit),
+            offset!(ibv_ah_attr, dlid),
+            offset!(ibv_ah_attr, is_global),
+            offset!(ibv_ah_attr, port_num),
+            offset!(ibv_global_route, sgid_index),
+            offset!(ibv_global_route, hop_limit),
+            size!(ibv_send_wr),
+            offset!(ibv_send_wr, num_sge),
+            offset!(ibv_send_wr, opcode),
+            offset!(ibv_send_wr, send_flags),
             (
                 "offsetof(struct ibv_send_wr, wr.rdma.remote_addr)",
                 offset_of!(ibv_send_wr, remote_addr),
@@ -574,47 +519,44 @@ mod tests {
                 "offsetof(struct ibv_send_wr, wr.rdma.rkey)",
                 offset_of!(ibv_send_wr, rkey),
             ),
-            ("sizeof(struct ibv_sge)", size_of::<ibv_sge>()),
-            ("sizeof(struct ibv_wc)", size_of::<ibv_wc>()),
-            (
-                "offsetof(struct ibv_wc, status)",
-                offset_of!(ibv_wc, status),
-            ),
-            (
-                "offsetof(struct ibv_wc, vendor_err)",
-                offset_of!(ibv_wc, vendor_err),
-            ),
-            ("IBV_QPT_RC", IBV_QPT_RC as usize),
-            ("IBV_QPS_INIT", IBV_QPS_INIT as usize),
-            ("IBV_QPS_RTR", IBV_QPS_RTR as usize),
-            ("IBV_QPS_RTS", IBV_QPS_RTS as usize),
-            ("IBV_ACCESS_LOCAL_WRITE", IBV_ACCESS_LOCAL_WRITE as usize),
-            ("IBV_ACCESS_REMOTE_WRITE", IBV_ACCESS_REMOTE_WRITE as usize),
-            ("IBV_QP_STATE", IBV_QP_STATE as usize),
-            ("IBV_QP_ACCESS_FLAGS", IBV_QP_ACCESS_FLAGS as usize),
-            ("IBV_QP_PKEY_INDEX", IBV_QP_PKEY_INDEX as usize),
-            ("IBV_QP_PORT", IBV_QP_PORT as usize),
-            ("IBV_QP_AV", IBV_QP_AV as usize),
-            ("IBV_QP_PATH_MTU", IBV_QP_PATH_MTU as usize),
-            ("IBV_QP_TIMEOUT", IBV_QP_TIMEOUT as usize),
-            ("IBV_QP_RETRY_CNT", IBV_QP_RETRY_CNT as usize),
-            ("IBV_QP_RNR_RETRY", IBV_QP_RNR_RETRY as usize),
-            ("IBV_QP_RQ_PSN", IBV_QP_RQ_PSN as usize),
-            ("IBV_QP_MAX_QP_RD_ATOMIC", IBV_QP_MAX_QP_RD_ATOMIC as usize),
-            ("IBV_QP_MIN_RNR_TIMER", IBV_QP_MIN_RNR_TIMER as usize),
-            ("IBV_QP_SQ_PSN", IBV_QP_SQ_PSN as usize),
-            (
-                "IBV_QP_MAX_DEST_RD_ATOMIC",
-                IBV_QP_MAX_DEST_RD_ATOMIC as usize,
-            ),
-            ("IBV_QP_DEST_QPN", IBV_QP_DEST_QPN as usize),
-            ("IBV_WR_RDMA_WRITE", IBV_WR_RDMA_WRITE as usize),
-            ("IBV_SEND_SIGNALED", IBV_SEND_SIGNALED as usize),
-            ("IBV_SEND_INLINE", IBV_SEND_INLINE as usize),
-            ("IBV_WC_SUCCESS", IBV_WC_SUCCESS as usize),
-            ("IBV_WC_WR_FLUSH_ERR", IBV_WC_WR_FLUSH_ERR as usize),
-            ("IBV_WC_RETRY_EXC_ERR", IBV_WC_RETRY_EXC_ERR as usize),
-            ("IBV_PORT_ACTIVE", IBV_PORT_ACTIVE as usize),
+            size!(ibv_sge),
+            size!(ibv_wc),
+            offset!(ibv_wc, status),
+            offset!(ibv_wc, vendor_err),
+        ]
+    }
+
+    /// The enum and flag values named above.
+    fn constant_facts() -> Vec<(&'static str, usize)> {
+        vec![
+            constant!(IBV_QPT_RC),
+            constant!(IBV_QPS_INIT),
+            constant!(IBV_QPS_RTR),
+            constant!(IBV_QPS_RTS),
+            constant!(IBV_ACCESS_LOCAL_WRITE),
+            constant!(IBV_ACCESS_REMOTE_WRITE),
+            constant!(IBV_QP_STATE),
+            constant!(IBV_QP_ACCESS_FLAGS),
+            constant!(IBV_QP_PKEY_INDEX),
+            constant!(IBV_QP_PORT),
+            constant!(IBV_QP_AV),
+            constant!(IBV_QP_PATH_MTU),
+            constant!(IBV_QP_TIMEOUT),
+            constant!(IBV_QP_RETRY_CNT),
+            constant!(IBV_QP_RNR_RETRY),
+            constant!(IBV_QP_RQ_PSN),
+            constant!(IBV_QP_MAX_QP_RD_ATOMIC),
+            constant!(IBV_QP_MIN_RNR_TIMER),
+            constant!(IBV_QP_SQ_PSN),
+            constant!(IBV_QP_MAX_DEST_RD_ATOMIC),
+            constant!(IBV_QP_DEST_QPN),
+            constant!(IBV_WR_RDMA_WRITE),
+            constant!(IBV_SEND_SIGNALED),
+            constant!(IBV_SEND_INLINE),
+            constant!(IBV_WC_SUCCESS),
+            constant!(IBV_WC_WR_FLUSH_ERR),
+            constant!(IBV_WC_RETRY_EXC_ERR),
+            constant!(IBV_PORT_ACTIVE),
         ]
     }
 

@@ -142,7 +142,15 @@ fn bposd_replies_equal_the_cpu_decoders_over_udp_and_shm() {
                     continue;
                 }
                 if rtt == rm::TRACE_SATURATED {
-                    assert!(s.service_cycles + s.fabric_cycles >= u32::from(rtt) - 100);
+                    // Its own service took that long, or the reply queued behind the late
+                    // reply of a round that had timed out: one RC queue pair delivers in
+                    // order, so a reply the engine gave up on still lands first.
+                    let behind_a_timeout = k > 0 && rep.trace[k - 1] == rm::TRACE_TIMEOUT;
+                    assert!(
+                        s.service_cycles + s.fabric_cycles >= u32::from(rtt) - 100
+                            || behind_a_timeout,
+                        "{what} round {k}: saturated, {s:?}"
+                    );
                     continue;
                 }
                 assert_eq!(

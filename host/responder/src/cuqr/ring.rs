@@ -312,6 +312,9 @@ pub(super) fn serve(
         stats.by_status[status as usize].fetch_add(1, Ordering::Relaxed);
         rx.send(&out, peer);
         probes.recorder.stamp(Hop::ReplySent, frame);
+        for d in &mut ring.decoders {
+            d.wake();
+        }
         if let Some(t) = probes.tags.get_mut(frame as usize) {
             *t = FrameTag {
                 status: status as i32,

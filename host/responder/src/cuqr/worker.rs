@@ -178,6 +178,8 @@ pub(super) struct Decoder {
     thread: Option<JoinHandle<()>>,
     /// Ops pushed (the receive thread's own count).
     pushed: u64,
+    /// The decode thread sleeps and has an op to wake up for ([`Decoder::wake`]).
+    wake_pending: bool,
     options: WorkerOptions,
     idle: Duration,
     /// When the last call arrived.
@@ -227,6 +229,7 @@ impl Decoder {
             shared,
             thread: Some(thread),
             pushed: 0,
+            wake_pending: false,
             options,
             idle: f.idle(),
             last: Instant::now(),
@@ -235,11 +238,27 @@ impl Decoder {
         })
     }
 
+    /// Wakes the decode thread if it sleeps through an op pushed since: the receive thread
+    /// calls it once the answer is sent, so that the wake-up (a system call, and maybe the
+    /// woken thread taking this CPU) never delays an answer.
+    pub fn wake(&mut self) {
+        if std::mem::take(&mut self.wake_pending) {
+            self.shared.work.notify_one();
+        }
+    }
+
     /// Pushes `op` (with `bits` for [`Op::Bits`]), waiting for room when the queue is full;
-    /// `false` when the server stopped meanwhile.
+    /// `false` when the server stopped meanwhile. A sleeping decode thread is woken later
+    /// ([`Decoder::wake`]).
     fn push(&mut self, op: Op, bits: &[u8], stop: &dyn Fn() -> bool) -> bool {
+        let mut g = self.shared.lock();
+        if g.len == g.ops.len() {
+            // The decode thread has work: it must not sleep through it while we wait.
+            drop(g);
+            self.wake();
+            g = self.shared.lock();
+        }
         let sh = &*self.shared;
-        let mut g = sh.lock();
         while g.len == g.ops.len() {
             if stop() {
                 return false;
@@ -260,17 +279,14 @@ impl Decoder {
         self.pushed += 1;
         // Release: pairs with the decode thread's Acquire spin (module doc).
         sh.pushed.store(self.pushed, Ordering::Release);
-        let wake = g.worker_asleep;
-        drop(g);
-        if wake {
-            sh.work.notify_one();
-        }
+        self.wake_pending |= g.worker_asleep;
         true
     }
 
     /// Waits until the decode thread has done every op pushed so far, at most the drain
     /// wait; whether it has.
-    fn drain(&self, stop: &dyn Fn() -> bool) -> bool {
+    fn drain(&mut self, stop: &dyn Fn() -> bool) -> bool {
+        self.wake();
         let sh = &*self.shared;
         // Acquire: pairs with the decode thread's Release store of `done`.
         let caught_up = || sh.done.load(Ordering::Acquire) >= self.pushed;
@@ -470,7 +486,7 @@ impl Decoder {
         self.shared.lock().counters
     }
 
-    /// The shutdown line: `NAME: N rounds, M shots finished, …`.
+    /// The shutdown line: `decoder ID (NAME): N rounds, M shots finished, …`.
     pub fn report(&self) -> String {
         let c = self.counters();
         let counter = match self.last_counter {
@@ -478,9 +494,9 @@ impl Decoder {
             None => String::new(),
         };
         format!(
-            "{}: {} rounds, {} shots finished, {} windows decoded, {} calls refused, {} shots \
-             failed, {} idle shots dropped{counter}",
-            self.name, c.rounds, c.shots, c.decodes, c.refused, c.failed, c.stale
+            "decoder {} ({}): {} rounds, {} shots finished, {} windows decoded, {} calls \
+             refused, {} shots failed, {} idle shots dropped{counter}",
+            self.id, self.name, c.rounds, c.shots, c.decodes, c.refused, c.failed, c.stale
         )
     }
 

@@ -431,6 +431,8 @@ fn stop_and_report_hops(
         Some(p) => {
             let t = crate::cmd::hops::load_server(p);
             let _ = std::fs::remove_file(p);
+            // A cuqr server's frames file beside it (`serve --hop-csv`).
+            let _ = std::fs::remove_file(p.with_extension("frames.csv"));
             t?
         }
         None => local_tables,

@@ -32,10 +32,13 @@ pub fn run(c: &ServeConfig, settings: &CuqrSettings) -> anyhow::Result<ExitCode>
     let options = settings.options;
     let serving = Serving::start()?;
     let server = match &settings.rings {
-        Some(rings) => CuqrServer::start_rings(&c.table, rings, options),
-        None => CuqrServer::start(&c.address, &c.table, options),
-    }
-    .with_context(|| format!("serving cuqr frames at udp:{}", c.address))?;
+        Some(rings) => CuqrServer::start_rings(&c.table, rings, options).with_context(|| {
+            let at: Vec<&str> = rings.iter().map(|r| r.address.as_str()).collect();
+            format!("serving cuqr frames on rings at udp:{}", at.join(", udp:"))
+        }),
+        None => CuqrServer::start(&c.address, &c.table, options)
+            .with_context(|| format!("serving cuqr frames at udp:{}", c.address)),
+    }?;
     let addr = server.local_addr();
     let rings: Vec<String> = server
         .rings()

@@ -5,7 +5,13 @@
 //! The decoder is reached through a [`StreamLink`]: [`SessionLink`] — a `stream:` coprocessor
 //! function over any backline transport, one operation per message
 //! ([`backline_wire::stream`]) — or [`CuqrLink`] — a server of NVIDIA's realtime RPC frames over
-//! UDP ([`backline_wire::cuqr`]), backline's (`backline serve --protocol cuqr`) or anyone's.
+//! UDP ([`backline_wire::cuqr`]), backline's (`backline serve --protocol cuqr`) or anyone's,
+//! called as NVIDIA's producer calls it (cudaqx `rpc_producer.cpp`): one call at a time, each
+//! waiting for its answer; the counter 0 or `(shot << 16) | round` ([`Counter`]); unpadded
+//! arguments; a `get_corrections` answered `not_ready` asked again until it is ready. The
+//! order of the calls of a shot is the link's ([`StreamLink::order`]): NVIDIA's
+//! (`reset_decoder`, the rounds, `get_corrections` without reset) over CUQR, the rounds then
+//! `get_corrections` with reset over backline's protocol.
 //! [`run`] times each call from just before its request leaves to just after its reply is in:
 //! the *enqueue* trace has one row per round (`enqueue_syndromes` round trips, a window's inner
 //! decode included when the round completes one), the *corrections* trace one per shot (the
@@ -67,8 +73,32 @@ pub enum LinkError {
     Io(#[from] std::io::Error),
 }
 
+/// The order of a shot's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallOrder {
+    /// The rounds, then `get_corrections` with reset.
+    ResetAfter,
+    /// NVIDIA's producer: `reset_decoder`, the rounds, then `get_corrections` without reset.
+    ResetFirst,
+}
+
+/// The counter of the enqueues of a CUQR client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counter {
+    /// 0 on every round (NVIDIA's default).
+    Zero,
+    /// `(shot << 16) | round` (NVIDIA's producer's convention).
+    ShotRound,
+}
+
 /// A way to a streaming decoder.
 pub trait StreamLink {
+    /// A new shot begins (its index from 0), before its first call.
+    fn begin_shot(&mut self, _shot: u64) {}
+    /// The order of a shot's calls over this link.
+    fn order(&self) -> CallOrder {
+        CallOrder::ResetAfter
+    }
     /// `enqueue_syndromes`: round `round` of the shot, `bits` detection events packed
     /// LSB-first in `packed`.
     fn enqueue(&mut self, round: u32, bits: usize, packed: &[u8]) -> Result<LinkReply, LinkError>;
@@ -177,18 +207,26 @@ impl PayloadLink for SessionLink<'_> {
     }
 }
 
-/// A client of a CUQR server over UDP: one datagram per call, the reply matched by request id
-/// (replies to earlier, timed-out calls are skipped).
+/// A client of a CUQR server over UDP that calls it as NVIDIA's producer does: one datagram
+/// per call, its unpadded frame; request ids as NVIDIA's (an enqueue's is the low 32 bits of
+/// its counter, the others count up from 1); the reply matched by request id (replies to
+/// earlier, timed-out calls are skipped, unless their id is the same: with the counter 0 every
+/// enqueue's is); a `get_corrections` answered `not_ready` asked again until it is ready or
+/// the timeout.
 pub struct CuqrLink {
     sock: UdpSocket,
     decoder_id: i64,
     timeout: Duration,
     spin: Duration,
     next_id: u32,
+    counter: Counter,
+    shot: u64,
     frame: Vec<u8>,
     reply: Vec<u8>,
     /// Replies that answered no call of this wait (late, or not ours).
     pub strays: u64,
+    /// `get_corrections` asked again after `not_ready`.
+    pub not_ready_polls: u64,
 }
 
 impl CuqrLink {
@@ -218,15 +256,30 @@ impl CuqrLink {
             timeout,
             spin,
             next_id: 1,
+            counter: Counter::Zero,
+            shot: 0,
             frame: vec![0; slot_bytes],
             reply: vec![0; slot_bytes + 1],
             strays: 0,
+            not_ready_polls: 0,
         })
     }
 
+    /// The counter convention of the enqueues (default [`Counter::Zero`]).
+    pub fn with_counter(mut self, counter: Counter) -> CuqrLink {
+        self.counter = counter;
+        self
+    }
+
     fn call(&mut self, call: &Call<'_>, out: &mut [u8]) -> Result<LinkReply, LinkError> {
-        let id = self.next_id;
-        self.next_id = self.next_id.wrapping_add(1);
+        let id = match call {
+            Call::EnqueueSyndromes { counter, .. } => *counter as u32,
+            _ => {
+                let id = self.next_id;
+                self.next_id = self.next_id.wrapping_add(1).max(1);
+                id
+            }
+        };
         let n = cuqr::encode_request(&mut self.frame, id, 0, call)
             .map_err(|e| LinkError::Malformed(format!("request: {e}")))?;
         loop {
@@ -290,11 +343,23 @@ impl CuqrLink {
 }
 
 impl StreamLink for CuqrLink {
+    fn begin_shot(&mut self, shot: u64) {
+        self.shot = shot;
+    }
+
+    fn order(&self) -> CallOrder {
+        CallOrder::ResetFirst
+    }
+
     fn enqueue(&mut self, round: u32, bits: usize, packed: &[u8]) -> Result<LinkReply, LinkError> {
+        let counter = match self.counter {
+            Counter::Zero => 0,
+            Counter::ShotRound => cuqr::shot_round_counter(self.shot, u64::from(round)),
+        };
         self.call(
             &Call::EnqueueSyndromes {
                 decoder_id: self.decoder_id,
-                counter: round as i64,
+                counter,
                 mapping_id: 0,
                 num_bits: bits as i64,
                 bits: packed,
@@ -309,14 +374,19 @@ impl StreamLink for CuqrLink {
         reset: bool,
         out: &mut [u8],
     ) -> Result<LinkReply, LinkError> {
-        self.call(
-            &Call::GetCorrections {
-                decoder_id: self.decoder_id,
-                return_size: observables as i64,
-                reset,
-            },
-            out,
-        )
+        let call = Call::GetCorrections {
+            decoder_id: self.decoder_id,
+            return_size: observables as i64,
+            reset,
+        };
+        let start = Instant::now();
+        loop {
+            let r = self.call(&call, out)?;
+            if r.status != Some(CallStatus::NotReady) || start.elapsed() >= self.timeout {
+                return Ok(r);
+            }
+            self.not_ready_polls += 1;
+        }
     }
 
     fn reset(&mut self) -> Result<LinkReply, LinkError> {
@@ -411,6 +481,20 @@ fn row(round: u64, rtt_ns: f64, status: RoundStatus) -> TraceRow {
     }
 }
 
+/// A shot's first step: `reset_decoder` when the link resets first (NVIDIA's order); the
+/// status when it was refused.
+fn begin_shot(link: &mut dyn StreamLink, shot: u64) -> Result<Option<CallStatus>, LinkError> {
+    link.begin_shot(shot);
+    if link.order() != CallOrder::ResetFirst {
+        return Ok(None);
+    }
+    let r = link.reset()?;
+    Ok(match r.status {
+        Some(CallStatus::Ok) => None,
+        s => Some(s.unwrap_or(CallStatus::InternalError)),
+    })
+}
+
 /// Streams `cfg.shots` shots of `dem` through `link`.
 pub fn run(
     link: &mut dyn StreamLink,
@@ -457,6 +541,17 @@ pub fn run(
         for (r, p) in layout.iter().zip(packed.iter_mut()) {
             pack(&events[r.clone()], p);
         }
+        match begin_shot(link, shot) {
+            Ok(None) => {}
+            Ok(Some(status)) => {
+                out.refused[status as usize] += 1;
+                continue;
+            }
+            Err(e) => {
+                out.error = Some(e);
+                break;
+            }
+        }
         let mut refused = None;
         for (r, p) in packed.iter().enumerate() {
             let t0 = Instant::now();
@@ -491,7 +586,8 @@ pub fn run(
             continue;
         }
         let t0 = Instant::now();
-        let reply = link.get_corrections(k, true, &mut result);
+        let reset = link.order() == CallOrder::ResetAfter;
+        let reply = link.get_corrections(k, reset, &mut result);
         let rtt = t0.elapsed().as_nanos() as f64;
         match reply {
             Ok(rep) if rep.status == Some(CallStatus::Ok) && rep.is_final && rep.len == kb => {

@@ -59,7 +59,8 @@ const EXAMPLES: [(&str, &str); 7] = [
     (
         "serve",
         "  backline serve --transport udp --bind 127.0.0.1:7878 --fn 0=steane\n  \
-         backline serve --transport shm --name dec --fn 0=bposd:hgp13 --pin 1",
+         backline serve --transport shm --name dec --fn 0=bposd:hgp13 --pin 1\n  \
+         backline serve --protocol cuqr --fn 0=stream:m.dem --fn 1=stream:m.dem --ring 0=7979 --ring 1=7980",
     ),
     (
         "decode",

@@ -148,9 +148,13 @@ fn bench_speaks_cuqr_to_serve_over_loopback_udp() {
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    // Each bench: 2000 calls and 2000 floor frames, answered invalid_decoder.
+    // Each bench: 200 shots of NVIDIA's producer's calls (reset_decoder, 9 rounds,
+    // get_corrections: 2200 calls) and 2000 floor frames, answered invalid_decoder.
     assert!(
-        err.contains("stopped after 8000 frames (ok=4000 invalid_decoder=4000)"),
+        err.contains(
+            "stopped after 8400 frames (ok=4400 invalid_decoder=4000); 0 frames dropped \
+             unanswered (none)"
+        ),
         "{err}"
     );
     assert!(err.contains("200 shots finished"), "{err}");
@@ -191,10 +195,19 @@ fn bad_streaming_set_ups_are_errors() {
         .unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("one call at a time"));
     let o = Command::new(BIN)
-        .args(["serve", "--protocol", "cuqr", "--fn", &format!("0={s}")])
+        .args([
+            "serve",
+            "--protocol",
+            "cuqr",
+            "--transport",
+            "shm",
+            "--fn",
+            &format!("0={s}"),
+        ])
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&o.stderr).contains("add --transport udp"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("runs over udp, not --transport shm"), "{err}");
     let o = Command::new(BIN)
         .args([
             "serve",

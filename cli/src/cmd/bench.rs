@@ -105,6 +105,10 @@ pub struct Args {
     /// Decoder id of the requests when --peer serves a single function [default: 0].
     #[arg(long)]
     pub decoder_id: Option<u32>,
+    /// --protocol cuqr: the counter of each enqueue_syndromes: zero (NVIDIA's default) or
+    /// shot-round ((shot << 16) | round, NVIDIA's producer's convention) [default: zero].
+    #[arg(long, value_enum)]
+    pub counter: Option<CounterArg>,
     /// Longest wait for one reply, in ms (1 ..= 3600000), before the run stops with a timeout.
     #[arg(long, default_value_t = 1000)]
     pub timeout_ms: u64,
@@ -143,12 +147,24 @@ pub struct Args {
     pub hop_csv: Option<PathBuf>,
 }
 
+/// `--counter`: the counter convention of a CUQR client. (Plain comments on the variants:
+/// clap lists the values in one line.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CounterArg {
+    // 0 on every round.
+    Zero,
+    // (shot << 16) | round.
+    ShotRound,
+}
+
 /// A bench, validated: what [`session::run`] and [`report`] work from.
 pub struct BenchConfig {
     /// The fabric.
     pub transport: TransportKind,
     /// `--protocol cuqr`: CUQR frames over UDP.
     pub cuqr: bool,
+    /// The counter of a CUQR client's enqueues.
+    pub counter: backline_bench::stream::Counter,
     /// The responders, in run order.
     pub responders: Vec<String>,
     /// The streaming plan of each `stream:` responder.
@@ -252,6 +268,10 @@ impl BenchConfig {
                 }),
             transport,
             cuqr,
+            counter: match a.counter {
+                Some(CounterArg::ShotRound) => backline_bench::stream::Counter::ShotRound,
+                _ => backline_bench::stream::Counter::Zero,
+            },
             responders,
             plans,
             requests,
@@ -328,6 +348,9 @@ fn check_streams(
     plans: &[Option<StreamPlan>],
 ) -> anyhow::Result<()> {
     let streams = plans.iter().filter(|p| p.is_some()).count();
+    if a.counter.is_some() && !cuqr {
+        bail!("--counter is the counter of CUQR frames: add --protocol cuqr");
+    }
     if cuqr && streams < responders.len() {
         bail!(
             "--protocol cuqr carries the calls of streaming decoders: every responder must be a \

@@ -166,9 +166,9 @@ pub fn json_fields(
     m
 }
 
-/// The CUQR floor: `rounds` `reset_decoder` calls for a decoder id no server has
-/// (`i64::MIN`), each answered `invalid_decoder` after the frame is parsed — the server's
-/// frame path with nothing to decode.
+/// The CUQR floor: `rounds` `get_corrections` calls for a decoder id no server has
+/// (`i64::MIN`), each answered `invalid_decoder` once the frame's header and decoder id are
+/// read — the server's frame path with nothing to decode.
 pub fn cuqr_floor(
     peer: &str,
     slot_bytes: usize,
@@ -179,13 +179,14 @@ pub fn cuqr_floor(
     let mut link = sb::CuqrLink::connect(peer, i64::MIN, slot_bytes, timeout, spin)
         .with_context(|| format!("connecting to the cuqr server at {peer}"))?;
     let mut out = Vec::with_capacity(rounds as usize);
+    let mut result = [0u8; 1];
     for _ in 0..rounds {
         let t0 = Instant::now();
-        let r = link.reset()?;
+        let r = link.get_corrections(1, false, &mut result)?;
         out.push(t0.elapsed().as_nanos() as f64);
         if r.status != Some(backline_wire::cuqr::CallStatus::InvalidDecoder) {
             anyhow::bail!(
-                "the cuqr server at {peer} answered reset_decoder({}) with {:?}, not invalid_decoder",
+                "the cuqr server at {peer} answered get_corrections({}) with {:?}, not invalid_decoder",
                 i64::MIN,
                 r.status
             );

@@ -10,9 +10,10 @@
 //! `gamma0`, …). Example: `stream:surface.dem:bposd:window=5;commit=3;max_iter=30`.
 //!
 //! Each request is one operation of [`backline_wire::stream`] (enqueue a round, get the
-//! corrections, reset), and each reply starts with a [`CallStatus`]; the CUQR server
-//! ([`crate::cuqr`]) calls the same typed operations ([`StreamFunction::enqueue`],
-//! [`StreamFunction::get_corrections`], [`StreamFunction::reset`]). The rules of a stream:
+//! corrections, reset), and each reply starts with a [`CallStatus`]. (The CUQR server,
+//! [`crate::cuqr`], follows NVIDIA's rules instead: it takes a decoder of the same model and
+//! settings, [`StreamFunction::fresh_decoder`], onto a decode thread of its own.) The rules
+//! of a stream served over backline's protocol:
 //!
 //! - round `r` of a shot is accepted only after rounds `0..r`; a later round than the next one
 //!   means rounds were lost: [`CallStatus::SyndromesDropped`], latched until a reset; an
@@ -281,6 +282,19 @@ impl StreamFunction {
     /// Detectors of round `r`, `None` past the last round.
     pub fn round_bits(&self, r: usize) -> Option<usize> {
         self.round_bits.get(r).map(|&n| n as usize)
+    }
+
+    /// A streaming decoder of this stream's model and settings with no shot in it (for a
+    /// server that decodes on a thread of its own: the CUQR server).
+    pub fn fresh_decoder(&self) -> StreamDecoder {
+        let mut dec = self.lock().dec.clone();
+        dec.reset();
+        dec
+    }
+
+    /// How long a shot may be left mid-way before it is dropped.
+    pub fn idle(&self) -> Duration {
+        self.idle
     }
 
     /// The counters so far.

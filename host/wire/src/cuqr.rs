@@ -23,17 +23,25 @@
 //! | 12 | 4 | request id (echoed) |
 //! | 16 | 8 | timestamp (echoed) |
 //!
-//! Arguments ([`Call`]): `enqueue_syndromes` — `i64` decoder id, `i64` counter, `i64` syndrome
-//! mapping id, `i64` number of syndrome bits, then the bits packed LSB-first (bit `i` is bit
-//! `i % 8` of byte `i / 8`), zero-padded to a multiple of 8 bytes; `get_corrections` — `i64`
-//! decoder id, `i64` return size (bits), `u8` reset, 7 zero bytes; `reset_decoder` — `i64`
-//! decoder id. The result of an `ok` `get_corrections` is the return size's bits packed
-//! LSB-first, `⌈return size / 8⌉` bytes.
+//! Arguments ([`Call`]), as NVIDIA's producer writes them (no padding anywhere:
+//! cudaqx `decoder_rpc_wire_format.h`): `enqueue_syndromes` — `i64` decoder id, `i64` counter
+//! (an opaque tag: 0, or `(shot << 16) | round` by the producer's convention,
+//! [`shot_round_counter`]), `i64` syndrome mapping id, `i64` number of syndrome bits, then the
+//! bits packed LSB-first (bit `i` is bit `i % 8` of byte `i / 8`), `⌈n/8⌉` bytes: 32 + `⌈n/8⌉`
+//! bytes in all; `get_corrections` — `i64` decoder id, `i64` return size (bits), `u8` reset
+//! (any non-zero byte resets): 17 bytes; `reset_decoder` — `i64` decoder id: 8 bytes. The
+//! result of an `ok` `get_corrections` is the return size's bits packed LSB-first,
+//! `⌈return size / 8⌉` bytes.
 //!
-//! [`parse_request`] reads a frame into typed values, checking every length against the frame
-//! before it reads; it accepts the arguments with or without their trailing zero padding, and
-//! ignores the unused bytes of a slot after them. [`encode_request`] writes the padded form.
-//! Nothing here allocates.
+//! [`parse_request`] reads a frame into typed values as NVIDIA's decoding server does
+//! (cudaqx `RpcSlot.h`), checking every length against the frame before it reads: an
+//! argument length at least the call's fixed part and within the frame; for an enqueue, 1 to
+//! [`MAX_SYNDROME_BITS`] bits whose `⌈n/8⌉` bytes lie inside the arguments. Bytes after those a
+//! call reads (padding, extra bytes, the unused rest of a slot) are ignored, and so are the
+//! bits of the last syndrome byte past the count. [`FrameError::is_dropped`] says which errors
+//! a server drops without an answer (no header, a wrong magic, an unknown function id) and
+//! which it answers `bad_request`. [`encode_request`] writes NVIDIA's unpadded form. Nothing
+//! here allocates.
 
 /// The request magic, `'CUQR'` as a little-endian `u32`.
 pub const REQUEST_MAGIC: u32 = 0x4355_5152;
@@ -43,16 +51,23 @@ pub const RESPONSE_MAGIC: u32 = 0x4355_5153;
 pub const HEADER_BYTES: usize = 24;
 /// Default slot size: one datagram carries one slot of this many bytes.
 pub const DEFAULT_SLOT_BYTES: usize = 256;
-/// Default slots (requests a client may have outstanding).
+/// Default slots of a ring (NVIDIA's `--num-slots`: requests in the server's ring before the
+/// receiver waits).
 pub const DEFAULT_SLOTS: usize = 8;
+/// The most syndrome bits one `enqueue_syndromes` may carry (cudaqx `kMaxSyndromeBits`).
+pub const MAX_SYNDROME_BITS: i64 = 1 << 20;
 /// Bytes of the fixed `enqueue_syndromes` arguments before the bits.
 pub const ENQUEUE_FIXED_BYTES: usize = 32;
-/// Bytes of the `get_corrections` arguments without their padding (`i64`, `i64`, `u8`).
+/// Bytes of the `get_corrections` arguments (`i64`, `i64`, `u8`; no padding).
 pub const GET_CORRECTIONS_BYTES: usize = 17;
-/// Bytes of the `get_corrections` arguments padded to 8 bytes, as written.
-pub const GET_CORRECTIONS_PADDED_BYTES: usize = 24;
 /// Bytes of the `reset_decoder` arguments.
 pub const RESET_BYTES: usize = 8;
+
+/// The counter of NVIDIA's producer convention: `(shot << 16) | round` (the round in the low
+/// 16 bits). The counter is a tag: servers carry it and never judge it.
+pub const fn shot_round_counter(shot: u64, round: u64) -> i64 {
+    ((shot << 16) | (round & 0xFFFF)) as i64
+}
 
 /// FNV-1a, 32-bit (offset basis `0x811C9DC5`, prime `0x01000193`): how a call's name becomes
 /// its function id.
@@ -140,14 +155,16 @@ pub enum CallStatus {
     InvalidDecoder = 1,
     /// The request is malformed, or does not fit the decoder (lengths, sizes, ids, order).
     BadRequest = 2,
-    /// The decoder failed.
+    /// The decoder failed (over CUQR: a failure of an earlier, already answered
+    /// `enqueue_syndromes`, reported at the next `get_corrections` until a reset).
     InternalError = 3,
-    /// Nothing to answer yet (`get_corrections` before any syndrome of the shot).
+    /// Nothing to answer yet: the shot's last decode block is not done.
     NotReady = 4,
-    /// The decoder is in the middle of another client's shot.
+    /// The decoder is in the middle of another client's shot (declared by NVIDIA, never sent
+    /// by its server; backline's CUQR server only with `--strict-counter`).
     Busy = 5,
     /// A round of the shot was lost (its counter was skipped); the shot stays failed until
-    /// `reset_decoder`.
+    /// `reset_decoder` (as [`CallStatus::Busy`]: over CUQR only with `--strict-counter`).
     SyndromesDropped = 6,
 }
 
@@ -224,14 +241,15 @@ pub enum Call<'a> {
     EnqueueSyndromes {
         /// The decoder (one stream per decoder).
         decoder_id: i64,
-        /// The round's index in the shot, counted from 0 after a reset.
+        /// An opaque tag (0 by NVIDIA's default, `(shot << 16) | round` by its producer's
+        /// convention): carried, never judged, unless a server is asked to.
         counter: i64,
         /// Which syndrome mapping (backline serves mapping 0 only).
         mapping_id: i64,
         /// Syndrome bits.
         num_bits: i64,
-        /// `⌈num_bits / 8⌉` bytes, LSB-first; bits past `num_bits` in the last byte must be 0
-        /// (the decoder checks).
+        /// `⌈num_bits / 8⌉` bytes, LSB-first; bits past `num_bits` in the last byte are not
+        /// part of the call (a reader ignores them).
         bits: &'a [u8],
     },
     /// `get_corrections(decoder_id, return_size, reset)`.
@@ -240,7 +258,7 @@ pub enum Call<'a> {
         decoder_id: i64,
         /// Bits asked for (the decoder's number of observables).
         return_size: i64,
-        /// Start a new shot after answering.
+        /// Clear the corrections after answering (the reset byte was non-zero).
         reset: bool,
     },
     /// `reset_decoder(decoder_id)`.
@@ -269,11 +287,11 @@ impl Call<'_> {
         }
     }
 
-    /// Bytes of its arguments as [`encode_request`] writes them (padded).
+    /// Bytes of its arguments as [`encode_request`] writes them (NVIDIA's unpadded form).
     pub const fn arg_bytes(&self) -> usize {
         match self {
-            Call::EnqueueSyndromes { bits, .. } => ENQUEUE_FIXED_BYTES + align8(bits.len()),
-            Call::GetCorrections { .. } => GET_CORRECTIONS_PADDED_BYTES,
+            Call::EnqueueSyndromes { bits, .. } => ENQUEUE_FIXED_BYTES + bits.len(),
+            Call::GetCorrections { .. } => GET_CORRECTIONS_BYTES,
             Call::ResetDecoder { .. } => RESET_BYTES,
         }
     }
@@ -288,7 +306,8 @@ pub struct Request<'a> {
     pub call: Call<'a>,
 }
 
-/// Why a frame is not a well-formed request or response. Each maps to a status
+/// Why a frame is not a well-formed request or response. A server drops the first three
+/// without an answer ([`FrameError::is_dropped`]) and answers the others with their status
 /// ([`FrameError::status`]); none allocates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "std", derive(thiserror::Error))]
@@ -326,23 +345,21 @@ pub enum FrameError {
         /// Present.
         available: usize,
     },
-    /// The argument length does not fit the call.
+    /// The argument length is shorter than the call's fixed arguments.
     #[cfg_attr(
         feature = "std",
-        error("{function:?} takes {min}..={max} bytes of arguments, not {found}")
+        error("{function:?} takes at least {min} bytes of arguments, not {found}")
     )]
     ArgLength {
         /// The call.
         function: Function,
         /// Fewest bytes.
         min: usize,
-        /// Most bytes.
-        max: usize,
         /// Announced.
         found: u32,
     },
-    /// A negative or impossibly large number of syndrome bits, or one whose packed bytes do
-    /// not match the argument length.
+    /// A number of syndrome bits outside 1 ..= [`MAX_SYNDROME_BITS`], or one whose packed
+    /// bytes do not fit the arguments.
     #[cfg_attr(
         feature = "std",
         error("{num_bits} syndrome bits do not fit the {bytes} bytes that follow them")
@@ -353,9 +370,6 @@ pub enum FrameError {
         /// Bytes after the fixed arguments.
         bytes: usize,
     },
-    /// A reset flag other than 0 or 1.
-    #[cfg_attr(feature = "std", error("reset flag {0} is neither 0 nor 1"))]
-    ResetFlag(u8),
     /// The output buffer is too small for the frame.
     #[cfg_attr(
         feature = "std",
@@ -378,11 +392,17 @@ impl FrameError {
             _ => CallStatus::BadRequest,
         }
     }
-}
 
-/// `n` rounded up to a multiple of 8.
-pub const fn align8(n: usize) -> usize {
-    (n + 7) & !7
+    /// Whether a server drops a request with this error unanswered, as NVIDIA's UDP
+    /// transceiver and dispatcher do (cuda-quantum `udp_transceiver.cpp`, `host_dispatcher.cu`):
+    /// no header, a wrong magic or an unknown function id. The others are answered
+    /// [`FrameError::status`], their request id and timestamp echoed.
+    pub const fn is_dropped(self) -> bool {
+        matches!(
+            self,
+            FrameError::Short(_) | FrameError::Magic { .. } | FrameError::UnknownFunction(_)
+        )
+    }
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -405,8 +425,9 @@ pub fn echo_fields(frame: &[u8]) -> Option<(u32, u64)> {
     (frame.len() >= HEADER_BYTES).then(|| (u32_at(frame, 12), u64_at(frame, 16)))
 }
 
-/// Parses a request frame (a datagram, or a slot with unused bytes after the arguments).
-pub fn parse_request(frame: &[u8]) -> Result<Request<'_>, FrameError> {
+/// The header of a request frame and its call, before the arguments are read: what a server
+/// needs to drop a frame ([`FrameError::is_dropped`]) or route it.
+pub fn parse_header(frame: &[u8]) -> Result<(RequestHeader, Function), FrameError> {
     if frame.len() < HEADER_BYTES {
         return Err(FrameError::Short(frame.len()));
     }
@@ -425,6 +446,22 @@ pub fn parse_request(frame: &[u8]) -> Result<Request<'_>, FrameError> {
     };
     let function = Function::from_id(header.function_id)
         .ok_or(FrameError::UnknownFunction(header.function_id))?;
+    Ok((header, function))
+}
+
+/// The decoder id of a request (its first argument), when its header parses, it announces
+/// at least 8 bytes of arguments and the frame holds them: how NVIDIA's server routes a frame
+/// before it reads the rest (cudaqx `RpcSlot.h`, `peek_decoder_id`; an argument length past
+/// the frame is found out by [`parse_request`] next).
+pub fn peek_decoder_id(frame: &[u8]) -> Option<i64> {
+    let (h, _) = parse_header(frame).ok()?;
+    (h.arg_len >= 8 && frame.len() >= HEADER_BYTES + 8).then(|| i64_at(frame, HEADER_BYTES))
+}
+
+/// Parses a request frame (a datagram, or a whole slot with unused bytes after the
+/// arguments), as NVIDIA's server does: see the module's doc.
+pub fn parse_request(frame: &[u8]) -> Result<Request<'_>, FrameError> {
+    let (header, function) = parse_header(frame)?;
     let available = frame.len() - HEADER_BYTES;
     if header.arg_len as usize > available {
         return Err(FrameError::BeyondFrame {
@@ -433,55 +470,48 @@ pub fn parse_request(frame: &[u8]) -> Result<Request<'_>, FrameError> {
         });
     }
     let args = &frame[HEADER_BYTES..HEADER_BYTES + header.arg_len as usize];
-    let arg_len = |min: usize, max: usize| {
-        if (min..=max).contains(&args.len()) {
+    let at_least = |min: usize| {
+        if args.len() >= min {
             Ok(())
         } else {
             Err(FrameError::ArgLength {
                 function,
                 min,
-                max,
                 found: header.arg_len,
             })
         }
     };
     let call = match function {
         Function::EnqueueSyndromes => {
-            arg_len(ENQUEUE_FIXED_BYTES, u32::MAX as usize)?;
+            at_least(ENQUEUE_FIXED_BYTES)?;
             let num_bits = i64_at(args, 24);
             let rest = &args[ENQUEUE_FIXED_BYTES..];
-            let bad = FrameError::BitCount {
-                num_bits,
-                bytes: rest.len(),
-            };
-            // The bits, then up to the next multiple of 8 bytes of padding.
-            let need = usize::try_from(num_bits).map_err(|_| bad)?.div_ceil(8);
-            if rest.len() < need || rest.len() > align8(need) {
-                return Err(bad);
+            if !(1..=MAX_SYNDROME_BITS).contains(&num_bits)
+                || rest.len() < (num_bits as usize).div_ceil(8)
+            {
+                return Err(FrameError::BitCount {
+                    num_bits,
+                    bytes: rest.len(),
+                });
             }
             Call::EnqueueSyndromes {
                 decoder_id: i64_at(args, 0),
                 counter: i64_at(args, 8),
                 mapping_id: i64_at(args, 16),
                 num_bits,
-                bits: &rest[..need],
+                bits: &rest[..(num_bits as usize).div_ceil(8)],
             }
         }
         Function::GetCorrections => {
-            arg_len(GET_CORRECTIONS_BYTES, GET_CORRECTIONS_PADDED_BYTES)?;
-            let reset = match args[16] {
-                0 => false,
-                1 => true,
-                v => return Err(FrameError::ResetFlag(v)),
-            };
+            at_least(GET_CORRECTIONS_BYTES)?;
             Call::GetCorrections {
                 decoder_id: i64_at(args, 0),
                 return_size: i64_at(args, 8),
-                reset,
+                reset: args[16] != 0,
             }
         }
         Function::ResetDecoder => {
-            arg_len(RESET_BYTES, RESET_BYTES)?;
+            at_least(RESET_BYTES)?;
             Call::ResetDecoder {
                 decoder_id: i64_at(args, 0),
             }
@@ -490,7 +520,8 @@ pub fn parse_request(frame: &[u8]) -> Result<Request<'_>, FrameError> {
     Ok(Request { header, call })
 }
 
-/// Writes a request frame (header and padded arguments) into `out`; returns its length.
+/// Writes a request frame (header and unpadded arguments, NVIDIA's form) into `out`; returns
+/// its length.
 pub fn encode_request(
     out: &mut [u8],
     request_id: u32,
@@ -649,52 +680,66 @@ mod tests {
     }
 
     #[test]
-    fn enqueue_matches_the_published_layout() {
-        // Header: magic, function id, 40 bytes of arguments, request id 7, timestamp
-        // 0x0102030405060708. Arguments: decoder 3, counter 2, mapping 0, 10 bits
-        // (0b10_0000_0101: bits 0, 2 and 9), padded to 8 bytes.
+    fn enqueue_matches_nvidias_unpadded_layout() {
+        // Header: magic, function id, 34 bytes of arguments (32 + ⌈10/8⌉, no padding),
+        // request id 7, timestamp 0x0102030405060708. Arguments: decoder 3, counter
+        // (shot 2 << 16) | round 1, mapping 0, 10 bits (0b10_0000_0101: bits 0, 2 and 9).
         let want = hex(
-            "52 51 55 43  82 be d8 7e  28 00 00 00  07 00 00 00  08 07 06 05 04 03 02 01
-             03 00 00 00 00 00 00 00  02 00 00 00 00 00 00 00  00 00 00 00 00 00 00 00
-             0a 00 00 00 00 00 00 00  05 02 00 00 00 00 00 00",
+            "52 51 55 43  82 be d8 7e  22 00 00 00  07 00 00 00  08 07 06 05 04 03 02 01
+             03 00 00 00 00 00 00 00  01 00 02 00 00 00 00 00  00 00 00 00 00 00 00 00
+             0a 00 00 00 00 00 00 00  05 02",
         );
         let call = Call::EnqueueSyndromes {
             decoder_id: 3,
-            counter: 2,
+            counter: shot_round_counter(2, 1),
             mapping_id: 0,
             num_bits: 10,
             bits: &[0x05, 0x02],
         };
         let mut out = [0xAAu8; 64];
         let n = encode_request(&mut out, 7, 0x0102_0304_0506_0708, &call).unwrap();
-        assert_eq!(n, 64);
-        assert_eq!(out, want);
-        let r = parse_request(&want).unwrap();
+        assert_eq!(n, 58);
+        assert_eq!(out[..58], want[..58]);
+        let r = parse_request(&want[..58]).unwrap();
         assert_eq!(r.call, call);
         assert_eq!(
             r.header,
             RequestHeader {
                 function_id: ENQUEUE_SYNDROMES_ID,
-                arg_len: 40,
+                arg_len: 34,
                 request_id: 7,
                 timestamp: 0x0102_0304_0506_0708,
             }
         );
-        // Without the padding, and inside a larger slot, the same call.
-        let mut unpadded = want;
-        unpadded[8] = 34;
-        assert_eq!(parse_request(&unpadded[..58]).unwrap().call, call);
+        // Padded to 8 bytes (arg_len 40), with extra bytes after the bits, with the bits of
+        // the last byte past the count set, inside a whole slot: the same call.
+        let mut padded = want;
+        padded[8] = 40;
+        assert_eq!(parse_request(&padded).unwrap().call, call);
+        let mut extra = [0u8; 256];
+        extra[..58].copy_from_slice(&want[..58]);
+        extra[8] = 200;
+        extra[58..].fill(0xEE);
+        assert_eq!(parse_request(&extra).unwrap().call, call);
         let mut slot = [0u8; 256];
-        slot[..64].copy_from_slice(&want);
-        slot[64..].fill(0xEE);
+        slot[..58].copy_from_slice(&want[..58]);
+        slot[58..].fill(0xEE);
         assert_eq!(parse_request(&slot).unwrap().call, call);
+        let mut high = want;
+        high[57] = 0xFE; // bits 9..16: only bit 9 counts
+        let Call::EnqueueSyndromes { bits, .. } = parse_request(&high[..58]).unwrap().call else {
+            panic!("an enqueue");
+        };
+        assert_eq!(bits, [0x05, 0xFE]);
+        assert_eq!(shot_round_counter(1, 0x1_0002), 0x1_0002);
     }
 
     #[test]
     fn get_corrections_reset_and_responses_match_the_layout() {
+        // 17 bytes of arguments, the reset byte last: NVIDIA's producer writes 1.
         let want = hex(
-            "52 51 55 43  a1 5b 2d 88  18 00 00 00  ff ff ff ff  00 00 00 00 00 00 00 00
-             ff ff ff ff ff ff ff ff  01 00 00 00 00 00 00 00  01 00 00 00 00 00 00 00",
+            "52 51 55 43  a1 5b 2d 88  11 00 00 00  ff ff ff ff  00 00 00 00 00 00 00 00
+             ff ff ff ff ff ff ff ff  01 00 00 00 00 00 00 00  01",
         );
         let call = Call::GetCorrections {
             decoder_id: -1,
@@ -702,13 +747,24 @@ mod tests {
             reset: true,
         };
         let mut out = [0u8; 64];
-        assert_eq!(encode_request(&mut out, u32::MAX, 0, &call), Ok(48));
-        assert_eq!(out[..48], want[..48]);
-        assert_eq!(parse_request(&want[..48]).unwrap().call, call);
-        // The 17-byte form without padding.
-        let mut short = want;
-        short[8] = 17;
-        assert_eq!(parse_request(&short[..41]).unwrap().call, call);
+        assert_eq!(encode_request(&mut out, u32::MAX, 0, &call), Ok(41));
+        assert_eq!(out[..41], want[..41]);
+        assert_eq!(parse_request(&want[..41]).unwrap().call, call);
+        // Any non-zero reset byte resets; 0 does not; the 24-byte padded form is the same.
+        for (byte, reset) in [(2u8, true), (0xFF, true), (0, false)] {
+            let mut f = want;
+            f[40] = byte;
+            f[8] = 24;
+            let c = parse_request(&f[..48]).unwrap().call;
+            assert_eq!(
+                c,
+                Call::GetCorrections {
+                    decoder_id: -1,
+                    return_size: 1,
+                    reset
+                }
+            );
+        }
 
         let want = hex(
             "52 51 55 43  cf 59 7a 97  08 00 00 00  2a 00 00 00  00 00 00 00 00 00 00 00
@@ -718,6 +774,11 @@ mod tests {
         assert_eq!(encode_request(&mut out, 42, 0, &call), Ok(32));
         assert_eq!(out[..32], want[..32]);
         assert_eq!(parse_request(&want[..32]).unwrap().call, call);
+        // reset_decoder takes 8 bytes or more.
+        let mut longer = want;
+        longer[8] = 16;
+        assert_eq!(parse_request(&longer[..40]).unwrap().call, call);
+        assert_eq!(peek_decoder_id(&want[..32]), Some(5));
 
         // A response: status 0, one byte of result (observable 0 flipped), echoed id and
         // timestamp.
@@ -732,17 +793,17 @@ mod tests {
         assert_eq!(encode_response(&mut out, &h, &[1]), Ok(25));
         assert_eq!(out[..25], want[..25]);
         assert_eq!(parse_response(&want[..25]), Ok((h, &[1u8][..])));
-        let err = hex("53 51 55 43  06 00 00 00  00 00 00 00  2a 00 00 00  09");
+        let err = hex("53 51 55 43  03 00 00 00  00 00 00 00  2a 00 00 00  09");
         let (h, r) = parse_response(&err[..24]).unwrap();
         assert_eq!(
             CallStatus::from_code(h.status),
-            Some(CallStatus::SyndromesDropped)
+            Some(CallStatus::InternalError)
         );
         assert!(r.is_empty());
     }
 
     #[test]
-    fn malformed_frames_are_typed_errors() {
+    fn malformed_frames_are_typed_errors_dropped_or_answered() {
         let mut out = [0u8; 64];
         let call = Call::EnqueueSyndromes {
             decoder_id: 0,
@@ -752,47 +813,58 @@ mod tests {
             bits: &[0xFF, 0x0F],
         };
         let n = encode_request(&mut out, 1, 2, &call).unwrap();
+        assert_eq!(n, 58);
         let frame = out;
-        assert_eq!(parse_request(&frame[..23]), Err(FrameError::Short(23)));
+        let short = parse_request(&frame[..23]);
+        assert_eq!(short, Err(FrameError::Short(23)));
+        assert!(short.unwrap_err().is_dropped());
         let mut bad = frame;
         bad[0] = b'X';
-        assert!(matches!(parse_request(&bad), Err(FrameError::Magic { .. })));
+        let e = parse_request(&bad).unwrap_err();
+        assert!(matches!(e, FrameError::Magic { .. }) && e.is_dropped());
         assert_eq!(echo_fields(&bad), Some((1, 2)));
         assert_eq!(echo_fields(&bad[..20]), None);
+        assert_eq!(peek_decoder_id(&bad), None);
         let mut bad = frame;
         bad[4] ^= 1;
-        assert!(matches!(
-            parse_request(&bad),
-            Err(FrameError::UnknownFunction(_))
-        ));
-        // Arguments past the datagram.
+        let e = parse_request(&bad).unwrap_err();
+        assert!(matches!(e, FrameError::UnknownFunction(_)) && e.is_dropped());
+        // Arguments past the frame: answered, not dropped.
+        let e = parse_request(&frame[..n - 1]).unwrap_err();
         assert_eq!(
-            parse_request(&frame[..n - 1]),
-            Err(FrameError::BeyondFrame {
-                len: 40,
-                available: 39
-            })
+            e,
+            FrameError::BeyondFrame {
+                len: 34,
+                available: 33
+            }
         );
+        assert!(!e.is_dropped());
+        assert_eq!(e.status(), CallStatus::BadRequest);
         let mut bad = frame;
         bad[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(matches!(
             parse_request(&bad),
             Err(FrameError::BeyondFrame { .. })
         ));
-        // Too few bytes for the bits, too many, a negative count.
-        for bits in [0i64, 65, 100, -1, i64::MIN, i64::MAX] {
+        assert_eq!(peek_decoder_id(&bad), Some(0));
+        assert_eq!(peek_decoder_id(&bad[..31]), None);
+        // No bits, too few bytes for the bits, a negative count, more than the cap.
+        for bits in [0i64, 17, 65, -1, i64::MIN, i64::MAX, MAX_SYNDROME_BITS + 1] {
             let mut bad = frame;
             bad[48..56].copy_from_slice(&bits.to_le_bytes());
-            assert!(
-                matches!(parse_request(&bad), Err(FrameError::BitCount { .. })),
-                "{bits}"
-            );
+            let e = parse_request(&bad[..n]).unwrap_err();
+            assert!(matches!(e, FrameError::BitCount { .. }), "{bits}");
+            assert!(!e.is_dropped());
         }
+        // 16 bits in the same 2 bytes parse.
+        let mut ok = frame;
+        ok[48] = 16;
+        assert!(parse_request(&ok[..n]).is_ok());
         let mut bad = frame;
         bad[8] = 31;
         assert!(matches!(
             parse_request(&bad),
-            Err(FrameError::ArgLength { .. })
+            Err(FrameError::ArgLength { min: 32, .. })
         ));
         let gc = Call::GetCorrections {
             decoder_id: 0,
@@ -801,24 +873,27 @@ mod tests {
         };
         encode_request(&mut out, 1, 2, &gc).unwrap();
         let mut bad = out;
-        bad[24 + 16] = 2;
-        assert_eq!(parse_request(&bad), Err(FrameError::ResetFlag(2)));
-        let mut bad = out;
         bad[8] = 16;
         assert!(matches!(
             parse_request(&bad),
-            Err(FrameError::ArgLength { .. })
+            Err(FrameError::ArgLength { min: 17, .. })
         ));
+        assert_eq!(peek_decoder_id(&bad), Some(0));
         let mut bad = out;
-        bad[8] = 25;
+        bad[8] = 7;
+        assert_eq!(peek_decoder_id(&bad), None);
+        let r = Call::ResetDecoder { decoder_id: 4 };
+        encode_request(&mut out, 1, 2, &r).unwrap();
+        let mut bad = out;
+        bad[8] = 7;
         assert!(matches!(
             parse_request(&bad),
-            Err(FrameError::ArgLength { .. })
+            Err(FrameError::ArgLength { min: 8, .. })
         ));
         // Buffers too small to write into.
         assert!(matches!(
             encode_request(&mut out[..40], 0, 0, &call),
-            Err(FrameError::NoRoom { need: 64, .. })
+            Err(FrameError::NoRoom { need: 58, .. })
         ));
         let h = ResponseHeader {
             status: 0,
@@ -834,9 +909,7 @@ mod tests {
             parse_response(&frame),
             Err(FrameError::Magic { .. })
         ));
-        for e in [FrameError::Short(0), FrameError::ResetFlag(3)] {
-            assert_eq!(e.status(), CallStatus::BadRequest);
-        }
+        assert_eq!(FrameError::Short(0).status(), CallStatus::BadRequest);
     }
 
     #[test]

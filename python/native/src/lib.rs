@@ -15,3 +15,5 @@ pub mod placement;
 pub mod program;
 #[cfg(feature = "python")]
 mod py;
+#[cfg(feature = "python")]
+mod py_cuqr;

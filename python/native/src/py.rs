@@ -14,7 +14,7 @@ use crate::placement::{self, PlacementError, RunError, Server as RustServer};
 use crate::program::{self, FrontError, Header, OpSpec};
 
 /// An exception of `backline.errors` by class name.
-fn err(py: Python<'_>, class: &str, msg: impl Into<String>) -> PyErr {
+pub(crate) fn err(py: Python<'_>, class: &str, msg: impl Into<String>) -> PyErr {
     let msg = msg.into();
     match py
         .import("backline.errors")
@@ -682,6 +682,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Server>()?;
     m.add_class::<DemDecoder>()?;
     m.add_class::<StreamClient>()?;
+    m.add_class::<crate::py_cuqr::CuqrServer>()?;
     m.add_function(wrap_pyfunction!(stream_layout, m)?)?;
     #[cfg(feature = "fpga")]
     m.add_class::<FpgaBoard>()?;

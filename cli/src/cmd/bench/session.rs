@@ -233,6 +233,8 @@ fn run_stream(
         label: format!("bench {transport} {}", plan.label),
         stop: Some(stop.clone()),
     };
+    // A CUQR client's get_corrections asked again after not_ready.
+    let mut polls = None;
     let (r, hops) = if c.cuqr {
         let slot = c.session.geometry.slot_bytes as usize;
         let timeout = c.session.reply_timeout;
@@ -243,11 +245,11 @@ fn run_stream(
             timeout,
             spin_of(&c.session),
         )
-        .with_context(|| format!("connecting to the cuqr server at {peer}"))?;
-        (
-            bs::run(&mut link, plan, &settings, c.whole_history)?,
-            backline_probe::Table::new(),
-        )
+        .with_context(|| format!("connecting to the cuqr server at {peer}"))?
+        .with_counter(c.counter);
+        let r = bs::run(&mut link, plan, &settings, c.whole_history)?;
+        polls = Some(link.not_ready_polls);
+        (r, backline_probe::Table::new())
     } else {
         let mut session = connect(c, peer, plan.calls(c.shots))?;
         let mut link = SessionLink::new(&mut session, decoder_id);
@@ -282,7 +284,10 @@ fn run_stream(
         ))));
     }
     col.stream_lines.extend(bs::summary_lines(plan, &r));
-    let fields = bs::json_fields(plan, &r);
+    let mut fields = bs::json_fields(plan, &r);
+    if let Some(n) = polls {
+        fields.insert("not_ready_polls".into(), n.into());
+    }
     for (what, mut trace) in [
         ("enqueue", r.outcome.enqueue),
         ("get_corrections", r.outcome.corrections),
@@ -426,6 +431,8 @@ fn stop_and_report_hops(
         Some(p) => {
             let t = crate::cmd::hops::load_server(p);
             let _ = std::fs::remove_file(p);
+            // A cuqr server's frames file beside it (`serve --hop-csv`).
+            let _ = std::fs::remove_file(p.with_extension("frames.csv"));
             t?
         }
         None => local_tables,

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use backline_responder::ResponderTable;
-use backline_responder::cuqr::CuqrOptions;
+use backline_responder::cuqr::{CuqrOptions, RingSpec};
 use backline_transport::{ServeOptions, SessionConfig, TransportKind};
 
 use super::common::{GpuArgs, Protocol, RdmaArgs, RingArgs, check_pin, parse_fn, table_of};
@@ -57,14 +57,36 @@ impl From<ServeTransport> for TransportKind {
 /// Flags of `backline serve`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The transport to serve: shm, udp or rdma (memcpy runs inside `backline bench`).
-    #[arg(long, value_enum, default_value = "shm")]
-    pub transport: ServeTransport,
+    /// The transport to serve: shm, udp or rdma (memcpy runs inside `backline bench`)
+    /// [default: shm; udp with --protocol cuqr].
+    #[arg(long, value_enum)]
+    pub transport: Option<ServeTransport>,
     /// The protocol: backline (its slots) or cuqr (NVIDIA's realtime RPC frames, CUQR/CUQS,
     /// over udp: enqueue_syndromes, get_corrections and reset_decoder answered by stream:
-    /// functions; --slot-bytes sets the slot, default 256).
+    /// functions, as NVIDIA's decoding server answers them; see --ring, --num-slots,
+    /// --slot-size, --strict-counter).
     #[arg(long, value_enum, default_value = "backline")]
     pub protocol: Protocol,
+    /// cuqr: one ring per decoder, as NVIDIA's server has: decoder ID on its own UDP socket
+    /// at --bind's host and PORT (0: any free port), with its own serving thread (repeatable;
+    /// every --fn needs one). Without it, one socket at --bind serves every decoder.
+    #[arg(long = "ring", value_name = "ID=PORT")]
+    pub rings: Vec<String>,
+    /// cuqr: calls each decoder queues for its decode thread before the receiving thread
+    /// waits (NVIDIA's --num-slots).
+    #[arg(long, default_value_t = backline_wire::cuqr::DEFAULT_SLOTS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=backline_responder::cuqr::MAX_NUM_SLOTS as u64))]
+    pub num_slots: u64,
+    /// cuqr: bytes of one slot, the largest datagram taken and the size of every answer (a
+    /// power of two, 64 to 32768; NVIDIA's --slot-size; --slot-bytes says the same)
+    /// [default: 256].
+    #[arg(long, value_name = "BYTES")]
+    pub slot_size: Option<u32>,
+    /// cuqr: judge enqueue_syndromes' counter as the round's index in the shot (a
+    /// diagnostic: busy, syndromes_dropped, bad_request as before NVIDIA's semantics; NVIDIA's
+    /// server never reads the counter).
+    #[arg(long)]
+    pub strict_counter: bool,
     /// Shared-memory segment name (shm): /dev/shm/backline-NAME.
     #[arg(long, default_value = "backline")]
     pub name: String,
@@ -147,7 +169,16 @@ pub enum Server {
     /// backline's slots over `transport`.
     Backline(BacklineSettings),
     /// CUQR frames over udp.
-    Cuqr(CuqrOptions),
+    Cuqr(CuqrSettings),
+}
+
+/// The CUQR server's settings.
+pub struct CuqrSettings {
+    /// Slots, queues, waits, probes, the counter check.
+    pub options: CuqrOptions,
+    /// `--ring ID=PORT`: NVIDIA's shape, one ring per decoder; `None`: one socket at the
+    /// address for every decoder.
+    pub rings: Option<Vec<RingSpec>>,
 }
 
 /// The backline protocol's settings.
@@ -178,7 +209,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     match &config.server {
         Server::Backline(settings) => backline::run(&config, settings),
-        Server::Cuqr(options) => cuqr::run(&config, options),
+        Server::Cuqr(settings) => cuqr::run(&config, settings),
     }
 }
 
@@ -186,7 +217,11 @@ impl ServeConfig {
     /// Validates the flags: every error before the server starts (so before `ready`), every
     /// flag that does not apply a one-line note.
     pub fn from_args(a: &Args) -> anyhow::Result<ServeConfig> {
-        let transport = TransportKind::from(a.transport);
+        let transport = match (a.transport, a.protocol) {
+            (Some(t), _) => TransportKind::from(t),
+            (None, Protocol::Cuqr) => TransportKind::Udp,
+            (None, Protocol::Backline) => TransportKind::Shm,
+        };
         if let Some(cpu) = a.pin {
             // Before `ready`: a CPU that does not exist is this server's error, said now.
             check_pin("--pin", "the serving threads' CPU", cpu)?;
@@ -208,14 +243,21 @@ impl ServeConfig {
         };
         let table = table_of(&fns, &a.gpu.context()?)?;
         if a.protocol == Protocol::Cuqr && transport != TransportKind::Udp {
-            bail!("--protocol cuqr runs over udp: add --transport udp");
+            bail!("--protocol cuqr runs over udp, not --transport {transport}");
+        }
+        if a.protocol == Protocol::Backline
+            && (!a.rings.is_empty() || a.slot_size.is_some() || a.strict_counter)
+        {
+            bail!(
+                "--ring, --slot-size and --strict-counter are the cuqr server's: add --protocol cuqr"
+            );
         }
         let hops = HopOutputs::from_args(a)?;
         let server = match a.protocol {
             Protocol::Backline => {
                 Server::Backline(BacklineSettings::from_args(a, transport, &hops)?)
             }
-            Protocol::Cuqr => Server::Cuqr(cuqr_options(a, &hops)?),
+            Protocol::Cuqr => Server::Cuqr(cuqr_settings(a, &hops, &table)?),
         };
         Ok(ServeConfig {
             transport,
@@ -323,23 +365,88 @@ impl BacklineSettings {
     }
 }
 
-/// The CUQR server's options: one datagram per slot of `--slot-bytes` (default 256); a note
-/// for the flags of the backline protocol's sessions, which do not apply.
-fn cuqr_options(a: &Args, hops: &HopOutputs) -> anyhow::Result<CuqrOptions> {
+/// The CUQR server's settings: one datagram per slot of `--slot-size` (default 256, a power
+/// of two), `--num-slots` per decoder queue, the rings of `--ring`; a note for the flags of
+/// the backline protocol's sessions, which do not apply.
+fn cuqr_settings(
+    a: &Args,
+    hops: &HopOutputs,
+    table: &ResponderTable,
+) -> anyhow::Result<CuqrSettings> {
     if a.sessions.is_some() || a.serve_threads.is_some() {
         eprintln!(
             "backline serve: --sessions and --serve-threads apply to the backline protocol; \
-             the cuqr server is one thread serving every client"
+             the cuqr server serves each ring on one thread"
         );
     }
-    Ok(CuqrOptions {
-        slot_bytes: a
-            .ring
-            .slot_bytes
+    let slot_bytes = match (a.slot_size, a.ring.slot_bytes) {
+        (Some(x), Some(y)) if x != y => {
+            bail!("--slot-size {x} and --slot-bytes {y} name the same slot: give one")
+        }
+        (x, y) => x
+            .or(y)
             .map_or(backline_wire::cuqr::DEFAULT_SLOT_BYTES, |s| s as usize),
-        wait: a.ring.wait()?,
-        probe_frames: hops.probe_rounds(),
+    };
+    backline_responder::cuqr::check_slot_bytes(slot_bytes)
+        .map_err(|e| anyhow::anyhow!("--slot-size: {e}"))?;
+    let rings = if a.rings.is_empty() {
+        None
+    } else {
+        Some(ring_specs(&a.rings, &a.bind, table)?)
+    };
+    Ok(CuqrSettings {
+        options: CuqrOptions {
+            slot_bytes,
+            num_slots: a.num_slots as usize,
+            wait: a.ring.wait()?,
+            probe_frames: hops.probe_rounds(),
+            strict_counter: a.strict_counter,
+            ..CuqrOptions::default()
+        },
+        rings,
     })
+}
+
+/// `--ring ID=PORT …` as rings at `--bind`'s host: one per decoder, every decoder of the
+/// table with one, no port (but 0) twice.
+fn ring_specs(
+    rings: &[String],
+    bind: &str,
+    table: &ResponderTable,
+) -> anyhow::Result<Vec<RingSpec>> {
+    let host = bind.rsplit_once(':').map_or(bind, |(h, _)| h);
+    let mut out: Vec<(u32, u16)> = Vec::new();
+    for r in rings {
+        let parsed = r
+            .split_once('=')
+            .and_then(|(id, port)| Some((id.trim().parse().ok()?, port.trim().parse().ok()?)));
+        let Some((id, port)) = parsed else {
+            bail!("--ring {r}: expected ID=PORT, a decoder id and a UDP port (0: any free one)");
+        };
+        if out.iter().any(|o| o.0 == id) {
+            bail!("--ring {r}: decoder {id} has a ring already");
+        }
+        if port != 0 && out.iter().any(|o| o.1 == port) {
+            bail!("--ring {r}: port {port} is another decoder's ring");
+        }
+        if !table.entries().any(|(i, _)| i == id) {
+            bail!("--ring {r}: no decoder {id} to serve (give --fn {id}=stream:FILE.dem…)");
+        }
+        out.push((id, port));
+    }
+    if let Some((id, _)) = table
+        .entries()
+        .find(|(i, _)| !out.iter().any(|o| o.0 == *i))
+    {
+        bail!("decoder {id} has no --ring: with --ring, give every decoder one ({id}=PORT)");
+    }
+    Ok(out
+        .into_iter()
+        .map(|(id, port)| RingSpec {
+            address: format!("{host}:{port}"),
+            decoders: vec![id],
+        })
+        .collect())
 }
 
 /// A server's life from just before it starts: SIGINT and SIGTERM set a flag (installed

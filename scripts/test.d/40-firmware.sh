@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The board build of backline-apu: cross-compile it for aarch64 without the simulator (no
-# Verilator, no C++ cross compiler), then smoke-test the binary under qemu-user: --help and
+# Verilator, no C++ cross compiler), as one static binary (musl, so it runs on a PetaLinux
+# image whatever its glibc; the linker settings are in .cargo/config.toml), check that it is
+# static, then smoke-test the binary under qemu-user: --help and
 # --version, and the board code path (memmap2 windows, safe-mmio's aarch64 accesses) against
 # file-backed register windows — info, the refusal of a foreign register space, reset — plus
 # a config refusal; and the board build's crate graph has no path to the Verilator model.
 # The simulated-board tests of the crate run with `cargo test` (scripts/test.d/10-rust.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-TARGET=aarch64-unknown-linux-gnu
+TARGET=aarch64-unknown-linux-musl
 for tool in aarch64-linux-gnu-gcc qemu-aarch64; do
     command -v "$tool" >/dev/null || { echo "40-firmware: $tool missing: run scripts/install-deps.sh" >&2; exit 1; }
 done
@@ -16,15 +18,21 @@ rustup target list --installed | grep -qx "$TARGET" \
 
 echo "-- cargo build --release -p backline-apu --no-default-features --target $TARGET"
 t0=$(date +%s)
-CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
-    cargo build -q --locked --release -p backline-apu --no-default-features --target "$TARGET"
+cargo build -q --locked --release -p backline-apu --no-default-features --target "$TARGET"
 BIN=target/$TARGET/release/backline-apu
 aarch64-linux-gnu-readelf -h "$BIN" | grep -q 'Machine:.*AArch64' || { echo "40-firmware: $BIN is not an aarch64 binary" >&2; exit 1; }
+if aarch64-linux-gnu-readelf -lW "$BIN" | grep -q 'INTERP\|Requesting program interpreter'; then
+    echo "40-firmware: $BIN asks for a dynamic loader: not static" >&2; exit 1
+fi
+if aarch64-linux-gnu-readelf -dW "$BIN" 2>/dev/null | grep -q NEEDED; then
+    echo "40-firmware: $BIN needs shared libraries: not static" >&2; exit 1
+fi
 size=$(stat -c %s "$BIN")
 aarch64-linux-gnu-strip -o target/backline-apu-aarch64.stripped "$BIN"
 echo "   built in $(( $(date +%s) - t0 )) s: $size bytes ($(stat -c %s target/backline-apu-aarch64.stripped) stripped)"
 
-run() { qemu-aarch64 -L /usr/aarch64-linux-gnu "$BIN" "$@"; }
+# No -L: a static binary needs no target libraries.
+run() { qemu-aarch64 "$BIN" "$@"; }
 fail() { echo "40-firmware: $*" >&2; exit 1; }
 expect_in() { grep -qF -- "$1" <<<"$2" || fail "expected \`$1\` in: $2"; }
 

@@ -242,7 +242,7 @@ impl SpinPhase {
 /// Blocks until `*word != expected`, a wake-up, or `timeout`. Spurious returns are fine.
 pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
     let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_sec: timeout.as_secs() as _, // libc::time_t, whose width the target decides
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
     };
     // SAFETY: FUTEX_WAIT reads the aligned u32 behind `word`, which lives as long as the

@@ -19,7 +19,10 @@
 //! round; a reply that does not come within the reply timeout, a coprocessor that has gone
 //! away, and a reply too large for the engine's 64-byte reply slot are [`Loss`]es — the
 //! round's reply is not delivered, so the engine's reply timeout fires and the trace marks
-//! the round — and the simulation goes on or stops as the run decides.
+//! the round — and the simulation goes on or stops as the run decides. Once a loss has broken
+//! the session ([`Bridge::is_gone`]) every later round is lost at once, without touching the
+//! transport, and a run that goes on shortens the engine's wait for those rounds
+//! (`crate::run`): a dead peer costs no timeouts' worth of simulated cycles.
 
 use std::time::{Duration, Instant};
 
@@ -312,6 +315,12 @@ impl Bridge {
         self.relayed += 1;
         self.service_ns += u128::from(r.service_ns);
         Ok(r)
+    }
+
+    /// Whether the coprocessor is known to be gone (a lost reply or a failed session): every
+    /// later round is lost at once, without reaching the transport.
+    pub fn is_gone(&self) -> bool {
+        self.broken.is_some()
     }
 
     /// Requests relayed and answered.

@@ -412,3 +412,93 @@ fn defect5_a_model_without_observables_reads_and_writes_stims_observable_files()
     ]);
     refused(&r, "holds 2 shots");
 }
+
+/// A `backline serve --protocol cuqr` (NVIDIA's realtime RPC over udp) on an ephemeral port:
+/// the child and its address. Killed on drop.
+struct CuqrServer(std::process::Child, String);
+
+impl CuqrServer {
+    fn start(model: &Path) -> CuqrServer {
+        use std::io::BufRead as _;
+        let mut child = Command::new(BIN)
+            .args([
+                "serve",
+                "--transport",
+                "udp",
+                "--protocol",
+                "cuqr",
+                "--bind",
+                "127.0.0.1:0",
+            ])
+            .arg("--responder")
+            .arg(format!("stream:{}", s(model)))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let peer = line
+            .strip_prefix("ready ")
+            .unwrap_or_else(|| panic!("no ready line: {line:?}"))
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string();
+        CuqrServer(child, peer)
+    }
+}
+
+impl Drop for CuqrServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn defect8_sim_and_bench_pointed_at_a_cuqr_server_say_so_at_once() {
+    let dir = Dir::new("d8");
+    let model = dir.write(
+        "rep.dem",
+        "repeat 2 {\n error(0.05) D0 L0\n error(0.05) D0 D1\n error(0.05) D1\n \
+         error(0.02) D0 D2\n error(0.02) D1 D3\n detector(0, 0) D0\n detector(1, 0) D1\n \
+         shift_detectors(0, 1) 2\n}\nerror(0.05) D0 L0\nerror(0.05) D0 D1\nerror(0.05) D1\n\
+         detector(0, 0) D0\ndetector(1, 0) D1\n",
+    );
+    let srv = CuqrServer::start(&model);
+    let want = format!(
+        "udp:{} answered our {{}} with a CUQR response (status bad_request): it is a CUQR \
+         server (NVIDIA's realtime RPC), not a backline coprocessor",
+        srv.1
+    );
+    // The bench measures the floor first: its ping is answered by the same bad_request.
+    let r = limited(&[
+        "bench",
+        "--transport",
+        "udp",
+        "--peer",
+        &srv.1,
+        "--rounds",
+        "10",
+        "--no-plots",
+    ]);
+    refused(&r, &want.replace("{}", "floor ping"));
+    assert!(r.took < Duration::from_secs(1), "{:?}", r.took);
+    let v = Command::new(BIN).arg("--version").output().unwrap();
+    if String::from_utf8_lossy(&v.stdout).contains("built without Verilator") {
+        eprintln!("skipped the sim half: built without Verilator");
+        return;
+    }
+    let r = limited(&[
+        "sim",
+        "--rounds",
+        "10",
+        "--coprocessor",
+        &format!("udp:{}", srv.1),
+    ]);
+    refused(&r, &want.replace("{}", "hello"));
+    assert!(r.took < Duration::from_secs(1), "{:?}", r.took);
+}

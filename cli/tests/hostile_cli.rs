@@ -245,6 +245,61 @@ fn defect2_an_error_quotes_an_excerpt_of_its_input() {
         let r = limited(&["decode", "--dem", s(&a), "--dets", s(&dets), flag, &long]);
         refused(&r, &format!("'{}…'", "7".repeat(80)));
     }
+    // Specs and addresses quoted in the other commands' errors.
+    let cut = format!("{}…", "7".repeat(80));
+    let stream_long = format!("stream:{long}");
+    let fn_long = format!("0={long}");
+    let udp_long = format!("udp:{long}");
+    let lib_long = format!("0=/tmp/{long}:symbol");
+    for args in [
+        vec![
+            "bench",
+            "--responder",
+            &long,
+            "--rounds",
+            "10",
+            "--no-plots",
+        ],
+        vec![
+            "bench",
+            "--responder",
+            &stream_long,
+            "--shots",
+            "1",
+            "--no-plots",
+        ],
+        vec![
+            "serve",
+            "--transport",
+            "udp",
+            "--bind",
+            "127.0.0.1:0",
+            "--fn",
+            &fn_long,
+        ],
+        vec![
+            "serve",
+            "--transport",
+            "udp",
+            "--bind",
+            "127.0.0.1:0",
+            "--fn",
+            &lib_long,
+        ],
+        vec!["sim", "--rounds", "1", "--responder", &long],
+        vec!["sim", "--rounds", "1", "--coprocessor", &udp_long],
+    ] {
+        let r = limited(&args);
+        assert!(
+            r.stderr_bytes <= MAX_STDERR,
+            "{:?}: {} bytes",
+            &args[..2],
+            r.stderr_bytes
+        );
+        if !r.stderr.contains("built without Verilator") {
+            refused(&r, &cut[cut.len() - 6..]);
+        }
+    }
 }
 
 #[test]

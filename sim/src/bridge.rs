@@ -44,8 +44,10 @@ pub struct CoprocessorAddr {
 
 impl CoprocessorAddr {
     /// Parses `udp:HOST:PORT`, `shm:NAME` or `rdma:HOST:PORT`.
-    pub fn parse(s: &str) -> Result<CoprocessorAddr, String> {
-        let (kind, rest) = s.split_once(':').ok_or_else(|| {
+    pub fn parse(spec: &str) -> Result<CoprocessorAddr, String> {
+        // Errors quote an excerpt of the address.
+        let s = &backline_decode::io::excerpt(spec);
+        let (kind, rest) = spec.split_once(':').ok_or_else(|| {
             format!("coprocessor `{s}`: expected udp:HOST:PORT, shm:NAME or rdma:HOST:PORT")
         })?;
         let transport = match kind {
@@ -59,7 +61,8 @@ impl CoprocessorAddr {
             }
             _ => {
                 return Err(format!(
-                    "coprocessor `{s}`: unknown transport `{kind}` (udp, shm or rdma)"
+                    "coprocessor `{s}`: unknown transport `{}` (udp, shm or rdma)",
+                    backline_decode::io::excerpt(kind)
                 ));
             }
         };

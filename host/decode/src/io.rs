@@ -119,9 +119,24 @@ pub const EXCERPT_CHARS: usize = 80;
 /// assert_eq!(excerpt("a\nb"), "a\\nb");
 /// ```
 pub fn excerpt(text: &str) -> String {
+    excerpt_to(text, EXCERPT_CHARS)
+}
+
+/// The most characters of a path an error quotes ([`excerpt_path`]): more than an ordinary
+/// excerpt, as paths are long and their ends matter, and far below the 4 KB an error may take.
+pub const PATH_EXCERPT_CHARS: usize = 512;
+
+/// A path as an error quotes it: at most [`PATH_EXCERPT_CHARS`] characters, then `…`.
+pub fn excerpt_path(path: &Path) -> String {
+    excerpt_to(&path.display().to_string(), PATH_EXCERPT_CHARS)
+}
+
+/// At most `max` characters of `text`, then `…` when there was more (control characters
+/// escaped): [`excerpt`] with another length.
+pub fn excerpt_to(text: &str, max: usize) -> String {
     let mut out = String::new();
     let mut chars = text.chars();
-    for c in chars.by_ref().take(EXCERPT_CHARS) {
+    for c in chars.by_ref().take(max) {
         if c.is_control() {
             out.extend(c.escape_default());
         } else {

@@ -419,6 +419,16 @@ fn a_run_that_goes_on_after_its_coprocessor_died_ends_soon_counting_every_lost_r
         assert!(Instant::now() < deadline, "the coprocessor never died");
         std::thread::sleep(Duration::from_millis(5));
     };
+    // Bounded: before the fix the run took ~0.25 s a lost round, hours in all.
+    let mut run = run;
+    while run.try_wait().unwrap().is_none() {
+        if killed.elapsed() > Duration::from_secs(30) {
+            let _ = run.kill();
+            let _ = run.wait();
+            panic!("still running 30 s after the coprocessor died");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let o = run.wait_with_output().unwrap();
     let after = killed.elapsed();
     let (out, err) = (

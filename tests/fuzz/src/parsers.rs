@@ -189,12 +189,21 @@ pub fn matrix(data: &[u8]) {
     }
 }
 
+/// The bounds the `dem` target parses within: a sixteenth of the defaults, so that the largest
+/// model an input may unroll to parses in a fraction of AFL's 2 s (at the defaults a 258-byte
+/// `repeat 666662 { … }` legitimately takes 2.4 s, which AFL reports as a hang).
+const FUZZ_DEM_LIMITS: backline_decode::dem::DemLimits = backline_decode::dem::DemLimits {
+    targets: 1 << 20,
+    coords: 1 << 20,
+    mechanisms: 1 << 18,
+};
+
 /// A stim detector error model: one that parses has matrices of its declared sizes, finite
 /// priors in (0, 1] and finite detector times, and a window over all of it is itself.
 pub fn dem(data: &[u8]) {
     use backline_decode::dem::DetectorErrorModel;
     let text = String::from_utf8_lossy(data);
-    let Ok(dem) = DetectorErrorModel::parse(&text, "fuzz.dem") else {
+    let Ok(dem) = DetectorErrorModel::parse_with(&text, "fuzz.dem", &FUZZ_DEM_LIMITS) else {
         return;
     };
     let (d, o, m) = (

@@ -244,6 +244,8 @@ pub struct StreamDecoder {
     next: usize,
     /// A window whose rounds are all in, not yet decoded.
     ready: Option<usize>,
+    /// The windows' decoders' entries together (what [`StreamSettings::limits`] bounds).
+    entries: u64,
 }
 
 impl StreamDecoder {
@@ -267,7 +269,7 @@ impl StreamDecoder {
             )));
         }
         let ranges = window_rounds(t, w, c);
-        check_windows_size(dem, &round_start, &ranges, settings, (w, c))?;
+        let entries = check_windows_size(dem, &round_start, &ranges, settings, (w, c))?;
         let dem = Arc::new(dem.clone());
         let mut windows = Vec::with_capacity(ranges.len());
         for rounds in ranges {
@@ -320,7 +322,15 @@ impl StreamDecoder {
             received: 0,
             next: 0,
             ready: None,
+            entries,
         })
+    }
+
+    /// The entries of the windows' decoders together: each mechanism's detectors inside its
+    /// window, its observables and one for itself, over every window (at most
+    /// `settings.limits.targets`). A copy of the decoder holds about that many again.
+    pub fn entries(&self) -> u64 {
+        self.entries
     }
 
     /// The model.
@@ -559,14 +569,14 @@ fn window_rounds(t: usize, w: usize, c: usize) -> Vec<Range<usize>> {
 
 /// Refuses windows whose decoders together would hold more than `settings.limits.targets`
 /// entries (each mechanism's detectors inside its window, its observables, one for itself),
-/// counted from the model before any window is cut or built.
+/// counted from the model before any window is cut or built; the entries otherwise.
 fn check_windows_size(
     dem: &DetectorErrorModel,
     round_start: &[usize],
     ranges: &[Range<usize>],
     settings: &StreamSettings,
     (w, c): (usize, usize),
-) -> Result<(), StreamBuildError> {
+) -> Result<u64, StreamBuildError> {
     let limit = settings.limits.targets;
     let mut entries = 0u64;
     for rounds in ranges {
@@ -590,7 +600,7 @@ fn check_windows_size(
             )));
         }
     }
-    Ok(())
+    Ok(entries)
 }
 
 /// The rounds of a model: `round_start` with `T + 1` entries.

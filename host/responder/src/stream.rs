@@ -194,6 +194,19 @@ pub fn as_stream(r: &dyn Responder) -> Option<&StreamFunction> {
 /// shot.
 pub fn stream_functions(spec: &str, base: u32) -> Result<crate::Functions, StreamSpecError> {
     let (s, dec) = stream_decoder_of(spec)?;
+    // Each stream holds its own copy of the decoder: together within the model's bound.
+    let limit = s.settings.limits.targets;
+    if dec.entries().saturating_mul(u64::from(s.streams)) > limit {
+        return Err(StreamSpecError {
+            spec: excerpt(spec),
+            msg: format!(
+                "streams = {}: the streams' decoders hold more than {limit} targets together \
+                 ({} each; limit `targets`; BACKLINE_DEM_LIMITS=targets=N raises it)",
+                s.streams,
+                dec.entries()
+            ),
+        });
+    }
     Ok((0..s.streams)
         .map(|k| {
             let spec = excerpt(spec);
@@ -629,6 +642,18 @@ pub(crate) mod tests {
             ),
         )
         .unwrap();
+        // Streams multiply the decoders too.
+        let e = stream_functions(
+            &format!("stream:{}:relay-bp:streams=4096", big.display()),
+            0,
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            e.contains("streams = 4096: the streams' decoders hold more than"),
+            "{e}"
+        );
         // Under the defaults the windows hold too many targets together with commit = 1.
         let e = stream_functions(&format!("stream:{}:window=1000;commit=1", big.display()), 0)
             .err()

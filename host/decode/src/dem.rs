@@ -935,13 +935,18 @@ impl DetectorErrorModel {
             col.extend_from_slice(&key[split + 1..]);
             observables.push_column(&mut col).expect("rows in range");
         }
+        // The declared detectors in order, walked once beside every detector (a lookup per
+        // detector would cost a hash of each of up to 2^24 detectors one target can name).
+        let mut decl: Vec<(u64, Vec<f64>)> = ex.coords.drain().collect();
+        decl.sort_unstable_by_key(|e| e.0);
+        let mut decl = decl.into_iter().peekable();
         let mut coord_start = Vec::with_capacity(nd + 1);
         let mut coords = Vec::new();
         let mut declared = vec![false; nd];
         coord_start.push(0u32);
         for (d, dec) in declared.iter_mut().enumerate() {
-            if let Some(c) = ex.coords.get(&(d as u64)) {
-                coords.extend_from_slice(c);
+            if let Some((_, c)) = decl.next_if(|e| e.0 == d as u64) {
+                coords.extend_from_slice(&c);
                 *dec = true;
             }
             coord_start.push(coords.len() as u32);

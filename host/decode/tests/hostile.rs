@@ -371,3 +371,17 @@ fn thread_counts_have_an_upper_bound() {
     assert_eq!(e, "threads = 100000: expected 0 (every core) or 1..=1024");
     assert!(decode_batch(&dec, &shots, MAX_THREADS, false).is_ok());
 }
+
+#[test]
+fn one_target_that_names_a_far_detector_parses_quickly() {
+    // AFL found `error(0.02) D11111111 …` taking 2 s: a hash lookup per detector up to the
+    // one named. The declared detectors are now walked in order beside them.
+    let text = "error(0.02) D16777215 D0\ndetector(0, 0) D0\ndetector(1, 1) D16777214\n";
+    let t0 = std::time::Instant::now();
+    let dem = DetectorErrorModel::parse(text, "far.dem").unwrap();
+    let took = t0.elapsed();
+    assert_eq!(dem.num_detectors(), 1 << 24);
+    assert_eq!(dem.detector_coords(16_777_214), Some(&[1.0, 1.0][..]));
+    assert_eq!(dem.detector_coords(5), None);
+    assert!(took < std::time::Duration::from_millis(1500), "{took:?}");
+}

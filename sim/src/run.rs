@@ -34,11 +34,16 @@ pub const SW_POLL_MAX_CYCLES: u64 = 1024;
 
 /// The engine's reply timeout once a bridged coprocessor is known to be gone and the run goes
 /// on ([`LossPolicy::Continue`]), cycles: room for the ERNIC model to fetch the WQE and read
-/// the request (a few dozen cycles), and no more. The run lowers `TIMEOUT` to it at the first
+/// the request (4 cycles of fetch and at most 9 words after the doorbell; the engine writes
+/// the next request no sooner than 8 cycles after a timeout), and no more. The run lowers `TIMEOUT` to it at the first
 /// round after the loss (and the round waiting then); every later round is still a lost round
 /// that times out in the engine and is traced as a timeout — it just does not simulate
 /// 10 ms of waiting for a reply that cannot come.
-pub const DEAD_PEER_TIMEOUT_CYCLES: u32 = 64;
+pub const DEAD_PEER_TIMEOUT_CYCLES: u32 = 32;
+
+/// The longest a sw-loop run lets the engine run between two `STATUS` polls once the
+/// coprocessor is known to be gone, cycles.
+const DEAD_PEER_POLL_CYCLES: u64 = 8;
 
 /// What a run does when a bridged coprocessor loses a round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -336,6 +341,14 @@ fn sw_round(
 ) -> Result<(), SimError> {
     sim.axi_write(rm::CTRL, rm::CTRL_START.bits(1))?;
     let deadline = sim.cycle() + round_budget(cfg);
+    // A round for a dead peer takes the short timeout and a few dozen cycles more: wait that
+    // out at once, then poll closely (a backoff to 1,024 cycles would double each round).
+    let most = if dead.skipping {
+        sim.run_cycles(u64::from(DEAD_PEER_TIMEOUT_CYCLES));
+        DEAD_PEER_POLL_CYCLES
+    } else {
+        SW_POLL_MAX_CYCLES
+    };
     let mut step = 0;
     loop {
         let s = sim.axi_read(rm::STATUS)?;
@@ -351,7 +364,7 @@ fn sw_round(
         if step > 0 {
             sim.run_cycles(step);
         }
-        step = (step * 2).clamp(1, SW_POLL_MAX_CYCLES);
+        step = (step * 2).clamp(1, most);
     }
 }
 

@@ -31,13 +31,39 @@ pub fn parse<T: clap::FromArgMatches>(prog: &str, command: clap::Command) -> Res
 }
 
 /// A clap error as one line, like every other error of `prog`: clap's first line without its
-/// `error: ` prefix, `PROG: error: … (see --help)`.
+/// `error: ` prefix, `PROG: error: … (see --help)`. A value clap quotes (`invalid value
+/// '…' for '--flag'`) is cut to an excerpt ([`backline_decode::io::excerpt`]), so that a
+/// 100,000-character argument is not echoed whole.
 pub fn usage_line(prog: &str, clap_message: &str) -> String {
     let first = clap_message.lines().next().unwrap_or("bad arguments");
     format!(
         "{prog}: error: {} (see --help)",
-        first.trim_start_matches("error: ")
+        quoted_excerpts(first.trim_start_matches("error: "))
     )
+}
+
+/// `line` with every `'…'`-quoted part cut to an excerpt; a quote left open is cut too.
+fn quoted_excerpts(line: &str) -> String {
+    use backline_decode::io::excerpt;
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(open) = rest.find('\'') {
+        out.push_str(&rest[..=open]);
+        let after = &rest[open + 1..];
+        // The value ends at the quote before ` for '`, clap's next words, when there is one.
+        let close = after
+            .find("' for '")
+            .or_else(|| after.find('\''))
+            .unwrap_or(after.len());
+        out.push_str(&excerpt(&after[..close]));
+        rest = &after[close..];
+        if let Some(r) = rest.strip_prefix('\'') {
+            out.push('\'');
+            rest = r;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Whether `e`, or any error under it, is a broken pipe: stdout closed by its reader
@@ -108,6 +134,27 @@ mod tests {
             usage_line("backline", ""),
             "backline: error: bad arguments (see --help)"
         );
+        // A long value is cut; its quotes and the flag's name stay.
+        let long = "9".repeat(100_000);
+        let msg = format!(
+            "error: invalid value '{long}' for '--max-iter <MAX_ITER>': expected an integer \
+             in 0..=1048576\n"
+        );
+        let line = usage_line("backline", &msg);
+        assert!(line.len() < 300, "{line}");
+        assert!(
+            line.starts_with(&format!(
+                "backline: error: invalid value '{}…' for '--max-iter",
+                "9".repeat(80)
+            )),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("expected an integer in 0..=1048576 (see --help)"),
+            "{line}"
+        );
+        let odd = usage_line("b", &format!("error: x 'it''s {long}"));
+        assert!(odd.len() < 300, "{odd}");
     }
 
     #[test]

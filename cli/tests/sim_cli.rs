@@ -341,6 +341,123 @@ fn a_coprocessor_that_dies_mid_run_ends_the_run_naming_the_round() {
     assert!(err.contains("backline sim: round "), "{err}");
 }
 
+/// A C coprocessor function that echoes its first 100 requests and kills its own process
+/// (SIGKILL) on the 101st: a coprocessor that dies after 100 rounds, at a known round.
+fn dying_lib() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let src = dir.join("die_after_100.c");
+    std::fs::write(
+        &src,
+        r#"#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+static unsigned calls;
+size_t die_after_100(const void *in, size_t n, void *out, size_t cap, void *ctx) {
+    (void)ctx;
+    if (__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) > 100) raise(SIGKILL);
+    if (n > cap) return SIZE_MAX;
+    memcpy(out, in, n);
+    return n;
+}
+"#,
+    )
+    .unwrap();
+    let lib = dir.join(format!("libdie_after_100-{}.so", std::process::id()));
+    let st = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .status()
+        .expect("C compiler");
+    assert!(st.success());
+    lib
+}
+
+/// Issue 27, defect 7: with `--on-loss continue` every round after the coprocessor died used
+/// to simulate the engine's whole 10 ms timeout (~0.25 s a round: hours for 100,000 rounds).
+/// The bridge knows after the first loss that its peer is gone, and the rest are lost at
+/// once: the run ends within 5 s of the kill, every lost round counted (and a timeout in the
+/// engine, as before).
+#[test]
+fn a_run_that_goes_on_after_its_coprocessor_died_ends_soon_counting_every_lost_round() {
+    if no_simulator() {
+        return;
+    }
+    let lib = dying_lib();
+    let mut srv = Serve::start(&[
+        "--transport",
+        "udp",
+        "--bind",
+        "127.0.0.1:0",
+        "--fn",
+        &format!("0={}:die_after_100", lib.display()),
+    ]);
+    let run = Command::new(BIN)
+        .args([
+            "sim",
+            "--rounds",
+            "100000",
+            "--coprocessor",
+            &format!("udp:{}", srv.peer),
+            "--responder",
+            "echo",
+            "--on-loss",
+            "continue",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The coprocessor kills itself at round 100; note when.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let killed = loop {
+        if srv.child.try_wait().unwrap().is_some() {
+            break Instant::now();
+        }
+        assert!(Instant::now() < deadline, "the coprocessor never died");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // Bounded: before the fix the run took ~0.25 s a lost round, hours in all.
+    let mut run = run;
+    while run.try_wait().unwrap().is_none() {
+        if killed.elapsed() > Duration::from_secs(30) {
+            let _ = run.kill();
+            let _ = run.wait();
+            panic!("still running 30 s after the coprocessor died");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let o = run.wait_with_output().unwrap();
+    let after = killed.elapsed();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(
+        after < Duration::from_secs(5),
+        "ended {after:?} after the kill: {err}"
+    );
+    // Exit 1: the run completed, its checks (the lost rounds) failed.
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let j: serde_json::Value =
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert_eq!(j["rounds"], 100_000, "{j}");
+    assert_eq!(j["relayed"], 100, "{j}");
+    assert_eq!(j["lost"], 99_900, "{j}");
+    assert_eq!(j["timeouts"], 99_900, "{j}");
+    assert_eq!(
+        (j["mismatches"].as_u64(), j["model_errors"].as_u64()),
+        (Some(0), Some(0)),
+        "{j}"
+    );
+    assert!(
+        err.contains("lost 99900 round(s); first: round 100: "),
+        "{err}"
+    );
+}
+
 #[test]
 fn sigint_and_sigterm_stop_a_run_cleanly() {
     if no_simulator() {

@@ -26,6 +26,15 @@ setting the decoder cannot use raises (:class:`~backline.errors.DetectorErrorMod
 :class:`~backline.errors.DecoderSettingsError`) when the decoder is compiled; nothing falls
 back to another decoder. Decoders and compiled decoders pickle (a compiled one is rebuilt from
 its model's text on unpickling).
+
+Nothing a caller passes takes the interpreter down. ``dem_limits`` (a dict of ``targets``,
+``coords``, ``mechanisms``, over the ``BACKLINE_DEM_LIMITS`` variable and the defaults 2^24,
+2^24, 2^22) bounds what a model may expand to: a small text that unrolls to billions of targets
+raises ``DetectorErrorModelError`` naming its line and the bound. ``threads`` is at most 1024.
+``decode_shots_bit_packed`` takes exactly stim's layout — a ``numpy.uint8`` array of shape
+``[shots, ceil(num_detectors/8)]`` — and raises ``TypeError`` for another dtype (nothing is cast:
+floats would become zeros, int64 would wrap) and ``ValueError`` for another shape. Every error is
+an ``Exception``.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from typing import Any
 import numpy as np
 import sinter
 
-from . import _native
+from . import _native, errors
 
 __all__ = ["BpOsdSinterDecoder", "CompiledDemDecoder", "RelayBpSinterDecoder", "decoders"]
 
@@ -58,23 +67,66 @@ def _settings_text(settings: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+#: The most threads a compiled decoder decodes a batch on.
+MAX_THREADS = 1024
+
+
+def _check_threads(threads: Any) -> int:
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 0 <= threads <= MAX_THREADS:
+        raise errors.DecoderSettingsError(
+            f"threads={_excerpt(repr(threads))}: expected an integer in 0..={MAX_THREADS} (0: every core)"
+        )
+    return threads
+
+
+def _excerpt(text: str) -> str:
+    """At most 80 characters of ``text``, then ``…`` (how errors quote input)."""
+    return text if len(text) <= 80 else text[:80] + "…"
+
+
+def _limits_text(limits: dict[str, Any] | None) -> list[tuple[str, str]]:
+    if limits is None:
+        return []
+    if not isinstance(limits, dict):
+        raise TypeError(f"dem_limits: expected a dict of targets, coords, mechanisms, got {type(limits).__name__}")
+    return [(str(k), str(v)) for k, v in limits.items()]
+
+
 class CompiledDemDecoder(sinter.CompiledDecoder):
     """A decoder compiled for one detector error model."""
 
-    def __init__(self, dem_text: str, decoder: str, settings: dict[str, Any], threads: int = 1):
-        self._state = (dem_text, decoder, dict(settings), threads)
-        self._native = _native.DemDecoder(dem_text, decoder, _settings_text(settings), threads, "<dem>")
+    def __init__(
+        self,
+        dem_text: str,
+        decoder: str,
+        settings: dict[str, Any],
+        threads: int = 1,
+        dem_limits: dict[str, Any] | None = None,
+    ):
+        self._state = (dem_text, decoder, dict(settings), threads, dem_limits)
+        self._native = _native.DemDecoder(
+            dem_text,
+            decoder,
+            _settings_text(settings),
+            _check_threads(threads),
+            "<dem>",
+            _limits_text(dem_limits),
+        )
         self.num_detectors = self._native.num_detectors
         self.num_observables = self._native.num_observables
 
     def decode_shots_bit_packed(self, *, bit_packed_detection_event_data: np.ndarray) -> np.ndarray:
-        data = np.ascontiguousarray(bit_packed_detection_event_data, dtype=np.uint8)
-        if data.ndim != 2 or data.shape[1] != (self.num_detectors + 7) // 8:
-            raise ValueError(
-                f"detection events of shape {data.shape}: expected (shots, {(self.num_detectors + 7) // 8})"
-            )
+        data = bit_packed_detection_event_data
+        width = (self.num_detectors + 7) // 8
+        layout = f"uint8 [shots, ceil(num_detectors/8)] = [shots, {width}] (stim's bit-packed layout)"
+        if not isinstance(data, np.ndarray):
+            raise TypeError(f"detection events as {type(data).__name__}: expected a numpy array, {layout}")
+        if data.dtype != np.uint8:
+            raise TypeError(f"detection events of dtype {data.dtype}: expected {layout}; nothing is cast")
+        if data.ndim != 2 or data.shape[1] != width:
+            raise ValueError(f"detection events of shape {_excerpt(str(data.shape))}: expected {layout}")
         shots = data.shape[0]
-        out = self._native.decode_bit_packed(data.tobytes(), shots)
+        out = self._native.decode_bit_packed(np.ascontiguousarray(data).tobytes(), shots)
         return np.frombuffer(out, dtype=np.uint8).reshape(shots, (self.num_observables + 7) // 8)
 
     def __reduce__(self):
@@ -86,15 +138,18 @@ class _DemSinterDecoder(sinter.Decoder):
 
     kind = ""
 
-    def __init__(self, threads: int = 1, **settings: Any):
-        self.threads = threads
+    def __init__(self, threads: int = 1, dem_limits: dict[str, Any] | None = None, **settings: Any):
+        self.threads = _check_threads(threads)
+        _limits_text(dem_limits)
+        self.dem_limits = None if dem_limits is None else dict(dem_limits)
         self.settings = {k: v for k, v in settings.items()}
 
     def compile_decoder_for_dem(self, *, dem) -> CompiledDemDecoder:
-        return CompiledDemDecoder(str(dem), self.kind, self.settings, self.threads)
+        return CompiledDemDecoder(str(dem), self.kind, self.settings, self.threads, self.dem_limits)
 
     def __eq__(self, other) -> bool:
-        return type(other) is type(self) and (other.settings, other.threads) == (self.settings, self.threads)
+        mine = (self.settings, self.threads, self.dem_limits)
+        return type(other) is type(self) and (other.settings, other.threads, other.dem_limits) == mine
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.settings.items())
@@ -103,7 +158,9 @@ class _DemSinterDecoder(sinter.Decoder):
 
 class BpOsdSinterDecoder(_DemSinterDecoder):
     """BP+OSD with ``ldpc``'s names and defaults (min-sum, α = 1, parallel, ``max_iter`` = number
-    of mechanisms, OSD-0). ``threads`` decodes each batch on that many threads."""
+    of mechanisms, OSD-0; ``max_iter`` at most 1,048,576, ``osd_order`` at most 1024).
+    ``threads`` (0..=1024) decodes each batch on that many threads; ``dem_limits`` bounds the
+    model (see the module docs)."""
 
     kind = "bposd"
 
@@ -117,9 +174,11 @@ class BpOsdSinterDecoder(_DemSinterDecoder):
         osd_method: str = "osd0",
         osd_order: int = 0,
         threads: int = 1,
+        dem_limits: dict[str, int] | None = None,
     ):
         super().__init__(
             threads=threads,
+            dem_limits=dem_limits,
             bp_method=bp_method,
             max_iter=max_iter,
             ms_scaling_factor=ms_scaling_factor,
@@ -131,7 +190,8 @@ class BpOsdSinterDecoder(_DemSinterDecoder):
 
 class RelayBpSinterDecoder(_DemSinterDecoder):
     """Relay-BP with ``relay-bp``'s sinter names and defaults. ``alpha=None`` is no scaling,
-    ``alpha=0`` the ramp; ``seed`` fixes the relay legs' memory strengths."""
+    ``alpha=0`` the ramp; ``seed`` fixes the relay legs' memory strengths. The legs together run
+    at most 1,048,576 iterations (``pre_iter + num_sets * set_max_iter``)."""
 
     kind = "relay-bp"
 
@@ -147,9 +207,11 @@ class RelayBpSinterDecoder(_DemSinterDecoder):
         alpha: float | None = None,
         seed: int = 0,
         threads: int = 1,
+        dem_limits: dict[str, int] | None = None,
     ):
         super().__init__(
             threads=threads,
+            dem_limits=dem_limits,
             gamma0=gamma0,
             pre_iter=pre_iter,
             num_sets=num_sets,

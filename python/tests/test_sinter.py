@@ -5,6 +5,8 @@ while Rust decodes, and compile errors that surface as errors."""
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 import threading
 import time
 
@@ -124,3 +126,114 @@ def test_compile_errors_surface_as_errors():
     compiled = BpOsdSinterDecoder().compile_decoder_for_dem(dem=dem)
     with pytest.raises(ValueError, match="expected"):
         compiled.decode_shots_bit_packed(bit_packed_detection_event_data=np.zeros((4, 1), dtype=np.uint8))
+
+
+# Issue 27: nothing a caller passes takes the interpreter down; every error is an Exception.
+
+BIG_MODEL = "repeat 20000 {\n error(0.1)" + "".join(f" D{d}" for d in range(100_000)) + "\n shift_detectors 1\n}\n"
+
+
+def run_limited(code: str, address_space_bytes: int) -> subprocess.CompletedProcess:
+    """``code`` in a fresh interpreter whose address space is limited (RLIMIT_AS)."""
+    prelude = (
+        "import resource\n"
+        f"resource.setrlimit(resource.RLIMIT_AS, ({address_space_bytes}, {address_space_bytes}))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=120, cwd="/tmp"
+    )
+
+
+def test_a_model_that_expands_past_its_bounds_raises_and_the_interpreter_lives():
+    # 689 KB of text, two billion targets unrolled: it killed the interpreter (an abort).
+    assert len(BIG_MODEL) < 700_000
+    with pytest.raises(errors.DetectorErrorModelError, match=r"<dem>:2: the model expands to more than 16777216 targets"):
+        BpOsdSinterDecoder().compile_decoder_for_dem(dem=BIG_MODEL)
+    # Under a 4 GB address space, in a fresh interpreter: the error, and the process goes on.
+    code = (
+        "from backline.sinter import BpOsdSinterDecoder\n"
+        "from backline import errors\n"
+        "big = 'repeat 20000 {\\n error(0.1)' + ''.join(f' D{d}' for d in range(100_000))"
+        " + '\\n shift_detectors 1\\n}\\n'\n"
+        "try:\n"
+        "    BpOsdSinterDecoder().compile_decoder_for_dem(dem=big)\n"
+        "except errors.DetectorErrorModelError as e:\n"
+        "    print('refused:', e)\n"
+        "print('alive')\n"
+    )
+    r = run_limited(code, 4 << 30)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "refused: <dem>:2: the model expands to more than 16777216 targets" in r.stdout
+    assert r.stdout.rstrip().endswith("alive")
+    assert len(r.stderr) <= 4096
+    # The bounds are the caller's: tighter ones refuse a model the defaults take.
+    dem = surface(3, 0.005).detector_error_model()
+    BpOsdSinterDecoder().compile_decoder_for_dem(dem=dem)
+    with pytest.raises(errors.DetectorErrorModelError, match=r"more than 100 mechanisms \(limit `mechanisms`"):
+        BpOsdSinterDecoder(dem_limits={"mechanisms": 100}).compile_decoder_for_dem(dem=dem)
+    with pytest.raises(errors.DecoderSettingsError, match=r"dem_limits: unknown setting `tragets`"):
+        BpOsdSinterDecoder(dem_limits={"tragets": 5}).compile_decoder_for_dem(dem=dem)
+    assert pickle.loads(pickle.dumps(BpOsdSinterDecoder(dem_limits={"targets": 10**9}))).dem_limits == {
+        "targets": 10**9
+    }
+
+
+def test_a_model_error_quotes_an_excerpt():
+    with pytest.raises(errors.DetectorErrorModelError) as e:
+        BpOsdSinterDecoder().compile_decoder_for_dem(dem="a" * 10_000_000)
+    assert len(str(e.value)) < 300
+    assert str(e.value).startswith("<dem>:1: unknown instruction `" + "a" * 80 + "…`")
+
+
+def test_threads_past_the_bound_or_refused_by_the_system_are_exceptions():
+    for threads in (10**6, -1, 2.5, True):
+        with pytest.raises(errors.DecoderSettingsError, match=r"threads=.*: expected an integer in 0..=1024"):
+            BpOsdSinterDecoder(threads=threads)
+    # 1,024 threads in a 1 GB address space: the system refuses some; a RunError, not a
+    # PanicException (a BaseException that `except Exception` does not catch).
+    code = (
+        "import numpy as np\n"
+        "from backline.sinter import BpOsdSinterDecoder\n"
+        "from backline import errors\n"
+        "c = BpOsdSinterDecoder(threads=1024).compile_decoder_for_dem(dem='error(0.1) D0 L0\\nerror(0.1) D0 D1\\n')\n"
+        "try:\n"
+        "    c.decode_shots_bit_packed(bit_packed_detection_event_data=np.ones((4096, 1), dtype=np.uint8))\n"
+        "    print('decoded')\n"
+        "except Exception as e:\n"
+        "    print(type(e).__name__, isinstance(e, errors.RunError), e)\n"
+    )
+    r = run_limited(code, 1 << 30)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.startswith("RunError True cannot start decoding thread "), r.stdout
+    assert "PanicException" not in r.stdout + r.stderr
+
+
+def test_detection_events_must_be_uint8_of_stims_layout():
+    dem = surface(3, 0.005).detector_error_model()
+    compiled = BpOsdSinterDecoder().compile_decoder_for_dem(dem=dem)
+    width = (dem.num_detectors + 7) // 8
+    layout = rf"uint8 \[shots, ceil\(num_detectors/8\)\] = \[shots, {width}\]"
+    # Floats of 0.7 were cast to zeros, int64 1000 to 232: both are TypeErrors now.
+    for bad in (np.full((5, width), 0.7), np.full((5, width), 1000, dtype=np.int64), np.zeros((5, width), dtype=bool)):
+        with pytest.raises(TypeError, match=rf"dtype {bad.dtype}: expected {layout}"):
+            compiled.decode_shots_bit_packed(bit_packed_detection_event_data=bad)
+    with pytest.raises(TypeError, match=rf"as list: expected a numpy array, {layout}"):
+        compiled.decode_shots_bit_packed(bit_packed_detection_event_data=[[0] * width])
+    for shape in ((5, width + 1), (5,), (5, width, 1)):
+        with pytest.raises(ValueError, match=rf"shape .*: expected {layout}"):
+            compiled.decode_shots_bit_packed(bit_packed_detection_event_data=np.zeros(shape, dtype=np.uint8))
+    # A view that is not contiguous is uint8 all the same: decoded, not refused.
+    wide = np.zeros((5, 2 * width), dtype=np.uint8)
+    assert compiled.decode_shots_bit_packed(bit_packed_detection_event_data=wide[:, ::2]).shape == (5, 1)
+
+
+def test_a_model_without_observables_decodes_to_empty_records():
+    compiled = BpOsdSinterDecoder().compile_decoder_for_dem(dem=stim.DetectorErrorModel("error(0.1) D0\nerror(0.1) D0 D1"))
+    out = compiled.decode_shots_bit_packed(bit_packed_detection_event_data=np.array([[1], [3], [0]], dtype=np.uint8))
+    assert out.shape == (3, 0) and out.dtype == np.uint8
+
+
+def test_a_bad_interval_quotes_the_whole_value():
+    dem = surface(3, 0.005).detector_error_model()
+    with pytest.raises(errors.DecoderSettingsError, match=r"gamma_dist_interval: `1.0,2.0,3.0` is not LO,HI \(two numbers\)"):
+        RelayBpSinterDecoder(gamma_dist_interval=(1, 2, 3)).compile_decoder_for_dem(dem=dem)

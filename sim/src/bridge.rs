@@ -19,7 +19,10 @@
 //! round; a reply that does not come within the reply timeout, a coprocessor that has gone
 //! away, and a reply too large for the engine's 64-byte reply slot are [`Loss`]es — the
 //! round's reply is not delivered, so the engine's reply timeout fires and the trace marks
-//! the round — and the simulation goes on or stops as the run decides.
+//! the round — and the simulation goes on or stops as the run decides. Once a loss has broken
+//! the session ([`Bridge::is_gone`]) every later round is lost at once, without touching the
+//! transport, and a run that goes on shortens the engine's wait for those rounds
+//! (`crate::run`): a dead peer costs no timeouts' worth of simulated cycles.
 
 use std::time::{Duration, Instant};
 
@@ -41,8 +44,10 @@ pub struct CoprocessorAddr {
 
 impl CoprocessorAddr {
     /// Parses `udp:HOST:PORT`, `shm:NAME` or `rdma:HOST:PORT`.
-    pub fn parse(s: &str) -> Result<CoprocessorAddr, String> {
-        let (kind, rest) = s.split_once(':').ok_or_else(|| {
+    pub fn parse(spec: &str) -> Result<CoprocessorAddr, String> {
+        // Errors quote an excerpt of the address.
+        let s = &backline_decode::io::excerpt(spec);
+        let (kind, rest) = spec.split_once(':').ok_or_else(|| {
             format!("coprocessor `{s}`: expected udp:HOST:PORT, shm:NAME or rdma:HOST:PORT")
         })?;
         let transport = match kind {
@@ -56,7 +61,8 @@ impl CoprocessorAddr {
             }
             _ => {
                 return Err(format!(
-                    "coprocessor `{s}`: unknown transport `{kind}` (udp, shm or rdma)"
+                    "coprocessor `{s}`: unknown transport `{}` (udp, shm or rdma)",
+                    backline_decode::io::excerpt(kind)
                 ));
             }
         };
@@ -312,6 +318,12 @@ impl Bridge {
         self.relayed += 1;
         self.service_ns += u128::from(r.service_ns);
         Ok(r)
+    }
+
+    /// Whether the coprocessor is known to be gone (a lost reply or a failed session): every
+    /// later round is lost at once, without reaching the transport.
+    pub fn is_gone(&self) -> bool {
+        self.broken.is_some()
     }
 
     /// Requests relayed and answered.

@@ -8,7 +8,10 @@
 //!
 //! A real coprocessor behind the bridge can fail mid-run: the round's reply is not
 //! delivered, the engine's reply timeout fires and the trace marks the round; the run then
-//! stops with an error ([`LossPolicy::Stop`]) or goes on ([`LossPolicy::Continue`]).
+//! stops with an error ([`LossPolicy::Stop`]) or goes on ([`LossPolicy::Continue`]). A run
+//! that goes on after the bridge knows its peer is gone lowers the engine's timeout to
+//! [`DEAD_PEER_TIMEOUT_CYCLES`], so the rest of the rounds are lost (and counted) at the
+//! simulator's full speed rather than one 10 ms timeout each.
 //!
 //! Random-delayed runs with long quiet periods use the pacer's fast-forward
 //! (`CTRL.pacer_skip`): once a quiet period has begun, the driver reads the interval the RTL
@@ -28,6 +31,19 @@ pub use backline_regmap::Mode;
 
 /// The longest a sw-loop run lets the engine run between two `STATUS` polls, cycles.
 pub const SW_POLL_MAX_CYCLES: u64 = 1024;
+
+/// The engine's reply timeout once a bridged coprocessor is known to be gone and the run goes
+/// on ([`LossPolicy::Continue`]), cycles: room for the ERNIC model to fetch the WQE and read
+/// the request (4 cycles of fetch and at most 9 words after the doorbell; the engine writes
+/// the next request no sooner than 8 cycles after a timeout), and no more. The run lowers `TIMEOUT` to it at the first
+/// round after the loss (and the round waiting then); every later round is still a lost round
+/// that times out in the engine and is traced as a timeout — it just does not simulate
+/// 10 ms of waiting for a reply that cannot come.
+pub const DEAD_PEER_TIMEOUT_CYCLES: u32 = 32;
+
+/// The longest a sw-loop run lets the engine run between two `STATUS` polls once the
+/// coprocessor is known to be gone, cycles.
+const DEAD_PEER_POLL_CYCLES: u64 = 8;
 
 /// What a run does when a bridged coprocessor loses a round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,6 +262,30 @@ fn round_budget(cfg: &RunConfig) -> u64 {
     u64::from(cfg.timeout_cycles) + 10_000
 }
 
+/// Whether the run has lowered the engine's timeout for a dead peer.
+#[derive(Debug, Default)]
+struct DeadPeer {
+    skipping: bool,
+}
+
+impl DeadPeer {
+    /// [`check_loss`]; then, once the bridge knows its coprocessor is gone and the run goes
+    /// on, lowers the engine's `TIMEOUT` to [`DEAD_PEER_TIMEOUT_CYCLES`] (once; the register
+    /// is compared live, so the round waiting now ends too).
+    fn check(&mut self, sim: &mut HwhsSim, cfg: &RunConfig, done: u64) -> Result<(), SimError> {
+        check_loss(sim, cfg, done)?;
+        if !self.skipping
+            && cfg.on_loss == LossPolicy::Continue
+            && sim.model().bridge().is_some_and(|b| b.is_gone())
+        {
+            self.skipping = true;
+            let t = DEAD_PEER_TIMEOUT_CYCLES.min(cfg.timeout_cycles);
+            sim.axi_write(rm::TIMEOUT, t)?;
+        }
+        Ok(())
+    }
+}
+
 /// The errors of a bridged coprocessor after `done` rounds: a decoder id it does not serve,
 /// and (with [`LossPolicy::Stop`]) its first lost round.
 fn check_loss(sim: &HwhsSim, cfg: &RunConfig, done: u64) -> Result<(), SimError> {
@@ -276,12 +316,13 @@ fn sw_loop(
     progress: &mut dyn FnMut(u64, u64),
     stop: &dyn Fn() -> bool,
 ) -> Result<bool, SimError> {
+    let mut dead = DeadPeer::default();
     for k in 0..cfg.rounds {
         if stop() {
             return Ok(true);
         }
-        sw_round(sim, cfg, k)?;
-        check_loss(sim, cfg, k)?;
+        sw_round(sim, cfg, k, &mut dead)?;
+        dead.check(sim, cfg, k)?;
         if k % 1024 == 0 {
             progress(k, cfg.rounds);
         }
@@ -292,9 +333,22 @@ fn sw_loop(
 /// Round `k` of a sw-loop run: started, then polled as software would, backing off from
 /// back-to-back reads to one every [`SW_POLL_MAX_CYCLES`]: a round waiting microseconds for
 /// a real coprocessor then costs a few reads, and the RTT is the engine's either way.
-fn sw_round(sim: &mut HwhsSim, cfg: &RunConfig, k: u64) -> Result<(), SimError> {
+fn sw_round(
+    sim: &mut HwhsSim,
+    cfg: &RunConfig,
+    k: u64,
+    dead: &mut DeadPeer,
+) -> Result<(), SimError> {
     sim.axi_write(rm::CTRL, rm::CTRL_START.bits(1))?;
     let deadline = sim.cycle() + round_budget(cfg);
+    // A round for a dead peer takes the short timeout and a few dozen cycles more: wait that
+    // out at once, then poll closely (a backoff to 1,024 cycles would double each round).
+    let most = if dead.skipping {
+        sim.run_cycles(u64::from(DEAD_PEER_TIMEOUT_CYCLES));
+        DEAD_PEER_POLL_CYCLES
+    } else {
+        SW_POLL_MAX_CYCLES
+    };
     let mut step = 0;
     loop {
         let s = sim.axi_read(rm::STATUS)?;
@@ -304,12 +358,13 @@ fn sw_round(sim: &mut HwhsSim, cfg: &RunConfig, k: u64) -> Result<(), SimError> 
         if sim.cycle() > deadline {
             return Err(SimError::Stuck(format!("sw-loop round {k} never finished")));
         }
-        // A lost round ends a Stop run now, not after the engine's timeout.
-        check_loss(sim, cfg, k)?;
+        // A lost round ends a Stop run now, not after the engine's timeout (and a Continue
+        // run's wait for a dead peer is cut short).
+        dead.check(sim, cfg, k)?;
         if step > 0 {
             sim.run_cycles(step);
         }
-        step = (step * 2).clamp(1, SW_POLL_MAX_CYCLES);
+        step = (step * 2).clamp(1, most);
     }
 }
 
@@ -336,6 +391,7 @@ fn hw_loop(
     let mut last_progress = 0;
     let mut last_count = 0;
     let mut stalled_since = sim.cycle();
+    let mut dead = DeadPeer::default();
     loop {
         let s = sim.axi_read(rm::STATUS)?;
         if rm::STATUS_DONE.get(s) == 1 {
@@ -366,7 +422,7 @@ fn hw_loop(
             last_progress = count;
             progress(count, cfg.rounds);
         }
-        check_loss(sim, cfg, count)?;
+        dead.check(sim, cfg, count)?;
         sim.run_cycles(chunk);
     }
 }

@@ -1,5 +1,6 @@
 //! Flags and helpers shared by `bench`, `serve` and `sim`.
 
+use backline_decode::io::excerpt;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -262,7 +263,7 @@ pub fn builtin_name(spec: &str) -> Option<&str> {
 /// Loads a responder spec with a message that says what was asked for.
 pub fn load_responder(spec: &str, ctx: &SpecContext) -> anyhow::Result<Arc<dyn Responder>> {
     let mut f = backline_responder::functions_of_with(spec, 0, ctx)
-        .with_context(|| format!("responder `{spec}`"))?;
+        .with_context(|| format!("responder `{}`", excerpt(spec)))?;
     Ok(f.remove(0).1)
 }
 
@@ -270,11 +271,14 @@ pub fn load_responder(spec: &str, ctx: &SpecContext) -> anyhow::Result<Arc<dyn R
 pub fn parse_fn(s: &str) -> anyhow::Result<(DecoderId, String)> {
     let (id, spec) = s
         .split_once('=')
-        .with_context(|| format!("--fn `{s}`: expected ID=SPEC, e.g. 0=steane"))?;
-    let id: DecoderId = id
-        .trim()
-        .parse()
-        .with_context(|| format!("--fn `{s}`: `{id}` is not a decoder id"))?;
+        .with_context(|| format!("--fn `{}`: expected ID=SPEC, e.g. 0=steane", excerpt(s)))?;
+    let id: DecoderId = id.trim().parse().with_context(|| {
+        format!(
+            "--fn `{}`: `{}` is not a decoder id",
+            excerpt(s),
+            excerpt(id)
+        )
+    })?;
     Ok((id, spec.to_string()))
 }
 
@@ -283,7 +287,7 @@ pub fn table_of(fns: &[(DecoderId, String)], ctx: &SpecContext) -> anyhow::Resul
     let mut t = ResponderTable::new();
     for (base, spec) in fns {
         let list = backline_responder::functions_of_with(spec, *base, ctx)
-            .with_context(|| format!("responder `{spec}`"))?;
+            .with_context(|| format!("responder `{}`", excerpt(spec)))?;
         for (id, r) in list {
             if t.insert(id, r).is_some() {
                 bail!("decoder id {id} is given twice (a bposd: spec uses two ids)");

@@ -40,11 +40,13 @@ use anyhow::{Context, bail};
 use backline_bench::Summary;
 use backline_bench::progress::{Progress, Show};
 use backline_bench::stats::wilson_interval;
-use backline_decode::dem::DetectorErrorModel;
+use backline_decode::bp::MAX_ITER;
+use backline_decode::dem::{DemLimits, DetectorErrorModel};
 use backline_decode::dem_decoder::{
-    DemDecoder, DemDecoderSettings, decode_batch_counted, decode_syndromes,
+    DemDecoder, DemDecoderSettings, MAX_THREADS, decode_batch_counted, decode_syndromes,
 };
-use backline_decode::io::{self as dio, MatrixFormat};
+use backline_decode::io::{self as dio, MatrixFormat, excerpt};
+use backline_decode::osd::MAX_OSD_ORDER;
 use backline_decode::relay::RelayConfig;
 use backline_decode::shots::{ShotFormat, ShotTable};
 use backline_decode::{
@@ -66,6 +68,10 @@ pub struct Args {
     /// Circuit level: a stim detector error model (.dem text).
     #[arg(long, value_name = "FILE")]
     pub dem: Option<PathBuf>,
+    /// Bounds on what the model may expand to, repeat blocks unrolled: targets=N,coords=N,
+    /// mechanisms=N, each a positive integer (defaults 16777216, 16777216, 4194304).
+    #[arg(long, value_name = "SPEC", env = "BACKLINE_DEM_LIMITS", value_parser = parse_dem_limits)]
+    pub dem_limits: Option<DemLimits>,
     /// Layout of --checks: auto (by extension, then content), alist or dense.
     #[arg(long, value_enum, default_value = "auto")]
     pub format: FormatArg,
@@ -100,8 +106,8 @@ pub struct Args {
     /// Decode only the first N shots.
     #[arg(long, value_name = "N")]
     pub shots: Option<usize>,
-    /// Decoding threads (0: every core).
-    #[arg(long, default_value_t = 0)]
+    /// Decoding threads, 0..=1024 (0: every core).
+    #[arg(long, default_value_t = 0, value_parser = at_most::<{ MAX_THREADS }>)]
     pub threads: usize,
 
     /// BP+OSD: check-node rule, minimum_sum or product_sum [default: minimum_sum].
@@ -110,8 +116,9 @@ pub struct Args {
     /// BP+OSD: min-sum scaling factor; 0 selects the adaptive factor 1 - 2^-iteration [default: 1].
     #[arg(long)]
     pub ms_scaling_factor: Option<f64>,
-    /// BP+OSD: maximum BP iterations; 0 means the number of bits [default: 0].
-    #[arg(long)]
+    /// BP+OSD: maximum BP iterations, 0..=1048576; 0 means the number of bits (at most
+    /// 1048576) [default: 0].
+    #[arg(long, value_parser = at_most::<{ MAX_ITER }>)]
     pub max_iter: Option<usize>,
     /// BP+OSD: BP schedule, parallel or serial [default: parallel].
     #[arg(long, value_parser = parse_schedule)]
@@ -119,28 +126,29 @@ pub struct Args {
     /// BP+OSD: post-processing when BP does not converge, osd0, osd_cs or off [default: osd0].
     #[arg(long, value_parser = parse_osd_method)]
     pub osd_method: Option<OsdMethod>,
-    /// BP+OSD: combination-sweep order for osd_cs; above n - rank it is clamped to n - rank
-    /// (with a warning) [default: 0].
-    #[arg(long)]
+    /// BP+OSD: combination-sweep order for osd_cs, 0..=1024; above n - rank it is clamped to
+    /// n - rank (with a warning) [default: 0].
+    #[arg(long, value_parser = at_most::<{ MAX_OSD_ORDER }>)]
     pub osd_order: Option<usize>,
 
     /// Relay-BP: memory strength of the first leg [default: 0.1].
     #[arg(long)]
     pub gamma0: Option<f64>,
-    /// Relay-BP: iteration limit of the first leg [default: 60].
-    #[arg(long)]
+    /// Relay-BP: iteration limit of the first leg, 0..=1048576 [default: 60]. The legs
+    /// together run at most 1048576 iterations (pre-iter + num-sets × set-max-iter).
+    #[arg(long, value_parser = at_most::<{ MAX_ITER }>)]
     pub pre_iter: Option<usize>,
-    /// Relay-BP: relay legs after the first [default: 60].
-    #[arg(long)]
+    /// Relay-BP: relay legs after the first, 0..=1048576 [default: 60].
+    #[arg(long, value_parser = at_most::<{ MAX_ITER }>)]
     pub num_sets: Option<usize>,
-    /// Relay-BP: iteration limit of each relay leg [default: 60].
-    #[arg(long)]
+    /// Relay-BP: iteration limit of each relay leg, 0..=1048576 [default: 60].
+    #[arg(long, value_parser = at_most::<{ MAX_ITER }>)]
     pub set_max_iter: Option<usize>,
     /// Relay-BP: interval of the relay legs' memory strengths, LO,HI [default: -0.24,0.66].
     #[arg(long, value_name = "LO,HI", value_parser = parse_interval, allow_hyphen_values = true)]
     pub gamma_dist_interval: Option<(f64, f64)>,
-    /// Relay-BP: solutions to find before stopping [default: 5].
-    #[arg(long)]
+    /// Relay-BP: solutions to find before stopping, 0..=1048576 [default: 5].
+    #[arg(long, value_parser = at_most::<{ MAX_ITER }>)]
     pub stop_nconv: Option<usize>,
     /// Relay-BP: check-message scaling (0: the ramp 1 - 2^-iteration) [default: none, i.e. 1].
     #[arg(long)]
@@ -149,8 +157,8 @@ pub struct Args {
     #[arg(long)]
     pub seed: Option<u64>,
 
-    /// Untimed decodes before the timed pass (cycling through the shots).
-    #[arg(long, default_value_t = 100)]
+    /// Untimed decodes before the timed pass (cycling through the shots), 0..=1000000.
+    #[arg(long, default_value_t = 100, value_parser = at_most::<{ MAX_WARMUP }>)]
     pub warmup: usize,
     /// Print exactly one JSON object (see the module docs for its fields).
     #[arg(long)]
@@ -206,13 +214,29 @@ fn parse_shot_format(s: &str) -> Result<ShotFormat, String> {
 fn parse_interval(s: &str) -> Result<(f64, f64), String> {
     let (a, b) = s
         .split_once(',')
-        .ok_or_else(|| format!("{s:?} is not LO,HI"))?;
+        .ok_or_else(|| format!("\"{}\" is not LO,HI", excerpt(s)))?;
     let num = |t: &str| {
         t.trim()
             .parse::<f64>()
-            .map_err(|_| format!("{t:?} is not a number"))
+            .map_err(|_| format!("\"{}\" is not a number", excerpt(t)))
     };
     Ok((num(a)?, num(b)?))
+}
+
+fn parse_dem_limits(s: &str) -> Result<DemLimits, String> {
+    DemLimits::parse(s).map_err(|e| e.to_string())
+}
+
+/// The most untimed decodes `--warmup` takes.
+const MAX_WARMUP: usize = 1_000_000;
+
+/// An integer flag in `0..=MAX`, the range in its error.
+fn at_most<const MAX: usize>(s: &str) -> Result<usize, String> {
+    s.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|&n| n <= MAX)
+        .ok_or_else(|| format!("expected an integer in 0..={MAX}"))
 }
 
 /// The `--json` object of code-capacity mode, one line on stdout.
@@ -622,7 +646,8 @@ fn read_shots(
     what: &str,
 ) -> anyhow::Result<ShotTable> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).with_context(|| format!("reading the {what}: {name}"))?;
+    let bytes = dio::read_capped(path, dio::MAX_SHOT_FILE_BYTES)
+        .with_context(|| format!("reading the {what}: {name}"))?;
     ShotTable::read(&bytes, format, bits, &name).map_err(|e| {
         anyhow::anyhow!(
             "{e} (the model has {bits} {what} per shot; --{}-format {format})",
@@ -684,7 +709,8 @@ impl DemConfig {
         let settings = dem_settings(args)?;
         let text = backline_decode::io::read_text(dem_path)
             .with_context(|| format!("reading the detector error model: {dem_name}"))?;
-        let dem = DetectorErrorModel::parse(&text, &dem_name)?;
+        let limits = args.dem_limits.unwrap_or_default();
+        let dem = DetectorErrorModel::parse_with(&text, &dem_name, &limits)?;
         drop(text);
         let decoder = DemDecoder::new(&dem, &settings).map_err(|e| match e {
             DecoderError::Setting { .. } => anyhow::anyhow!("--{}", flag_of(&e)),
@@ -700,12 +726,18 @@ impl DemConfig {
             "detectors",
         )?;
         let truth = match args.obs.as_deref() {
-            Some(p) => Some(read_shots(
-                p,
-                format_of(p, args.obs_format),
-                dem.num_observables(),
-                "observables",
-            )?),
+            Some(p) => {
+                let format = format_of(p, args.obs_format);
+                let t = read_shots(p, format, dem.num_observables(), "observables")?;
+                // A b8 file of zero-bit records is empty, as stim writes it: it says nothing
+                // about the number of shots, so it matches the detection events' (a `01` one
+                // has an empty line per shot and is counted).
+                Some(if t.bits() == 0 && format == ShotFormat::B8 {
+                    ShotTable::zeros(dets.shots(), 0)
+                } else {
+                    t
+                })
+            }
             None => None,
         };
         cut_to_shots(args.shots, dets_path, &mut dets)?;

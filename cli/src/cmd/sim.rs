@@ -176,11 +176,14 @@ fn model_responder(spec: &str) -> anyhow::Result<Responder> {
     Ok(match spec {
         "echo" => Responder::Echo,
         "steane" => Responder::Steane,
-        other => bail!(
-            "--responder {other}: the in-simulation responder is `echo` or `steane`; a decoder \
-             function needs a real coprocessor: start `backline serve --responder {other}` and \
-             add --coprocessor udp:HOST:PORT (or shm:NAME, rdma:HOST:PORT)"
-        ),
+        other => {
+            let other = backline_decode::io::excerpt(other);
+            bail!(
+                "--responder {other}: the in-simulation responder is `echo` or `steane`; a \
+                 decoder function needs a real coprocessor: start `backline serve --responder \
+                 {other}` and add --coprocessor udp:HOST:PORT (or shm:NAME, rdma:HOST:PORT)"
+            )
+        }
     })
 }
 

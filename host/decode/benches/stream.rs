@@ -54,6 +54,7 @@ fn main() {
         window: Some(5),
         commit: Some(3),
         decoder: decoder.clone(),
+        ..StreamSettings::default()
     };
     let mut s = StreamDecoder::new(&dem, &settings).unwrap();
     let mut whole = DemDecoder::new(&dem, &decoder).unwrap();

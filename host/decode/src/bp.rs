@@ -66,7 +66,8 @@ impl FromStr for BpMethod {
             "product_sum" | "prod_sum" | "ps" | "0" => Ok(BpMethod::ProductSum),
             "minimum_sum" | "min_sum" | "ms" | "1" => Ok(BpMethod::MinimumSum),
             _ => Err(format!(
-                "unknown BP method {s:?} (expected minimum_sum or product_sum)"
+                "unknown BP method \"{}\" (expected minimum_sum or product_sum)",
+                crate::io::excerpt(s)
             )),
         }
     }
@@ -101,7 +102,8 @@ impl FromStr for Schedule {
             "parallel" | "p" | "flooding" | "0" => Ok(Schedule::Parallel),
             "serial" | "s" | "1" => Ok(Schedule::Serial),
             _ => Err(format!(
-                "unknown BP schedule {s:?} (expected parallel or serial)"
+                "unknown BP schedule \"{}\" (expected parallel or serial)",
+                crate::io::excerpt(s)
             )),
         }
     }
@@ -367,12 +369,34 @@ fn log_ratio(x: f64) -> f64 {
     }
 }
 
+/// The largest iteration limit a decoder takes (2^20 = 1,048,576): BP's `max_iter` (its
+/// default, the number of bits, is capped here too) and Relay-BP's legs together
+/// (`pre_iter + num_sets · set_max_iter`). A decode that does not converge therefore ends,
+/// whatever a caller asks for.
+pub const MAX_ITER: usize = 1 << 20;
+
+/// `expected` of the [`DecoderError::Setting`] for a `max_iter` above [`MAX_ITER`].
+pub const MAX_ITER_RANGE: &str = "0 (the number of bits) or 1..=1048576";
+
+/// Checks a `max_iter` against [`MAX_ITER`].
+pub(crate) fn check_max_iter(max_iter: usize) -> Result<(), DecoderError> {
+    if max_iter > MAX_ITER {
+        return Err(DecoderError::Setting {
+            name: "max_iter",
+            value: max_iter as f64,
+            expected: MAX_ITER_RANGE,
+        });
+    }
+    Ok(())
+}
+
 /// Settings of belief propagation, named as in `ldpc`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BpSettings {
     /// Check-node rule.
     pub bp_method: BpMethod,
-    /// Maximum iterations; 0 means `n` (the number of bits), as in `ldpc`.
+    /// Maximum iterations, at most [`MAX_ITER`]; 0 means `n` (the number of bits), as in
+    /// `ldpc`, capped at [`MAX_ITER`].
     pub max_iter: usize,
     /// Min-sum scaling factor α (messages are multiplied by α); 0 selects `1 − 2^−it`.
     pub ms_scaling_factor: f64,
@@ -675,6 +699,7 @@ impl BpDecoder {
         error_channel: Option<&[f64]>,
         settings: BpSettings,
     ) -> Result<BpDecoder, DecoderError> {
+        check_max_iter(settings.max_iter)?;
         let graph = TannerGraph::new(h, settings.schedule == Schedule::Parallel)?;
         let channel = validate_channel(graph.n, error_rate, error_channel)?;
         if !(settings.ms_scaling_factor.is_finite() && settings.ms_scaling_factor >= 0.0) {
@@ -692,7 +717,7 @@ impl BpDecoder {
         let slots = graph.slots();
         let (m, n) = (graph.m, graph.n);
         let max_iter = if settings.max_iter == 0 {
-            n
+            n.min(MAX_ITER)
         } else {
             settings.max_iter
         };
@@ -747,7 +772,7 @@ impl BpDecoder {
         &self.settings
     }
 
-    /// The iteration limit in force (`max_iter`, or `n` when it was 0).
+    /// The iteration limit in force (`max_iter`, or `n` when it was 0, at most [`MAX_ITER`]).
     pub fn max_iter(&self) -> usize {
         self.max_iter
     }

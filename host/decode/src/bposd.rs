@@ -20,7 +20,10 @@
 
 use crate::bitmat::BitMatrix;
 use crate::bp::{BpDecoder, BpMethod, BpSettings, Schedule};
-use crate::error::{DecoderError, SettingError, parse_value};
+use crate::error::{DecoderError, SettingError, parse_bounded, parse_value};
+
+/// What `max_iter` takes, as its setting errors say.
+const MAX_ITER_SETTING: &str = "a non-negative integer in 0..=1048576 (0: the number of bits)";
 use crate::osd::{Osd, OsdMethod};
 use crate::sparse::SparseMatrix;
 
@@ -33,7 +36,8 @@ pub struct BpOsdConfig {
     pub error_channel: Option<Vec<f64>>,
     /// Check-node rule (default min-sum).
     pub bp_method: BpMethod,
-    /// Maximum BP iterations; 0 (default) means `n`.
+    /// Maximum BP iterations, at most [`crate::bp::MAX_ITER`]; 0 (default) means `n` (capped at
+    /// [`crate::bp::MAX_ITER`]).
     pub max_iter: usize,
     /// Min-sum scaling factor (default 1.0); 0 selects `1 − 2^−it`.
     pub ms_scaling_factor: f64,
@@ -41,7 +45,8 @@ pub struct BpOsdConfig {
     pub schedule: Schedule,
     /// Post-processing when BP does not converge (default OSD-0).
     pub osd_method: OsdMethod,
-    /// Combination-sweep order for `OsdCs` (default 0, which is OSD-0). An order above the
+    /// Combination-sweep order for `OsdCs` (default 0, which is OSD-0), at most
+    /// [`crate::osd::MAX_OSD_ORDER`]. An order above the
     /// number of free columns `n − rank(H)` is clamped to it (the effective order,
     /// [`BpOsdDecoder::osd_order`]; one warning per process). Ignored unless `osd_method` is
     /// `OsdCs`.
@@ -70,14 +75,24 @@ impl BpOsdConfig {
 
     /// Sets one setting by its `ldpc` name from text: `error_rate`, `bp_method`
     /// (`minimum_sum`/`product_sum`, …), `max_iter`, `ms_scaling_factor`, `schedule`
-    /// (`parallel`/`serial`), `osd_method` (`osd0`/`osd_cs`/`off`), `osd_order`. Ranges are
-    /// checked when the decoder is built.
+    /// (`parallel`/`serial`), `osd_method` (`osd0`/`osd_cs`/`off`), `osd_order`. The upper
+    /// bounds of `max_iter` and `osd_order` are checked here, the other ranges when the
+    /// decoder is built.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
         match key.trim() {
             "error_rate" => self.error_rate = parse_value(key, value, "a number")?,
             "ms_scaling_factor" => self.ms_scaling_factor = parse_value(key, value, "a number")?,
-            "max_iter" => self.max_iter = parse_value(key, value, "a non-negative integer")?,
-            "osd_order" => self.osd_order = parse_value(key, value, "a non-negative integer")?,
+            "max_iter" => {
+                self.max_iter = parse_bounded(key, value, crate::bp::MAX_ITER, MAX_ITER_SETTING)?
+            }
+            "osd_order" => {
+                self.osd_order = parse_bounded(
+                    key,
+                    value,
+                    crate::osd::MAX_OSD_ORDER,
+                    crate::osd::OSD_ORDER_RANGE,
+                )?
+            }
             "bp_method" => {
                 self.bp_method = value
                     .trim()
@@ -96,12 +111,7 @@ impl BpOsdConfig {
                     .parse()
                     .map_err(|_| SettingError::value(key, value, "osd0, osd_cs or off"))?
             }
-            other => {
-                return Err(SettingError::Unknown {
-                    key: other.to_string(),
-                    known: Self::KEYS,
-                });
-            }
+            other => return Err(SettingError::unknown(other, Self::KEYS)),
         }
         Ok(())
     }
@@ -152,6 +162,9 @@ impl BpOsdDecoder {
         h: &SparseMatrix,
         config: &BpOsdConfig,
     ) -> Result<BpOsdDecoder, DecoderError> {
+        if config.osd_method == OsdMethod::OsdCs {
+            crate::osd::check_order(config.osd_order)?;
+        }
         let bp = BpDecoder::from_sparse(
             h,
             config.error_rate,

@@ -19,9 +19,26 @@
 //! ignored.
 //!
 //! Every error names the file and the 1-based line: `model.dem:7: probability 1.5 is outside
-//! [0, 1]`. Bad input never panics and never hangs: `repeat` counts multiply into at most
-//! [`MAX_EXPANDED`] executed instructions, detector indices stay below [`MAX_DETECTORS`], and
-//! observables below [`MAX_OBSERVABLES`], and blocks nest at most [`MAX_NESTING`] deep.
+//! [0, 1]`, and quotes at most an excerpt of the input ([`crate::io::excerpt`]). Bad input
+//! never panics and never hangs: `repeat` counts multiply into at most [`MAX_EXPANDED`]
+//! executed instructions, detector indices stay below [`MAX_DETECTORS`], and observables below
+//! [`MAX_OBSERVABLES`], and blocks nest at most [`MAX_NESTING`] deep.
+//!
+//! # Resource bounds
+//!
+//! A small text can expand to a huge model: `repeat 20000 { error(0.1) D0 … D99999
+//! shift_detectors 1 }` is 689 KB and names two billion targets. [`DemLimits`] bounds what a
+//! model may expand to — its targets, its coordinates and its mechanisms, counted over every
+//! executed instruction, `repeat` blocks unrolled — and the parser checks the bounds twice
+//! before allocating: while it reads the text (a line's targets are counted before they are
+//! stored) and once the text is read (the expansion's totals, computed from the blocks'
+//! counts without expanding them). A model past a bound is
+//! [`DemErrorKind::Limit`], naming the line at which the running total crosses it and the
+//! bound: `big.dem:2: the model expands to more than 16777216 targets (limit `targets`;
+//! BACKLINE_DEM_LIMITS=targets=N raises it)`. [`DetectorErrorModel::parse`] applies
+//! [`DemLimits::DEFAULT`]; [`DetectorErrorModel::parse_with`] takes other bounds, and
+//! [`DemLimits::from_env`] reads the `BACKLINE_DEM_LIMITS` variable every front end honours
+//! (`backline decode --dem-limits`, `stream:` functions, Python's `dem_limits=`).
 //!
 //! ```
 //! use backline_decode::dem::DetectorErrorModel;
@@ -51,6 +68,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 
+use crate::error::SettingError;
+use crate::io::excerpt;
 use crate::sparse::SparseMatrix;
 
 /// Detector indices must be below this (2^24).
@@ -62,17 +81,156 @@ pub const MAX_EXPANDED: u64 = 1 << 27;
 /// `repeat` blocks nest at most this deep.
 pub const MAX_NESTING: usize = 64;
 
+/// What a model may expand to, counted over every executed instruction with `repeat` blocks
+/// unrolled (see the module docs). The defaults fit a machine of a few GB with room to spare:
+/// a model at every bound parses in well under 2 GB, and the largest circuit-level models in
+/// use (a distance-31 surface code over 31 rounds: about 250,000 mechanisms and a million
+/// targets) are far inside them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DemLimits {
+    /// Targets (`D#`, `L#`, numbers, `^`), each instruction counting one more for itself
+    /// (default 2^24 = 16,777,216).
+    pub targets: u64,
+    /// Coordinates and other parenthesised arguments: a `detector`'s arguments once per
+    /// detector it declares, a `shift_detectors`' and an `error`'s once (default 2^24).
+    pub coords: u64,
+    /// Mechanisms: executed `error` instructions, before merging (default 2^22 = 4,194,304).
+    pub mechanisms: u64,
+}
+
+impl Default for DemLimits {
+    fn default() -> DemLimits {
+        DemLimits::DEFAULT
+    }
+}
+
+impl DemLimits {
+    /// The defaults.
+    pub const DEFAULT: DemLimits = DemLimits {
+        targets: 1 << 24,
+        coords: 1 << 24,
+        mechanisms: 1 << 22,
+    };
+
+    /// The environment variable [`DemLimits::from_env`] reads: `key=N` pairs separated by `,`
+    /// or `;`, e.g. `targets=100000000,mechanisms=10000000`.
+    pub const ENV: &'static str = "BACKLINE_DEM_LIMITS";
+
+    /// The names [`DemLimits::set`] takes.
+    pub const KEYS: &'static str = "targets, coords, mechanisms";
+
+    /// Sets one bound by name from text (a positive integer).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
+        let field = match key.trim() {
+            "targets" => &mut self.targets,
+            "coords" => &mut self.coords,
+            "mechanisms" => &mut self.mechanisms,
+            other => return Err(SettingError::unknown(other, Self::KEYS)),
+        };
+        *field = value
+            .trim()
+            .parse()
+            .ok()
+            .filter(|&n: &u64| n > 0)
+            .ok_or_else(|| SettingError::value(key, value, "a positive integer"))?;
+        Ok(())
+    }
+
+    /// The defaults with the `key=N` pairs of `spec` (separated by `,` or `;`) applied.
+    pub fn parse(spec: &str) -> Result<DemLimits, SettingError> {
+        let mut l = DemLimits::DEFAULT;
+        for kv in spec
+            .split([',', ';'])
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| SettingError::value("dem limits", kv, "key=N"))?;
+            l.set(k, v)?;
+        }
+        Ok(l)
+    }
+
+    /// The defaults with `BACKLINE_DEM_LIMITS` applied (the defaults when it is unset).
+    pub fn from_env() -> Result<DemLimits, SettingError> {
+        match std::env::var(Self::ENV) {
+            Ok(spec) => DemLimits::parse(&spec),
+            Err(std::env::VarError::NotPresent) => Ok(DemLimits::DEFAULT),
+            Err(std::env::VarError::NotUnicode(_)) => {
+                Err(SettingError::value(Self::ENV, "(not UTF-8)", "key=N pairs"))
+            }
+        }
+    }
+
+    /// The first bound `c` is past, as the error for it.
+    fn exceeded(&self, c: Cost) -> Option<DemErrorKind> {
+        let limit = |what, key, limit| Some(DemErrorKind::Limit { what, key, limit });
+        if c.targets > self.targets {
+            return limit("targets", "targets", self.targets);
+        }
+        if c.coords > self.coords {
+            return limit("coordinates", "coords", self.coords);
+        }
+        if c.mechanisms > self.mechanisms {
+            return limit("mechanisms", "mechanisms", self.mechanisms);
+        }
+        None
+    }
+
+    /// How many more times `per` fits on top of `total` within every bound.
+    fn times_fitting(&self, total: Cost, per: Cost) -> u64 {
+        [
+            (self.targets, total.targets, per.targets),
+            (self.coords, total.coords, per.coords),
+            (self.mechanisms, total.mechanisms, per.mechanisms),
+        ]
+        .into_iter()
+        .filter(|&(_, _, p)| p > 0)
+        .map(|(l, t, p)| l.saturating_sub(t) / p)
+        .min()
+        .unwrap_or(u64::MAX)
+    }
+}
+
+/// What part of a model costs, against [`DemLimits`]; sums saturate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Cost {
+    targets: u64,
+    coords: u64,
+    mechanisms: u64,
+}
+
+impl Cost {
+    fn plus(self, o: Cost) -> Cost {
+        Cost {
+            targets: self.targets.saturating_add(o.targets),
+            coords: self.coords.saturating_add(o.coords),
+            mechanisms: self.mechanisms.saturating_add(o.mechanisms),
+        }
+    }
+
+    fn times(self, n: u64) -> Cost {
+        Cost {
+            targets: self.targets.saturating_mul(n),
+            coords: self.coords.saturating_mul(n),
+            mechanisms: self.mechanisms.saturating_mul(n),
+        }
+    }
+}
+
 /// What is wrong with a model.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DemErrorKind {
-    /// An instruction name stim's DEM format does not have.
+    /// An instruction name stim's DEM format does not have (an excerpt of it).
     #[error(
         "unknown instruction `{0}` (expected error, detector, logical_observable, \
          shift_detectors or repeat)"
     )]
     UnknownInstruction(String),
-    /// A line that is not an instruction, a block start or a block end.
+    /// A line that is not an instruction, a block start or a block end (what it quotes of the
+    /// line is an excerpt).
     #[error("{0}")]
     Syntax(String),
     /// An `error` probability outside [0, 1] or not a number.
@@ -93,7 +251,7 @@ pub enum DemErrorKind {
     Target {
         /// The instruction.
         name: &'static str,
-        /// The target as written.
+        /// The target as written (an excerpt of it).
         target: String,
     },
     /// A detector index at or past [`MAX_DETECTORS`] (after the `shift_detectors` offset), or
@@ -113,6 +271,20 @@ pub enum DemErrorKind {
     /// `repeat` counts multiply past [`MAX_EXPANDED`] instructions.
     #[error("the repeat blocks expand to more than {MAX_EXPANDED} instructions")]
     TooLarge,
+    /// The model expands past one of its [`DemLimits`]; the line is where the running total
+    /// crosses it.
+    #[error(
+        "the model expands to more than {limit} {what} (limit `{key}`; \
+         BACKLINE_DEM_LIMITS={key}=N raises it)"
+    )]
+    Limit {
+        /// What: `targets`, `coordinates` or `mechanisms`.
+        what: &'static str,
+        /// The bound's name in [`DemLimits::set`].
+        key: &'static str,
+        /// The bound.
+        limit: u64,
+    },
     /// A `{` without its `}`, or a `}` without its `{`.
     #[error("{0}")]
     Block(String),
@@ -212,8 +384,44 @@ fn syntax<T>(msg: impl Into<String>) -> Res<T> {
     Err(DemErrorKind::Syntax(msg.into()))
 }
 
-/// Splits an instruction line (comment and indentation already allowed for).
-fn split_line(text: &str) -> Res<Option<Line<'_>>> {
+/// Adds `cost` to `seen`, the model's cost so far as read (before `repeat` blocks are
+/// unrolled): an error when that alone is past a bound. Called before what it counts is
+/// stored, so a line of a hundred million targets is refused before its list is allocated.
+fn charge(seen: &mut Cost, cost: Cost, limits: &DemLimits) -> Res<()> {
+    *seen = seen.plus(cost);
+    limits.exceeded(*seen).map_or(Ok(()), Err)
+}
+
+/// Parses the parenthesised arguments of an instruction (the text between `(` and `)`).
+fn parse_args(inner: &str, seen: &mut Cost, limits: &DemLimits) -> Res<Vec<f64>> {
+    if inner.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let count = inner.split(',').count() as u64;
+    let cost = Cost {
+        coords: count,
+        ..Cost::default()
+    };
+    charge(seen, cost, limits)?;
+    let mut args = Vec::with_capacity(count as usize);
+    for a in inner.split(',') {
+        let a = a.trim();
+        let numeric = a.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c));
+        match a.parse::<f64>() {
+            Ok(v) if v.is_finite() && numeric => args.push(v),
+            // `1e999` parses to infinity: a coordinate or a probability must be finite.
+            Ok(_) if numeric => {
+                return syntax(format!("argument `{}` is not a finite number", excerpt(a)));
+            }
+            _ => return syntax(format!("argument `{}` is not a number", excerpt(a))),
+        }
+    }
+    Ok(args)
+}
+
+/// Splits an instruction line (comment and indentation already allowed for), counting its
+/// arguments and targets into `seen` before storing them.
+fn split_line<'a>(text: &'a str, seen: &mut Cost, limits: &DemLimits) -> Res<Option<Line<'a>>> {
     let s = text.trim_start();
     if s.is_empty() || s.starts_with('#') {
         return Ok(None);
@@ -225,7 +433,7 @@ fn split_line(text: &str) -> Res<Option<Line<'_>>> {
     if name.is_empty() || !name.as_bytes()[0].is_ascii_alphabetic() {
         return syntax(format!(
             "expected an instruction, found `{}`",
-            s.split_whitespace().next().unwrap_or(s)
+            excerpt(s.split_whitespace().next().unwrap_or(s))
         ));
     }
     let mut rest = &s[name_len..];
@@ -241,35 +449,28 @@ fn split_line(text: &str) -> Res<Option<Line<'_>>> {
         let Some(end) = open.find(')') else {
             return syntax("`(` without its closing `)`");
         };
-        let inner = &open[..end];
-        if !inner.trim().is_empty() {
-            for a in inner.split(',') {
-                let a = a.trim();
-                match a.parse::<f64>() {
-                    Ok(v)
-                        if v.is_finite()
-                            && a.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c)) =>
-                    {
-                        args.push(v)
-                    }
-                    // `1e999` parses to infinity: a coordinate or a probability must be finite.
-                    Ok(_) if a.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c)) => {
-                        return syntax(format!("argument `{a}` is not a finite number"));
-                    }
-                    _ => return syntax(format!("argument `{a}` is not a number")),
-                }
-            }
-        }
+        args = parse_args(&open[..end], seen, limits)?;
         rest = &open[end + 1..];
     }
     if !rest.is_empty() && !rest.starts_with([' ', '\t', '#', '{']) {
-        return syntax(format!("unexpected `{rest}` after `{name}`"));
+        return syntax(format!(
+            "unexpected `{}` after `{}`",
+            excerpt(rest),
+            excerpt(name)
+        ));
     }
     let body = match rest.find('#') {
         Some(i) => &rest[..i],
         None => rest,
     };
-    let mut targets: Vec<&str> = body.split_whitespace().collect();
+    let count = body.split_whitespace().count();
+    let cost = Cost {
+        targets: count as u64 + 1,
+        ..Cost::default()
+    };
+    charge(seen, cost, limits)?;
+    let mut targets: Vec<&str> = Vec::with_capacity(count);
+    targets.extend(body.split_whitespace());
     let mut opens_block = false;
     if let Some(last) = targets.last_mut() {
         if *last == "{" {
@@ -313,15 +514,22 @@ fn parse_target(t: &str) -> Option<Target> {
 
 /// Builds one instruction from a split line (not a repeat's body).
 fn instruction(line: &Line<'_>) -> Res<Op> {
-    let lower = line.name.to_ascii_lowercase();
+    // The longest name is `logical_observable`: a longer one is unknown (and not copied).
+    let lower = match line.name.len() {
+        0..=18 => line.name.to_ascii_lowercase(),
+        _ => String::new(),
+    };
     let targets: Vec<Target> = line
         .targets
         .iter()
-        .map(|t| parse_target(t).ok_or_else(|| DemErrorKind::Syntax(format!("bad target `{t}`"))))
+        .map(|t| {
+            parse_target(t)
+                .ok_or_else(|| DemErrorKind::Syntax(format!("bad target `{}`", excerpt(t))))
+        })
         .collect::<Res<_>>()?;
     let bad_target = |name: &'static str, i: usize| DemErrorKind::Target {
         name,
-        target: line.targets[i].to_string(),
+        target: excerpt(line.targets[i]),
     };
     let no_block = |name: &str| -> Res<()> {
         if line.opens_block {
@@ -404,12 +612,14 @@ fn instruction(line: &Line<'_>) -> Res<Op> {
                 _ => syntax("`repeat` needs one number target, the count"),
             }
         }
-        _ => Err(DemErrorKind::UnknownInstruction(line.name.to_string())),
+        _ => Err(DemErrorKind::UnknownInstruction(excerpt(line.name))),
     }
 }
 
-/// Parses the text into a tree of instructions.
-fn parse_tree(text: &str) -> Result<Vec<Instr>, (usize, DemErrorKind)> {
+/// Parses the text into a tree of instructions, refusing text whose instructions alone (each
+/// once) are past `limits`.
+fn parse_tree(text: &str, limits: &DemLimits) -> Result<Vec<Instr>, (usize, DemErrorKind)> {
+    let mut seen = Cost::default();
     // Stack of open blocks: (line of the repeat, count, body so far).
     let mut stack: Vec<(u32, u64, Vec<Instr>)> = vec![(0, 1, Vec::new())];
     for (i, raw) in text.lines().enumerate() {
@@ -432,10 +642,17 @@ fn parse_tree(text: &str) -> Result<Vec<Instr>, (usize, DemErrorKind)> {
             });
             continue;
         }
-        let Some(split) = split_line(code).map_err(at)? else {
+        let Some(split) = split_line(code, &mut seen, limits).map_err(at)? else {
             continue;
         };
         let op = instruction(&split).map_err(at)?;
+        if let Op::Error(..) = op {
+            let one = Cost {
+                mechanisms: 1,
+                ..Cost::default()
+            };
+            charge(&mut seen, one, limits).map_err(at)?;
+        }
         match op {
             Op::Repeat(_, _) if stack.len() > MAX_NESTING => {
                 return Err(at(DemErrorKind::Block(format!(
@@ -457,6 +674,71 @@ fn parse_tree(text: &str) -> Result<Vec<Instr>, (usize, DemErrorKind)> {
         ));
     }
     Ok(stack.pop().expect("the top level").2)
+}
+
+/// What one instruction (not a `repeat`) costs each time it runs.
+fn cost_of(op: &Op) -> Cost {
+    let (targets, coords, mechanisms) = match op {
+        Op::Error(_, t) => (t.len() as u64, 1, 1),
+        Op::Detector(args, ds) => (
+            ds.len() as u64,
+            (args.len() as u64).saturating_mul(ds.len() as u64),
+            0,
+        ),
+        Op::Observable(ls) => (ls.len() as u64, 0, 0),
+        Op::Shift(args, _) => (1, args.len() as u64, 0),
+        Op::Repeat(..) => (1, 0, 0),
+    };
+    Cost {
+        targets: targets + 1,
+        coords,
+        mechanisms,
+    }
+}
+
+/// What a block costs once its repeats are unrolled, saturating.
+fn expanded_cost(body: &[Instr]) -> Cost {
+    body.iter().fold(Cost::default(), |acc, i| {
+        acc.plus(match &i.op {
+            Op::Repeat(n, b) => expanded_cost(b).times(*n).plus(cost_of(&i.op)),
+            op => cost_of(op),
+        })
+    })
+}
+
+/// Adds what `body` costs unrolled to `total`, refusing it past `limits` with the line of the
+/// instruction at which the running total crosses a bound. A `repeat` whose iterations all fit
+/// costs one multiplication; one that does not is walked through once, after the iterations
+/// that fit, to find the instruction.
+fn check_limits(
+    body: &[Instr],
+    total: &mut Cost,
+    limits: &DemLimits,
+) -> Result<(), (usize, DemErrorKind)> {
+    for ins in body {
+        let line = ins.line as usize;
+        *total = total.plus(cost_of(&ins.op));
+        if let Some(k) = limits.exceeded(*total) {
+            return Err((line, k));
+        }
+        let Op::Repeat(n, b) = &ins.op else {
+            continue;
+        };
+        let per = expanded_cost(b);
+        let all = total.plus(per.times(*n));
+        if limits.exceeded(all).is_none() {
+            *total = all;
+            continue;
+        }
+        // Some iteration crosses a bound: skip those that fit, then find the instruction.
+        let fit = limits.times_fitting(*total, per);
+        *total = total.plus(per.times(fit));
+        check_limits(b, total, limits)?;
+        // Not reached (the next iteration crosses); the repeat is named if it were.
+        let k = limits.exceeded(all).unwrap_or(DemErrorKind::TooLarge);
+        return Err((line, k));
+    }
+    Ok(())
 }
 
 /// Instructions executed by a block once its repeats are unrolled, saturating.
@@ -603,15 +885,26 @@ fn xor_sorted(v: &mut [u64], out: &mut Vec<u32>) {
 }
 
 impl DetectorErrorModel {
-    /// Parses a model's text; `file` names it in errors.
+    /// Parses a model's text within [`DemLimits::DEFAULT`]; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<DetectorErrorModel, DemError> {
+        DetectorErrorModel::parse_with(text, file, &DemLimits::DEFAULT)
+    }
+
+    /// Parses a model's text within `limits` (see the module docs); `file` names it in
+    /// errors.
+    pub fn parse_with(
+        text: &str,
+        file: &str,
+        limits: &DemLimits,
+    ) -> Result<DetectorErrorModel, DemError> {
         let err = |(line, kind): (usize, DemErrorKind)| DemError {
             file: file.to_string(),
             line,
             kind,
         };
-        let tree = parse_tree(text).map_err(err)?;
+        let tree = parse_tree(text, limits).map_err(err)?;
         check_size(&tree).map_err(err)?;
+        check_limits(&tree, &mut Cost::default(), limits).map_err(err)?;
         let mut ex = Exec {
             det_offset: 0,
             coord_offset: Vec::new(),
@@ -642,13 +935,18 @@ impl DetectorErrorModel {
             col.extend_from_slice(&key[split + 1..]);
             observables.push_column(&mut col).expect("rows in range");
         }
+        // The declared detectors in order, walked once beside every detector (a lookup per
+        // detector would cost a hash of each of up to 2^24 detectors one target can name).
+        let mut decl: Vec<(u64, Vec<f64>)> = ex.coords.drain().collect();
+        decl.sort_unstable_by_key(|e| e.0);
+        let mut decl = decl.into_iter().peekable();
         let mut coord_start = Vec::with_capacity(nd + 1);
         let mut coords = Vec::new();
         let mut declared = vec![false; nd];
         coord_start.push(0u32);
         for (d, dec) in declared.iter_mut().enumerate() {
-            if let Some(c) = ex.coords.get(&(d as u64)) {
-                coords.extend_from_slice(c);
+            if let Some((_, c)) = decl.next_if(|e| e.0 == d as u64) {
+                coords.extend_from_slice(&c);
                 *dec = true;
             }
             coord_start.push(coords.len() as u32);

@@ -303,18 +303,41 @@ pub struct Batch {
     pub converged: u64,
 }
 
-/// The number of threads `threads` asks for: itself, or every core when 0.
+/// The most decoding threads a batch takes (1024). Each holds its own copy of the decoder.
+pub const MAX_THREADS: usize = 1024;
+
+/// The number of threads `threads` asks for: itself, or every core when 0 (at most
+/// [`MAX_THREADS`] either way).
 pub fn threads_for(threads: usize) -> usize {
     if threads == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_THREADS)
     } else {
         threads
     }
 }
 
+/// Checks a thread count against [`MAX_THREADS`]: [`DecoderError::Setting`] naming the range.
+pub fn check_threads(threads: usize) -> Result<(), DecoderError> {
+    if threads > MAX_THREADS {
+        return Err(DecoderError::Setting {
+            name: "threads",
+            value: threads as f64,
+            expected: "0 (every core) or 1..=1024",
+        });
+    }
+    Ok(())
+}
+
 /// Decodes every shot of `detectors` (records of `decoder.num_detectors()` bits) on `threads`
-/// threads (0: every core), each with its own clone of `decoder`, splitting the shots into
-/// contiguous runs. With `time`, each decode call is timed.
+/// threads (0: every core; at most [`MAX_THREADS`]), each with its own clone of `decoder`,
+/// splitting the shots into contiguous runs. With `time`, each decode call is timed.
+///
+/// Errors: [`DecoderError::Setting`] for more than [`MAX_THREADS`] threads,
+/// [`DecoderError::Thread`] when the system refuses a thread (the threads already started
+/// finish their shots first), [`DecoderError::Memory`] when the predictions or the times do
+/// not fit in memory.
 pub fn decode_batch(
     decoder: &DemDecoder,
     detectors: &ShotTable,
@@ -339,15 +362,24 @@ pub fn decode_batch_counted(
             found: detectors.bits(),
         });
     }
+    check_threads(threads)?;
     let shots = detectors.shots();
-    let mut predictions = ShotTable::zeros(shots, decoder.num_observables());
-    let mut times_ns = if time { vec![0u64; shots] } else { Vec::new() };
+    let mut predictions = ShotTable::try_zeros(shots, decoder.num_observables())
+        .map_err(|e| DecoderError::Memory(e.to_string()))?;
+    let mut times_ns = Vec::new();
+    if time {
+        times_ns
+            .try_reserve_exact(shots)
+            .map_err(|_| DecoderError::Memory(format!("the times of {shots} shots do not fit")))?;
+        times_ns.resize(shots, 0u64);
+    }
     let threads = threads_for(threads).clamp(1, shots.max(1));
     let per = shots.div_ceil(threads).max(1);
     let out_bytes = predictions.bytes_per_shot();
     let in_bytes = detectors.bytes_per_shot();
     let converged = std::thread::scope(|scope| -> Result<u64, DecoderError> {
         let mut handles = Vec::with_capacity(threads);
+        let mut refused = None;
         let mut preds_left = predictions.as_bytes_mut();
         let mut times_left = &mut times_ns[..];
         let mut first = 0;
@@ -364,9 +396,22 @@ pub fn decode_batch_counted(
             };
             let input = &detectors.as_bytes()[first * in_bytes..(first + count) * in_bytes];
             let mut dec = decoder.clone();
-            handles.push(scope.spawn(move || -> Result<u64, DecoderError> {
-                decode_run(&mut dec, input, in_bytes, preds, out_bytes, times, done)
-            }));
+            let spawned = std::thread::Builder::new()
+                .name("decode".into())
+                .spawn_scoped(scope, move || -> Result<u64, DecoderError> {
+                    decode_run(&mut dec, input, in_bytes, preds, out_bytes, times, done)
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    refused = Some(DecoderError::Thread {
+                        started: handles.len(),
+                        asked: threads,
+                        why: e.to_string(),
+                    });
+                    break;
+                }
+            }
             first += count;
         }
         let mut total = 0;
@@ -375,7 +420,7 @@ pub fn decode_batch_counted(
                 .join()
                 .map_err(|_| DecoderError::Matrix("a decoding thread panicked".to_string()))??;
         }
-        Ok(total)
+        refused.map_or(Ok(total), Err)
     })?;
     Ok(Batch {
         predictions,

@@ -91,6 +91,21 @@ pub enum DecoderError {
     /// The checks have no columns, or too many entries for 32-bit edge indices.
     #[error("unsupported check matrix: {0}")]
     Matrix(String),
+    /// The system refused to start a thread (`decode_batch`): the threads that had started
+    /// finished their shots; the batch has no answer.
+    #[error("cannot start decoding thread {started} of {asked}: {why}")]
+    Thread {
+        /// Threads started before the refusal.
+        started: usize,
+        /// Threads asked for.
+        asked: usize,
+        /// The system's reason.
+        why: String,
+    },
+    /// Memory for what an input asks could not be allocated (the allocation was refused, not
+    /// aborted on).
+    #[error("out of memory: {0}")]
+    Memory(String),
     /// A lookup table would be too large.
     #[error("lookup table for {checks} checks is too large (at most {max} checks)")]
     LookupTooLarge {
@@ -149,7 +164,7 @@ pub enum SettingError {
     /// A name the decoder does not have.
     #[error("unknown setting `{key}` (expected one of {known})")]
     Unknown {
-        /// The name given.
+        /// The name given (an excerpt of it).
         key: String,
         /// The names there are.
         known: &'static str,
@@ -159,7 +174,7 @@ pub enum SettingError {
     Value {
         /// The setting.
         key: String,
-        /// The value given.
+        /// The value given (an excerpt of it).
         value: String,
         /// What it must be.
         expected: &'static str,
@@ -167,11 +182,21 @@ pub enum SettingError {
 }
 
 impl SettingError {
-    pub(crate) fn value(key: &str, value: &str, expected: &'static str) -> SettingError {
+    /// A value that does not parse; the key and the value are quoted as excerpts
+    /// ([`crate::io::excerpt`]).
+    pub fn value(key: &str, value: &str, expected: &'static str) -> SettingError {
         SettingError::Value {
-            key: key.to_string(),
-            value: value.to_string(),
+            key: crate::io::excerpt(key.trim()),
+            value: crate::io::excerpt(value),
             expected,
+        }
+    }
+
+    /// A name that is not one of `known`, quoted as an excerpt.
+    pub fn unknown(key: &str, known: &'static str) -> SettingError {
+        SettingError::Unknown {
+            key: crate::io::excerpt(key.trim()),
+            known,
         }
     }
 }
@@ -186,4 +211,18 @@ pub(crate) fn parse_value<T: std::str::FromStr>(
         .trim()
         .parse()
         .map_err(|_| SettingError::value(key, value, expected))
+}
+
+/// Parses an integer setting of at most `max`; `expected` (which names the range) is the
+/// error's.
+pub(crate) fn parse_bounded(
+    key: &str,
+    value: &str,
+    max: usize,
+    expected: &'static str,
+) -> Result<usize, SettingError> {
+    match value.trim().parse::<usize>() {
+        Ok(v) if v <= max => Ok(v),
+        _ => Err(SettingError::value(key, value, expected)),
+    }
 }

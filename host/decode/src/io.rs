@@ -56,9 +56,9 @@ pub enum ParseErrorKind {
         ch: char,
     },
     /// A token that is not a non-negative integer.
-    #[error("{token:?} is not a non-negative integer")]
+    #[error("\"{token}\" is not a non-negative integer")]
     BadNumber {
-        /// The token.
+        /// The token ([`excerpt`]).
         token: String,
     },
     /// A line holds the wrong number of values, or a count disagrees with the data.
@@ -102,6 +102,51 @@ impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write_at(f, &self.file, self.line, &self.kind)
     }
+}
+
+/// The most characters of input an error message quotes ([`excerpt`]).
+pub const EXCERPT_CHARS: usize = 80;
+
+/// At most [`EXCERPT_CHARS`] characters of `text`, then `…` when there was more: how every
+/// error of this workspace quotes input (a token, a line, a spec, a flag's value), so that an
+/// error about a 100 MB line is one short line. Control characters are escaped (`\n`, `\u{1b}`)
+/// so that quoted input cannot break the message's line or drive a terminal.
+///
+/// ```
+/// use backline_decode::io::excerpt;
+/// assert_eq!(excerpt("flip"), "flip");
+/// assert_eq!(excerpt(&"a".repeat(1000)), format!("{}…", "a".repeat(80)));
+/// assert_eq!(excerpt("a\nb"), "a\\nb");
+/// ```
+pub fn excerpt(text: &str) -> String {
+    excerpt_to(text, EXCERPT_CHARS)
+}
+
+/// The most characters of a path an error quotes ([`excerpt_path`]): more than an ordinary
+/// excerpt, as paths are long and their ends matter, and far below the 4 KB an error may take.
+pub const PATH_EXCERPT_CHARS: usize = 512;
+
+/// A path as an error quotes it: at most [`PATH_EXCERPT_CHARS`] characters, then `…`.
+pub fn excerpt_path(path: &Path) -> String {
+    excerpt_to(&path.display().to_string(), PATH_EXCERPT_CHARS)
+}
+
+/// At most `max` characters of `text`, then `…` when there was more (control characters
+/// escaped): [`excerpt`] with another length.
+pub fn excerpt_to(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    for c in chars.by_ref().take(max) {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    if chars.next().is_some() {
+        out.push('…');
+    }
+    out
 }
 
 /// `file:line: what`, or `file: what` for line 0: how every file error of this crate reads.
@@ -276,7 +321,7 @@ impl<'a> Numbers<'a> {
                         self.file,
                         lineno,
                         ParseErrorKind::BadNumber {
-                            token: tok.to_owned(),
+                            token: excerpt(tok),
                         },
                     )
                 })?;
@@ -325,7 +370,8 @@ fn alist_list(
             )),
         ));
     }
-    let mut idx: Vec<usize> = Vec::with_capacity(weight);
+    // The weight comes from the file: the list's own length bounds the allocation.
+    let mut idx: Vec<usize> = Vec::with_capacity(weight.min(list.len()));
     for &v in &list {
         if v == 0 {
             continue;
@@ -452,22 +498,72 @@ pub fn parse_matrix(text: &str, file: &str, format: MatrixFormat) -> Result<BitM
 /// exists so that a path like `/dev/zero` or an endless pipe is an error, not a hang.
 pub const MAX_FILE_BYTES: u64 = 1 << 28;
 
-/// Reads a whole text file of at most [`MAX_FILE_BYTES`] (a pipe or a device too, up to the
-/// cap); an `InvalidData` error past it or for text that is not UTF-8.
-pub fn read_text(path: &Path) -> std::io::Result<String> {
+/// The largest shot file (`01` or `b8`) the readers take: 4 GiB, for the same reason.
+pub const MAX_SHOT_FILE_BYTES: u64 = 1 << 32;
+
+/// Reads a whole file of at most `max` bytes (a pipe or a device too, up to the cap): an
+/// `InvalidData` error past it, an `OutOfMemory` error when its bytes do not fit in memory
+/// (every allocation is fallible, so a huge file is an error, never an abort).
+pub fn read_capped(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
+    const CHUNK: usize = 1 << 16;
     let mut f = std::fs::File::open(path)?;
-    let mut bytes = Vec::new();
-    (&mut f).take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!(
-                "larger than {} MiB, the limit of input files",
-                MAX_FILE_BYTES >> 20
-            ),
-        ));
+    let mut bytes: Vec<u8> = Vec::new();
+    let oom = |have: usize| {
+        std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!("out of memory after reading {} MiB", have >> 20),
+        )
+    };
+    // A regular file says its length: reserve it at once (a device or a pipe grows).
+    if let Ok(m) = f.metadata()
+        && m.is_file()
+    {
+        let len = m.len().min(max + 1) as usize;
+        bytes.try_reserve_exact(len).map_err(|_| oom(0))?;
     }
+    loop {
+        if bytes.len() as u64 > max {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("larger than {} MiB, the limit of such files", max >> 20),
+            ));
+        }
+        bytes.try_reserve(CHUNK).map_err(|_| oom(bytes.len()))?;
+        let at = bytes.len();
+        let room = (bytes.capacity() - at).min((max + 1 - at as u64) as usize);
+        bytes.resize(at + room, 0);
+        let n = loop {
+            match f.read(&mut bytes[at..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        };
+        bytes.truncate(at + n);
+        if n == 0 {
+            return Ok(bytes);
+        }
+    }
+}
+
+/// Reads a whole text file of at most [`MAX_FILE_BYTES`] (a pipe or a device too, up to the
+/// cap); an `InvalidData` error past it or for text that is not UTF-8, an `OutOfMemory`
+/// error when it does not fit in memory.
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    let bytes = read_capped(path, MAX_FILE_BYTES).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidData {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "larger than {} MiB, the limit of input files",
+                    MAX_FILE_BYTES >> 20
+                ),
+            )
+        } else {
+            e
+        }
+    })?;
     String::from_utf8(bytes)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error()))
 }

@@ -46,6 +46,25 @@ pub fn report_clamp_myself() {
     CLAMP_WARNED.store(true, Ordering::Relaxed);
 }
 
+/// The largest OSD-CS order a decoder takes (1024): the sweep tries `w(w − 1)/2` pairs per
+/// decode, so the order bounds a decode's time.
+pub const MAX_OSD_ORDER: usize = 1 << 10;
+
+/// `expected` of the error for an order above [`MAX_OSD_ORDER`].
+pub const OSD_ORDER_RANGE: &str = "a non-negative integer in 0..=1024";
+
+/// Checks an OSD-CS order against [`MAX_OSD_ORDER`].
+pub(crate) fn check_order(order: usize) -> Result<(), DecoderError> {
+    if order > MAX_OSD_ORDER {
+        return Err(DecoderError::Setting {
+            name: "osd_order",
+            value: order as f64,
+            expected: OSD_ORDER_RANGE,
+        });
+    }
+    Ok(())
+}
+
 /// The order OSD-CS runs with when `order` is asked for on checks with `free_columns` free
 /// (non-pivot) columns, `n − rank(H)`: `min(order, free_columns)`.
 pub fn effective_order(order: usize, free_columns: usize) -> usize {
@@ -75,7 +94,8 @@ impl FromStr for OsdMethod {
             "osd_cs" | "osdcs" | "cs" | "combination_sweep" => Ok(OsdMethod::OsdCs),
             "off" | "osd_off" | "none" => Ok(OsdMethod::Off),
             _ => Err(format!(
-                "unknown OSD method {s:?} (expected osd0, osd_cs or off)"
+                "unknown OSD method \"{}\" (expected osd0, osd_cs or off)",
+                crate::io::excerpt(s)
             )),
         }
     }
@@ -147,6 +167,7 @@ impl Osd {
     ///
     /// Never returns [`DecoderError::OsdOrderTooLarge`] (kept in the enum for compatibility).
     pub fn new(h: &BitMatrix, channel: &[f64], order: usize) -> Result<Osd, DecoderError> {
+        check_order(order)?;
         Osd::build(&SparseMatrix::from_dense(h), gf2::rank(h), channel, order)
     }
 
@@ -156,6 +177,7 @@ impl Osd {
         channel: &[f64],
         order: usize,
     ) -> Result<Osd, DecoderError> {
+        check_order(order)?;
         let dense = h.try_to_dense().map_err(DecoderError::TooLarge)?;
         Osd::build(h, gf2::rank(&dense), channel, order)
     }

@@ -42,7 +42,7 @@
 //! formed in the mechanism pass, so one pass over the edges makes an iteration. All arrays are
 //! allocated at construction; [`RelayBpDecoder::decode`] does not allocate.
 
-use crate::bp::{message_bits, push_magnitude, scaling_factor};
+use crate::bp::{MAX_ITER, message_bits, push_magnitude, scaling_factor};
 use crate::error::{DecoderError, SettingError, parse_value};
 use crate::sparse::SparseMatrix;
 
@@ -51,7 +51,8 @@ use crate::sparse::SparseMatrix;
 pub struct RelayConfig {
     /// Memory strength of the first leg (default 0.1). Finite.
     pub gamma0: f64,
-    /// Iteration limit of the first leg (default 60). At least 1.
+    /// Iteration limit of the first leg (default 60). At least 1. The legs together run at
+    /// most [`MAX_ITER`] iterations: `pre_iter + num_sets · set_max_iter ≤ 1,048,576`.
     pub pre_iter: usize,
     /// Relay legs after the first (default 60).
     pub num_sets: usize,
@@ -120,20 +121,13 @@ impl RelayConfig {
                     .trim()
                     .trim_start_matches(['(', '['])
                     .trim_end_matches([')', ']']);
-                let (lo, hi) = v
-                    .split_once(',')
-                    .ok_or_else(|| SettingError::value(key, value, "LO,HI"))?;
-                self.gamma_dist_interval = (
-                    parse_value(key, lo, "LO,HI (numbers)")?,
-                    parse_value(key, hi, "LO,HI (numbers)")?,
-                );
+                // Exactly two numbers; any other value is quoted whole.
+                let whole = || SettingError::value(key, value, "LO,HI (two numbers)");
+                let (lo, hi) = v.split_once(',').ok_or_else(whole)?;
+                let num = |t: &str| t.trim().parse::<f64>().map_err(|_| whole());
+                self.gamma_dist_interval = (num(lo)?, num(hi)?);
             }
-            other => {
-                return Err(SettingError::Unknown {
-                    key: other.to_string(),
-                    known: Self::KEYS,
-                });
-            }
+            other => return Err(SettingError::unknown(other, Self::KEYS)),
         }
         Ok(())
     }
@@ -155,6 +149,23 @@ impl RelayConfig {
         }
         if self.num_sets > 0 && self.set_max_iter == 0 {
             return bad("set_max_iter", 0.0, "at least 1 when num_sets > 0");
+        }
+        for (name, v) in [
+            ("pre_iter", self.pre_iter),
+            ("num_sets", self.num_sets),
+            ("set_max_iter", self.set_max_iter),
+        ] {
+            if v > MAX_ITER {
+                return bad(name, v as f64, "at most 1048576");
+            }
+        }
+        let total = self.num_sets * self.set_max_iter + self.pre_iter;
+        if total > MAX_ITER {
+            return bad(
+                "num_sets",
+                self.num_sets as f64,
+                "pre_iter + num_sets × set_max_iter (the legs' iterations together) at most 1048576",
+            );
         }
         let (lo, hi) = self.gamma_dist_interval;
         if !(lo.is_finite() && hi.is_finite()) {

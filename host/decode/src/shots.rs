@@ -2,10 +2,14 @@
 //! observable flips (one bit per observable), one record per shot.
 //!
 //! - **`01`**: one line per shot, one character `0` or `1` per bit, then `\n` (a `\r\n` ending
-//!   reads too). Every line must have exactly the record's number of bits.
+//!   reads too). Every line must have exactly the record's number of bits. Records of zero
+//!   bits (the observables of a model that has none) are empty lines, one per shot, as stim
+//!   writes them.
 //! - **`b8`**: each shot is `⌈bits/8⌉` bytes, bit `i` of the shot is bit `i % 8` of byte `i / 8`
 //!   (little-endian bit order); padding bits are written zero and ignored on reading. The
-//!   file's length must be a whole number of shots.
+//!   file's length must be a whole number of shots. Records of zero bits are zero bytes: a
+//!   `b8` file of them is empty (as stim writes it) and does not say how many shots it holds;
+//!   [`ShotTable::read`] reads it as zero shots, [`ShotTable::zeros`] makes any number.
 //!
 //! In memory, a [`ShotTable`] keeps every shot in the `b8` layout — the layout sinter hands to
 //! `decode_shots_bit_packed` — so a row is a byte slice a decoder reads directly.
@@ -36,7 +40,10 @@ impl FromStr for ShotFormat {
         match s {
             "01" => Ok(ShotFormat::Ascii01),
             "b8" => Ok(ShotFormat::B8),
-            _ => Err(format!("unknown shot format {s:?} (expected 01 or b8)")),
+            _ => Err(format!(
+                "unknown shot format \"{}\" (expected 01 or b8)",
+                crate::io::excerpt(s)
+            )),
         }
     }
 }
@@ -104,31 +111,59 @@ pub enum ShotErrorKind {
     /// `b8` records of zero bits (the shot count would be unknowable).
     #[error("b8 records of 0 bits cannot be counted")]
     ZeroWidth,
+    /// The table would not fit in memory (or in the address space).
+    #[error("{shots} shots of {bits} bits do not fit in memory")]
+    TooLarge {
+        /// Shots.
+        shots: usize,
+        /// Bits per shot.
+        bits: usize,
+    },
 }
 
 /// Shots of a fixed number of bits, each stored as `⌈bits/8⌉` bytes in the `b8` layout with
 /// padding bits zero.
+///
+/// Invariant: `data.len() == shots * bytes_per_shot` (the shot count is kept apart, so that
+/// records of zero bits still have one).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ShotTable {
     bits: usize,
     bytes_per_shot: usize,
+    shots: usize,
     data: Vec<u8>,
 }
 
 impl ShotTable {
     /// An all-zero table of `shots` records of `bits` bits.
+    ///
+    /// # Panics
+    /// When it does not fit in memory: see [`ShotTable::try_zeros`].
     pub fn zeros(shots: usize, bits: usize) -> ShotTable {
+        ShotTable::try_zeros(shots, bits).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// An all-zero table of `shots` records of `bits` bits, or
+    /// [`ShotErrorKind::TooLarge`] when it does not fit in memory (the allocation is
+    /// fallible: sizes that come from input use this).
+    pub fn try_zeros(shots: usize, bits: usize) -> Result<ShotTable, ShotErrorKind> {
         let bytes_per_shot = bits.div_ceil(8);
-        ShotTable {
+        let too_large = ShotErrorKind::TooLarge { shots, bits };
+        let len = shots.checked_mul(bytes_per_shot).ok_or(too_large.clone())?;
+        let mut data = Vec::new();
+        data.try_reserve_exact(len).map_err(|_| too_large)?;
+        data.resize(len, 0);
+        Ok(ShotTable {
             bits,
             bytes_per_shot,
-            data: vec![0; shots * bytes_per_shot],
-        }
+            shots,
+            data,
+        })
     }
 
     /// A table from packed rows laid out back to back (`⌈bits/8⌉` bytes each); padding bits
     /// are cleared. `None` when the length is not a whole number of rows (or `bits` is 0 and
-    /// `data` is not empty).
+    /// `data` is not empty: such a table is [`ShotTable::zeros`]).
     pub fn from_packed(data: Vec<u8>, bits: usize) -> Option<ShotTable> {
         let bytes_per_shot = bits.div_ceil(8);
         if bytes_per_shot == 0 {
@@ -140,6 +175,7 @@ impl ShotTable {
         let mut t = ShotTable {
             bits,
             bytes_per_shot,
+            shots: data.len() / bytes_per_shot,
             data,
         };
         t.clear_padding();
@@ -177,24 +213,38 @@ impl ShotTable {
                         Err(err(0, ShotErrorKind::ZeroWidth))
                     };
                 }
-                ShotTable::from_packed(bytes.to_vec(), bits).ok_or_else(|| {
-                    err(
+                if !bytes.len().is_multiple_of(per_shot) {
+                    return Err(err(
                         0,
                         ShotErrorKind::Length {
                             len: bytes.len(),
                             per_shot,
                             bits,
                         },
-                    )
-                })
+                    ));
+                }
+                let mut data = Vec::new();
+                data.try_reserve_exact(bytes.len()).map_err(|_| {
+                    let shots = bytes.len() / per_shot;
+                    err(0, ShotErrorKind::TooLarge { shots, bits })
+                })?;
+                data.extend_from_slice(bytes);
+                Ok(ShotTable::from_packed(data, bits).expect("a whole number of shots"))
             }
             ShotFormat::Ascii01 => {
                 let per_shot = bits.div_ceil(8);
                 let mut t = ShotTable {
                     bits,
                     bytes_per_shot: per_shot,
-                    data: Vec::with_capacity(bytes.len() / (bits + 1).max(1) * per_shot),
+                    shots: 0,
+                    data: Vec::new(),
                 };
+                // Each shot takes `bits + 1` bytes of text at least: that bounds the table.
+                let most = bytes.len() / (bits + 1) * per_shot;
+                t.data.try_reserve_exact(most).map_err(|_| {
+                    let shots = bytes.len() / (bits + 1);
+                    err(0, ShotErrorKind::TooLarge { shots, bits })
+                })?;
                 let mut rest = bytes;
                 let mut line = 0;
                 while !rest.is_empty() {
@@ -226,6 +276,7 @@ impl ShotTable {
                     }
                     let at = t.data.len();
                     t.data.resize(at + per_shot, 0);
+                    t.shots += 1;
                     let row = &mut t.data[at..];
                     for (i, &b) in text.iter().enumerate() {
                         match b {
@@ -246,7 +297,8 @@ impl ShotTable {
         }
     }
 
-    /// The table in `format`.
+    /// The table in `format` (records of zero bits: an empty line per shot in `01`, nothing
+    /// in `b8`, as stim writes them).
     pub fn to_bytes(&self, format: ShotFormat) -> Vec<u8> {
         match format {
             ShotFormat::B8 => self.data.clone(),
@@ -264,10 +316,7 @@ impl ShotTable {
 
     /// Number of shots.
     pub fn shots(&self) -> usize {
-        self.data
-            .len()
-            .checked_div(self.bytes_per_shot)
-            .unwrap_or_default()
+        self.shots
     }
 
     /// Bits per shot.
@@ -307,7 +356,8 @@ impl ShotTable {
 
     /// Keeps the first `shots` shots.
     pub fn truncate(&mut self, shots: usize) {
-        self.data.truncate(shots * self.bytes_per_shot);
+        self.shots = self.shots.min(shots);
+        self.data.truncate(self.shots * self.bytes_per_shot);
     }
 }
 
@@ -362,6 +412,31 @@ mod tests {
                 .shots(),
             0
         );
+    }
+
+    #[test]
+    fn records_of_zero_bits_are_counted_as_stim_writes_them() {
+        // stim's observable file of a model with no observables: an empty line per shot.
+        let t = ShotTable::read(b"\n\n\n", ShotFormat::Ascii01, 0, "o.01").unwrap();
+        assert_eq!((t.shots(), t.bits(), t.row(2)), (3, 0, &[][..]));
+        assert_eq!(t.to_bytes(ShotFormat::Ascii01), b"\n\n\n");
+        assert!(t.to_bytes(ShotFormat::B8).is_empty());
+        let z = ShotTable::zeros(5, 0);
+        assert_eq!(z.shots(), 5);
+        assert_eq!(z.to_bytes(ShotFormat::Ascii01), b"\n\n\n\n\n");
+        let mut c = z.clone();
+        c.truncate(2);
+        assert_eq!(c.shots(), 2);
+        // b8 of zero bits: empty, zero shots; a byte in it is an error.
+        let e = ShotTable::read(b"", ShotFormat::B8, 0, "o.b8").unwrap();
+        assert_eq!(e.shots(), 0);
+        assert!(ShotTable::read(b"1\n", ShotFormat::Ascii01, 0, "o.01").is_err());
+        // Tables too large for memory are errors, not aborts.
+        assert!(matches!(
+            ShotTable::try_zeros(usize::MAX / 2, 64),
+            Err(ShotErrorKind::TooLarge { .. })
+        ));
+        assert!(ShotTable::try_zeros(1 << 50, 8).is_err());
     }
 
     #[test]

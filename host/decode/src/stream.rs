@@ -71,28 +71,43 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use crate::dem::DemLimits;
 use crate::dem::DetectorErrorModel;
 use crate::dem_decoder::{DemDecoder, DemDecoderSettings};
-use crate::error::{DecoderError, SettingError, parse_value};
+use crate::error::{DecoderError, SettingError, parse_bounded};
+
+/// The most rounds a window takes, and a window commits (2^20).
+pub const MAX_WINDOW: usize = 1 << 20;
+
+/// What `window` and `commit` take, as their setting errors say.
+const WINDOW_RANGE: &str = "an integer in 1..=1048576";
 
 /// Window settings and the inner decoder.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamSettings {
-    /// Rounds per window, ≥ 1; `None`: every round (one window, the whole shot).
+    /// Rounds per window, `1..=`[`MAX_WINDOW`]; `None`: every round (one window, the whole
+    /// shot).
     pub window: Option<usize>,
     /// Rounds committed per window, `1 ..= window`; `None`: `window − 1` (at least 1).
     pub commit: Option<usize>,
     /// The inner decoder of every window.
     pub decoder: DemDecoderSettings,
+    /// Bounds the windows' decoders together: their mechanisms' entries (detector and
+    /// observable targets, one more per mechanism) at most `limits.targets`, the bound of the
+    /// model they are cut from (a window of W rounds committing C repeats each round about
+    /// W / C times).
+    pub limits: DemLimits,
 }
 
 impl Default for StreamSettings {
-    /// One window over the whole shot, decoded by BP+OSD with `ldpc`'s defaults.
+    /// One window over the whole shot, decoded by BP+OSD with `ldpc`'s defaults, within
+    /// [`DemLimits::DEFAULT`].
     fn default() -> StreamSettings {
         StreamSettings {
             window: None,
             commit: None,
             decoder: DemDecoderSettings::BpOsd(crate::BpOsdConfig::default()),
+            limits: DemLimits::DEFAULT,
         }
     }
 }
@@ -103,9 +118,13 @@ impl StreamSettings {
 
     /// Sets `window`, `commit` or a setting of the inner decoder by name, from text.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
+        let rounds = |v: &str| match parse_bounded(key, v, MAX_WINDOW, WINDOW_RANGE)? {
+            0 => Err(SettingError::value(key, v, WINDOW_RANGE)),
+            n => Ok(n),
+        };
         match key.trim() {
-            "window" => self.window = Some(parse_value(key, value, "a positive integer")?),
-            "commit" => self.commit = Some(parse_value(key, value, "a positive integer")?),
+            "window" => self.window = Some(rounds(value)?),
+            "commit" => self.commit = Some(rounds(value)?),
             _ => match &mut self.decoder {
                 DemDecoderSettings::BpOsd(c) => c.set(key, value)?,
                 DemDecoderSettings::RelayBp(c) => c.set(key, value)?,
@@ -225,6 +244,8 @@ pub struct StreamDecoder {
     next: usize,
     /// A window whose rounds are all in, not yet decoded.
     ready: Option<usize>,
+    /// The windows' decoders' entries together (what [`StreamSettings::limits`] bounds).
+    entries: u64,
 }
 
 impl StreamDecoder {
@@ -236,10 +257,10 @@ impl StreamDecoder {
         let round_start = rounds_of(dem)?;
         let t = round_start.len() - 1;
         let w = settings.window.unwrap_or(t);
-        if w == 0 {
-            return Err(StreamBuildError::Settings(
-                "window = 0: a window takes at least one round".into(),
-            ));
+        if w == 0 || w > MAX_WINDOW {
+            return Err(StreamBuildError::Settings(format!(
+                "window = {w}: a window takes 1..={MAX_WINDOW} rounds"
+            )));
         }
         let c = settings.commit.unwrap_or(w.saturating_sub(1).max(1));
         if c == 0 || c > w {
@@ -247,15 +268,14 @@ impl StreamDecoder {
                 "commit = {c}: a window of {w} rounds commits 1..={w} of them"
             )));
         }
+        let ranges = window_rounds(t, w, c);
+        let entries = check_windows_size(dem, &round_start, &ranges, settings, (w, c))?;
         let dem = Arc::new(dem.clone());
-        let mut windows = Vec::new();
-        let mut start = 0;
-        loop {
-            let end = (start + w).min(t);
-            let last = end == t;
-            let detectors = round_start[start]..round_start[end];
+        let mut windows = Vec::with_capacity(ranges.len());
+        for rounds in ranges {
+            let last = rounds.end == t;
+            let detectors = round_start[rounds.start]..round_start[rounds.end];
             let cut = dem.window_from(detectors.clone());
-            let rounds = start..end;
             let decoder = match DemDecoder::new(&cut.model, &settings.decoder) {
                 Ok(d) => d,
                 // No mechanism starts in the window: it has nothing to decide.
@@ -273,7 +293,7 @@ impl StreamDecoder {
             let commit_end = if last {
                 usize::MAX
             } else {
-                round_start[start + c]
+                round_start[rounds.start + c]
             };
             let global: Vec<u32> = decoder
                 .mechanisms()
@@ -292,10 +312,6 @@ impl StreamDecoder {
                 global,
                 commit,
             });
-            if last {
-                break;
-            }
-            start += c;
         }
         Ok(StreamDecoder {
             dets: vec![0; dem.num_detectors()],
@@ -306,7 +322,15 @@ impl StreamDecoder {
             received: 0,
             next: 0,
             ready: None,
+            entries,
         })
+    }
+
+    /// The entries of the windows' decoders together: each mechanism's detectors inside its
+    /// window, its observables and one for itself, over every window (at most
+    /// `settings.limits.targets`). A copy of the decoder holds about that many again.
+    pub fn entries(&self) -> u64 {
+        self.entries
     }
 
     /// The model.
@@ -528,6 +552,57 @@ pub fn round_layout(dem: &DetectorErrorModel) -> Result<Vec<Range<usize>>, Strea
     Ok(s.windows(2).map(|w| w[0]..w[1]).collect())
 }
 
+/// The rounds of each window of `w` rounds committing `c`, over `t` rounds: `k·c ..
+/// min(k·c + w, t)` until one reaches the last round.
+fn window_rounds(t: usize, w: usize, c: usize) -> Vec<Range<usize>> {
+    let mut v = Vec::new();
+    let mut start = 0usize;
+    loop {
+        let end = start.saturating_add(w).min(t);
+        v.push(start..end);
+        if end == t {
+            return v;
+        }
+        start += c;
+    }
+}
+
+/// Refuses windows whose decoders together would hold more than `settings.limits.targets`
+/// entries (each mechanism's detectors inside its window, its observables, one for itself),
+/// counted from the model before any window is cut or built; the entries otherwise.
+fn check_windows_size(
+    dem: &DetectorErrorModel,
+    round_start: &[usize],
+    ranges: &[Range<usize>],
+    settings: &StreamSettings,
+    (w, c): (usize, usize),
+) -> Result<u64, StreamBuildError> {
+    let limit = settings.limits.targets;
+    let mut entries = 0u64;
+    for rounds in ranges {
+        let detectors = round_start[rounds.start]..round_start[rounds.end];
+        for d in detectors.clone() {
+            for &k in dem.mechanisms_of(d) {
+                let m = dem.mechanism(k as usize);
+                if m.detectors[0] as usize == d {
+                    let inside = m
+                        .detectors
+                        .partition_point(|&x| (x as usize) < detectors.end);
+                    entries += (inside + m.observables.len() + 1) as u64;
+                }
+            }
+        }
+        if entries > limit {
+            return Err(StreamBuildError::Settings(format!(
+                "window = {w}, commit = {c}: the windows' decoders hold more than {limit} \
+                 targets together (limit `targets`; BACKLINE_DEM_LIMITS=targets=N raises it): \
+                 commit more rounds per window, or make the window shorter"
+            )));
+        }
+    }
+    Ok(entries)
+}
+
 /// The rounds of a model: `round_start` with `T + 1` entries.
 fn rounds_of(dem: &DetectorErrorModel) -> Result<Vec<usize>, StreamBuildError> {
     let layout = |msg: String| StreamBuildError::Layout {
@@ -595,6 +670,7 @@ mod tests {
                 osd_order: 4,
                 ..crate::BpOsdConfig::default()
             }),
+            ..StreamSettings::default()
         }
     }
 

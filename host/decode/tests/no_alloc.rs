@@ -213,6 +213,7 @@ fn streaming_decoders_do_not_allocate_after_construction() {
             osd_order: 7,
             ..BpOsdConfig::default()
         }),
+        ..StreamSettings::default()
     };
     let mut s = StreamDecoder::new(&dem, &settings).unwrap();
     let mut events = vec![0u8; 64];

@@ -34,6 +34,7 @@ fn settings(window: usize, commit: usize, decoder: DemDecoderSettings) -> Stream
         window: Some(window),
         commit: Some(commit),
         decoder,
+        ..StreamSettings::default()
     }
 }
 

@@ -174,6 +174,7 @@ fn status_of(e: &Error) -> backline_status {
         | Error::Handshake(_)
         | Error::BadReply { .. }
         | Error::Protocol(_)
+        | Error::NotBackline { .. }
         | Error::Io { .. } => BACKLINE_STATUS_ERROR,
     }
 }
@@ -804,9 +805,10 @@ mod tests {
             Error::Probes(_) => 23,
             Error::PeerGone(_) => 24,
             Error::Io { .. } => 25,
+            Error::NotBackline { .. } => 26,
         }
     }
-    const VARIANTS: usize = 26;
+    const VARIANTS: usize = 27;
 
     #[test]
     fn every_error_has_its_status() {
@@ -885,6 +887,14 @@ mod tests {
                 BACKLINE_STATUS_ERROR,
             ),
             (Error::Protocol(text()), BACKLINE_STATUS_ERROR),
+            (
+                Error::NotBackline {
+                    peer: text(),
+                    what: "hello",
+                    answer: text(),
+                },
+                BACKLINE_STATUS_ERROR,
+            ),
             (Error::Failed(text()), BACKLINE_STATUS_STUCK),
             (Error::Stopped { seq: 1 }, BACKLINE_STATUS_STUCK),
             (Error::Panicked { thread: "server" }, BACKLINE_STATUS_STUCK),

@@ -71,7 +71,7 @@ impl Responder for CssHalf {
 
 fn settings(spec: &str, text: &str) -> Result<BpOsdConfig, BpOsdSpecError> {
     let bad = |msg: String| BpOsdSpecError::Spec {
-        spec: spec.to_string(),
+        spec: backline_decode::io::excerpt(spec),
         msg,
     };
     let mut c = BpOsdConfig::default();
@@ -93,7 +93,7 @@ pub fn bposd_code(spec: &str) -> Result<(CssCode, BpOsdConfig), BpOsdSpecError> 
         .unwrap_or(spec)
         .strip_prefix("bposd:")
         .ok_or_else(|| BpOsdSpecError::Spec {
-            spec: spec.to_string(),
+            spec: backline_decode::io::excerpt(spec),
             msg: "expected bposd:CODE[:SETTINGS]".into(),
         })?;
     // The code may itself contain ':' only in file paths; settings always contain '='.
@@ -103,7 +103,7 @@ pub fn bposd_code(spec: &str) -> Result<(CssCode, BpOsdConfig), BpOsdSpecError> 
     };
     let config = settings(spec, set)?;
     let build = |msg: String| BpOsdSpecError::Build {
-        spec: spec.to_string(),
+        spec: backline_decode::io::excerpt(spec),
         msg,
     };
     let code = match code.split_once('+') {
@@ -123,7 +123,7 @@ pub fn bposd_code(spec: &str) -> Result<(CssCode, BpOsdConfig), BpOsdSpecError> 
 pub fn bposd_functions(spec: &str, base: u32) -> Result<crate::Functions, BpOsdSpecError> {
     let (code, config) = bposd_code(spec)?;
     let dec = CssDecoder::from_code(&code, &config).map_err(|e| BpOsdSpecError::Build {
-        spec: spec.to_string(),
+        spec: backline_decode::io::excerpt(spec),
         msg: e.to_string(),
     })?;
     let dec = Arc::new(Mutex::new(dec));

@@ -11,8 +11,9 @@
 //! value above `out_cap`. Either yields a `decoder_failed` reply and the server carries on.
 //! `ctx` is the pointer given when the function was registered (NULL when loaded by name).
 
+use backline_decode::io::{PATH_EXCERPT_CHARS, excerpt, excerpt_path, excerpt_to};
 use std::ffi::c_void;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::{Responder, ResponderError};
@@ -26,16 +27,17 @@ pub type CoprocessorFn = unsafe extern "C" fn(
     ctx: *mut c_void,
 ) -> usize;
 
-/// Why a C function could not be loaded.
+/// Why a C function could not be loaded. Paths, symbols and the loader's message (which
+/// repeats the path) are quoted as excerpts ([`backline_decode::io::excerpt`]).
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// `dlopen` failed.
-    #[error("cannot load library {path}: {source}")]
+    #[error("cannot load library {path}: {why}")]
     Library {
         /// The library path.
-        path: PathBuf,
+        path: String,
         /// The loader's message.
-        source: libloading::Error,
+        why: String,
     },
     /// The library has no such symbol.
     #[error("symbol `{symbol}` not found in {path}")]
@@ -43,7 +45,7 @@ pub enum LoadError {
         /// The symbol.
         symbol: String,
         /// The library path.
-        path: PathBuf,
+        path: String,
     },
 }
 
@@ -73,18 +75,17 @@ impl CSymbol {
     pub fn load(path: &Path, symbol: &str) -> Result<CSymbol, LoadError> {
         // SAFETY: loading a library runs its initialisers; the user asked for this library by
         // name, which is the documented contract of the pre-compiled route.
-        let lib =
-            unsafe { libloading::Library::new(path) }.map_err(|source| LoadError::Library {
-                path: path.to_path_buf(),
-                source,
-            })?;
+        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| LoadError::Library {
+            path: excerpt_path(path),
+            why: excerpt_to(&e.to_string(), PATH_EXCERPT_CHARS + 160),
+        })?;
         // SAFETY: the symbol is declared with the documented C signature; a library that
         // exports something else under this name breaks that contract.
         let func: CoprocessorFn = unsafe { lib.get::<CoprocessorFn>(symbol.as_bytes()) }
             .map(|s| *s)
             .map_err(|_| LoadError::Symbol {
-                symbol: symbol.to_string(),
-                path: path.to_path_buf(),
+                symbol: excerpt(symbol),
+                path: excerpt_path(path),
             })?;
         Ok(CSymbol {
             name: format!("{}:{symbol}", path.display()),

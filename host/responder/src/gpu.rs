@@ -114,7 +114,7 @@ pub fn gpu_functions(
     let rest = spec
         .strip_prefix("gpu:")
         .ok_or_else(|| GpuSpecError::Spec {
-            spec: spec.to_string(),
+            spec: backline_decode::io::excerpt(spec),
             msg: "expected gpu:echo, gpu:steane, gpu:bposd:CODE[:SETTINGS], gpu:FILE:FUNCTION or gpu:triton:FILE"
                 .into(),
         })?;
@@ -132,7 +132,7 @@ pub fn gpu_functions(
             // The CPU decoder validates the code and the settings, with its messages.
             backline_decode::CssDecoder::from_code(&code, &config).map_err(|e| {
                 crate::BpOsdSpecError::Build {
-                    spec: spec.to_string(),
+                    spec: backline_decode::io::excerpt(spec),
                     msg: e.to_string(),
                 }
             })?;
@@ -165,7 +165,7 @@ pub fn gpu_functions(
             }
             _ => {
                 return Err(GpuSpecError::Spec {
-                    spec: spec.to_string(),
+                    spec: backline_decode::io::excerpt(spec),
                     msg: "expected gpu:echo, gpu:steane, gpu:bposd:CODE[:SETTINGS], \
                           gpu:FILE:FUNCTION or gpu:triton:FILE"
                         .into(),
@@ -187,7 +187,7 @@ pub fn gpu_functions(
     let gpu = Arc::new(
         GpuCoprocessor::launch(spec, options.clone(), functions).map_err(|error| {
             GpuSpecError::Gpu {
-                spec: spec.to_string(),
+                spec: backline_decode::io::excerpt(spec),
                 error,
             }
         })?,

@@ -98,7 +98,7 @@ pub fn functions_of_with(
         #[cfg(not(feature = "gpu"))]
         {
             let _ = ctx;
-            return Err(SpecError::NoGpu(spec.to_string()));
+            return Err(SpecError::NoGpu(backline_decode::io::excerpt(spec)));
         }
     }
     if spec.starts_with("bposd:") {
@@ -124,7 +124,7 @@ pub fn parse_spec(spec: &str) -> Result<Arc<dyn Responder>, SpecError> {
             Some((lib, sym)) if !lib.is_empty() && !sym.is_empty() => {
                 Ok(Arc::new(CSymbol::load(Path::new(lib), sym)?))
             }
-            _ => Err(SpecError::Unknown(spec.to_string())),
+            _ => Err(SpecError::Unknown(backline_decode::io::excerpt(spec))),
         },
     }
 }

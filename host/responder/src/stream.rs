@@ -3,11 +3,14 @@
 //! [`backline_decode::stream::StreamDecoder`].
 //!
 //! DECODER is `bposd` (default) or `relay-bp`; SETTINGS are `key=value` pairs separated by `;`:
-//! `window` and `commit` (rounds; default one window over the whole shot), `streams` (decoder
-//! ids the spec takes from its base, one stream each; default 1), `idle_ms` (a shot left this
-//! long mid-way is dropped when the stream is next used; default 5000), and the inner
-//! decoder's settings with `ldpc`'s or `relay-bp`'s names (`max_iter`, `osd_method`, …,
-//! `gamma0`, …). Example: `stream:surface.dem:bposd:window=5;commit=3;max_iter=30`.
+//! `window` and `commit` (rounds, 1..=1048576; default one window over the whole shot),
+//! `streams` (decoder ids the spec takes from its base, one stream each, 1..=4096; default 1),
+//! `idle_ms` (a shot left this long mid-way is dropped when the stream is next used; default
+//! 5000), and the inner decoder's settings with `ldpc`'s or `relay-bp`'s names (`max_iter`
+//! 0..=1048576, `osd_method`, …, `gamma0`, …). Example:
+//! `stream:surface.dem:bposd:window=5;commit=3;max_iter=30`. The model is read within the
+//! bounds of `BACKLINE_DEM_LIMITS` ([`backline_decode::dem::DemLimits::from_env`]); errors
+//! quote at most an excerpt of the spec and of the model.
 //!
 //! Each request is one operation of [`backline_wire::stream`] (enqueue a round, get the
 //! corrections, reset), and each reply starts with a [`CallStatus`]. (The CUQR server,
@@ -38,8 +41,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use backline_decode::BpOsdConfig;
-use backline_decode::dem::DetectorErrorModel;
+use backline_decode::dem::{DemLimits, DetectorErrorModel};
 use backline_decode::dem_decoder::DemDecoderSettings;
+use backline_decode::io::excerpt;
 use backline_decode::relay::RelayConfig;
 use backline_decode::stream::{StreamDecoder, StreamFault, StreamSettings};
 use backline_probe::{Hop, mark};
@@ -57,7 +61,7 @@ pub const DEFAULT_IDLE: Duration = Duration::from_secs(5);
 #[derive(Debug, thiserror::Error)]
 #[error("stream spec `{spec}`: {msg}")]
 pub struct StreamSpecError {
-    /// The spec.
+    /// The spec (an excerpt of it: [`backline_decode::io::excerpt`]).
     pub spec: String,
     /// What is wrong (the model's or the decoder's error, rendered).
     pub msg: String,
@@ -81,7 +85,7 @@ pub struct StreamSpec {
 /// Parses a `stream:FILE.dem[:DECODER[:SETTINGS]]` spec (without reading the model).
 pub fn parse_stream_spec(spec: &str) -> Result<StreamSpec, StreamSpecError> {
     let bad = |msg: String| StreamSpecError {
-        spec: spec.to_string(),
+        spec: excerpt(spec),
         msg,
     };
     let rest = spec
@@ -101,18 +105,20 @@ pub fn parse_stream_spec(spec: &str) -> Result<StreamSpec, StreamSpecError> {
     if path.is_empty() {
         return Err(bad("no model file".into()));
     }
+    let limits = DemLimits::from_env().map_err(|e| bad(format!("{}: {e}", DemLimits::ENV)))?;
     let mut settings = StreamSettings {
         decoder: match decoder {
             "relay-bp" => DemDecoderSettings::RelayBp(RelayConfig::default()),
             _ => DemDecoderSettings::BpOsd(BpOsdConfig::default()),
         },
+        limits,
         ..StreamSettings::default()
     };
     let (mut streams, mut idle) = (1u32, DEFAULT_IDLE);
     for kv in set.split(';').map(str::trim).filter(|s| !s.is_empty()) {
         let (k, v) = kv
             .split_once('=')
-            .ok_or_else(|| bad(format!("`{kv}` is not key=value")))?;
+            .ok_or_else(|| bad(format!("`{}` is not key=value", excerpt(kv))))?;
         match k.trim() {
             "streams" => {
                 streams = v
@@ -120,7 +126,12 @@ pub fn parse_stream_spec(spec: &str) -> Result<StreamSpec, StreamSpecError> {
                     .parse()
                     .ok()
                     .filter(|&n: &u32| (1..=4096).contains(&n))
-                    .ok_or_else(|| bad(format!("streams: `{v}` is not an integer in 1..=4096")))?
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "streams: `{}` is not an integer in 1..=4096",
+                            excerpt(v)
+                        ))
+                    })?
             }
             "idle_ms" => {
                 idle = v
@@ -129,7 +140,12 @@ pub fn parse_stream_spec(spec: &str) -> Result<StreamSpec, StreamSpecError> {
                     .ok()
                     .filter(|&n: &u64| n > 0)
                     .map(Duration::from_millis)
-                    .ok_or_else(|| bad(format!("idle_ms: `{v}` is not a positive integer")))?
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "idle_ms: `{}` is not a positive integer",
+                            excerpt(v)
+                        ))
+                    })?
             }
             _ => settings.set(k, v).map_err(|e| {
                 bad(format!(
@@ -158,12 +174,14 @@ pub fn stream_width(spec: &str) -> u32 {
 pub fn stream_decoder_of(spec: &str) -> Result<(StreamSpec, StreamDecoder), StreamSpecError> {
     let s = parse_stream_spec(spec)?;
     let bad = |msg: String| StreamSpecError {
-        spec: spec.to_string(),
+        spec: excerpt(spec),
         msg,
     };
-    let text = std::fs::read_to_string(Path::new(&s.path))
-        .map_err(|e| bad(format!("reading {}: {e}", s.path)))?;
-    let dem = DetectorErrorModel::parse(&text, &s.path).map_err(|e| bad(e.to_string()))?;
+    let text = backline_decode::io::read_text(Path::new(&s.path))
+        .map_err(|e| bad(format!("reading {}: {e}", excerpt(&s.path))))?;
+    let dem = DetectorErrorModel::parse_with(&text, &excerpt(&s.path), &s.settings.limits)
+        .map_err(|e| bad(e.to_string()))?;
+    drop(text);
     let dec = StreamDecoder::new(&dem, &s.settings).map_err(|e| bad(e.to_string()))?;
     Ok((s, dec))
 }
@@ -177,10 +195,24 @@ pub fn as_stream(r: &dyn Responder) -> Option<&StreamFunction> {
 /// shot.
 pub fn stream_functions(spec: &str, base: u32) -> Result<crate::Functions, StreamSpecError> {
     let (s, dec) = stream_decoder_of(spec)?;
+    // Each stream holds its own copy of the decoder: together within the model's bound.
+    let limit = s.settings.limits.targets;
+    if dec.entries().saturating_mul(u64::from(s.streams)) > limit {
+        return Err(StreamSpecError {
+            spec: excerpt(spec),
+            msg: format!(
+                "streams = {}: the streams' decoders hold more than {limit} targets together \
+                 ({} each; limit `targets`; BACKLINE_DEM_LIMITS=targets=N raises it)",
+                s.streams,
+                dec.entries()
+            ),
+        });
+    }
     Ok((0..s.streams)
         .map(|k| {
+            let spec = excerpt(spec);
             let name = if s.streams == 1 {
-                spec.to_string()
+                spec
             } else {
                 format!("{spec} (stream {k})")
             };
@@ -562,6 +594,89 @@ pub(crate) mod tests {
             .unwrap()
             .to_string();
         assert!(e.contains("no time coordinate"), "{e}");
+    }
+
+    #[test]
+    fn hostile_specs_and_models_are_short_errors() {
+        // Iterations and windows past their bounds, with the range in the error.
+        let p = model_file("hostile");
+        let spec = |set: &str| format!("stream:{}:bposd:{set}", p.display());
+        for (set, want) in [
+            (
+                "max_iter=18446744073709551615",
+                "max_iter: `18446744073709551615` is not a non-negative integer in 0..=1048576",
+            ),
+            ("window=0", "window: `0` is not an integer in 1..=1048576"),
+            (
+                "commit=99999999999",
+                "commit: `99999999999` is not an integer in 1..=1048576",
+            ),
+            (
+                "osd_order=5000",
+                "osd_order: `5000` is not a non-negative integer in 0..=1024",
+            ),
+        ] {
+            let e = stream_functions(&spec(set), 0).err().unwrap().to_string();
+            assert!(e.contains(want), "{set}: {e}");
+        }
+        // A spec, a setting and a model of a hundred thousand characters: a short error each.
+        let long = "q".repeat(100_000);
+        for s in [
+            format!("stream:{long}.dem"),
+            spec(&format!("{long}=1")),
+            spec(&format!("window={long}")),
+            spec(&long),
+        ] {
+            let e = stream_functions(&s, 0).err().unwrap().to_string();
+            assert!(e.len() < 600, "{} bytes: {}", e.len(), &e[..200]);
+        }
+        let dir = p.parent().unwrap();
+        let line = dir.join("line.dem");
+        std::fs::write(&line, "a".repeat(10_000_000)).unwrap();
+        let e = stream_functions(&format!("stream:{}", line.display()), 0)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.len() < 600 && e.contains("unknown instruction `aaaa"),
+            "{e}"
+        );
+        // 2,000 rounds of 50 detectors, each round's mechanism reaching into the next: the
+        // model is small, but windows of 1,000 rounds committing 1 repeat it 1,000 times.
+        let big = dir.join("big.dem");
+        let decl: String = (0..50)
+            .map(|k| format!(" detector({k}, 0) D{k}\n"))
+            .collect();
+        let targets: String = (0..100).map(|k| format!(" D{k}")).collect();
+        std::fs::write(
+            &big,
+            format!(
+                "repeat 1999 {{\n{decl} error(0.01){targets}\n error(0.01) D0 L0\n \
+                 shift_detectors(0, 1) 50\n}}\n{decl}error(0.01) D0 L0\n"
+            ),
+        )
+        .unwrap();
+        // Streams multiply the decoders too.
+        let e = stream_functions(
+            &format!("stream:{}:relay-bp:streams=4096", big.display()),
+            0,
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            e.contains("streams = 4096: the streams' decoders hold more than"),
+            "{e}"
+        );
+        // Under the defaults the windows hold too many targets together with commit = 1.
+        let e = stream_functions(&format!("stream:{}:window=1000;commit=1", big.display()), 0)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("the windows' decoders hold more than 16777216 targets"),
+            "{e}"
+        );
     }
 
     /// The status of one call.

@@ -114,6 +114,18 @@ pub enum Error {
     /// connection closed half-way, an unusable queue pair).
     #[error("protocol violation: {0}")]
     Protocol(String),
+    /// The peer answered a hello with something other than a backline handshake or message:
+    /// it is another kind of server (a CUQR server answers with `bad_request`). The
+    /// handshake ends at once instead of waiting out its timeout.
+    #[error("{peer} answered our {what} with {answer}")]
+    NotBackline {
+        /// The peer, `transport:address`.
+        peer: String,
+        /// What it answered: `hello`, `floor ping`.
+        what: &'static str,
+        /// What it answered.
+        answer: String,
+    },
     /// A previous failure (e.g. a timeout) left the session unusable.
     #[error("session failed earlier ({0}); stop and destroy it")]
     Failed(String),

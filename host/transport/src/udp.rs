@@ -501,6 +501,37 @@ fn client_socket(peer: SocketAddr) -> Result<UdpSocket> {
     Ok(sock)
 }
 
+/// The error for a datagram that answers a hello (or a floor ping) but is neither a handshake
+/// (an echo) nor a backline message (a stale reply, which is waited past): the peer is
+/// something else — a CUQR server (NVIDIA's realtime RPC, which answers every frame it cannot
+/// parse with `bad_request`) or any other service. `None` for a backline message.
+fn not_backline(d: &[u8], peer: &str, what: &'static str) -> Option<Error> {
+    if decode_message(d).is_ok() {
+        return None;
+    }
+    let answer = match backline_wire::cuqr::parse_response(d) {
+        Ok((h, _)) => {
+            let status = backline_wire::cuqr::CallStatus::from_code(h.status).map_or_else(
+                || format!("status {}", h.status),
+                |s| format!("status {}", s.name()),
+            );
+            format!(
+                "a CUQR response ({status}): it is a CUQR server (NVIDIA's realtime RPC), not a \
+                 backline coprocessor"
+            )
+        }
+        Err(_) => format!(
+            "{} bytes that are neither a backline handshake nor a backline message",
+            d.len()
+        ),
+    };
+    Some(Error::NotBackline {
+        peer: peer.to_string(),
+        what,
+        answer,
+    })
+}
+
 fn refused(e: &std::io::Error) -> bool {
     e.kind() == ErrorKind::ConnectionRefused
 }
@@ -544,7 +575,12 @@ impl UdpClient {
                 match self.sock.recv(&mut buf) {
                     Ok(n) => {
                         if n != HANDSHAKE_BYTES {
-                            continue; // a stale reply of an earlier session
+                            // A stale reply of an earlier session is a backline message:
+                            // wait on. Anything else means no backline server listens.
+                            match not_backline(&buf[..n], &format!("udp:{}", self.peer), "hello") {
+                                Some(e) => return Err(e),
+                                None => continue,
+                            }
                         }
                         let h = Handshake::decode(&buf[..n])?;
                         crate::link::read_answer(&h, geometry, &format!("udp:{}", self.peer))?;
@@ -748,6 +784,13 @@ pub fn udp_floor(
         loop {
             match recv_one(sock, &mut buf, &mut spin, deadline) {
                 Ok(Some((8, _))) if buf[..8] == ping => break,
+                // A late echo of an earlier ping, or a stale backline message: wait on. An
+                // answer of another kind of server ends the measurement at once.
+                Ok(Some((n, _))) if !(n == 8 && buf[..4] == FLOOR_MAGIC) => {
+                    if let Some(e) = not_backline(&buf[..n], &format!("udp:{peer}"), "floor ping") {
+                        return Err(e);
+                    }
+                }
                 Ok(_) => {}
                 Err(e) if refused(&e) => return Err(Error::NoPeer(format!("udp:{peer}"))),
                 Err(e) => return Err(Error::io("receiving a floor ping")(e)),

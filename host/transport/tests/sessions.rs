@@ -289,6 +289,68 @@ fn nobody_listening_is_a_clear_error() {
     assert!(t0.elapsed() < Duration::from_secs(2));
 }
 
+/// A udp peer that answers every datagram with `reply(datagram)`, for `n` datagrams.
+fn answering_peer(n: usize, reply: fn(&[u8]) -> Vec<u8>) -> (String, std::thread::JoinHandle<()>) {
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = sock.local_addr().unwrap().to_string();
+    let t = std::thread::spawn(move || {
+        sock.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut buf = [0u8; 512];
+        for _ in 0..n {
+            let Ok((len, from)) = sock.recv_from(&mut buf) else {
+                return;
+            };
+            let _ = sock.send_to(&reply(&buf[..len]), from);
+        }
+    });
+    (addr, t)
+}
+
+/// Issue 27, defect 8: a CUQR server (NVIDIA's realtime RPC, `serve --protocol cuqr`)
+/// answers a hello at once with a `bad_request` response; the controller used to take it
+/// for a stale reply and wait out its whole set-up timeout (5 s). It now ends the handshake
+/// at once with an error saying what answered.
+#[test]
+fn a_hello_answered_by_something_else_ends_at_once() {
+    use backline_wire::cuqr::{ResponseHeader, encode_response};
+    let (peer, t) = answering_peer(1, |_| {
+        let h = ResponseHeader {
+            status: 2, // bad_request
+            result_len: 0,
+            request_id: 0,
+            timestamp: 0,
+        };
+        let mut v = vec![0u8; 256];
+        encode_response(&mut v, &h, &[]).unwrap();
+        v // one full slot, as the server sends it
+    });
+    let mut cfg = SessionConfig::new(TransportKind::Udp);
+    cfg.setup_timeout = Duration::from_secs(5);
+    let t0 = Instant::now();
+    let e = ControllerSession::open("c", cfg.clone(), &peer, 0).unwrap_err();
+    assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+    assert!(matches!(e, Error::NotBackline { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "udp:{peer} answered our hello with a CUQR response (status bad_request): it is a \
+             CUQR server (NVIDIA's realtime RPC), not a backline coprocessor"
+        )
+    );
+    t.join().unwrap();
+    // Any other answer that is not backline's ends it too; a backline message (a stale
+    // reply) is waited past as before.
+    let (peer, t) = answering_peer(1, |_| b"HTTP/1.1 400 Bad Request\r\n\r\n".to_vec());
+    let e = ControllerSession::open("c", cfg, &peer, 0).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("answered our hello with 28 bytes that are neither a backline handshake"),
+        "{e}"
+    );
+    t.join().unwrap();
+}
+
 #[test]
 fn a_second_server_on_the_same_name_or_port_is_refused() {
     for t in TRANSPORTS {

@@ -5,6 +5,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use backline_compiler::NoiseDefaults;
+use backline_decode::dem::DemLimits;
+use backline_decode::io::excerpt;
 use backline_stabvm::Endpoint;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -413,20 +415,84 @@ fn latency_summary(rtts_ns: Vec<f64>) -> Option<Vec<(&'static str, f64)>> {
 
 /// A decoder compiled from a stim detector error model's text (for `backline.sinter`): BP+OSD
 /// or Relay-BP, decoding bit-packed detection events into bit-packed observable flips.
+///
+/// Nothing it is given takes the interpreter down: the model is read within its
+/// [`DemLimits`] (`BACKLINE_DEM_LIMITS`, then `limits`), threads are bounded and started
+/// fallibly, allocations sized by the input are fallible (`MemoryError`), and a panic would be
+/// `RunError`: every exception derives from `Exception`, none is pyo3's `PanicException`.
 #[pyclass(module = "backline._native", frozen)]
 pub struct DemDecoder {
     inner: Mutex<backline_decode::dem_decoder::DemDecoder>,
     threads: usize,
 }
 
+/// `f()`, a panic in it turned into `RunError` (pyo3 would raise `PanicException`, which
+/// `except Exception` does not catch).
+fn no_panic<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let what = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        Err(err(py, "RunError", format!("internal error: {what}")))
+    })
+}
+
+/// The decoder's settings from `(name, value)` texts.
+fn dem_settings(
+    py: Python<'_>,
+    decoder: &str,
+    settings: &[(String, String)],
+) -> PyResult<backline_decode::dem_decoder::DemDecoderSettings> {
+    use backline_decode::dem_decoder::DemDecoderSettings;
+    use backline_decode::relay::RelayConfig;
+    let mut s = match decoder {
+        "bposd" => DemDecoderSettings::BpOsd(backline_decode::BpOsdConfig::default()),
+        "relay-bp" => DemDecoderSettings::RelayBp(RelayConfig::default()),
+        other => {
+            return Err(err(
+                py,
+                "DecoderSettingsError",
+                format!(
+                    "unknown decoder \"{}\" (expected bposd or relay-bp)",
+                    excerpt(other)
+                ),
+            ));
+        }
+    };
+    for (k, v) in settings {
+        let r = match &mut s {
+            DemDecoderSettings::BpOsd(c) => c.set(k, v),
+            DemDecoderSettings::RelayBp(c) => c.set(k, v),
+        };
+        r.map_err(|e| err(py, "DecoderSettingsError", format!("{decoder}: {e}")))?;
+    }
+    Ok(s)
+}
+
+/// `BACKLINE_DEM_LIMITS` with `limits` (`[(name, value)]`) applied.
+fn dem_limits(py: Python<'_>, limits: &[(String, String)]) -> PyResult<DemLimits> {
+    let bad = |e: backline_decode::SettingError| {
+        err(py, "DecoderSettingsError", format!("dem_limits: {e}"))
+    };
+    let mut l = DemLimits::from_env().map_err(bad)?;
+    for (k, v) in limits {
+        l.set(k, v).map_err(bad)?;
+    }
+    Ok(l)
+}
+
 #[pymethods]
 impl DemDecoder {
-    /// `DemDecoder(dem_text, decoder, settings, threads=1, name="<dem>")`: `decoder` is
-    /// `"bposd"` or `"relay-bp"`, `settings` `[(name, value as text)]` with ldpc's or relay-bp's
-    /// names. Raises `DetectorErrorModelError` for a model that does not parse (naming the
-    /// line) and `DecoderSettingsError` for settings that do not apply.
+    /// `DemDecoder(dem_text, decoder, settings, threads=1, name="<dem>", limits=[])`: `decoder`
+    /// is `"bposd"` or `"relay-bp"`, `settings` `[(name, value as text)]` with ldpc's or
+    /// relay-bp's names, `limits` `[(name, value)]` of the model's bounds (`targets`,
+    /// `coords`, `mechanisms`, over `BACKLINE_DEM_LIMITS`). Raises `DetectorErrorModelError`
+    /// for a model that does not parse or expands past its bounds (naming the line) and
+    /// `DecoderSettingsError` for settings that do not apply (threads past 1024 among them).
     #[new]
-    #[pyo3(signature = (dem_text, decoder, settings, threads=1, name="<dem>"))]
+    #[pyo3(signature = (dem_text, decoder, settings, threads=1, name="<dem>", limits=Vec::new()))]
     fn new(
         py: Python<'_>,
         dem_text: &str,
@@ -434,42 +500,29 @@ impl DemDecoder {
         settings: Vec<(String, String)>,
         threads: usize,
         name: &str,
+        limits: Vec<(String, String)>,
     ) -> PyResult<DemDecoder> {
         use backline_decode::dem::DetectorErrorModel;
-        use backline_decode::dem_decoder::{DemDecoder as Dec, DemDecoderSettings};
-        use backline_decode::relay::RelayConfig;
-        let mut s = match decoder {
-            "bposd" => DemDecoderSettings::BpOsd(backline_decode::BpOsdConfig::default()),
-            "relay-bp" => DemDecoderSettings::RelayBp(RelayConfig::default()),
-            other => {
-                return Err(err(
-                    py,
-                    "DecoderSettingsError",
-                    format!("unknown decoder {other:?} (expected bposd or relay-bp)"),
-                ));
+        use backline_decode::dem_decoder::{DemDecoder as Dec, check_threads};
+        no_panic(py, || {
+            let s = dem_settings(py, decoder, &settings)?;
+            let limits = dem_limits(py, &limits)?;
+            check_threads(threads).map_err(|e| err(py, "DecoderSettingsError", e.to_string()))?;
+            let name = excerpt(name);
+            let built = py.detach(|| {
+                let dem = DetectorErrorModel::parse_with(dem_text, &name, &limits)
+                    .map_err(|e| (true, e.to_string()))?;
+                Dec::new(&dem, &s).map_err(|e| (false, e.to_string()))
+            });
+            match built {
+                Ok(d) => Ok(DemDecoder {
+                    inner: Mutex::new(d),
+                    threads,
+                }),
+                Err((true, msg)) => Err(err(py, "DetectorErrorModelError", msg)),
+                Err((false, msg)) => Err(err(py, "DecoderSettingsError", msg)),
             }
-        };
-        for (k, v) in &settings {
-            let r = match &mut s {
-                DemDecoderSettings::BpOsd(c) => c.set(k, v),
-                DemDecoderSettings::RelayBp(c) => c.set(k, v),
-            };
-            r.map_err(|e| err(py, "DecoderSettingsError", format!("{decoder}: {e}")))?;
-        }
-        let text = dem_text.to_string();
-        let name = name.to_string();
-        let built = py.detach(move || {
-            let dem = DetectorErrorModel::parse(&text, &name).map_err(|e| (true, e.to_string()))?;
-            Dec::new(&dem, &s).map_err(|e| (false, e.to_string()))
-        });
-        match built {
-            Ok(d) => Ok(DemDecoder {
-                inner: Mutex::new(d),
-                threads,
-            }),
-            Err((true, msg)) => Err(err(py, "DetectorErrorModelError", msg)),
-            Err((false, msg)) => Err(err(py, "DecoderSettingsError", msg)),
-        }
+        })
     }
 
     /// Detectors of the model.
@@ -486,7 +539,8 @@ impl DemDecoder {
 
     /// Decodes `shots` records of `ceil(num_detectors/8)` bytes (stim's b8 layout, back to
     /// back) into `shots` records of `ceil(num_observables/8)` bytes, in Rust with the GIL
-    /// released.
+    /// released. `ValueError` for data of another length, `MemoryError` when the shots do
+    /// not fit in memory, `RunError` when the system refuses the decoding threads.
     fn decode_bit_packed<'py>(
         &self,
         py: Python<'py>,
@@ -494,23 +548,39 @@ impl DemDecoder {
         shots: usize,
     ) -> PyResult<Bound<'py, PyBytes>> {
         use backline_decode::shots::ShotTable;
-        let dec = self.lock();
-        let per = dec.num_detectors().div_ceil(8);
-        if data.len() != shots * per {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "{} bytes of detection events for {shots} shots of {} detectors: expected {}",
-                data.len(),
-                dec.num_detectors(),
-                shots * per
-            )));
-        }
-        let table =
-            ShotTable::from_packed(data.to_vec(), dec.num_detectors()).expect("length checked");
-        let threads = self.threads;
-        let r =
-            py.detach(|| backline_decode::dem_decoder::decode_batch(&dec, &table, threads, false));
-        let batch = r.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-        Ok(PyBytes::new(py, batch.predictions.as_bytes()))
+        no_panic(py, || {
+            let dec = self.lock();
+            let per = dec.num_detectors().div_ceil(8);
+            if shots.checked_mul(per) != Some(data.len()) {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "{} bytes of detection events for {shots} shots of {} detectors: expected \
+                     uint8 [shots, ceil(num_detectors/8)] = [{shots}, {per}]",
+                    data.len(),
+                    dec.num_detectors(),
+                )));
+            }
+            let mut owned = Vec::new();
+            owned.try_reserve_exact(data.len()).map_err(|_| {
+                pyo3::exceptions::PyMemoryError::new_err(format!(
+                    "{} bytes of detection events do not fit in memory",
+                    data.len()
+                ))
+            })?;
+            owned.extend_from_slice(data);
+            let table = ShotTable::from_packed(owned, dec.num_detectors())
+                .ok_or_else(|| err(py, "RunError", "detection events of the wrong length"))?;
+            let threads = self.threads;
+            let r = py.detach(|| {
+                backline_decode::dem_decoder::decode_batch(&dec, &table, threads, false)
+            });
+            let batch = r.map_err(|e| match e {
+                backline_decode::DecoderError::Memory(_) => {
+                    pyo3::exceptions::PyMemoryError::new_err(e.to_string())
+                }
+                e => err(py, "RunError", e.to_string()),
+            })?;
+            Ok(PyBytes::new(py, batch.predictions.as_bytes()))
+        })
     }
 }
 

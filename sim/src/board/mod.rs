@@ -697,13 +697,25 @@ impl SimBoard {
             let (core, stop) = (core.clone(), stop.clone());
             let peer = opts.peer;
             lock(&core).opts.peer_listen = Some(local.to_string());
-            threads.push(std::thread::spawn(move || peer_loop(tcp, peer, core, stop)));
+            let t = std::thread::Builder::new()
+                .name("sim-board-peer".into())
+                .spawn(move || peer_loop(tcp, peer, core, stop))
+                .map_err(io("starting the peer listener's thread".into()))?;
+            threads.push(t);
         }
         {
-            let (core, stop, clients) = (core.clone(), stop.clone(), clients.clone());
-            threads.push(std::thread::spawn(move || {
-                accept_loop(listener, core, stop, clients)
-            }));
+            let (core, stop2, clients) = (core.clone(), stop.clone(), clients.clone());
+            let t = std::thread::Builder::new()
+                .name("sim-board-accept".into())
+                .spawn(move || accept_loop(listener, core, stop2, clients));
+            match t {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    // Release: ends the peer thread started above; pairs with its Acquire.
+                    stop.store(true, Ordering::Release);
+                    return Err(io("starting the accept thread".into())(e));
+                }
+            }
         }
         Ok(SimBoard {
             socket,
@@ -801,13 +813,20 @@ fn accept_loop(
         if let Ok(c) = stream.try_clone() {
             lock_clients(&clients).insert(id, c);
         }
-        let (core, stop, clients) = (core.clone(), stop.clone(), clients.clone());
+        let (core, stop, clients2) = (core.clone(), stop.clone(), clients.clone());
         let this = id;
-        std::thread::spawn(move || {
-            serve_client(stream, core, stop);
-            // The connection is over: drop our clone of it (its descriptor) too.
+        let t = std::thread::Builder::new()
+            .name("sim-board-client".into())
+            .spawn(move || {
+                serve_client(stream, core, stop);
+                // The connection is over: drop our clone of it (its descriptor) too.
+                lock_clients(&clients2).remove(&this);
+            });
+        if let Err(e) = t {
+            // No thread for this client: its connection is closed, the board serves on.
+            log::warn!("sim-board: no thread for a client ({e}); its connection is closed");
             lock_clients(&clients).remove(&this);
-        });
+        }
     }
 }
 

@@ -55,6 +55,16 @@ pub const TARGETS: &[Target] = &[
         run: parsers::dem,
     },
     Target {
+        name: "dem-limits",
+        what: "DetectorErrorModel::parse_with under small DemLimits (expansion memory bounded)",
+        run: parsers::dem_limits,
+    },
+    Target {
+        name: "stream-settings",
+        what: "stream: spec settings (windows, iterations, streams) and the decoder they build",
+        run: parsers::stream_settings,
+    },
+    Target {
         name: "responder-spec",
         what: "responder specs: bposd:CODE[:SETTINGS] codes and settings, built-in names",
         run: parsers::responder_spec,

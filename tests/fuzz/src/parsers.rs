@@ -189,12 +189,21 @@ pub fn matrix(data: &[u8]) {
     }
 }
 
+/// The bounds the `dem` target parses within: a sixteenth of the defaults, so that the largest
+/// model an input may unroll to parses in a fraction of AFL's 2 s (at the defaults a 258-byte
+/// `repeat 666662 { … }` legitimately takes 2.4 s, which AFL reports as a hang).
+const FUZZ_DEM_LIMITS: backline_decode::dem::DemLimits = backline_decode::dem::DemLimits {
+    targets: 1 << 20,
+    coords: 1 << 20,
+    mechanisms: 1 << 18,
+};
+
 /// A stim detector error model: one that parses has matrices of its declared sizes, finite
 /// priors in (0, 1] and finite detector times, and a window over all of it is itself.
 pub fn dem(data: &[u8]) {
     use backline_decode::dem::DetectorErrorModel;
     let text = String::from_utf8_lossy(data);
-    let Ok(dem) = DetectorErrorModel::parse(&text, "fuzz.dem") else {
+    let Ok(dem) = DetectorErrorModel::parse_with(&text, "fuzz.dem", &FUZZ_DEM_LIMITS) else {
         return;
     };
     let (d, o, m) = (
@@ -216,6 +225,119 @@ pub fn dem(data: &[u8]) {
     }
     let w = dem.window(0..d);
     assert_eq!(w.model.num_detectors(), d);
+}
+
+/// The longest error message any parser may give: errors quote at most an excerpt of their
+/// input (`backline_decode::io::excerpt`), whatever its length.
+const MAX_ERROR_BYTES: usize = 1024;
+
+/// A stim detector error model parsed with small resource bounds (the first six input bytes
+/// pick them: targets, coordinates and mechanisms, each up to 2^16): any text, however far its
+/// `repeat` blocks unroll, parses within the bounds or is refused with a short error naming
+/// its line — so the expansion's memory and time stay bounded for every input.
+pub fn dem_limits(data: &[u8]) {
+    use backline_decode::dem::{DemErrorKind, DemLimits, DetectorErrorModel};
+    let mut b = Bytes::new(data);
+    let limits = DemLimits {
+        targets: u64::from(b.u16()) + 1,
+        coords: u64::from(b.u16()) + 1,
+        mechanisms: u64::from(b.u16()) + 1,
+    };
+    let text = String::from_utf8_lossy(b.rest());
+    match DetectorErrorModel::parse_with(&text, "fuzz.dem", &limits) {
+        Ok(dem) => {
+            assert!(dem.num_mechanisms() as u64 <= limits.mechanisms);
+            let entries = dem.check_matrix().nnz() + dem.observable_matrix().nnz();
+            assert!(
+                entries as u64 <= limits.targets,
+                "{entries} entries past {limits:?}"
+            );
+            let coords: usize = (0..dem.num_detectors())
+                .map(|d| dem.detector_coords(d).map_or(0, <[f64]>::len))
+                .sum();
+            assert!(
+                coords as u64 <= limits.coords,
+                "{coords} coordinates past {limits:?}"
+            );
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(msg.len() <= MAX_ERROR_BYTES, "{} bytes", msg.len());
+            if let DemErrorKind::Limit { limit, .. } = e.kind {
+                assert!(e.line > 0, "a bound is crossed at a line: {msg}");
+                assert!([limits.targets, limits.coords, limits.mechanisms].contains(&limit));
+            }
+        }
+    }
+}
+
+/// The settings of a `stream:` spec (the first line is the decoder, `bposd` or `relay-bp`; the
+/// rest the `key=value;…` settings): a spec that parses has every bound kept — windows,
+/// iterations, OSD order, streams — and builds a streaming decoder of a small model (or is a
+/// short error) that runs a shot of zero rounds; a spec that does not is a short error.
+pub fn stream_settings(data: &[u8]) {
+    use backline_decode::bp::MAX_ITER;
+    use backline_decode::dem_decoder::DemDecoderSettings;
+    use backline_decode::stream::{MAX_WINDOW, StreamDecoder};
+    let text = String::from_utf8_lossy(data);
+    let (decoder, set) = text.split_once('\n').unwrap_or(("bposd", &text));
+    let spec = format!("stream:fuzz.dem:{decoder}:{set}");
+    let s = match backline_responder::stream::parse_stream_spec(&spec) {
+        Ok(s) => s,
+        Err(e) => {
+            assert!(
+                e.to_string().len() <= MAX_ERROR_BYTES,
+                "{} bytes",
+                e.to_string().len()
+            );
+            return;
+        }
+    };
+    assert!((1..=4096).contains(&s.streams));
+    let st = &s.settings;
+    for w in [st.window, st.commit].into_iter().flatten() {
+        assert!((1..=MAX_WINDOW).contains(&w), "{w}");
+    }
+    if let DemDecoderSettings::BpOsd(c) = &st.decoder {
+        assert!(c.max_iter <= MAX_ITER && c.osd_order <= backline_decode::osd::MAX_OSD_ORDER);
+    }
+    let dem = stream_model();
+    match StreamDecoder::new(&dem, st) {
+        Ok(mut d) => {
+            // Relay-BP's legs are bounded together when its decoders are built.
+            if let DemDecoderSettings::RelayBp(c) = &st.decoder {
+                assert!(
+                    c.pre_iter + c.num_sets * c.set_max_iter <= MAX_ITER,
+                    "{c:?}"
+                );
+            }
+            let rounds = d.rounds();
+            for r in 0..rounds {
+                let width = d.round_detectors(r).len().div_ceil(8);
+                let ready = d
+                    .push_round(r as u32, &vec![0u8; width])
+                    .expect("a round in order");
+                if ready {
+                    d.decode_ready().expect("a ready window decodes");
+                }
+            }
+            d.finish().expect("every round is in");
+            assert_eq!(d.observables(), &[0]);
+        }
+        Err(e) => assert!(e.to_string().len() <= MAX_ERROR_BYTES),
+    }
+}
+
+/// A repetition code of 4 rounds (2 detectors each): the model [`stream_settings`] builds on.
+fn stream_model() -> backline_decode::dem::DetectorErrorModel {
+    backline_decode::dem::DetectorErrorModel::parse(
+        "repeat 3 {\n error(0.05) D0 L0\n error(0.05) D0 D1\n error(0.05) D1\n \
+         error(0.02) D0 D2\n error(0.02) D1 D3\n detector(0, 0) D0\n detector(1, 0) D1\n \
+         shift_detectors(0, 1) 2\n}\nerror(0.05) D0 L0\nerror(0.05) D0 D1\nerror(0.05) D1\n\
+         detector(0, 0) D0\ndetector(1, 0) D1\n",
+        "fuzz.dem",
+    )
+    .expect("the fixed model parses")
 }
 
 /// Responder specs as `bench --responder` and `serve --fn` take them. `bposd:` specs are parsed

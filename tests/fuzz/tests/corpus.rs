@@ -207,6 +207,40 @@ logical_observable L0\n"
             "tags-and-comments",
             b"error[tag](0.125) D0 # note\ndetector_separator\nerror(0.5) D0 L1\n".to_vec(),
         ),
+        ("dem-limits", "repeat-past-the-bounds", {
+            // targets 1000, coordinates 200, mechanisms 100 (little-endian u16s, minus one).
+            let mut v = vec![0xE7, 0x03, 0xC7, 0x00, 0x63, 0x00];
+            v.extend_from_slice(
+                b"error(0.1) D0 D1\nrepeat 20000 {\n    error(0.1) D0 D1 D2 D3 L0\n    \
+detector(1, 2, 3) D0\n    shift_detectors(0, 0, 1) 1\n}\n",
+            );
+            v
+        }),
+        ("dem-limits", "within-the-bounds", {
+            let mut v = vec![0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF];
+            v.extend_from_slice(
+                b"repeat 3 {\n error(0.01) D0 D1 ^ D2 L0\n detector(0, 1) D0\n \
+shift_detectors(0, 1) 1\n}\nlogical_observable L1\n",
+            );
+            v
+        }),
+        (
+            "stream-settings",
+            "bposd-window",
+            b"bposd\nwindow=2;commit=1;max_iter=30;osd_method=osd_cs;osd_order=4".to_vec(),
+        ),
+        (
+            "stream-settings",
+            "relay-streams",
+            b"relay-bp\nstreams=4;idle_ms=100;pre_iter=20;num_sets=10;set_max_iter=20;\
+gamma_dist_interval=-0.2,0.6;stop_nconv=1"
+                .to_vec(),
+        ),
+        (
+            "stream-settings",
+            "out-of-range",
+            b"bposd\nmax_iter=18446744073709551615;window=0".to_vec(),
+        ),
         (
             "responder-spec",
             "bposd-settings",

@@ -30,8 +30,7 @@ use crate::link::{
 use crate::rounds::{IDLE_STRETCH, Polled, RoundIo};
 use crate::{Error, Result};
 
-/// Magic of a floor ping.
-const FLOOR_MAGIC: [u8; 4] = *b"BKFP";
+use backline_wire::FLOOR_PING_MAGIC as FLOOR_MAGIC;
 
 /// Resolves `addr` (host:port) of a `what` (e.g. "udp address").
 pub(crate) fn resolve_as(what: &str, addr: &str) -> Result<SocketAddr> {

@@ -48,6 +48,10 @@ pub const SLOT_ALIGN: usize = 64;
 /// Size of the [`SlotHeader`] at the end of every slot.
 pub const HEADER_BYTES: usize = 16;
 
+/// Magic of a udp floor ping: 8 bytes, `"BKFP"` and a little-endian u32 counter, echoed as
+/// they are by a backline server (the bare round trip a udp session is measured against).
+pub const FLOOR_PING_MAGIC: [u8; 4] = *b"BKFP";
+
 /// Smallest slot: one cache line, of which 48 bytes are payload.
 pub const MIN_SLOT_BYTES: u32 = 64;
 

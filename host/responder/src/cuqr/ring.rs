@@ -75,6 +75,7 @@ impl Ring {
     ) -> Handled {
         let (header, function) = match cuqr::parse_header(slot) {
             Ok(h) => h,
+            Err(_) if from_a_backline_controller(slot) => return told_backline_controller(out),
             Err(e) => return Handled::Dropped(DropReason::of(e)),
         };
         *tag = FrameTag {
@@ -158,6 +159,30 @@ impl Ring {
         let _ = cuqr::write_response_header(out, &h);
         Handled::Answered(CallStatus::InternalError)
     }
+}
+
+/// Whether a frame that is no CUQR request starts as a backline controller's hello or udp
+/// floor ping does (`backline bench` or `backline sim` pointed at this server by mistake).
+fn from_a_backline_controller(slot: &[u8]) -> bool {
+    slot.get(..4).is_some_and(|m| {
+        m == backline_wire::HANDSHAKE_MAGIC.as_slice()
+            || m == backline_wire::FLOOR_PING_MAGIC.as_slice()
+    })
+}
+
+/// The one deliberate answer to a frame NVIDIA's server would drop: a backline controller's
+/// hello or floor ping gets `bad_request` (request id and timestamp 0), so that it says at
+/// once that it reached a CUQR server instead of waiting out its set-up timeout.
+fn told_backline_controller(out: &mut [u8]) -> Handled {
+    out.fill(0);
+    let h = ResponseHeader {
+        status: CallStatus::BadRequest as i32,
+        result_len: 0,
+        request_id: 0,
+        timestamp: 0,
+    };
+    let _ = cuqr::write_response_header(out, &h);
+    Handled::Answered(CallStatus::BadRequest)
 }
 
 impl DropReason {

@@ -262,6 +262,61 @@ fn frames_of_every_length_from_0_to_a_slot_and_one() {
     assert_eq!(t.frames.load(Ordering::Relaxed), 249 + 258 + 6);
 }
 
+/// NVIDIA's server drops what it cannot parse, and so does ours — but for a backline
+/// controller's hello or floor ping, answered once with `bad_request` so that `backline
+/// bench` or `backline sim` pointed at a CUQR server says so at once.
+#[test]
+fn a_backline_hello_or_floor_ping_is_told_bad_request_other_foreign_frames_are_dropped() {
+    let s = CuqrServer::start(
+        "127.0.0.1:0",
+        &table("foreign", &[0]),
+        CuqrOptions::default(),
+    )
+    .unwrap();
+    let c = Client::to(s.local_addr());
+    let hello = backline_wire::Handshake::new(
+        backline_wire::HandshakeKind::Hello,
+        backline_wire::Geometry::default(),
+        1,
+    )
+    .encode();
+    let mut ping = [0u8; 8];
+    ping[..4].copy_from_slice(&backline_wire::FLOOR_PING_MAGIC);
+    for (i, frame) in [
+        &hello[..],
+        &ping[..],
+        b"BKLX and more bytes",
+        b"not a frame at all",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        c.send(frame);
+        c.send(&reset(0xFFFF_0000 + i as u32, 99));
+        let (st, id, ts, _) = c.recv_any();
+        if i < 2 {
+            assert_eq!(
+                (st, id, ts),
+                (CallStatus::BadRequest as i32, 0, 0),
+                "frame {i}"
+            );
+            let (st, id, _, _) = c.recv_any();
+            assert_eq!(
+                (st, id),
+                (CallStatus::InvalidDecoder as i32, 0xFFFF_0000 + i as u32)
+            );
+        } else {
+            // Dropped: the next answer is the sentinel's.
+            assert_eq!(
+                (st, id),
+                (CallStatus::InvalidDecoder as i32, 0xFFFF_0000 + i as u32)
+            );
+        }
+    }
+    let r = s.stop().unwrap();
+    assert_eq!(r.totals().render_dropped(), "magic=2");
+}
+
 #[test]
 fn arguments_past_the_datagram_read_zeros_up_to_the_slot() {
     let s = CuqrServer::start(

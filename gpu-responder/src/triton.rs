@@ -16,6 +16,19 @@ pub const LINKED_NAME: &str = "bl_triton_decode";
 /// Parameters of the adapter's signature: six of the decoder's own, two scratch pointers.
 const PARAMS: usize = 8;
 
+/// The PTX targets a decoder may be compiled for: the template's own (sm_80), and sm_90, for
+/// which the linked module's target is raised to sm_90 (the template's sm_80 code is valid
+/// there).
+pub const LINKABLE_TARGETS: [&str; 2] = ["sm_80", "sm_90"];
+
+/// The `.target` of a PTX module (`sm_80` when it names none).
+fn target_of(ptx: &str) -> &str {
+    ptx.lines()
+        .find(|l| l.trim_start().starts_with(".target"))
+        .and_then(|t| t.split_whitespace().nth(1))
+        .map_or("sm_80", |a| a.trim_end_matches(','))
+}
+
 fn bad(msg: impl Into<String>) -> Error {
     Error::Unsupported(format!("Triton decoder: {}", msg.into()))
 }
@@ -32,16 +45,11 @@ pub fn function_of(triton_ptx: &str, kernel: &str) -> Result<String> {
             l.trim()
         )));
     }
-    if let Some(t) = triton_ptx
-        .lines()
-        .find(|l| l.trim_start().starts_with(".target"))
-    {
-        let arch = t.split_whitespace().nth(1).unwrap_or("");
-        if arch.trim_end_matches(',') != "sm_80" {
-            return Err(bad(format!(
-                "compiled for {arch}; compile it for sm_80 (it runs on every later GPU)"
-            )));
-        }
+    let arch = target_of(triton_ptx);
+    if !LINKABLE_TARGETS.contains(&arch) {
+        return Err(bad(format!(
+            "compiled for {arch}; compile it for sm_80 (it runs on every later GPU) or sm_90"
+        )));
     }
     let head = format!(".entry {kernel}(");
     let start = triton_ptx
@@ -131,8 +139,11 @@ pub struct TritonDecoder {
     pub kernel: String,
     /// Warps it was compiled for (the block has `32 × num_warps` threads).
     pub num_warps: u32,
-    /// The PTX.
+    /// The PTX (or, for a HIP platform, Triton's AMDGCN assembly).
     pub ptx: String,
+    /// The platform it was compiled for (`cuda:sm_80`, `cuda:sm_90`, `hip:gfx90a:64`); files
+    /// that name none are `cuda:sm_80`.
+    pub platform: String,
 }
 
 impl TritonDecoder {
@@ -149,10 +160,11 @@ impl TritonDecoder {
                     path.display()
                 ))
             })?;
-        let (mut kernel, mut num_warps) = (None, 1u32);
+        let (mut kernel, mut num_warps, mut platform) = (None, 1u32, "cuda:sm_80".to_string());
         for kv in meta.split_whitespace() {
             match kv.split_once('=') {
                 Some(("kernel", k)) => kernel = Some(k.to_string()),
+                Some(("platform", p)) => platform = p.to_string(),
                 Some(("num_warps", n)) => {
                     num_warps = n
                         .parse()
@@ -168,7 +180,25 @@ impl TritonDecoder {
             kernel,
             num_warps,
             ptx,
+            platform,
         })
+    }
+
+    /// Refuses a decoder compiled for another GPU family than `backend`'s, naming both.
+    pub fn check_platform(&self, backend: crate::Backend) -> Result<()> {
+        let family = self.platform.split(':').next().unwrap_or("");
+        let ok = match backend {
+            crate::Backend::Cuda => family == "cuda",
+            crate::Backend::Hip => family == "hip",
+            _ => false,
+        };
+        if ok {
+            return Ok(());
+        }
+        Err(bad(format!(
+            "`{}` was compiled for {}; the {backend} backend cannot run it",
+            self.kernel, self.platform
+        )))
     }
 }
 
@@ -187,6 +217,10 @@ pub fn link(template_ptx: &str, triton_ptx: &str, kernel: &str) -> Result<String
     out.push_str(&template_ptx[..decl]);
     out.push_str(&func);
     out.push_str(&template_ptx[decl_end..]);
+    let (theirs, ours) = (target_of(triton_ptx), target_of(template_ptx));
+    if theirs != ours {
+        out = out.replacen(&format!(".target {ours}"), &format!(".target {theirs}"), 1);
+    }
     Ok(out)
 }
 
@@ -263,5 +297,53 @@ mod tests {
         let def = linked.find(".visible .func bl_triton_decode(").unwrap();
         let user = linked.find(".visible .entry bl_persistent").unwrap();
         assert!(def < user, "defined before its use");
+    }
+
+    #[test]
+    fn an_sm_90_decoder_raises_the_linked_module_to_sm_90_and_others_are_refused() {
+        let template = ".version 8.7\n.target sm_80\n.address_size 64\n\
+            .extern .func bl_triton_decode(.param .b64 a);\n";
+        let sm90 = TRITON.replace(".target sm_80", ".target sm_90");
+        let linked = link(template, &sm90, "steane").unwrap();
+        assert!(
+            linked.contains(".target sm_90") && !linked.contains(".target sm_80"),
+            "{linked}"
+        );
+        let linked = link(template, TRITON, "steane").unwrap();
+        assert!(linked.contains(".target sm_80"), "{linked}");
+        let e =
+            function_of(&TRITON.replace(".target sm_80", ".target sm_75"), "steane").unwrap_err();
+        assert!(e.to_string().contains("compiled for sm_75"), "{e}");
+    }
+
+    #[test]
+    fn a_decoder_runs_only_on_its_platform_family() {
+        let d = |platform: &str| TritonDecoder {
+            kernel: "k".into(),
+            num_warps: 1,
+            ptx: String::new(),
+            platform: platform.into(),
+        };
+        assert!(d("cuda:sm_90").check_platform(crate::Backend::Cuda).is_ok());
+        assert!(
+            d("hip:gfx90a:64")
+                .check_platform(crate::Backend::Hip)
+                .is_ok()
+        );
+        let e = d("hip:gfx90a:64")
+            .check_platform(crate::Backend::Cuda)
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("compiled for hip:gfx90a:64; the cuda backend"),
+            "{e}"
+        );
+        let e = d("cuda:sm_80")
+            .check_platform(crate::Backend::Emu)
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("the emu backend cannot run it"),
+            "{e}"
+        );
     }
 }

@@ -146,7 +146,7 @@ def test_a_triton_decoder_compiles_ahead_without_a_gpu_and_names_where_it_runs(t
     # The emulation runs C++, not PTX: a clear refusal when the coprocessor starts.
     dev = Backline(controller=Controller(hardware="cpu", wires=3), coprocessors=[c],
                    transport="memcpy", qec_code="steane")
-    with pytest.raises(errors.PlacementError, match="Triton decoder is PTX for an NVIDIA GPU"):
+    with pytest.raises(errors.PlacementError, match="compiled for cuda:sm_80; the emu backend cannot run it"):
         ghz_qnode(dev, shots=2)()
 
 

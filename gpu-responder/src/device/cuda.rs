@@ -210,6 +210,12 @@ impl Device for CudaDevice {
         let ptx = compile_ptx(&source, &kernel.path.display().to_string(), BUILTIN_ARCH)?;
         self.load_ptx(&ptx)
     }
+
+    fn load_triton(&self, decoder: &crate::triton::TritonDecoder) -> Result<Arc<dyn Module>> {
+        decoder.check_platform(crate::Backend::Cuda)?;
+        let linked = crate::triton::link(TRITON_TEMPLATE_PTX, &decoder.ptx, &decoder.kernel)?;
+        self.load_ptx(&linked)
+    }
 }
 
 struct CudaModule {

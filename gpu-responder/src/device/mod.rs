@@ -146,9 +146,18 @@ pub(crate) trait Device: Send + Sync {
     /// The persistent template with a user device function.
     fn load_user(&self, kernel: &UserKernel) -> Result<Arc<dyn Module>>;
     /// The persistent template with a decoder written in Triton, linked from its PTX.
-    fn load_triton(&self, _decoder: &crate::triton::TritonDecoder) -> Result<Arc<dyn Module>> {
+    fn load_triton(&self, decoder: &crate::triton::TritonDecoder) -> Result<Arc<dyn Module>> {
+        decoder.check_platform(self.backend())?;
+        // A HIP decoder on the HIP backend: Triton's AMD backend compiled it to a code object
+        // of its own, which cannot be linked into the persistent kernel.
         Err(Error::Unsupported(format!(
-            "a Triton decoder is PTX for an NVIDIA GPU; the {} backend cannot run it",
+            "Triton decoder `{}` ({}): the {} backend links user functions into its \
+             persistent kernel from source (CoprocessorFunction.gpu_kernel); linking the code \
+             object of Triton's AMD backend needs LLVM bitcode linking, which this build does \
+             not do — run it on an NVIDIA GPU (a cuda: platform) or write the decoder as a \
+             HIP device function",
+            decoder.kernel,
+            decoder.platform,
             self.backend()
         )))
     }

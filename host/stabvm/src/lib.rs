@@ -9,6 +9,7 @@
 //! transport as long as the coprocessor answers the same.
 #![deny(missing_docs)]
 
+pub mod codec;
 mod program;
 mod rounds;
 mod tableau;

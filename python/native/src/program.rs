@@ -312,32 +312,39 @@ pub fn compile(
         }
     })?;
     let program = backline_compiler::lower(&m)?;
-    let mut requests: Vec<(u32, u32)> = program
-        .setup
-        .iter()
-        .chain(&program.body)
-        .filter_map(|i| match *i {
-            Instr::Stage {
-                session,
-                decoder_id,
-                ..
-            } => Some((session, decoder_id)),
-            _ => None,
-        })
-        .collect();
-    let rounds_per_shot = program
-        .body
-        .iter()
-        .filter(|i| matches!(i, Instr::Collect { .. }))
-        .count();
-    requests.sort_unstable();
-    requests.dedup();
-    Ok(Compiled {
-        program,
-        dumps: texts,
-        requests,
-        rounds_per_shot,
-    })
+    Ok(Compiled::of(program, texts))
+}
+
+impl Compiled {
+    /// A program with what the front end reads of it: the requests it makes, its rounds.
+    pub fn of(program: Program, dumps: Vec<(String, String)>) -> Compiled {
+        let mut requests: Vec<(u32, u32)> = program
+            .setup
+            .iter()
+            .chain(&program.body)
+            .filter_map(|i| match *i {
+                Instr::Stage {
+                    session,
+                    decoder_id,
+                    ..
+                } => Some((session, decoder_id)),
+                _ => None,
+            })
+            .collect();
+        let rounds_per_shot = program
+            .body
+            .iter()
+            .filter(|i| matches!(i, Instr::Collect { .. }))
+            .count();
+        requests.sort_unstable();
+        requests.dedup();
+        Compiled {
+            program,
+            dumps,
+            requests,
+            rounds_per_shot,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -95,6 +95,23 @@ impl Compiled {
     fn body_len(&self) -> usize {
         self.inner.program.body.len()
     }
+
+    /// The VM program as bytes (`backline_stabvm::codec`: magic, encoding version, checked
+    /// when read back), for an executor in another process to run.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &backline_stabvm::codec::encode(&self.inner.program))
+    }
+
+    /// compiled_from_bytes(data) -> Compiled: a program from `to_bytes`, checked (a wrong
+    /// magic, another encoding, truncated or invalid bytes raise `CompileError`).
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Compiled> {
+        let program = backline_stabvm::codec::decode(data)
+            .map_err(|e| err(py, "CompileError", format!("a shipped program: {e}")))?;
+        Ok(Compiled {
+            inner: program::Compiled::of(program, Vec::new()),
+        })
+    }
 }
 
 /// compile(header, ops, pipeline=None, noise_p=0.0, noise_channel="depolarize", dumps=False)

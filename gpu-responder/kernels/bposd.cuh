@@ -415,18 +415,21 @@ BL_DEV void bl_osd(const BlBposd *d, BlShared *sh) {
 }
 
 // The CSS decoder's coprocessor function for one check type (backline-decode's
-// CssDecoder::respond): the syndrome bit-packed LSB-first, exactly ceil(m/8) bytes with zero
-// padding bits, in; the correction bit-packed, ceil(n/8) bytes, out.
+// CssDecoder::respond): the syndrome bit-packed LSB-first, ceil(m/8) bytes with zero padding
+// bits (or more, every byte after them zero: a fixed-size message), in; the correction
+// bit-packed, ceil(n/8) bytes, out.
 BL_DEV void bl_fn_bposd(const BlBposd *d, const bl_u8 *in, bl_u32 len, bl_u8 *out, bl_u32 cap,
                         BlShared *sh) {
     const bl_u32 tid = bl_tid(), nt = bl_nthreads();
     bl_u32 status = BL_STATUS_OK;
-    if (len != d->in_bytes)
+    if (len < d->in_bytes)
         status = BL_STATUS_BAD_LENGTH;
-    else if ((d->m & 7u) && (in[len - 1] >> (d->m & 7u)))
+    else if ((d->m & 7u) && (in[d->in_bytes - 1] >> (d->m & 7u)))
         status = BL_STATUS_BAD_LENGTH;
     else if (cap < d->out_bytes)
         status = BL_STATUS_DECODER_FAILED;
+    for (bl_u32 i = d->in_bytes; status == BL_STATUS_OK && i < len; ++i)
+        if (in[i]) status = BL_STATUS_BAD_LENGTH;
     if (status != BL_STATUS_OK) {
         if (tid == 0) sh->status = status, sh->reply_len = 0;
         return;

@@ -246,10 +246,24 @@ pub fn bad_lengths(o: impl Fn(u32) -> GpuOptions) {
     .unwrap();
     let m = code.hx.rows();
     let mut out = [0u8; 48];
+    // A syndrome too short, or followed by a set byte, is refused; followed by zero bytes (a
+    // fixed-size message) it is decoded, as by the CPU decoder.
     assert_eq!(
-        gpu.call(0, &vec![0u8; m.div_ceil(8) + 1], &mut out, &spin())
+        gpu.call(0, &vec![0u8; m.div_ceil(8) - 1], &mut out, &spin())
             .unwrap(),
         (Status::BadLength, 0)
+    );
+    let mut long = vec![0u8; m.div_ceil(8) + 1];
+    *long.last_mut().unwrap() = 1;
+    assert_eq!(
+        gpu.call(0, &long, &mut out, &spin()).unwrap(),
+        (Status::BadLength, 0)
+    );
+    assert_eq!(
+        gpu.call(0, &vec![0u8; m.div_ceil(8) + 1], &mut out, &spin())
+            .unwrap()
+            .0,
+        Status::Ok
     );
     if !m.is_multiple_of(8) {
         let mut s = vec![0u8; m.div_ceil(8)];

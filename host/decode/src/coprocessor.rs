@@ -9,9 +9,10 @@
 //! | [`DECODER_Z_CHECKS`] = 1 | `hz` (`mz × n`; they detect X errors) | `⌈mz/8⌉` bytes | `⌈n/8⌉` bytes: an X correction |
 //!
 //! Both directions are bit-packed LSB-first: bit `i` (syndrome bit `i` = check row `i`, or
-//! correction bit `i` = qubit `i`) is bit `i % 8` of byte `i / 8`. The request must be exactly
-//! `⌈m/8⌉` bytes and its padding bits (past `m` in the last byte) must be zero; the reply's
-//! padding bits are zero. [`CssDecoder::respond`] returns the reply length `⌈n/8⌉`.
+//! correction bit `i` = qubit `i`) is bit `i % 8` of byte `i / 8`. The request is `⌈m/8⌉`
+//! bytes, or more when every byte after them is zero (a message of a fixed size, as the
+//! reference's `PACKED_BYTES`); its padding bits (past `m`) must be zero; the reply's padding
+//! bits are zero. [`CssDecoder::respond`] returns the reply length `⌈n/8⌉`.
 //!
 //! ```
 //! use backline_decode::{BpOsdConfig, CssDecoder, codes::CssCode};
@@ -40,7 +41,7 @@ pub enum RespondError {
     /// A `decoder_id` other than 0 and 1.
     #[error("unknown decoder_id {0} (0 = X checks, 1 = Z checks)")]
     UnknownDecoder(u32),
-    /// The syndrome is not exactly `⌈m/8⌉` bytes.
+    /// The syndrome is shorter than `⌈m/8⌉` bytes.
     #[error("decoder {decoder_id}: syndrome is {found} bytes, expected {expected}")]
     SyndromeLength {
         /// The decoder.
@@ -50,7 +51,8 @@ pub enum RespondError {
         /// Bytes given.
         found: usize,
     },
-    /// Bits past `m` in the syndrome's last byte are set.
+    /// Bits past `m` are set: in the syndrome's last byte, or in the zero bytes after it that
+    /// a fixed-size message (the reference's `PACKED_BYTES`) carries.
     #[error("decoder {decoder_id}: syndrome padding bits past bit {checks} are set")]
     SyndromePadding {
         /// The decoder.
@@ -156,14 +158,15 @@ impl CssDecoder {
             .ok_or(RespondError::UnknownDecoder(decoder_id))?;
         let m = dec.checks();
         let expected = m.div_ceil(8);
-        if syndrome.len() != expected {
+        if syndrome.len() < expected {
             return Err(RespondError::SyndromeLength {
                 decoder_id,
                 expected,
                 found: syndrome.len(),
             });
         }
-        if m % 8 != 0 && syndrome[expected - 1] >> (m % 8) != 0 {
+        let (syndrome, padding) = syndrome.split_at(expected);
+        if padding.iter().any(|&b| b != 0) || m % 8 != 0 && syndrome[expected - 1] >> (m % 8) != 0 {
             return Err(RespondError::SyndromePadding {
                 decoder_id,
                 checks: m,
@@ -227,11 +230,21 @@ mod tests {
             Err(RespondError::UnknownDecoder(2))
         );
         assert_eq!(
-            dec.respond(0, &[1, 0], &mut out),
+            dec.respond(0, &[], &mut out),
             Err(RespondError::SyndromeLength {
                 decoder_id: 0,
                 expected: 1,
-                found: 2
+                found: 0
+            })
+        );
+        // A fixed-size message's zero bytes after the syndrome are padding; set bits there
+        // are refused like set padding bits of the last byte.
+        assert!(dec.respond(0, &[1, 0], &mut out).is_ok());
+        assert_eq!(
+            dec.respond(0, &[1, 1], &mut out),
+            Err(RespondError::SyndromePadding {
+                decoder_id: 0,
+                checks: 3
             })
         );
         assert_eq!(

@@ -19,6 +19,12 @@ size_t steane_decode(const void *in, size_t in_len, void *out, size_t out_cap, v
     return 1;
 }
 
+/* The same function under the name the reference's listings load it by
+ * (`CoprocessorFunction(name="steane_coprocessor", lib_path=LIB)`, examples/paper/). */
+size_t steane_coprocessor(const void *in, size_t in_len, void *out, size_t out_cap, void *ctx) {
+    return steane_decode(in, in_len, out, out_cap, ctx);
+}
+
 /* Always fails: for testing how failures are reported. */
 size_t always_fail(const void *in, size_t in_len, void *out, size_t out_cap, void *ctx) {
     (void)in; (void)in_len; (void)out; (void)out_cap; (void)ctx;

@@ -1,8 +1,10 @@
 """The program of demos 2 and 2a: a memory experiment on the [[13,1,3]] hypergraph-product
 code. The data starts in |0…0⟩ (every Z check +1), suffers bit flips, one ancilla measures
-the six Z checks, a BP-OSD coprocessor built from the code's Hx and Hz decodes the syndrome,
-and the correction is applied before the data is read out. A shot fails when the residual
-bit-flip pattern is not an X stabilizer (it flips the logical qubit)."""
+the six X checks and then the six Z checks, a BP-OSD coprocessor built from the code's Hx and
+Hz decodes both syndromes (decoder id 0: the X checks, a Z correction; 1: the Z checks, an X
+correction), and the corrections are applied before the data is read out in Z. A shot fails
+when the residual bit-flip pattern is not an X stabilizer (it flips the logical qubit); the Z
+correction does not change what is read."""
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ def arguments(description: str) -> argparse.Namespace:
     p.add_argument("--fpga", action="store_true",
                    help="an FPGA controller (the simulated board, bridged to the decoder)")
     p.add_argument("--print-after-all", action="store_true")
+    p.add_argument("--save-samples", default=None, metavar="FILE", help="write every shot's bits, one line per shot")
     return p.parse_args()
 
 
@@ -67,11 +70,36 @@ def prepare_and_measure_z_checks(p: float):
     return syndrome
 
 
+def prepare_and_measure_checks(p: float):
+    """Bit flips on the data, then the X checks and the Z checks into mid-circuit
+    measurements: ``(x_syndrome, z_syndrome)``."""
+    for q in range(N):
+        qml.BitFlip(p, wires=q)
+    x_syndrome = []
+    for row in HX:
+        qml.Hadamard(wires=ANCILLA)
+        for q in np.flatnonzero(row):
+            qml.CNOT(wires=[ANCILLA, int(q)])
+        qml.Hadamard(wires=ANCILLA)
+        x_syndrome.append(qml.measure(ANCILLA, reset=True))
+    z_syndrome = []
+    for row in HZ:
+        for q in np.flatnonzero(row):
+            qml.CNOT(wires=[int(q), ANCILLA])
+        z_syndrome.append(qml.measure(ANCILLA, reset=True))
+    return x_syndrome, z_syndrome
+
+
 def logical_failures(samples) -> int:
     return sum(not codes.in_rowspace(HX, row) for row in samples)
 
 
-def report(label: str, samples, dev, uncorrected) -> None:
+def report(label: str, samples, dev, uncorrected, save: str | None = None, run=None) -> None:
+    """Prints the run's samples, failures and decode latency (``run``: the corrected run's
+    ``RunInfo``, default the device's last)."""
+    if save:
+        with open(save, "w") as f:
+            f.writelines("".join(str(int(b)) for b in row) + "\n" for row in samples)
     fails = logical_failures(samples)
     before = logical_failures(uncorrected)
     print(f"{label}: {len(samples)} shots of the [[13,1,3]] code")
@@ -81,6 +109,6 @@ def report(label: str, samples, dev, uncorrected) -> None:
           f"{before} without ({before / len(uncorrected):.4f})")
     zero = not ((np.asarray(samples).astype(int) @ HZ.T) % 2).any()
     print(f"  every corrected shot has a zero Z syndrome: {zero}")
-    run = dev.last_run
+    run = run or dev.last_run
     print(f"  {run.rounds} decode rounds in {run.seconds:.3f} s")
     print("  " + backline.format_latency(run.latency()).replace("\n", "\n  "))

@@ -54,7 +54,11 @@ _LAZY = {
             "COLLECT",
             "GET_SESSION",
             "POST",
+            "ROLE_CONTROLLER",
+            "ROLE_COPROCESSOR",
+            "ReplyStatus",
             "STAGE_PAYLOAD",
+            "WORK_ITEM",
             "DecodeResult",
             "RuntimeCall",
             "Session",
@@ -65,11 +69,20 @@ _LAZY = {
         ".qec",
     ),
     **dict.fromkeys(["format_latency", "ir_dumps"], ".tools"),
+    **dict.fromkeys(["qjit", "QjitError"], "._qjit"),
     **dict.fromkeys(errors._PENNYLANE_BASED, ".errors"),
 }
 
 
+#: Submodules loaded on first use as attributes (``backline.codes`` …, as ``qp.backline.codes``).
+_SUBMODULES = ("codes", "cuqr", "executor", "qp", "sinter", "stream", "tools", "triton")
+
+
 def __getattr__(name: str):
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

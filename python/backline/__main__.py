@@ -1,4 +1,5 @@
-"""``python -m backline serve``: a coprocessor executor in its own process.
+"""``python -m backline serve``: a coprocessor executor in its own process;
+``python -m backline executor``: an executor of remote nodes (``backline.executor``).
 
 Serves coprocessor functions over shm, udp (or rdma, when the runtime has it) until
 SIGINT/SIGTERM; prints ``ready <peer>`` on stdout once it accepts controllers (what a
@@ -94,12 +95,18 @@ def serve(argv=None) -> int:
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: python -m backline serve [options]   (serve --help for the options)")
+        print("usage: python -m backline serve|executor [options]   (COMMAND --help for the options)\n"
+              "  serve     a coprocessor executor serving the functions it is given\n"
+              "  executor  an executor for remote nodes: runs the controllers and coprocessors shipped to it")
         return 0 if argv else 2
-    if argv[0] != "serve":
-        print(f"python -m backline: unknown command {argv[0]!r} (known: serve)", file=sys.stderr)
-        return 2
-    return serve(argv[1:])
+    if argv[0] == "serve":
+        return serve(argv[1:])
+    if argv[0] == "executor":
+        from .executor import main as executor
+
+        return executor(argv[1:])
+    print(f"python -m backline: unknown command {argv[0]!r} (known: serve, executor)", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -82,12 +82,16 @@ def _affine(table: list[bool], k: int):
 
 
 class _Builder:
-    def __init__(self, wires: list, qec_code, coprocessors: list[str], name: str):
+    def __init__(self, wires: list, qec_code, coprocessors: list[str], name: str, keys=None):
         self.index = {w: i for i, w in enumerate(wires)}
         self.wires = wires
         self.qec_code = qec_code
         self.coprocessors = coprocessors
+        #: The names each coprocessor answers to in runtime_call(GET_SESSION, role, key).
+        self.keys = keys if keys is not None else [[] for _ in coprocessors]
         self.name = name
+        #: A bit never written: zero in every shot (the padding of sized payloads).
+        self.zero_bit = None
         self.ops: list = []
         self.bits = 0
         self.words = 0
@@ -262,10 +266,30 @@ class _Builder:
                 f"coprocessor{'s' if len(self.coprocessors) != 1 else ''}"
             )
 
+    def _session(self, key, call) -> int:
+        """The coprocessor index of a session key: an index, or a coprocessor's name."""
+        if not isinstance(key, str):
+            self._check_coprocessor(key, f"runtime_call({call.name})")
+            return key
+        found = [i for i, names in enumerate(self.keys) if key in names]
+        if len(found) != 1:
+            known = ", ".join(f"{i}: {'/'.join(n) or '-'}" for i, n in enumerate(self.keys)) or "none"
+            why = "names no coprocessor" if not found else "names several coprocessors"
+            raise RuntimeCallError(
+                f"runtime_call({call.name}): session key {key!r} {why} of the placement "
+                f"(index: names — {known}); name one with Coprocessor(name=...)"
+            )
+        return found[0]
+
+    def _zero(self) -> int:
+        if self.zero_bit is None:
+            self.zero_bit = self.bit()
+        return self.zero_bit
+
     def _runtime_call(self, op):
         h = op.hyperparameters
-        call, s = h["call"], h["session"]
-        self._check_coprocessor(s, f"runtime_call({call.name})")
+        call = h["call"]
+        s = self._session(h["session"], call)
         state = self.sessions.get(s, "none")
         bad = lambda why: RuntimeCallError(f"runtime_call({call.name}) on the session to coprocessor {s}: {why}")  # noqa: E731
         if call is GET_SESSION:
@@ -279,6 +303,9 @@ class _Builder:
             if state != "idle":
                 raise bad("a payload is already staged or posted; collect its reply first")
             bits = [self.bit_of(mv) for mv in h["payload"]]
+            if h.get("payload_bytes"):
+                # A sized payload (the reference's PACKED_BYTES): zeros after the bits.
+                bits += [self._zero()] * (8 * h["payload_bytes"] - len(bits))
             self.emit("stage", [s, h["decoder_id"], *bits])
             self.requests.add((s, h["decoder_id"]))
             self.sessions[s] = "staged"
@@ -323,9 +350,11 @@ def measured_wires(tape, device_wires: list) -> list:
     return [w for w in device_wires if w in need]
 
 
-def translate(tape, device_wires: list, qec_code, coprocessors: list[str], name: str = "circuit") -> Translation:
-    """The native compiler's header and ops for ``tape``."""
-    b = _Builder(device_wires, qec_code, coprocessors, name)
+def translate(tape, device_wires: list, qec_code, coprocessors: list[str], name: str = "circuit",
+              keys=None) -> Translation:
+    """The native compiler's header and ops for ``tape``; ``keys``: the names each
+    coprocessor answers to as a session key."""
+    b = _Builder(device_wires, qec_code, coprocessors, name, keys)
     for op in tape.operations:
         b.op(op)
     b.finish()

@@ -8,6 +8,7 @@ released; each decode is a real round through the runtime to the placement's cop
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import select
@@ -169,8 +170,15 @@ class _Runtime:
         self.executors = []
         self.endpoints = []
         self.board = None
+        #: The executor a remote controller runs in, and the board's settings it builds there.
+        self.controller_exec = None
+        self.board_spec = None
+        #: Connections that keep coprocessors alive in executors (closed to stop them).
+        self.served = []
         tag = f"{os.getpid()}-{next(_keys)}"
         try:
+            if dev.controller.remote:
+                self.controller_exec = _controller_executor(dev.controller)
             if dev.controller.hardware == "fpga":
                 self._start_board(dev, tag)
                 return
@@ -209,6 +217,8 @@ class _Runtime:
                     x = _Executor(t, addr, c.fns(), dev.payload_bytes, ep)
                     self.executors.append(x)
                     peer = x.peer
+                elif c.executor_options.get("address"):
+                    peer = self._serve_in_executor(dev, c, ep, t, tag, i)
                 else:
                     peer = ep.peer()
                 self.endpoints.append((t, f"controller-{tag}-{i}", peer, dev.payload_bytes,
@@ -216,6 +226,28 @@ class _Runtime:
         except BaseException:
             self.close()
             raise
+
+    def _serve_in_executor(self, dev: Backline, c: Coprocessor, ep: Endpoint, t: str, tag: str,
+                           i: int) -> str:
+        """A coprocessor shipped to the executor at its ``executor_options`` address: its
+        functions served there at its endpoint; returns the peer address."""
+        from .executor import Executor
+
+        if t == "memcpy":
+            raise PlacementError(
+                "memcpy keeps the coprocessor in this process: a coprocessor in an executor is "
+                "reached over shm, udp or rdma"
+            )
+        opts = c.executor_options
+        x = Executor(opts["address"])
+        addr = ep.peer() if ep.address else ({"shm": f"bl-{tag}-{i}"}.get(t, "0.0.0.0:0"))
+        sock, peer = x.serve({
+            "transport": t, "address": addr, "key": f"backline-{tag}-{i}", "fns": c.fns(),
+            "payload_bytes": dev.payload_bytes, "reply_timeout": float(ep.reply_timeout),
+            "setup_timeout": float(ep.setup_timeout), "environment": c.gpu_environment(),
+        }, timeout=float(opts.get("connect_timeout", 10.0)))
+        self.served.append(sock)
+        return peer
 
     def _start_board(self, dev: Backline, tag: str):
         """The (simulated) board and the real coprocessor its ERNIC delivers requests to: a
@@ -253,6 +285,13 @@ class _Runtime:
             peer = x.peer
         else:
             peer = ep.peer()
+        if self.controller_exec is not None:
+            # The board runs where the controller does: its settings go with the program.
+            self.board_spec = {"bridge": bridge, "peer": peer, "payload_bytes": dev.payload_bytes,
+                               "reply_timeout": float(ep.reply_timeout),
+                               "setup_timeout": float(ep.setup_timeout),
+                               "reply_timeout_us": dev.controller.init_args.get("reply_timeout_us")}
+            return
         self.board = _native.FpgaBoard(bridge, peer, dev.payload_bytes, float(ep.reply_timeout),
                                        float(ep.setup_timeout),
                                        dev.controller.init_args.get("reply_timeout_us"))
@@ -265,7 +304,27 @@ class _Runtime:
                 pass
         for x in self.executors:
             x.stop()
-        self.servers, self.executors, self.board = [], [], None
+        for sock in self.served:
+            try:
+                sock.close()
+            except OSError:
+                pass
+        if self.controller_exec is not None:
+            self.controller_exec.close()
+        self.servers, self.executors, self.served, self.board = [], [], [], None
+        self.controller_exec = self.board_spec = None
+
+
+def _controller_executor(controller: Controller):
+    """The executor a remote controller runs in: the one at ``executor_options["address"]``,
+    or one started on this machine."""
+    from .executor import Executor
+
+    opts = controller.executor_options
+    timeout = float(opts.get("connect_timeout", 10.0))
+    if opts.get("address"):
+        return Executor.connect(opts["address"], timeout)
+    return Executor.spawn(opts.get("python"), timeout=max(60.0, timeout))
 
 
 @simulator_tracking
@@ -334,6 +393,11 @@ class Backline(Device):
                 "placement has none: add coprocessors=[Coprocessor(coprocessor_fn="
                 "CoprocessorFunction.builtin('steane'))]"
             )
+        if controller.remote and transport == "memcpy":
+            raise PlacementError(
+                "Controller(remote=True) runs in an executor process, which reaches its "
+                "coprocessors over shm, udp or rdma, not memcpy (in-process copies)"
+            )
         if controller.hardware == "fpga" and transport != "rdma":
             raise PlacementError(
                 f"Controller(hardware='fpga') reaches its coprocessor over rdma, not {transport!r}: "
@@ -353,6 +417,9 @@ class Backline(Device):
         # One run at a time: a coprocessor session serves one controller at a time.
         self._run_lock = threading.Lock()
         self.last_run = RunInfo()
+        #: Programs compiled so far; the compiled programs kept by ``program_cache``.
+        self.compiled_programs = 0
+        self._cache: dict | None = None
         self._finalizer = weakref.finalize(self, _close_runtime, [None])
 
     # ---- the device API ----
@@ -409,13 +476,34 @@ class Backline(Device):
     def translate(self, tape, name: str = "circuit"):
         """The native compiler's input for a device-ready tape."""
         labels = [c.label() for c in self.coprocessors]
-        return _frontend.translate(tape, self._wire_list(tape), self.qec_code, labels, name)
+        keys = [c.keys() for c in self.coprocessors]
+        return _frontend.translate(tape, self._wire_list(tape), self.qec_code, labels, name, keys)
 
     def compile(self, tape, name: str = "circuit", dumps: bool = False):
-        """``(translation, compiled)`` of a device-ready tape."""
+        """``(translation, compiled)`` of a device-ready tape; inside :meth:`program_cache`, a
+        circuit compiled before is not compiled again."""
         tr = self.translate(tape, name)
+        key = None
+        if self._cache is not None and not dumps:
+            key = (tuple(tr.header[:4]), tr.header[4], tuple(tr.header[5]),
+                   tuple((tag, tuple(ints), p) for tag, ints, p in tr.ops))
+            hit = self._cache.get(key)
+            if hit is not None:
+                return tr, hit
         compiled = _native.compile(tr.header, tr.ops, self.pipeline, self.noise_p, self.noise_channel, dumps)
+        self.compiled_programs += 1
+        if key is not None:
+            self._cache[key] = compiled
         return tr, compiled
+
+    @contextlib.contextmanager
+    def program_cache(self):
+        """While active, each distinct circuit is compiled once and its program reused
+        (``qp.qjit``); the cache lives as long as the device."""
+        with self._lock:
+            if self._cache is None:
+                self._cache = {}
+        yield self._cache
 
     def _check_requests(self, compiled):
         for c, decoder_id in compiled.requests:
@@ -436,9 +524,16 @@ class Backline(Device):
                 print(f"// ----- IR {'before the first pass' if stage == 'input' else 'after ' + stage} -----\n{text}",
                       file=sys.stderr, end="")
         self._check_requests(compiled)
-        rt = self.runtime() if (compiled.requests or self.controller.hardware == "fpga") else None
+        rt = (self.runtime()
+              if (compiled.requests or self.controller.hardware == "fpga" or self.controller.remote)
+              else None)
         seed = int(self._seeds.integers(0, 2**63))
-        if rt is None:
+        if rt is not None and rt.controller_exec is not None:
+            opts = self.controller.executor_options
+            bits, width, rtts = rt.controller_exec.run(
+                compiled.to_bytes(), shots, seed, rt.endpoints, rt.board_spec,
+                timeout=float(opts.get("connect_timeout", 10.0)))
+        elif rt is None:
             bits, width, rtts = _native.run(compiled, shots, seed)
         elif rt.board is not None:
             bits, width, rtts = _native.run(compiled, shots, seed, [], rt.board)

@@ -43,6 +43,21 @@ class CoprocessorUnreachableError(PlacementError, ConnectionError):
     """A coprocessor of the placement does not answer at its address."""
 
 
+class ExecutorUnreachableError(PlacementError, ConnectionError):
+    """The executor process a remote node runs in does not answer at its address (within its
+    ``connect_timeout``), or could not be started."""
+
+
+class ExecutorVersionError(PlacementError):
+    """An executor of another backline version (or executor protocol) refused the work, or
+    was refused: the message names both versions."""
+
+
+class ExecutorError(BacklineError, RuntimeError):
+    """The executor a remote node runs in failed or died in the middle of a run; the message
+    names it."""
+
+
 class CoprocessorTimeoutError(BacklineError, TimeoutError):
     """A coprocessor stopped answering in the middle of a run (it died or hangs)."""
 

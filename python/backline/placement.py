@@ -131,6 +131,35 @@ class CoprocessorFunction:
 
 BUILTINS = ("steane", "echo")
 
+#: Built-in functions by the names a coprocessor may be given as a string
+#: (``Coprocessor(coprocessor_fn="gpu_steane_launcher")``, the reference's name of its GPU
+#: Steane kernel), and the hardware each runs on.
+BUILTIN_NAMES = {
+    "steane": ("steane", ("cpu", "gpu")),
+    "echo": ("echo", ("cpu", "gpu")),
+    "steane_coprocessor": ("steane", ("cpu",)),
+    "gpu_steane_launcher": ("steane", ("gpu",)),
+    "gpu_echo_launcher": ("echo", ("gpu",)),
+}
+
+
+def builtin_by_name(name: str, hardware: str) -> CoprocessorFunction:
+    """The built-in function a string ``coprocessor_fn`` names, for ``hardware``."""
+    entry = BUILTIN_NAMES.get(name)
+    if entry is None:
+        raise CoprocessorFunctionError(
+            f"coprocessor_fn={name!r} names no built-in function (built in: "
+            f"{', '.join(BUILTIN_NAMES)}); give a CoprocessorFunction for your own"
+        )
+    builtin, where = entry
+    if hardware not in where:
+        raise CoprocessorFunctionError(
+            f"coprocessor_fn={name!r} runs on {' or '.join(where)}, not on hardware={hardware!r}"
+        )
+    f = CoprocessorFunction.builtin(builtin)
+    f.hardware = where
+    return f
+
 
 class CssDecoder(CoprocessorFunction):
     """BP+OSD from a CSS code's parity-check matrices (see :func:`css_bp_decoder`). Serves
@@ -188,6 +217,7 @@ def css_bp_decoder(
     bp_method: str = "minimum_sum",
     error_rate: float | None = None,
     schedule: str = "parallel",
+    platform: str | None = None,
 ) -> CssDecoder:
     """A BP+OSD decoder for the CSS code with parity-check matrices ``Hx`` and ``Hz`` (0/1
     arrays with one column per qubit), as a coprocessor function.
@@ -195,7 +225,11 @@ def css_bp_decoder(
     ``postprocess``: ``"osd"`` (OSD-CS of order ``osd_order``, as ``ldpc``'s default),
     ``"osd0"``, or ``None`` (BP alone). ``num_iters``: BP iterations. Also ``bp_method``
     (``minimum_sum`` or ``product_sum``), ``error_rate`` (the channel prior; default: ldpc's)
-    and ``schedule`` (``parallel`` or ``serial``). Hx or Hz may also be a library code name
+    and ``schedule`` (``parallel`` or ``serial``). ``platform``: the GPU it is meant for
+    (``"cuda:sm_80"``, ``"cuda:sm_90"``, ``"hip:gfx90a:64"``); on a GPU coprocessor without a
+    ``backend`` of its own (and no ``BACKLINE_GPU_BACKEND``) it picks the runtime, CUDA or
+    HIP — the kernel itself is backline's BP+OSD, built when the coprocessor starts. Hx or Hz
+    may also be a library code name
     given as ``Hx`` with ``Hz=None`` (``"hgp13"``, ``"steane"``, ``"surface5"``, ``"bb72"``…),
     which remote coprocessors can build without the matrix files.
     """
@@ -203,6 +237,10 @@ def css_bp_decoder(
         raise CoprocessorFunctionError(
             f"css_bp_decoder: postprocess={postprocess!r} (expected 'osd', 'osd0' or None)"
         )
+    if platform is not None:
+        from .triton import check_platform
+
+        check_platform(platform)
     if not isinstance(num_iters, int) or num_iters < 1:
         raise CoprocessorFunctionError(f"css_bp_decoder: num_iters={num_iters!r} must be a positive integer")
     settings = [f"max_iter={num_iters}", f"osd_method={_POSTPROCESS[postprocess]}", f"bp_method={bp_method}", f"schedule={schedule}"]
@@ -216,6 +254,7 @@ def css_bp_decoder(
         from . import _native  # noqa: F401  (the library codes are in Rust)
 
         f = CssDecoder(Hx, settings, f"bposd:{Hx}", num_qubits=0, checks=(0, 0))
+        f.platform = platform
         _check_spec(f)
         return f
     hx, hz = _matrix("Hx", Hx), _matrix("Hz", Hz)
@@ -239,6 +278,7 @@ def css_bp_decoder(
         files.append(str(p))
     name = f"bposd[[{hx.shape[1]}]]"
     f = CssDecoder("+".join(files), settings, name, num_qubits=hx.shape[1], checks=(hx.shape[0], hz.shape[0]))
+    f.platform = platform
     _check_spec(f)
     return f
 
@@ -281,26 +321,88 @@ class Endpoint:
         return self.address
 
 
+#: Keys of ``executor_options``: how to reach the executor process a remote node runs in.
+EXECUTOR_OPTIONS = {
+    "address": "host:port of an executor already running there (python -m backline executor "
+               "--bind HOST:PORT); without it, one is started on this machine",
+    "connect_timeout": "seconds to wait for it to answer (default 10)",
+    "python": "the interpreter that starts a local executor (default: this one)",
+}
+
+
+def check_executor_options(who: str, options) -> dict:
+    """``executor_options`` of a node, checked: a dict of the keys of
+    :data:`EXECUTOR_OPTIONS`."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise PlacementError(f"{who}: executor_options={options!r} is not a dict")
+    for k, v in options.items():
+        if k not in EXECUTOR_OPTIONS:
+            raise PlacementError(
+                f"{who}: unknown executor_options key {k!r} (known: {', '.join(EXECUTOR_OPTIONS)})"
+            )
+        if k == "connect_timeout" and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
+            raise PlacementError(f"{who}: executor_options connect_timeout={v!r} must be a positive number")
+        if k in ("address", "python") and not (isinstance(v, str) and v):
+            raise PlacementError(f"{who}: executor_options {k}={v!r} must be a non-empty string")
+    return dict(options)
+
+
 @dataclass
 class Controller:
     """The root of a placement: drives the (simulated) qubits and makes every round.
 
-    ``hardware``: ``"cpu"`` (this process) or ``"fpga"`` (the HWHS engine of a board; here
-    the simulated board, whose ERNIC delivers every request to the placement's one real
-    coprocessor, with any function and decoder ids). ``wires``: the qubits it drives (an int
-    or labels; None: as many as a circuit uses). ``init_args``: target-specific settings
-    (fpga: ``reply_timeout_us``, the engine's reply timeout; ``bridge``, how the simulated
-    fabric reaches the coprocessor: ``"shm"`` (default for a local one), ``"udp"`` (default
-    for ``remote=True``) or ``"rdma"``).
+    ``hardware``: ``"cpu"`` or ``"fpga"`` (the HWHS engine of a board; here the simulated
+    board, whose ERNIC delivers every request to the placement's one real coprocessor, with
+    any function and decoder ids). ``wires``: the qubits it drives (an int or labels; None: as
+    many as a circuit uses). ``device``: a PennyLane device standing for the quantum device the
+    controller drives (``qml.device("null.qubit", wires=3)`` as the reference writes it): its
+    wires are the controller's (the qubits are simulated by backline's stabilizer VM).
+    ``remote``: ``False`` — the controller runs in this process; ``True`` — the compiled
+    program and the placement are shipped to an executor process (``executor_options``: its
+    ``address``, or none to start one on this machine), which runs the shots, its sessions to
+    the coprocessors and their decode rounds, and returns the samples and the round-trip
+    times. ``init_args``: target-specific settings (fpga: ``reply_timeout_us``, the engine's
+    reply timeout; ``bridge``, how the simulated fabric reaches the coprocessor: ``"shm"``
+    (default for a local one), ``"udp"`` (default for ``remote=True``) or ``"rdma"``).
     """
 
     hardware: str = "cpu"
     wires: Any = None
     init_args: dict = field(default_factory=dict)
+    device: Any = None
+    remote: bool = False
+    executor_options: dict | None = None
 
     def __post_init__(self):
         if self.hardware not in ("cpu", "fpga"):
             raise PlacementError(f"Controller(hardware={self.hardware!r}): expected 'cpu' or 'fpga'")
+        if self.device is not None:
+            dev_wires = getattr(self.device, "wires", None)
+            if dev_wires is None:
+                raise PlacementError(
+                    f"Controller(device={self.device!r}): a PennyLane device with wires, e.g. "
+                    "qml.device('null.qubit', wires=3)"
+                )
+            wires = list(dev_wires)
+            if self.wires is not None and _wire_list(self.wires) != wires:
+                raise PlacementError(
+                    f"Controller(wires={self.wires!r}, device=...): the device's wires are {wires}"
+                )
+            self.wires = wires
+        if self.remote not in (False, True):
+            raise PlacementError(f"Controller(remote={self.remote!r}): expected False or True")
+        given = self.executor_options is not None
+        self.executor_options = check_executor_options("Controller", self.executor_options)
+        if given and not self.remote:
+            raise PlacementError("Controller(executor_options=...) goes with remote=True")
+        if not isinstance(self.init_args, dict):
+            raise PlacementError(f"Controller(init_args={self.init_args!r}): a dict")
+
+
+def _wire_list(w) -> list:
+    return list(range(w)) if isinstance(w, int) else list(w)
 
 
 #: ``init_args`` a GPU coprocessor takes, and the variable each sets for the runtime.
@@ -331,10 +433,25 @@ class Coprocessor:
     endpoint: Endpoint | None = None
     remote: bool | str = False
     init_args: dict = field(default_factory=dict)
+    executor_options: dict | None = None
+    name: str | None = None
 
     def __post_init__(self):
         if self.hardware not in ("cpu", "gpu"):
             raise PlacementError(f"Coprocessor(hardware={self.hardware!r}): expected 'cpu' or 'gpu'")
+        if self.name is not None and not (isinstance(self.name, str) and self.name):
+            raise PlacementError(f"Coprocessor(name={self.name!r}): a non-empty string")
+        if isinstance(self.coprocessor_fn, str):
+            self.coprocessor_fn = builtin_by_name(self.coprocessor_fn, self.hardware)
+        given = self.executor_options is not None
+        self.executor_options = check_executor_options("Coprocessor", self.executor_options)
+        if given:
+            if self.remote is False:
+                raise PlacementError("Coprocessor(executor_options=...) goes with remote=True")
+            if self.remote is True and "address" not in self.executor_options:
+                # No executor named: one is started on this machine for it, serving at its
+                # endpoint (any port of this host when it names none).
+                self.remote = "process"
         if self.hardware == "gpu":
             for k, v in self.init_args.items():
                 if k not in GPU_INIT_ARGS:
@@ -351,8 +468,12 @@ class Coprocessor:
                     raise PlacementError(f"Coprocessor(hardware='gpu'): threads={v!r} must be an integer in 1..1024")
         if self.remote not in (False, True, "process", "host"):
             raise PlacementError(f"Coprocessor(remote={self.remote!r}): expected False, 'process' or True")
-        if self.remote in (True, "host") and (self.endpoint is None or self.endpoint.address is None):
-            raise PlacementError("Coprocessor(remote=True) needs endpoint=Endpoint(address=...) of the running executor")
+        if (self.remote in (True, "host") and not self.executor_options.get("address")
+                and (self.endpoint is None or self.endpoint.address is None)):
+            raise PlacementError(
+                "Coprocessor(remote=True) needs endpoint=Endpoint(address=...) of the running "
+                "executor (or executor_options={} to start one on this machine)"
+            )
         if self.coprocessor_fn is None and self.remote in (False, "process"):
             raise PlacementError("Coprocessor: coprocessor_fn is required (what it computes)")
         for f in self._functions().values():
@@ -376,16 +497,41 @@ class Coprocessor:
         """``(decoder_id, spec)`` pairs to serve (``gpu:`` specs on a GPU)."""
         out = []
         for base, f in sorted(self._functions().items()):
+            table = getattr(f, "table_kernel", None)
+            if table is not None and not self._runs_triton_code(f):
+                # A Triton decoder where its code cannot run (HIP, the emulation): the same
+                # per-message functions, as their truth table in a device function.
+                out.append((base, f"{table}:bl_table_decoder"))
+                continue
             out.extend(f.specs(base))
         if self.hardware == "gpu":
             out = [(i, spec if spec.startswith("gpu:") else f"gpu:{spec}") for i, spec in out]
         return out
 
+    def backend(self) -> str:
+        """The GPU backend its kernels run on: ``init_args["backend"]``, else
+        ``BACKLINE_GPU_BACKEND``, else ``"auto"``."""
+        return str(self.init_args.get("backend") or os.environ.get("BACKLINE_GPU_BACKEND") or "auto")
+
+    def _runs_triton_code(self, f) -> bool:
+        """Whether a Triton decoder's own code runs here: PTX on an NVIDIA GPU (``cuda``, or
+        ``auto``, which finds CUDA first); HIP code objects are not linked, the emulation runs
+        C++."""
+        platform = getattr(f, "platform", "cuda:sm_80")
+        return platform.startswith("cuda:") and self.backend() in ("cuda", "auto")
+
     def gpu_environment(self) -> dict[str, str]:
-        """The ``BACKLINE_GPU_*`` settings of a GPU coprocessor's ``init_args``."""
+        """The ``BACKLINE_GPU_*`` settings of a GPU coprocessor's ``init_args`` (without a
+        ``backend``, the runtime of its functions' ``platform``, unless the environment
+        names one)."""
         if self.hardware != "gpu":
             return {}
-        return {GPU_INIT_ARGS[k]: str(v) for k, v in self.init_args.items()}
+        env = {GPU_INIT_ARGS[k]: str(v) for k, v in self.init_args.items()}
+        if "BACKLINE_GPU_BACKEND" not in env and not os.environ.get("BACKLINE_GPU_BACKEND"):
+            families = {getattr(f, "platform", None) for f in self._functions().values()} - {None}
+            if len(families) == 1:
+                env["BACKLINE_GPU_BACKEND"] = families.pop().split(":")[0]
+        return env
 
     def decoder_ids(self) -> set[int] | None:
         """Decoder ids served (None: unknown, a remote executor's own table)."""
@@ -396,8 +542,19 @@ class Coprocessor:
             ids.update(f.ids(base))
         return ids
 
+    def keys(self) -> list[str]:
+        """The names it answers to as the key of ``runtime_call(GET_SESSION, role, key)``: its
+        ``name``, its functions' label, its endpoint's address."""
+        out = [self.name] if self.name else []
+        out.append(self.label())
+        if self.endpoint is not None and self.endpoint.address:
+            out.append(self.endpoint.address)
+        return list(dict.fromkeys(out))
+
     def label(self) -> str:
         """The name the IR prints for it."""
+        if self.name:
+            return self.name
         fs = self._functions()
         names = sorted({f.name for f in fs.values()})
         if not names:

@@ -1,6 +1,6 @@
 """Explicit decoding inside a QNode: :func:`decode` and the four runtime calls a decode
 expands to (:func:`runtime_call` with ``GET_SESSION``, ``STAGE_PAYLOAD``, ``POST``,
-``COLLECT``).
+``COLLECT``, in the reference's forms and backline's shorter ones).
 
 Both record operations on the circuit being built; the compiler turns each into one
 transport round to the placement's coprocessor, made shot by shot in Rust. A decode's answer
@@ -150,17 +150,20 @@ class RuntimeCallOp(Operator):
     num_params = 0
     grad_method = None
 
-    def __init__(self, call: RuntimeCall, session: int, payload=(), decoder_id: int = 0, id=None):
+    def __init__(self, call: RuntimeCall, session: int | str, payload=(), decoder_id: int = 0,
+                 payload_bytes: int | None = None, id=None):
         super().__init__(wires=[], id=id)
         self.hyperparameters["uid"] = next(_uid)
         self.hyperparameters["call"] = call
-        self.hyperparameters["session"] = int(session)
+        # An index, or a coprocessor's name resolved against the placement when compiled.
+        self.hyperparameters["session"] = session if isinstance(session, str) else int(session)
         self.hyperparameters["payload"] = tuple(payload)
         self.hyperparameters["decoder_id"] = int(decoder_id)
+        self.hyperparameters["payload_bytes"] = payload_bytes
 
     def __repr__(self):
         h = self.hyperparameters
-        return f"RuntimeCall({h['call'].value}, session={h['session']})"
+        return f"RuntimeCall({h['call'].value}, session={h['session']!r})"
 
     @property
     def hash(self):
@@ -184,64 +187,197 @@ def decode(syndrome, decoder_id: int = 0, coprocessor: int = 0) -> DecodeResult:
     return DecodeResult(op)
 
 
-class Session:
-    """A handle from ``runtime_call(GET_SESSION, ...)``: the session to one coprocessor."""
+#: The roles of ``runtime_call(GET_SESSION, role, key)``: a program holds the controller's
+#: end of a session (the coprocessor's end is the executor's).
+ROLE_CONTROLLER = "controller"
+ROLE_COPROCESSOR = "coprocessor"
 
-    def __init__(self, coprocessor: int):
+#: ``runtime_call(POST, session, WORK_ITEM)``: post the staged round as one work item (the
+#: reference's only kind; the argument may be left out).
+WORK_ITEM = "work_item"
+
+
+class Session:
+    """A handle from ``runtime_call(GET_SESSION, ...)``: the session to one coprocessor, by its
+    index or by its name (``Coprocessor(name=...)``; resolved when the circuit is compiled)."""
+
+    def __init__(self, coprocessor: int | str):
         self.coprocessor = coprocessor
 
     def __repr__(self):
-        return f"Session(coprocessor={self.coprocessor})"
+        return f"Session(coprocessor={self.coprocessor!r})"
+
+
+class ReplyStatus(int):
+    """The status of a collected reply, as ``runtime_call(COLLECT, ...)`` returns it first.
+    Always ``OK`` (0) in a circuit that runs on: a reply with another status, or none within
+    the endpoint's reply timeout, fails the whole run (``CoprocessorTimeoutError``,
+    ``RunError``) rather than one shot."""
+
+    OK = 0
+
+    def __repr__(self):
+        return "ReplyStatus.OK"
+
+
+#: The forms each runtime call takes, quoted by its ``TypeError``.
+FORMS = {
+    GET_SESSION: "runtime_call(GET_SESSION, ROLE_CONTROLLER, key) with key a coprocessor's "
+                 "index or name; or runtime_call(GET_SESSION, coprocessor=index)",
+    STAGE_PAYLOAD: "runtime_call(STAGE_PAYLOAD, session, payload, payload_bytes, decoder_id) "
+                   "(the reference's form), or runtime_call(STAGE_PAYLOAD, session, payload, "
+                   "decoder_id=...), with payload a measurement value or a list of them",
+    POST: "runtime_call(POST, session) or runtime_call(POST, session, WORK_ITEM)",
+    COLLECT: "status, reply = runtime_call(COLLECT, session, reply_bytes, out_bytes=reply_bytes) "
+             "(the reference's form), or reply = runtime_call(COLLECT, session)",
+}
+
+
+def _form_error(call: RuntimeCall, why: str) -> TypeError:
+    return TypeError(f"{call.name}: {why}; expected {FORMS[call]}")
+
+
+def _byte_count(call: RuntimeCall, what: str, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 64 * 1024:
+        raise _form_error(call, f"{what}={v!r} is not a byte count (1 ..= 65536)")
+    return v
+
+
+def _decoder_id(call: RuntimeCall, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise _form_error(call, f"decoder_id={v!r} is not a non-negative integer")
+    return v
+
+
+def _get_session(args, kwargs) -> Session:
+    call = GET_SESSION
+    if "coprocessor" in kwargs:
+        if args:
+            raise _form_error(call, "both a role/key and coprocessor=")
+        key = kwargs.pop("coprocessor")
+    elif len(args) == 2:
+        role, key = args
+        if role == ROLE_COPROCESSOR:
+            raise RuntimeCallError(
+                "get_session role ROLE_COPROCESSOR: a program holds controller sessions (the "
+                "coprocessor's end belongs to its executor)"
+            )
+        if role != ROLE_CONTROLLER:
+            raise _form_error(call, f"role {role!r} (ROLE_CONTROLLER or ROLE_COPROCESSOR)")
+    elif len(args) == 1:
+        (key,) = args
+    elif not args:
+        key = 0
+    else:
+        raise _form_error(call, f"{len(args)} arguments after GET_SESSION")
+    if kwargs:
+        raise _form_error(call, f"unexpected keywords {sorted(kwargs)}")
+    if isinstance(key, str):
+        if not key:
+            raise _form_error(call, "an empty key")
+    elif isinstance(key, bool) or not isinstance(key, int) or key < 0:
+        raise _form_error(call, f"key {key!r} (a coprocessor's index or name)")
+    RuntimeCallOp(GET_SESSION, key)
+    return Session(key)
+
+
+def _stage_payload(s: Session, args, kwargs) -> None:
+    call = STAGE_PAYLOAD
+    if not args and "payload" not in kwargs:
+        raise _form_error(call, "no payload")
+    payload = kwargs.pop("payload") if "payload" in kwargs else args[0]
+    rest = args[1:] if "payload" not in kwargs else args
+    nbytes = kwargs.pop("payload_bytes", None)
+    decoder_id = kwargs.pop("decoder_id", None)
+    if len(rest) == 2:
+        # The reference's form: payload, its size in bytes, the decoder id.
+        if nbytes is not None or decoder_id is not None:
+            raise _form_error(call, "payload_bytes or decoder_id given twice")
+        nbytes, decoder_id = rest
+    elif len(rest) == 1:
+        raise _form_error(
+            call,
+            f"one argument after the payload ({rest[0]!r}) could be its size or the decoder id",
+        )
+    elif rest:
+        raise _form_error(call, f"{len(rest) + 1} arguments after the session")
+    if kwargs:
+        raise _form_error(call, f"unexpected keywords {sorted(kwargs)}")
+    decoder_id = _decoder_id(call, 0 if decoder_id is None else decoder_id)
+    try:
+        bits = _syndrome(payload)
+    except (TypeError, ValueError) as e:
+        raise _form_error(call, f"payload: {e}") from None
+    if nbytes is not None:
+        nbytes = _byte_count(call, "payload_bytes", nbytes)
+        if len(bits) > 8 * nbytes:
+            raise _form_error(call, f"a payload of {len(bits)} bits does not fit {nbytes} bytes")
+    RuntimeCallOp(STAGE_PAYLOAD, s.coprocessor, bits, decoder_id, nbytes)
+
+
+def _collect(s: Session, args, kwargs):
+    call = COLLECT
+    out_bytes = kwargs.pop("out_bytes", None)
+    if kwargs:
+        raise _form_error(call, f"unexpected keywords {sorted(kwargs)}")
+    if len(args) > 1:
+        raise _form_error(call, f"{len(args) + 1} arguments after COLLECT")
+    op = RuntimeCallOp(COLLECT, s.coprocessor)
+    result = DecodeResult(op)
+    if not args and out_bytes is None:
+        return result
+    sizes = [_byte_count(call, "reply_bytes", a) for a in args]
+    if out_bytes is not None:
+        sizes.append(_byte_count(call, "out_bytes", out_bytes))
+    if len(set(sizes)) > 1:
+        raise _form_error(call, f"reply_bytes {sizes[0]} and out_bytes {sizes[1]} differ")
+    return ReplyStatus(ReplyStatus.OK), result
 
 
 def runtime_call(call: RuntimeCall, *args, **kwargs):
-    """The runtime calls of one round, written out (the reference's third level):
+    """The runtime calls of one round, written out (the reference's third level), in the
+    reference's forms:
 
     .. code-block:: python
 
-        s = runtime_call(GET_SESSION, coprocessor=0)       # → Session
-        runtime_call(STAGE_PAYLOAD, s, syndrome, decoder_id=0)
-        runtime_call(POST, s)
-        r = runtime_call(COLLECT, s)                       # → DecodeResult
+        session = runtime_call(GET_SESSION, ROLE_CONTROLLER, "gpu-coproc")   # or an index
+        runtime_call(STAGE_PAYLOAD, session, packed, PACKED_BYTES, decoder_id)
+        runtime_call(POST, session, WORK_ITEM)
+        _status, correction = runtime_call(COLLECT, session, PACKED_BYTES, out_bytes=PACKED_BYTES)
 
-    ``GET_SESSION`` also takes the reference's ``(role, key)`` form: ``runtime_call(
-    GET_SESSION, "controller", 0)``, the key being the coprocessor's index. Calls out of
-    order (a collect before a post …) raise :class:`~backline.errors.RuntimeCallError` when
-    the circuit is compiled. Only inside a QNode.
+    and backline's shorter ones: ``runtime_call(GET_SESSION, coprocessor=0)``,
+    ``runtime_call(STAGE_PAYLOAD, session, syndrome, decoder_id=0)``,
+    ``runtime_call(POST, session)``, ``correction = runtime_call(COLLECT, session)``.
+    ``packed`` is a measurement value or a list of them, packed LSB-first into
+    ``PACKED_BYTES`` bytes (zeros after them); the key of ``GET_SESSION`` is a coprocessor's
+    index or its ``Coprocessor(name=...)``. Any other arity or type is a ``TypeError`` quoting
+    these forms; calls out of order (a collect before a post …) raise
+    :class:`~backline.errors.RuntimeCallError` when the circuit is compiled. Only inside a
+    QNode.
     """
-    call = RuntimeCall(call) if not isinstance(call, RuntimeCall) else call
+    try:
+        call = RuntimeCall(call) if not isinstance(call, RuntimeCall) else call
+    except ValueError:
+        raise TypeError(
+            f"runtime_call({call!r}, ...): the first argument is GET_SESSION, STAGE_PAYLOAD, "
+            "POST or COLLECT"
+        ) from None
     _recording(f"runtime_call({call.name})")
     if call is GET_SESSION:
-        if "coprocessor" in kwargs:
-            c = kwargs.pop("coprocessor")
-        elif len(args) == 2:
-            role, c = args
-            if role != "controller":
-                raise RuntimeCallError(f"get_session role {role!r}: a program holds controller sessions")
-        elif len(args) == 1:
-            (c,) = args
-        else:
-            c = 0
-        if kwargs:
-            raise TypeError(f"GET_SESSION: unexpected {sorted(kwargs)}")
-        c = _coprocessor_index(c)
-        RuntimeCallOp(GET_SESSION, c)
-        return Session(c)
+        return _get_session(args, kwargs)
     if not args or not isinstance(args[0], Session):
-        raise TypeError(f"{call.name}: the first argument is the Session from runtime_call(GET_SESSION, ...)")
-    s = args[0]
+        raise _form_error(call, "the first argument is the Session from runtime_call(GET_SESSION, ...)")
+    s, args = args[0], args[1:]
     if call is STAGE_PAYLOAD:
-        payload = kwargs.pop("payload", args[1] if len(args) > 1 else None)
-        decoder_id = kwargs.pop("decoder_id", args[2] if len(args) > 2 else 0)
-        if kwargs:
-            raise TypeError(f"STAGE_PAYLOAD: unexpected {sorted(kwargs)}")
-        RuntimeCallOp(STAGE_PAYLOAD, s.coprocessor, _syndrome(payload), decoder_id)
-        return None
+        return _stage_payload(s, args, kwargs)
     if call is POST:
+        if kwargs:
+            raise _form_error(call, f"unexpected keywords {sorted(kwargs)}")
+        if args not in ((), (WORK_ITEM,)):
+            raise _form_error(call, f"unexpected arguments {args!r}")
         RuntimeCallOp(POST, s.coprocessor)
         return None
-    op = RuntimeCallOp(COLLECT, s.coprocessor)
-    return DecodeResult(op)
+    return _collect(s, args, kwargs)
 
 
 def apply_correction(result: DecodeResult, wires, pauli: str = "X", encoding: str = "index") -> None:

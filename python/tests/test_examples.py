@@ -99,7 +99,7 @@ def test_the_bposd_demos_decode(name):
     assert m, out
     assert int(m.group(1)) < int(m.group(2)) / 4
     assert "every corrected shot has a zero Z syndrome: True" in out
-    assert "400 decode rounds" in out
+    assert "800 decode rounds" in out  # the X and the Z checks, each shot
 
 
 @pytest.mark.parametrize("name", ["02_explicit_bposd.py", "02a_runtime_calls.py"])
@@ -126,7 +126,7 @@ def test_demo_2_with_the_fpga_controller_gives_demo_2s_samples():
         pytest.skip(p.stderr.strip().splitlines()[-1])
     assert p.returncode == 0, p.stderr
     assert "every corrected shot has a zero Z syndrome: True" in p.stdout
-    assert "150 decode rounds" in p.stdout
+    assert "300 decode rounds" in p.stdout
     cpu = run("02_explicit_bposd.py", "--shots", "150", "--seed", "2").stdout
     fails = re.compile(r"logical failures: .*")
     assert fails.search(p.stdout).group(0) == fails.search(cpu).group(0)

@@ -136,7 +136,7 @@ def test_a_triton_decoder_compiles_ahead_without_a_gpu_and_names_where_it_runs(t
 
     f = backline.triton_decoder(steane_decode, cache_dir=tmp_path)
     text = open(f.ptx_path).read()
-    assert text.startswith("// backline triton decoder: kernel=steane_decode num_warps=1\n")
+    assert text.startswith("// backline triton decoder: kernel=steane_decode num_warps=1 platform=cuda:sm_80\n")
     assert ".visible .entry steane_decode(" in text and ".target sm_80" in text
     assert ".file" not in text, "no line info (no machine paths)"
     c = Coprocessor(hardware="gpu", coprocessor_fn=f, init_args=EMU)
@@ -159,5 +159,8 @@ def test_a_triton_function_of_the_wrong_shape_is_refused():
 
     with pytest.raises(errors.CoprocessorFunctionError, match="a decoder takes exactly"):
         backline.triton_decoder(two_args)
-    with pytest.raises(errors.CoprocessorFunctionError, match="not a @triton.jit"):
+    # A plain function is a per-message function of the syndrome: one argument.
+    with pytest.raises(errors.CoprocessorFunctionError, match="must take one argument, the syndrome"):
         backline.triton_decoder(lambda: None)
+    with pytest.raises(errors.CoprocessorFunctionError, match="is not a plain function"):
+        backline.triton_decoder((two_args,))

@@ -210,6 +210,29 @@ else
     status "demo-1a skipped: the Python package is not installed in .venv-py (scripts/test.d/30-python.sh installs it)"
 fi
 
+# -- the reference's demo 3 as printed (examples/paper): the controller and the GPU coprocessor
+# (emulated) each in an executor process, the rounds over rdma; its samples are demo 1's -----
+if [ -x "$PY" ] && "$PY" -c "import backline" >/dev/null 2>&1; then
+    if BACKLINE_SPIN_US=-1 BACKLINE_PAPER_TRANSPORT=rdma BACKLINE_PAPER_ENDPOINT="$ADDR:7879" \
+            BACKLINE_GPU_BACKEND=emu BACKLINE_PAPER_SEED=7 BACKLINE_RDMA_DEVICE="$DEV" \
+            BACKLINE_RDMA_GID_INDEX="$GID" timeout 900 "$PY" -c \
+            "import numpy,runpy,sys; numpy.set_printoptions(threshold=sys.maxsize); sys.path.insert(0, 'examples/paper'); runpy.run_path('examples/paper/demo3_ghz_remote.py', run_name='__main__')" \
+            >"$OUT/paper-demo3.txt" 2>&1 \
+        && timeout 900 "$PY" examples/01_ghz_memcpy.py --shots 10 --seed 7 \
+            --save-samples /run/demo1-10.txt >/dev/null 2>&1; then
+        tr -dc '01\n[' <"$OUT/paper-demo3.txt" | tr '[' '\n' | grep -E '^[01]{3}$' >/run/paper-demo3.txt || true
+        if cmp -s /run/demo1-10.txt /run/paper-demo3.txt; then
+            status "paper-demo-3 ok (controller and coprocessor in executors, rounds over rdma, demo 1's samples)"
+        else
+            status "paper-demo-3 FAILED: its samples differ from demo 1's"
+        fi
+    else
+        status "paper-demo-3 FAILED: $(tail -1 "$OUT/paper-demo3.txt" 2>/dev/null)"
+    fi
+else
+    status "paper-demo-3 skipped: the Python package is not installed in .venv-py"
+fi
+
 # -- the transport's rdma tests over the real device -----------------------------------------
 export BACKLINE_RDMA_DEVICE=$DEV BACKLINE_RDMA_GID_INDEX=$GID
 for t in ${TESTS//,/ }; do

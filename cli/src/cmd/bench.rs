@@ -8,6 +8,7 @@
 //! [`BenchConfig`] (every contradiction an error, every flag that does not apply a warning),
 //! and the run ([`session`]) and its report ([`report`]) work from that alone.
 
+mod fanout;
 mod report;
 mod server;
 mod session;
@@ -102,6 +103,11 @@ pub struct Args {
     /// host:port of its set-up listener. Without it, bench starts its own server process.
     #[arg(long)]
     pub peer: Option<String>,
+    /// Fan-out rounds to several running coprocessors: each round posted to all, then
+    /// collected from all, against each alone in the same run. A peer is TRANSPORT:ADDRESS
+    /// (shm:NAME, udp:HOST:PORT, rdma:HOST:PORT) or an address of --transport.
+    #[arg(long, value_delimiter = ',', value_name = "A,B,…", conflicts_with_all = ["peer", "compare"])]
+    pub peers: Vec<String>,
     /// Decoder id of the requests when --peer serves a single function [default: 0].
     #[arg(long)]
     pub decoder_id: Option<u32>,
@@ -193,6 +199,8 @@ pub struct BenchConfig {
     pub pin: Option<(usize, usize)>,
     /// A running server to use instead of one this bench starts.
     pub peer: Option<String>,
+    /// `--peers`: the coprocessors of fan-out rounds (empty: the usual run).
+    pub peers: Vec<(TransportKind, String)>,
     /// Decoder id of the requests to a single-function `--peer`.
     pub decoder_id: u32,
     /// Whether the floor is measured.
@@ -234,6 +242,7 @@ impl BenchConfig {
     /// does not apply a one-line warning; every output path is checked writable.
     pub fn from_args(a: Args) -> anyhow::Result<BenchConfig> {
         let (transport, cuqr) = transport_of(&a)?;
+        let peers = peers_of(&a, transport, cuqr)?;
         let pacer = pacer_config(&a)?;
         check_counts(&a)?;
         let responders = if a.compare.is_empty() {
@@ -286,6 +295,7 @@ impl BenchConfig {
             pin,
             decoder_id: a.decoder_id.unwrap_or(0),
             peer: a.peer,
+            peers,
             baseline: !a.no_baseline,
             gpu_floor,
             floor_label,
@@ -320,6 +330,32 @@ fn transport_of(a: &Args) -> anyhow::Result<(TransportKind, bool)> {
         (false, t) => t.unwrap_or("memcpy").parse()?,
     };
     Ok((t, cuqr))
+}
+
+/// `--peers`: two or more distinct coprocessors, of the backline protocol.
+fn peers_of(
+    a: &Args,
+    transport: TransportKind,
+    cuqr: bool,
+) -> anyhow::Result<Vec<(TransportKind, String)>> {
+    if a.peers.is_empty() {
+        return Ok(Vec::new());
+    }
+    if cuqr {
+        bail!("--peers runs backline rounds; --protocol cuqr has its own client");
+    }
+    if a.peers.len() < 2 {
+        bail!("--peers names one coprocessor: fan-out rounds need two or more (--peer for one)");
+    }
+    let mut peers: Vec<(TransportKind, String)> = Vec::new();
+    for p in &a.peers {
+        let peer = fanout::parse_peer(p, transport)?;
+        if peers.contains(&peer) {
+            bail!("--peers names {}:{} twice", peer.0, peer.1);
+        }
+        peers.push(peer);
+    }
+    Ok(peers)
 }
 
 /// `--rounds`: at least 2, and every round's records fit in memory.

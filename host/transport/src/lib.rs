@@ -33,6 +33,7 @@
 mod config;
 mod connect;
 mod error;
+pub mod fanout;
 pub mod floor;
 pub mod link;
 mod memcpy;
@@ -48,6 +49,7 @@ pub mod udp;
 pub use backline_ring::{SpinBudget, WaitPolicy};
 pub use config::{RdmaOptions, SessionConfig, TransportKind};
 pub use error::{Error, ReplyProblem, Result};
+pub use fanout::{FanOut, FanOutError};
 pub use link::StopFlag;
 pub use registry::{Entry, Handle, Hardware, Registry, SessionRef};
 pub use server::{DEFAULT_MAX_SESSIONS, ServeOptions, ServerStats, SessionReport};

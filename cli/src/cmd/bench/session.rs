@@ -45,6 +45,9 @@ struct Collected {
 
 /// Runs a bench.
 pub fn run(c: &BenchConfig) -> anyhow::Result<ExitCode> {
+    if !c.peers.is_empty() {
+        return super::fanout::run(c, &*interrupt_flag()?);
+    }
     if c.transport == TransportKind::Rdma {
         // Say plainly, before anything starts, when this machine cannot do RDMA.
         let dev = backline_transport::rdma::probe(&c.session.rdma)?;

@@ -39,6 +39,11 @@ enum Command {
     Sim(cmd::sim::Args),
     /// Draw SVG and PNG plots from any number of CSV traces (CCDFs overlaid).
     Plot(cmd::plot::Args),
+    /// Write a new pre-shared key for --token-file (32 random bytes as hex, mode 0600).
+    Token {
+        /// The file to create (it must not exist).
+        file: std::path::PathBuf,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -49,7 +54,7 @@ enum Command {
 }
 
 /// Two or three examples at the end of each subcommand's --help.
-const EXAMPLES: [(&str, &str); 7] = [
+const EXAMPLES: [(&str, &str); 8] = [
     (
         "bench",
         "  backline bench --compare echo,steane --rounds 100000\n  \
@@ -76,6 +81,11 @@ const EXAMPLES: [(&str, &str); 7] = [
         "plot",
         "  backline plot backline-out/bench-memcpy-echo.csv backline-out/bench-memcpy-floor.csv\n  \
          backline plot b2b.csv random-delayed.csv --out-dir plots --title 'RTT CCDF'",
+    ),
+    (
+        "token",
+        "  backline token ~/.config/backline/key && scp ~/.config/backline/key server:.config/backline/key\n  \
+         backline serve --transport udp --bind 0.0.0.0:7878 --token-file ~/.config/backline/key",
     ),
     (
         "completions",
@@ -144,6 +154,15 @@ fn main() -> ExitCode {
         Command::Decode(a) => cmd::decode::run(a),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Plot(a) => cmd::plot::run(a),
+        Command::Token { file } => backline_transport::AdmissionKey::create_file(&file)
+            .map(|()| {
+                eprintln!(
+                    "backline token: wrote a new key to {} (mode 0600); copy it to the other side over a channel you trust",
+                    file.display()
+                );
+                ExitCode::SUCCESS
+            })
+            .map_err(anyhow::Error::from),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut command(), "backline", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)

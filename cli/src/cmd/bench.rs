@@ -26,8 +26,8 @@ use backline_transport::{SessionConfig, TransportKind};
 
 use super::bench_stream::{StreamPlan, is_stream};
 use super::common::{
-    GpuArgs, Protocol, RdmaArgs, RingArgs, builtin_name, check_pin, is_gpu, load_responder,
-    timeout_flag, warn_ignored,
+    AdmitArgs, GpuArgs, Protocol, RdmaArgs, RingArgs, builtin_name, check_pin, is_gpu,
+    load_responder, timeout_flag, warn_ignored,
 };
 use super::hops::HopArgs;
 
@@ -99,6 +99,8 @@ pub struct Args {
     pub rdma: RdmaArgs,
     #[command(flatten)]
     pub gpu: GpuArgs,
+    #[command(flatten)]
+    pub admit: AdmitArgs,
     /// shm: the segment name of a running `backline serve`; udp: its host:port; rdma: the
     /// host:port of its set-up listener. Without it, bench starts its own server process.
     #[arg(long)]
@@ -229,6 +231,8 @@ pub struct BenchConfig {
     pub rdma: RdmaArgs,
     /// The gpu flags again.
     pub gpu: GpuArgs,
+    /// The token file again (for a server this bench starts).
+    pub admit: AdmitArgs,
 }
 
 /// Runs `backline bench`.
@@ -312,6 +316,7 @@ impl BenchConfig {
             ring: a.ring,
             rdma: a.rdma,
             gpu: a.gpu,
+            admit: a.admit,
         })
     }
 
@@ -541,6 +546,16 @@ fn session_config(
     config.reply_timeout = timeout_flag("--timeout-ms", a.timeout_ms)?;
     config.pin_cpu = a.pin.get(1).copied();
     config.rdma = a.rdma.options();
+    if cuqr {
+        if a.admit.token_file.is_some() && std::env::var_os("BACKLINE_TOKEN_FILE").is_none() {
+            bail!("--token-file admits backline controllers; the cuqr protocol carries no key");
+        }
+    } else if a.peers.is_empty() {
+        config.key = a.admit.key(transport)?;
+    } else {
+        // Fan-out: the key goes to every udp and rdma coprocessor (shm ones ignore it).
+        config.key = a.admit.key(TransportKind::Udp)?;
+    }
     Ok(config)
 }
 

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, bail};
 use backline_responder::{Responder, ResponderTable, SpecContext};
-use backline_transport::{RdmaOptions, SessionConfig, TransportKind, WaitPolicy};
+use backline_transport::{AdmissionKey, RdmaOptions, SessionConfig, TransportKind, WaitPolicy};
 use backline_wire::{DecoderId, Geometry};
 
 /// `--protocol`: what a bench and a server speak over the transport. (Plain comments on the
@@ -142,6 +142,49 @@ impl RingArgs {
         c.geometry = self.geometry(payload_bytes)?;
         c.wait = self.wait()?;
         Ok(c)
+    }
+}
+
+/// `--token-file`: the pre-shared key that admits controllers (udp and rdma).
+#[derive(Debug, Clone, clap::Args)]
+pub struct AdmitArgs {
+    /// udp, rdma: the pre-shared key of admission, a file readable by its owner only (make
+    /// one with `backline token FILE`). A server answers only controllers that prove they
+    /// hold it in their hello; a controller proves it. Syndromes still travel in the clear.
+    #[arg(long, env = "BACKLINE_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+}
+
+impl AdmitArgs {
+    /// The key, read and checked now, for a session over `transport`: `None` without the flag
+    /// and for the memory transports (a flag given for them is an error; a file named by
+    /// `BACKLINE_TOKEN_FILE` alone is not theirs and is passed over).
+    pub fn key(&self, transport: TransportKind) -> anyhow::Result<Option<AdmissionKey>> {
+        let Some(path) = &self.token_file else {
+            return Ok(None);
+        };
+        if matches!(transport, TransportKind::Memcpy | TransportKind::Shm) {
+            let from_env =
+                std::env::var_os("BACKLINE_TOKEN_FILE").as_deref() == Some(path.as_os_str());
+            if from_env {
+                return Ok(None);
+            }
+            bail!(
+                "--token-file admits controllers of udp and rdma; {transport} is reached only by \
+                 this user's own processes (its segment is mode 0600)"
+            );
+        }
+        Ok(Some(
+            AdmissionKey::from_file(path).map_err(|e| anyhow::anyhow!("--token-file: {e}"))?,
+        ))
+    }
+
+    /// The flag again, for a `backline serve` this process starts.
+    pub fn to_args(&self) -> Vec<String> {
+        match &self.token_file {
+            Some(p) => vec!["--token-file".into(), p.display().to_string()],
+            None => Vec::new(),
+        }
     }
 }
 

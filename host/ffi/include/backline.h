@@ -48,6 +48,10 @@ typedef enum {
   BACKLINE_STATUS_BACKPRESSURE = 10,
   // A panic inside the library was caught; the session may be unusable.
   BACKLINE_STATUS_PANIC = 11,
+  // The coprocessor answered nothing to our hello: it admits only controllers that hold
+  // its key (`config.token_file`), and ours was missing or another (or nothing serves at
+  // the address).
+  BACKLINE_STATUS_NOT_ADMITTED = 12,
 } backline_status;
 
 // Opaque session handle. Never dereferenced: it encodes a slot and a generation.
@@ -76,6 +80,10 @@ typedef struct {
   // rdma: index into the port's GID table, or -1 for the first RoCE v2 GID holding an
   // IPv4 address (RoCE v2 is index 1 on Soft-RoCE).
   int16_t rdma_gid_index;
+  // udp, rdma: a token file holding the pre-shared key of admission (NUL-terminated path;
+  // NULL = none). A controller proves it holds the key in its hello; a coprocessor answers
+  // only controllers that do. The file must be private to its owner (mode 0600).
+  const char *token_file;
 } backline_config;
 
 // A coprocessor function, as in SPEC §3: returns the bytes written to `out` (at most

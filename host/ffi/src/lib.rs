@@ -55,6 +55,10 @@ pub enum backline_status {
     BACKLINE_STATUS_BACKPRESSURE = 10,
     /// A panic inside the library was caught; the session may be unusable.
     BACKLINE_STATUS_PANIC = 11,
+    /// The coprocessor answered nothing to our hello: it admits only controllers that hold
+    /// its key (`config.token_file`), and ours was missing or another (or nothing serves at
+    /// the address).
+    BACKLINE_STATUS_NOT_ADMITTED = 12,
 }
 
 use backline_status::*;
@@ -89,6 +93,10 @@ pub struct backline_config {
     /// rdma: index into the port's GID table, or -1 for the first RoCE v2 GID holding an
     /// IPv4 address (RoCE v2 is index 1 on Soft-RoCE).
     pub rdma_gid_index: i16,
+    /// udp, rdma: a token file holding the pre-shared key of admission (NUL-terminated path;
+    /// NULL = none). A controller proves it holds the key in its hello; a coprocessor answers
+    /// only controllers that do. The file must be private to its owner (mode 0600).
+    pub token_file: *const c_char,
 }
 
 /// A reply. `payload` points into the session's ring and stays valid until the next
@@ -154,6 +162,7 @@ fn status_of(e: &Error) -> backline_status {
             BACKLINE_STATUS_OUT_OF_ORDER
         }
         Error::Timeout { .. } => BACKLINE_STATUS_TIMEOUT,
+        Error::NotAdmitted { .. } => BACKLINE_STATUS_NOT_ADMITTED,
         Error::Failed(_) | Error::PeerGone(_) | Error::Stopped { .. } | Error::Panicked { .. } => {
             BACKLINE_STATUS_STUCK
         }
@@ -164,6 +173,7 @@ fn status_of(e: &Error) -> backline_status {
         Error::Invalid(_)
         | Error::UnknownTransport(_)
         | Error::MessageTooLarge { .. }
+        | Error::TokenFile { .. }
         | Error::Geometry(_) => BACKLINE_STATUS_INVALID_ARGUMENT,
         Error::Unsupported(_)
         | Error::DuplicateKey { .. }
@@ -244,6 +254,7 @@ pub unsafe extern "C" fn backline_config_default(out: *mut backline_config) -> b
                 rdma_device: std::ptr::null(),
                 rdma_port: d.rdma.port,
                 rdma_gid_index: -1,
+                token_file: std::ptr::null(),
             })
         };
         Ok(())
@@ -286,6 +297,15 @@ fn session_config(c: &backline_config) -> Result<SessionConfig, Fail> {
                     )));
                 }
             },
+        },
+        key: if c.token_file.is_null() {
+            None
+        } else {
+            // SAFETY: non-null, NUL-terminated by the caller's contract for config strings.
+            let path = unsafe { cstr(c.token_file, "config.token_file") }?;
+            Some(backline_transport::AdmissionKey::from_file(
+                std::path::Path::new(path),
+            )?)
         },
     };
     config.validate()?;
@@ -754,6 +774,7 @@ pub extern "C" fn backline_status_name(status: u32) -> *const c_char {
         9 => c"not ready",
         10 => c"backpressure",
         11 => c"panic",
+        12 => c"not admitted",
         _ => c"unknown status",
     };
     s.as_ptr()
@@ -767,6 +788,7 @@ const _: () = {
     assert!(BACKLINE_STATUS_STALE_HANDLE as u32 == 6 && BACKLINE_STATUS_OUT_OF_ORDER as u32 == 7);
     assert!(BACKLINE_STATUS_INVALID_ARGUMENT as u32 == 8 && BACKLINE_STATUS_NOT_READY as u32 == 9);
     assert!(BACKLINE_STATUS_BACKPRESSURE as u32 == 10 && BACKLINE_STATUS_PANIC as u32 == 11);
+    assert!(BACKLINE_STATUS_NOT_ADMITTED as u32 == 12);
 };
 
 #[cfg(test)]
@@ -806,9 +828,11 @@ mod tests {
             Error::PeerGone(_) => 24,
             Error::Io { .. } => 25,
             Error::NotBackline { .. } => 26,
+            Error::NotAdmitted { .. } => 27,
+            Error::TokenFile { .. } => 28,
         }
     }
-    const VARIANTS: usize = 27;
+    const VARIANTS: usize = 29;
 
     #[test]
     fn every_error_has_its_status() {
@@ -894,6 +918,21 @@ mod tests {
                     answer: text(),
                 },
                 BACKLINE_STATUS_ERROR,
+            ),
+            (
+                Error::NotAdmitted {
+                    peer: text(),
+                    keyed: true,
+                    waited: std::time::Duration::from_secs(5),
+                },
+                BACKLINE_STATUS_NOT_ADMITTED,
+            ),
+            (
+                Error::TokenFile {
+                    path: text().into(),
+                    problem: backline_transport::TokenFileError::Empty,
+                },
+                BACKLINE_STATUS_INVALID_ARGUMENT,
             ),
             (Error::Failed(text()), BACKLINE_STATUS_STUCK),
             (Error::Stopped { seq: 1 }, BACKLINE_STATUS_STUCK),

@@ -170,11 +170,19 @@ mod tests {
                 assert_eq!(parity == 1, syn[row / 8] >> (row % 8) & 1 == 1);
             }
         }
+        // A syndrome followed by zero bytes is a fixed-size message and decodes; a short one,
+        // or a set byte past the syndrome, is refused by length.
         let mut out = [0u8; 48];
-        assert!(matches!(
-            f[0].1.respond(&[0, 0, 0], &mut out),
-            Err(ResponderError::BadLength { .. })
-        ));
+        let rows = code.hx.rows().div_ceil(8);
+        let mut padded = vec![0u8; rows + 3];
+        assert!(f[0].1.respond(&padded, &mut out).is_ok());
+        padded[rows + 1] = 1;
+        for bad in [&padded[..], &padded[..rows - 1]] {
+            assert!(matches!(
+                f[0].1.respond(bad, &mut out),
+                Err(ResponderError::BadLength { .. })
+            ));
+        }
     }
 
     #[test]

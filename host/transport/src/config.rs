@@ -77,6 +77,11 @@ pub struct SessionConfig {
     pub pin_cpu: Option<usize>,
     /// Device, port and GID of the rdma transport (ignored by the others).
     pub rdma: RdmaOptions,
+    /// The pre-shared key of admission (udp and rdma; [`crate::admit`]): a controller proves
+    /// it holds it in its hello, a coprocessor answers only hellos that do. `None`: anyone
+    /// who reaches the port is served. The memory transports refuse a key on the coprocessor
+    /// side (their segments are the user's own, mode 0600) and ignore it on the controller's.
+    pub key: Option<crate::AdmissionKey>,
 }
 
 /// Which RDMA device, port and GID the `rdma` transport uses.
@@ -113,6 +118,7 @@ impl Default for SessionConfig {
             setup_timeout: Duration::from_secs(5),
             pin_cpu: None,
             rdma: RdmaOptions::default(),
+            key: None,
         }
     }
 }

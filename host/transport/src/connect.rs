@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
+use crate::admit::Gate;
 use crate::link::{Admission, ControllerLink, Listener, RingController};
 use crate::rdma::{RdmaClient, RdmaListener};
 use crate::shm::{ShmClient, ShmListener};
@@ -39,6 +40,16 @@ pub(crate) struct ListenArgs<'a> {
     pub idle_timeout: Duration,
     /// Where a listener counts datagrams of no session (udp).
     pub strays: Arc<AtomicU64>,
+    /// Where a keyed listener counts the hellos it refused.
+    pub unadmitted: Arc<AtomicU64>,
+}
+
+impl ListenArgs<'_> {
+    /// The check of keyed hellos for a listener at `address`, when the settings hold a key.
+    fn gate(&self, address: &str) -> Option<Gate> {
+        let key = self.config.key.clone()?;
+        Some(Gate::new(key, self.unadmitted.clone(), address.to_string()))
+    }
 }
 
 /// A controller's connector: (session key, peer as the user names it, out-of-band port,
@@ -106,12 +117,15 @@ pub(crate) const TRANSPORTS: [Transport; 4] = [
             ))
         },
         listen: |address, oob_port, a| {
+            let address = with_port(address, oob_port);
+            let gate = a.gate(&format!("udp:{address}"));
             Ok(Box::new(UdpListener::bind(
-                &with_port(address, oob_port),
+                &address,
                 a.config.geometry,
                 a.admission,
                 a.idle_timeout,
                 a.strays,
+                gate,
             )?))
         },
     },
@@ -125,10 +139,13 @@ pub(crate) const TRANSPORTS: [Transport; 4] = [
             ))
         },
         listen: |address, oob_port, a| {
+            let address = with_port(address, oob_port);
+            let gate = a.gate(&format!("rdma:{address}"));
             Ok(Box::new(RdmaListener::bind(
-                &with_port(address, oob_port),
+                &address,
                 a.config,
                 a.admission,
+                gate,
             )?))
         },
     },
@@ -172,8 +189,12 @@ struct Udp(UdpClient);
 
 impl Connecting for Udp {
     fn hello(&mut self, config: &SessionConfig) -> Result<()> {
-        self.0
-            .hello(config.geometry, config.in_flight, config.setup_timeout)
+        self.0.hello(
+            config.geometry,
+            config.in_flight,
+            config.setup_timeout,
+            config.key.as_ref(),
+        )
     }
     fn establish(self: Box<Self>, config: &SessionConfig) -> Result<Link> {
         Ok(Link::Other(Box::new(self.0.into_link(config.geometry)?)))
@@ -184,8 +205,12 @@ struct Rdma(Box<RdmaClient>);
 
 impl Connecting for Rdma {
     fn hello(&mut self, config: &SessionConfig) -> Result<()> {
-        self.0
-            .hello(config.geometry, config.in_flight, config.setup_timeout)
+        self.0.hello(
+            config.geometry,
+            config.in_flight,
+            config.setup_timeout,
+            config.key.as_ref(),
+        )
     }
     fn establish(self: Box<Self>, _: &SessionConfig) -> Result<Link> {
         Ok(Link::Other(Box::new(self.0.into_link()?)))

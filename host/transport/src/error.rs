@@ -126,6 +126,38 @@ pub enum Error {
         /// What it answered.
         answer: String,
     },
+    /// The coprocessor gave no answer to a hello: it admits only controllers that prove they
+    /// hold its key (`backline serve --token-file`), and ours was missing or another, or
+    /// nothing answers there. A keyed coprocessor answers a refused hello with nothing, so
+    /// the controller learns no more than this.
+    #[error(
+        "not admitted by {peer}: no answer to our {} within {} ms ({})",
+        if *keyed { "keyed hello" } else { "hello" },
+        waited.as_millis(),
+        if *keyed {
+            "the coprocessor's token file differs from ours, the two clocks differ by more \
+             than 30 s, or nothing serves there"
+        } else {
+            "a coprocessor started with --token-file answers only controllers that hold its \
+             key: pass the same --token-file; or nothing serves there"
+        }
+    )]
+    NotAdmitted {
+        /// The peer, `transport:address`.
+        peer: String,
+        /// Whether our hello carried a key proof.
+        keyed: bool,
+        /// How long we waited.
+        waited: Duration,
+    },
+    /// A token file cannot be used as a key.
+    #[error("token file {}: {problem}", path.display())]
+    TokenFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        problem: crate::admit::TokenFileError,
+    },
     /// A previous failure (e.g. a timeout) left the session unusable.
     #[error("session failed earlier ({0}); stop and destroy it")]
     Failed(String),

@@ -30,6 +30,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod admit;
 mod config;
 mod connect;
 mod error;
@@ -46,6 +47,7 @@ pub mod session;
 pub mod shm;
 pub mod udp;
 
+pub use admit::{AdmissionKey, TokenFileError};
 pub use backline_ring::{SpinBudget, WaitPolicy};
 pub use config::{RdmaOptions, SessionConfig, TransportKind};
 pub use error::{Error, ReplyProblem, Result};

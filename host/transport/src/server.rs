@@ -92,6 +92,9 @@ pub struct ServerStats {
     pub sessions: AtomicU64,
     /// Datagrams that belonged to no session (udp: strangers, garbage, late strays), dropped.
     pub strays: Arc<AtomicU64>,
+    /// Hellos a keyed listener refused (no key proof, another key, stale, replayed) and
+    /// whatever else reached it from a source it has not admitted; never answered.
+    pub unadmitted: Arc<AtomicU64>,
     /// The sessions, running and ended, under one lock: a session moves from one list to the
     /// other at once, so a report never misses one in between.
     book: Mutex<SessionBook>,

@@ -848,12 +848,25 @@ impl Session for CoprocessorSession {
                 "connected",
             ));
         };
+        if self.config.key.is_some()
+            && matches!(
+                self.config.transport,
+                crate::TransportKind::Memcpy | crate::TransportKind::Shm
+            )
+        {
+            return Err(Error::Invalid(format!(
+                "a key (--token-file) admits controllers of udp and rdma; {} serves only this \
+                 machine's user (its segments are mode 0600): serve without one",
+                self.config.transport
+            )));
+        }
         let args = ListenArgs {
             key: &self.key,
             config: &self.config,
             admission: Admission::new(self.options.max_sessions),
             idle_timeout: self.options.idle_timeout,
             strays: self.stats.strays.clone(),
+            unadmitted: self.stats.unadmitted.clone(),
         };
         let listener = (transport(self.config.transport).listen)(address, *oob_port, args)?;
         self.bound = Some(listener.address());

@@ -14,15 +14,18 @@
 use std::io::ErrorKind;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use backline_ring::{HeapRing, Message, RingView, SpinPhase, WaitPolicy};
 use backline_wire::{
-    DecoderId, Geometry, HANDSHAKE_BYTES, HEADER_BYTES, Handshake, HandshakeKind, Kind,
-    RejectReason, Seq, SlotHeader, Status, WIRE_VERSION, decode_message, encode_message,
+    DecoderId, Geometry, HANDSHAKE_BYTES, HEADER_BYTES, HELLO_KEY_PROOF, Handshake, HandshakeKind,
+    KEY_PROOF_BYTES, Kind, RejectReason, Seq, SlotHeader, Status, WIRE_VERSION, decode_message,
+    encode_message,
 };
+
+use crate::admit::{AdmissionKey, Gate, Refusal, Verdict};
 
 use crate::link::{
     Accepted, Admission, ControllerLink, CoprocessorLink, Listener, StopFlag, wait_error,
@@ -139,6 +142,11 @@ pub(crate) struct UdpListener {
     recent: Vec<RecentAccept>,
     /// Datagrams dropped because no session of theirs exists (strays, garbage).
     strays: Arc<AtomicU64>,
+    /// With a key: the check of keyed hellos.
+    gate: Option<Gate>,
+    /// With a key: the controllers' addresses of admitted sessions, while they live (their
+    /// floor pings are answered).
+    admitted: Vec<(SocketAddr, Weak<()>)>,
 }
 
 impl UdpListener {
@@ -149,6 +157,7 @@ impl UdpListener {
         admission: Arc<Admission>,
         idle_timeout: Duration,
         strays: Arc<AtomicU64>,
+        gate: Option<Gate>,
     ) -> Result<UdpListener> {
         let a = resolve(addr)?;
         let sock = UdpSocket::bind(a).map_err(|e| Error::bind("udp", a, e))?;
@@ -163,9 +172,11 @@ impl UdpListener {
             geometry,
             admission,
             idle_timeout,
-            buf: vec![0u8; geometry.slot_bytes as usize + HANDSHAKE_BYTES],
+            buf: vec![0u8; geometry.slot_bytes as usize + HANDSHAKE_BYTES + KEY_PROOF_BYTES],
             recent: Vec::new(),
             strays,
+            gate,
+            admitted: Vec::new(),
         })
     }
 
@@ -205,6 +216,187 @@ fn classify(d: &[u8]) -> Option<Control> {
     None
 }
 
+/// What the listener makes of one datagram.
+enum Screened {
+    /// Nothing to do (counted where it was dropped).
+    Drop,
+    /// Send the datagram back as it is (a floor ping).
+    Echo,
+    /// Send this record back (a reject, a retransmitted answer).
+    Send([u8; HANDSHAKE_BYTES]),
+    /// A hello to answer, with its key proof when it carried one.
+    Hello(Handshake, Option<[u8; KEY_PROOF_BYTES]>),
+}
+
+impl UdpListener {
+    /// Sorts a datagram of an open listener (no key): floor pings are echoed, hellos
+    /// answered, a hello of another version is told so, garbage is told it is malformed.
+    fn screen_open(&mut self, n: usize) -> Screened {
+        let d = &self.buf[..n];
+        if d.len() == HANDSHAKE_BYTES + KEY_PROOF_BYTES
+            && let Ok(h) = Handshake::decode(&d[..HANDSHAKE_BYTES])
+            && h.kind == HandshakeKind::Hello
+            && h.flags & HELLO_KEY_PROOF != 0
+        {
+            // A keyed controller: this server admits anyone, the proof is not needed.
+            return Screened::Hello(h, None);
+        }
+        match classify(d) {
+            Some(Control::Floor) => Screened::Echo,
+            Some(Control::Handshake(h)) if h.kind == HandshakeKind::Reject => {
+                // A hello of another version: say so.
+                Screened::Send(Handshake::reject(RejectReason::Version, self.geometry).encode())
+            }
+            Some(Control::Handshake(h)) if h.kind == HandshakeKind::Hello => {
+                Screened::Hello(h, None)
+            }
+            Some(Control::Garbage) => {
+                self.strays.fetch_add(1, Ordering::Relaxed);
+                Screened::Send(Handshake::reject(RejectReason::Malformed, self.geometry).encode())
+            }
+            // Byes of ended sessions, messages of no session: strays.
+            _ => {
+                self.strays.fetch_add(1, Ordering::Relaxed);
+                Screened::Drop
+            }
+        }
+    }
+
+    /// Sorts a datagram of a keyed listener: only a hello with a valid key proof is
+    /// answered, and floor pings from the address of a live admitted session; everything
+    /// else is dropped without a word, counted and logged once per source ([`Gate`]).
+    fn screen_keyed(&mut self, n: usize, from: SocketAddr) -> Screened {
+        let Some(gate) = self.gate.as_mut() else {
+            return Screened::Drop;
+        };
+        let d = &self.buf[..n];
+        if d.len() == 8 && d[..4] == FLOOR_MAGIC {
+            self.admitted.retain(|(_, live)| live.strong_count() > 0);
+            if self.admitted.iter().any(|(a, _)| *a == from) {
+                return Screened::Echo;
+            }
+            gate.refuse(from.ip(), Refusal::NotHello);
+            return Screened::Drop;
+        }
+        if d.len() != HANDSHAKE_BYTES + KEY_PROOF_BYTES {
+            gate.refuse(from.ip(), Refusal::NoProof);
+            return Screened::Drop;
+        }
+        let mut record = [0u8; HANDSHAKE_BYTES];
+        record.copy_from_slice(&d[..HANDSHAKE_BYTES]);
+        let mut proof = [0u8; KEY_PROOF_BYTES];
+        proof.copy_from_slice(&d[HANDSHAKE_BYTES..]);
+        match gate.check(&record, Some(&proof), from) {
+            Verdict::Admit => match Handshake::decode(&record) {
+                Ok(h) if h.kind == HandshakeKind::Hello => Screened::Hello(h, Some(proof)),
+                // A valid tag over a record of another kind: the key holder's bug; refused.
+                _ => {
+                    gate.refuse(from.ip(), Refusal::NotHello);
+                    Screened::Drop
+                }
+            },
+            // A retransmission: the accept again while its session waits for the controller
+            // (the caller finds it in `recent`), the reject again; a hello whose session has
+            // begun is used up.
+            Verdict::Again(Some(answer)) => match Handshake::decode(&answer) {
+                Ok(a) if a.kind == HandshakeKind::Accept => match Handshake::decode(&record) {
+                    Ok(h) => Screened::Hello(h, None),
+                    Err(_) => Screened::Drop,
+                },
+                _ => Screened::Send(answer),
+            },
+            Verdict::Again(None) | Verdict::Refuse(_) => Screened::Drop,
+        }
+    }
+
+    /// Answers `hello` from `from`: a session (its socket and ring made only now), the same
+    /// session again for a retransmission, or a reject.
+    fn answer(
+        &mut self,
+        hello: Handshake,
+        proof: Option<[u8; KEY_PROOF_BYTES]>,
+        from: SocketAddr,
+        stop: &StopFlag,
+    ) -> Result<Option<Accepted>> {
+        // Relaxed: the flag carries no data; a hello that races a session's first
+        // datagram is a retransmission either way.
+        self.recent
+            .retain(|r| r.at.elapsed() < HELLO_MEMORY && r.unheard.load(Ordering::Relaxed));
+        let mut answer = crate::link::answer_hello(&hello, self.geometry);
+        let remember = |gate: &mut Option<Gate>, answer: &Handshake| {
+            if let (Some(g), Some(p)) = (gate.as_mut(), proof.as_ref()) {
+                g.answered(p, answer.encode());
+            }
+        };
+        if answer.kind == HandshakeKind::Accept {
+            if let Some(r) = self.recent.iter().find(|r| r.from == from) {
+                // A retransmitted hello: the same session again.
+                answer.session_port = r.port;
+                let _ = send_all(&self.sock, &answer.encode(), Some(from));
+                return Ok(None);
+            }
+            if self.gate.is_some() && proof.is_none() {
+                // A keyed retransmission whose session has begun or ended: used up.
+                return Ok(None);
+            }
+        }
+        if answer.kind != HandshakeKind::Accept {
+            remember(&mut self.gate, &answer);
+            let _ = send_all(&self.sock, &answer.encode(), Some(from));
+            return Ok(None);
+        }
+        let Some(guard) = self.admission.try_admit() else {
+            let r = Handshake::reject(RejectReason::Full, self.geometry);
+            remember(&mut self.gate, &r);
+            let _ = send_all(&self.sock, &r.encode(), Some(from));
+            return Ok(None);
+        };
+        let sock = self.session_socket(from)?;
+        let port = sock
+            .local_addr()
+            .map_err(Error::io("reading a session socket's address"))?
+            .port();
+        answer.session_port = port;
+        remember(&mut self.gate, &answer);
+        send_all(&self.sock, &answer.encode(), Some(from))
+            .map_err(Error::io(format!("answering {from}")))?;
+        let unheard = Arc::new(AtomicBool::new(true));
+        self.recent.push(RecentAccept {
+            from,
+            port,
+            at: Instant::now(),
+            unheard: unheard.clone(),
+        });
+        let live = Arc::new(());
+        if self.gate.is_some() {
+            self.admitted.push((from, Arc::downgrade(&live)));
+        }
+        let ring = HeapRing::new(self.geometry)?;
+        let view = ring.view();
+        let link = UdpServerLink {
+            sock,
+            peer: from,
+            geometry: self.geometry,
+            buf: vec![0u8; self.geometry.slot_bytes as usize + HANDSHAKE_BYTES],
+            _ring: ring,
+            view,
+            out: Vec::with_capacity(self.geometry.slot_bytes as usize),
+            last_seen: Instant::now(),
+            idle_timeout: self.idle_timeout,
+            stop: stop.clone(),
+            probes: false,
+            received_ns: 0,
+            polls: 0,
+            unheard: Some(unheard),
+            _live: live,
+        };
+        Ok(Some(Accepted {
+            link: Box::new(link),
+            guard,
+        }))
+    }
+}
+
 impl Listener for UdpListener {
     fn accept(&mut self, wait: &WaitPolicy, stop: &StopFlag) -> Result<Option<Accepted>> {
         // The listener answers floor pings between and during sessions; it waits for the next
@@ -233,89 +425,25 @@ impl Listener for UdpListener {
                 continue;
             };
             spin = spin_from(Instant::now());
-            let hello = match classify(&self.buf[..n]) {
-                Some(Control::Floor) => {
+            let screened = if self.gate.is_some() {
+                self.screen_keyed(n, from)
+            } else {
+                self.screen_open(n)
+            };
+            match screened {
+                Screened::Drop => {}
+                Screened::Echo => {
                     let _ = send_all(&self.sock, &self.buf[..n], Some(from));
-                    continue;
                 }
-                Some(Control::Handshake(h)) if h.kind == HandshakeKind::Reject => {
-                    // A hello of another version: say so.
-                    let r = Handshake::reject(RejectReason::Version, self.geometry);
-                    let _ = send_all(&self.sock, &r.encode(), Some(from));
-                    continue;
+                Screened::Send(record) => {
+                    let _ = send_all(&self.sock, &record, Some(from));
                 }
-                Some(Control::Handshake(h)) if h.kind == HandshakeKind::Hello => h,
-                Some(Control::Garbage) => {
-                    self.strays.fetch_add(1, Ordering::Relaxed);
-                    let r = Handshake::reject(RejectReason::Malformed, self.geometry);
-                    let _ = send_all(&self.sock, &r.encode(), Some(from));
-                    continue;
+                Screened::Hello(h, proof) => {
+                    if let Some(a) = self.answer(h, proof, from, stop)? {
+                        return Ok(Some(a));
+                    }
                 }
-                // Byes of ended sessions, messages of no session: strays.
-                _ => {
-                    self.strays.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                }
-            };
-            // Relaxed: the flag carries no data; a hello that races a session's first
-            // datagram is a retransmission either way.
-            self.recent
-                .retain(|r| r.at.elapsed() < HELLO_MEMORY && r.unheard.load(Ordering::Relaxed));
-            let mut answer = crate::link::answer_hello(&hello, self.geometry);
-            if let Some(r) = self.recent.iter().find(|r| r.from == from)
-                && answer.kind == HandshakeKind::Accept
-            {
-                // A retransmitted hello: the same session again.
-                answer.session_port = r.port;
-                let _ = send_all(&self.sock, &answer.encode(), Some(from));
-                continue;
             }
-            if answer.kind != HandshakeKind::Accept {
-                let _ = send_all(&self.sock, &answer.encode(), Some(from));
-                continue;
-            }
-            let Some(guard) = self.admission.try_admit() else {
-                let r = Handshake::reject(RejectReason::Full, self.geometry);
-                let _ = send_all(&self.sock, &r.encode(), Some(from));
-                continue;
-            };
-            let sock = self.session_socket(from)?;
-            let port = sock
-                .local_addr()
-                .map_err(Error::io("reading a session socket's address"))?
-                .port();
-            answer.session_port = port;
-            send_all(&self.sock, &answer.encode(), Some(from))
-                .map_err(Error::io(format!("answering {from}")))?;
-            let unheard = Arc::new(AtomicBool::new(true));
-            self.recent.push(RecentAccept {
-                from,
-                port,
-                at: Instant::now(),
-                unheard: unheard.clone(),
-            });
-            let ring = HeapRing::new(self.geometry)?;
-            let view = ring.view();
-            let link = UdpServerLink {
-                sock,
-                peer: from,
-                geometry: self.geometry,
-                buf: vec![0u8; self.geometry.slot_bytes as usize + HANDSHAKE_BYTES],
-                _ring: ring,
-                view,
-                out: Vec::with_capacity(self.geometry.slot_bytes as usize),
-                last_seen: Instant::now(),
-                idle_timeout: self.idle_timeout,
-                stop: stop.clone(),
-                probes: false,
-                received_ns: 0,
-                polls: 0,
-                unheard: Some(unheard),
-            };
-            return Ok(Some(Accepted {
-                link: Box::new(link),
-                guard,
-            }));
         }
     }
 
@@ -346,6 +474,8 @@ struct UdpServerLink {
     /// The listener's note that this session has not heard from its controller yet
     /// ([`RecentAccept`]); cleared (and dropped) at the first datagram.
     unheard: Option<Arc<AtomicBool>>,
+    /// Alive while the session is: a keyed listener answers floor pings from its address.
+    _live: Arc<()>,
 }
 
 impl Drop for UdpServerLink {
@@ -546,14 +676,25 @@ impl UdpClient {
     }
 
     /// Hello → accept, retransmitting every 100 ms until `timeout`; then the socket talks to
-    /// the session's own port.
+    /// the session's own port. With a `key`, the hello carries a key proof (the same one in
+    /// every retransmission) and silence is "not admitted".
     pub(crate) fn hello(
         &mut self,
         geometry: Geometry,
         in_flight: u32,
         timeout: Duration,
+        key: Option<&AdmissionKey>,
     ) -> Result<()> {
-        let hello = Handshake::new(HandshakeKind::Hello, geometry, in_flight).encode();
+        let record = Handshake::new(HandshakeKind::Hello, geometry, in_flight);
+        let mut hello = Vec::with_capacity(HANDSHAKE_BYTES + KEY_PROOF_BYTES);
+        match key {
+            Some(k) => {
+                let (r, p) = k.prove(record)?;
+                hello.extend_from_slice(&r);
+                hello.extend_from_slice(&p);
+            }
+            None => hello.extend_from_slice(&record.encode()),
+        }
         let t0 = Instant::now();
         let mut buf = [0u8; 256];
         let no_server = || {
@@ -598,8 +739,9 @@ impl UdpClient {
                 }
             }
         }
-        Err(Error::Timeout {
-            what: format!("an answer to our hello from udp:{}", self.peer),
+        Err(Error::NotAdmitted {
+            peer: format!("udp:{}", self.peer),
+            keyed: key.is_some(),
             waited: t0.elapsed(),
         })
     }
@@ -755,14 +897,46 @@ impl Drop for UdpController {
 }
 
 /// The udp floor: `rounds` raw 8-byte datagrams echoed by the server at `peer`, no header, no
-/// session. The server must be idle or serving (it echoes pings in both states).
+/// session. The server must be idle or serving (it echoes pings in both states). A keyed
+/// server (`config.key`) echoes only the pings of an address it admitted a session of, so
+/// then a session is opened first (with `config`'s geometry) from the socket that pings, and
+/// ended after the pings.
 pub fn udp_floor(
+    peer: &str,
+    rounds: u64,
+    config: &crate::SessionConfig,
+    timeout: Duration,
+) -> Result<Vec<f64>> {
+    let wait = &config.wait;
+    let mut client = UdpClient::connect(peer)?;
+    let listener = client.peer;
+    let session = match &config.key {
+        Some(key) => {
+            client.hello(config.geometry, 1, config.setup_timeout, Some(key))?;
+            let session = client.peer;
+            client
+                .sock
+                .connect(listener)
+                .map_err(Error::io(format!("connecting udp to {listener}")))?;
+            Some(session)
+        }
+        None => None,
+    };
+    let r = ping_floor(&client, peer, rounds, wait, timeout);
+    if let Some(s) = session {
+        let bye = Handshake::new(HandshakeKind::Bye, config.geometry, 0).encode();
+        let _ = send_all(&client.sock, &bye, Some(s));
+    }
+    r
+}
+
+fn ping_floor(
+    client: &UdpClient,
     peer: &str,
     rounds: u64,
     wait: &WaitPolicy,
     timeout: Duration,
 ) -> Result<Vec<f64>> {
-    let client = UdpClient::connect(peer)?;
     let sock = &client.sock;
     let mut rtts = Vec::with_capacity(rounds as usize);
     let mut buf = [0u8; 64];

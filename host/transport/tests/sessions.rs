@@ -546,8 +546,7 @@ fn floors_run_against_the_same_servers() {
     assert_eq!(c.collect().unwrap().payload, b"after");
     let cfg = SessionConfig::new(TransportKind::Udp);
     let (_srv, peer) = server(TransportKind::Udp, &cfg);
-    let r =
-        backline_transport::udp::udp_floor(&peer, n, &cfg.wait, Duration::from_secs(5)).unwrap();
+    let r = backline_transport::udp::udp_floor(&peer, n, &cfg, Duration::from_secs(5)).unwrap();
     assert_eq!(r.len() as u64, n);
 }
 

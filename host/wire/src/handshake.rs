@@ -8,7 +8,8 @@
 //! | 0  | 4  | magic `"BKLH"` |
 //! | 4  | 1  | version ([`WIRE_VERSION`]) |
 //! | 5  | 1  | kind: 1 hello, 2 accept, 3 reject, 4 bye |
-//! | 6  | 2  | reject reason (0 otherwise) |
+//! | 6  | 2  | reject: the reason; hello: flags (bit 0 [`HELLO_KEY_PROOF`]: a [`KeyProof`] of
+//! |    |    | [`KEY_PROOF_BYTES`] follows the record); 0 otherwise |
 //! | 8  | 4  | ring depth |
 //! | 12 | 4  | slot bytes |
 //! | 16 | 4  | rounds in flight the controller will use |
@@ -22,8 +23,94 @@
 //! | 64 | 4  | CRC-32 (IEEE) of bytes 0..64 |
 //!
 //! All integers are little-endian.
+//!
+//! # Key proofs
+//!
+//! A coprocessor started with a pre-shared key (`backline serve --token-file`) answers only a
+//! hello followed by a [`KeyProof`]: when it was made, a nonce, and an HMAC-SHA256 under the
+//! key of [`KeyProof::signed_bytes`] (a domain label, the whole hello record, the time and the
+//! nonce). This module fixes the layout; the transport computes and checks the MAC.
+//!
+//! | offset | size | field |
+//! |-------:|-----:|-------|
+//! | 0  | 8  | when the proof was made, µs since the Unix epoch |
+//! | 8  | 16 | nonce (random, never reused) |
+//! | 24 | 32 | HMAC-SHA256 tag |
 
 use crate::{Geometry, WIRE_VERSION};
+
+/// Hello flag: a [`KeyProof`] follows the record.
+pub const HELLO_KEY_PROOF: u16 = 1;
+
+/// Every hello flag this version knows; a hello with another bit set is malformed.
+const HELLO_FLAGS: u16 = HELLO_KEY_PROOF;
+
+/// Size of one encoded [`KeyProof`].
+pub const KEY_PROOF_BYTES: usize = 56;
+
+/// What a [`KeyProof`]'s tag is computed over, before the hello: names the purpose and the
+/// format, so that a tag made for anything else under the same key never passes.
+pub const KEY_PROOF_LABEL: &[u8; 24] = b"backline key proof v1\0\0\0";
+
+/// The controller's proof that it holds the coprocessor's key, sent after a hello flagged
+/// [`HELLO_KEY_PROOF`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyProof {
+    /// When it was made, µs since the Unix epoch (checked against a freshness window).
+    pub unix_us: u64,
+    /// Random; a coprocessor remembers the nonces it admitted and refuses them again.
+    pub nonce: [u8; 16],
+    /// HMAC-SHA256 of [`KeyProof::signed_bytes`].
+    pub tag: [u8; 32],
+}
+
+/// Length of [`KeyProof::signed_bytes`].
+pub const KEY_PROOF_SIGNED_BYTES: usize = KEY_PROOF_LABEL.len() + HANDSHAKE_BYTES + 24;
+
+impl KeyProof {
+    /// The bytes the tag covers: the label, the hello record as sent, the time and the nonce.
+    pub fn signed_bytes(
+        hello: &[u8; HANDSHAKE_BYTES],
+        unix_us: u64,
+        nonce: &[u8; 16],
+    ) -> [u8; KEY_PROOF_SIGNED_BYTES] {
+        let mut b = [0u8; KEY_PROOF_SIGNED_BYTES];
+        let (label, rest) = b.split_at_mut(KEY_PROOF_LABEL.len());
+        label.copy_from_slice(KEY_PROOF_LABEL);
+        let (h, rest) = rest.split_at_mut(HANDSHAKE_BYTES);
+        h.copy_from_slice(hello);
+        rest[..8].copy_from_slice(&unix_us.to_le_bytes());
+        rest[8..].copy_from_slice(nonce);
+        b
+    }
+
+    /// Encodes to the [`KEY_PROOF_BYTES`] layout.
+    pub fn encode(&self) -> [u8; KEY_PROOF_BYTES] {
+        let mut b = [0u8; KEY_PROOF_BYTES];
+        b[0..8].copy_from_slice(&self.unix_us.to_le_bytes());
+        b[8..24].copy_from_slice(&self.nonce);
+        b[24..56].copy_from_slice(&self.tag);
+        b
+    }
+
+    /// Decodes; only the length can be wrong (the tag decides the rest).
+    pub fn decode(b: &[u8]) -> Option<KeyProof> {
+        if b.len() != KEY_PROOF_BYTES {
+            return None;
+        }
+        let mut unix_us = [0u8; 8];
+        unix_us.copy_from_slice(&b[0..8]);
+        let mut nonce = [0u8; 16];
+        nonce.copy_from_slice(&b[8..24]);
+        let mut tag = [0u8; 32];
+        tag.copy_from_slice(&b[24..56]);
+        Some(KeyProof {
+            unix_us: u64::from_le_bytes(unix_us),
+            nonce,
+            tag,
+        })
+    }
+}
 
 /// Size of one encoded handshake message.
 pub const HANDSHAKE_BYTES: usize = 68;
@@ -115,6 +202,9 @@ pub enum HandshakeError {
     /// Unknown reject reason.
     #[cfg_attr(feature = "std", error("unknown reject reason {0}"))]
     Reason(u16),
+    /// A hello with flags this version does not know.
+    #[cfg_attr(feature = "std", error("unknown hello flags {0:#06x}"))]
+    Flags(u16),
 }
 
 /// One handshake message, decoded.
@@ -124,6 +214,8 @@ pub struct Handshake {
     pub kind: HandshakeKind,
     /// Set when `kind` is [`HandshakeKind::Reject`].
     pub reason: Option<RejectReason>,
+    /// A hello's flags ([`HELLO_KEY_PROOF`]); 0 in every other kind.
+    pub flags: u16,
     /// The ring geometry the sender uses.
     pub geometry: Geometry,
     /// Rounds in flight the controller will use (≤ depth).
@@ -150,6 +242,7 @@ impl Handshake {
         Handshake {
             kind,
             reason: None,
+            flags: 0,
             geometry,
             in_flight,
             qpn: 0,
@@ -176,7 +269,11 @@ impl Handshake {
         b[0..4].copy_from_slice(&HANDSHAKE_MAGIC);
         b[4] = WIRE_VERSION;
         b[5] = self.kind as u8;
-        b[6..8].copy_from_slice(&self.reason.map_or(0, |r| r as u16).to_le_bytes());
+        let word = match self.kind {
+            HandshakeKind::Hello => self.flags,
+            _ => self.reason.map_or(0, |r| r as u16),
+        };
+        b[6..8].copy_from_slice(&word.to_le_bytes());
         b[8..12].copy_from_slice(&self.geometry.depth.to_le_bytes());
         b[12..16].copy_from_slice(&self.geometry.slot_bytes.to_le_bytes());
         b[16..20].copy_from_slice(&self.in_flight.to_le_bytes());
@@ -213,12 +310,17 @@ impl Handshake {
             4 => HandshakeKind::Bye,
             k => return Err(HandshakeError::Kind(k)),
         };
-        let reason_raw = u16::from_le_bytes([b[6], b[7]]);
-        let reason = match (kind, reason_raw) {
-            (HandshakeKind::Reject, r) => {
-                Some(RejectReason::from_u16(r).ok_or(HandshakeError::Reason(r))?)
+        let word = u16::from_le_bytes([b[6], b[7]]);
+        let (reason, flags) = match (kind, word) {
+            (HandshakeKind::Reject, r) => (
+                Some(RejectReason::from_u16(r).ok_or(HandshakeError::Reason(r))?),
+                0,
+            ),
+            (HandshakeKind::Hello, f) if f & !HELLO_FLAGS != 0 => {
+                return Err(HandshakeError::Flags(f));
             }
-            (_, 0) => None,
+            (HandshakeKind::Hello, f) => (None, f),
+            (_, 0) => (None, 0),
             (_, r) => return Err(HandshakeError::Reason(r)),
         };
         let mut gid = [0u8; 16];
@@ -228,6 +330,7 @@ impl Handshake {
         Ok(Handshake {
             kind,
             reason,
+            flags,
             geometry: Geometry {
                 depth: le32(b, 8),
                 slot_bytes: le32(b, 12),
@@ -325,10 +428,47 @@ mod tests {
         let crc = crc32(&v2[0..64]);
         v2[64..68].copy_from_slice(&crc.to_le_bytes());
         assert_eq!(Handshake::decode(&v2), Err(HandshakeError::Version(2)));
+        let mut hello = Handshake::new(HandshakeKind::Hello, Geometry::default(), 1);
+        hello.flags = HELLO_KEY_PROOF;
+        assert_eq!(Handshake::decode(&hello.encode()), Ok(hello));
+        hello.flags = 0x8001;
+        assert_eq!(
+            Handshake::decode(&hello.encode()),
+            Err(HandshakeError::Flags(0x8001))
+        );
+        let mut accept_flags = good;
+        accept_flags[6] = 1;
+        seal(&mut accept_flags);
+        assert_eq!(
+            Handshake::decode(&accept_flags),
+            Err(HandshakeError::Reason(1))
+        );
         let mut k = good;
         k[5] = 9;
         let crc = crc32(&k[0..64]);
         k[64..68].copy_from_slice(&crc.to_le_bytes());
         assert_eq!(Handshake::decode(&k), Err(HandshakeError::Kind(9)));
+    }
+}
+
+#[cfg(test)]
+mod key_proof_tests {
+    use super::*;
+
+    #[test]
+    fn a_proof_round_trips_and_its_signed_bytes_hold_every_field() {
+        let p = KeyProof {
+            unix_us: 0x0102_0304_0506_0708,
+            nonce: [7; 16],
+            tag: [9; 32],
+        };
+        assert_eq!(KeyProof::decode(&p.encode()), Some(p));
+        assert_eq!(KeyProof::decode(&p.encode()[..55]), None);
+        let hello = Handshake::new(HandshakeKind::Hello, Geometry::default(), 1).encode();
+        let s = KeyProof::signed_bytes(&hello, p.unix_us, &p.nonce);
+        assert_eq!(&s[..24], KEY_PROOF_LABEL);
+        assert_eq!(&s[24..24 + HANDSHAKE_BYTES], &hello);
+        assert_eq!(&s[92..100], &p.unix_us.to_le_bytes());
+        assert_eq!(&s[100..], &p.nonce);
     }
 }

@@ -35,7 +35,8 @@ pub mod oob;
 pub mod stream;
 
 pub use handshake::{
-    HANDSHAKE_BYTES, HANDSHAKE_MAGIC, Handshake, HandshakeError, HandshakeKind, RejectReason,
+    HANDSHAKE_BYTES, HANDSHAKE_MAGIC, HELLO_KEY_PROOF, Handshake, HandshakeError, HandshakeKind,
+    KEY_PROOF_BYTES, KEY_PROOF_LABEL, KEY_PROOF_SIGNED_BYTES, KeyProof, RejectReason,
     seal as seal_handshake,
 };
 

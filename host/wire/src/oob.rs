@@ -62,17 +62,32 @@ pub fn connect(addr: &str, timeout: Duration) -> Result<TcpStream, OobError> {
 
 /// Sends one record.
 pub fn send(stream: &mut TcpStream, h: &Handshake) -> Result<(), OobError> {
-    stream.write_all(&h.encode())?;
+    send_bytes(stream, &h.encode())
+}
+
+/// Sends bytes as they are (a record and the key proof after it).
+pub fn send_bytes(stream: &mut TcpStream, bytes: &[u8]) -> Result<(), OobError> {
+    stream.write_all(bytes)?;
     stream.flush()?;
     Ok(())
 }
 
 /// Receives one record, waiting at most `timeout` for all of it.
 pub fn recv(stream: &mut TcpStream, timeout: Duration) -> Result<Handshake, OobError> {
-    stream.set_read_timeout(Some(timeout))?;
     let mut buf = [0u8; HANDSHAKE_BYTES];
+    recv_exact(stream, &mut buf, timeout)?;
+    Ok(Handshake::decode(&buf)?)
+}
+
+/// Fills `buf`, waiting at most `timeout` for each read.
+pub fn recv_exact(
+    stream: &mut TcpStream,
+    buf: &mut [u8],
+    timeout: Duration,
+) -> Result<(), OobError> {
+    stream.set_read_timeout(Some(timeout))?;
     let mut got = 0;
-    while got < HANDSHAKE_BYTES {
+    while got < buf.len() {
         match stream.read(&mut buf[got..]) {
             Ok(0) => return Err(OobError::Closed(got)),
             Ok(n) => got += n,
@@ -83,7 +98,7 @@ pub fn recv(stream: &mut TcpStream, timeout: Duration) -> Result<Handshake, OobE
             Err(e) => return Err(e.into()),
         }
     }
-    Ok(Handshake::decode(&buf)?)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -49,6 +49,9 @@ impl ServerProcess {
         if transport == TransportKind::Rdma {
             cmd.args(c.rdma.to_args());
         }
+        if c.session.key.is_some() {
+            cmd.args(c.admit.to_args());
+        }
         if responders.iter().any(|r| is_gpu(r)) {
             cmd.args(c.gpu.to_args());
         }

@@ -190,7 +190,7 @@ fn floor_half(c: &BenchConfig, peer: &str, rounds: u64) -> anyhow::Result<Vec<f6
             backline_transport::floor::memcpy_floor(rounds, c.pin.map(|p| p.1), t)
         }
         TransportKind::Shm => backline_transport::shm::shm_floor(peer, config.geometry, rounds, t),
-        TransportKind::Udp => backline_transport::udp::udp_floor(peer, rounds, &config.wait, t),
+        TransportKind::Udp => backline_transport::udp::udp_floor(peer, rounds, config, t),
         TransportKind::Rdma => backline_transport::rdma::rdma_floor(peer, config, rounds, t),
     };
     r.with_context(what)

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use anyhow::Context;
 use backline_transport::{CoprocessorSession, Session as _, TransportKind, os::DmaLatencyGuard};
 
-use super::{BacklineSettings, ServeConfig, Serving, function_list};
+use super::{BacklineSettings, Reach, ServeConfig, Serving, function_list};
 
 /// Serves `c.table` over `c.transport` until a signal or the last of `--sessions`.
 pub fn run(c: &ServeConfig, s: &BacklineSettings) -> anyhow::Result<ExitCode> {
@@ -32,19 +32,23 @@ pub fn run(c: &ServeConfig, s: &BacklineSettings) -> anyhow::Result<ExitCode> {
         Some(k) => format!("{k} serving threads"),
         None => "a thread per session".into(),
     };
-    let loopback =
-        bound.contains("127.0.0.1") || bound.contains("[::1]") || bound.starts_with("shm:");
+    let keyed = s.session.key.is_some();
+    let admission = if keyed {
+        ", admitting only controllers that prove the key of --token-file"
+    } else {
+        ""
+    };
     serving.announce(
         session.peer_address().unwrap_or_default(),
         &format!(
-            "{bound}, up to {} controllers at once ({threads}), {} slots of {} bytes, functions {}",
+            "{bound}, up to {} controllers at once ({threads}), {} slots of {} bytes, functions {}{admission}",
             s.options.max_sessions,
             s.session.geometry.depth,
             s.session.geometry.slot_bytes,
             function_list(&c.table)
         ),
         &bound,
-        loopback,
+        Reach::of(&bound, keyed, c.transport != TransportKind::Shm),
         "controllers",
     );
     serving.wait(|| session.is_finished());
@@ -95,8 +99,14 @@ fn report(c: &ServeConfig, session: &CoprocessorSession) -> anyhow::Result<()> {
     } else {
         String::new()
     };
+    let unadmitted = session.stats().unadmitted.load(Ordering::Relaxed);
+    let unadmitted = if unadmitted > 0 {
+        format!(", {unadmitted} hellos without a valid key proof refused unanswered")
+    } else {
+        String::new()
+    };
     eprintln!(
-        "backline serve: stopped after {sessions} sessions, {rounds} rounds ({failed} answered with an error status){strays}"
+        "backline serve: stopped after {sessions} sessions, {rounds} rounds ({failed} answered with an error status){strays}{unadmitted}"
     );
     Ok(())
 }

@@ -21,7 +21,7 @@ use anyhow::Context;
 use backline_responder::cuqr::{CuqrReport, CuqrServer, CuqrStats};
 use backline_wire::cuqr::Function;
 
-use super::{CuqrSettings, ServeConfig, Serving, function_list};
+use super::{CuqrSettings, Reach, ServeConfig, Serving, function_list};
 
 /// Serves `c.table` over CUQR frames until SIGINT/SIGTERM.
 pub fn run(c: &ServeConfig, settings: &CuqrSettings) -> anyhow::Result<ExitCode> {
@@ -61,7 +61,11 @@ pub fn run(c: &ServeConfig, settings: &CuqrSettings) -> anyhow::Result<ExitCode>
             rings.join(", ")
         ),
         &addr.to_string(),
-        addr.ip().is_loopback(),
+        if addr.ip().is_loopback() {
+            Reach::Loopback
+        } else {
+            Reach::Open { keyable: false }
+        },
         "clients",
     );
     // A reader may have taken only the first line and closed the pipe (`backline bench`

@@ -26,7 +26,9 @@ use backline_responder::ResponderTable;
 use backline_responder::cuqr::{CuqrOptions, RingSpec};
 use backline_transport::{ServeOptions, SessionConfig, TransportKind};
 
-use super::common::{GpuArgs, Protocol, RdmaArgs, RingArgs, check_pin, parse_fn, table_of};
+use super::common::{
+    AdmitArgs, GpuArgs, Protocol, RdmaArgs, RingArgs, check_pin, parse_fn, table_of,
+};
 
 /// `--transport` of a server: the transports' names (`memcpy` is taken, to be refused with a
 /// pointer to `bench`, and not listed).
@@ -113,6 +115,8 @@ pub struct Args {
     pub rdma: RdmaArgs,
     #[command(flatten)]
     pub gpu: GpuArgs,
+    #[command(flatten)]
+    pub admit: AdmitArgs,
     /// Pin the serving thread to this CPU.
     #[arg(long)]
     pub pin: Option<usize>,
@@ -327,6 +331,7 @@ impl BacklineSettings {
         let mut session = a.ring.config(transport, a.payload_bytes)?;
         session.pin_cpu = a.pin;
         session.rdma = a.rdma.options();
+        session.key = a.admit.key(transport)?;
         if hops.on() {
             // Each session allocates its hop stamps when it starts: all of them must fit.
             let per_round = (backline_probe::HOPS * std::mem::size_of::<u64>()) as u64;
@@ -373,6 +378,12 @@ fn cuqr_settings(
     hops: &HopOutputs,
     table: &ResponderTable,
 ) -> anyhow::Result<CuqrSettings> {
+    if a.admit.token_file.is_some() && std::env::var_os("BACKLINE_TOKEN_FILE").is_none() {
+        bail!(
+            "--token-file admits backline controllers; NVIDIA's realtime clients carry no key, \
+             so the cuqr server serves whoever reaches it (keep it on loopback or a closed network)"
+        );
+    }
     if a.sessions.is_some() || a.serve_threads.is_some() {
         eprintln!(
             "backline serve: --sessions and --serve-threads apply to the backline protocol; \
@@ -469,11 +480,24 @@ impl Serving {
     /// Says the server accepts: `ready PEER` on stdout (what a controller passes as
     /// `--peer`), `line` on stderr, and a warning when its address `shown` is not loopback
     /// (`who` on other hosts can reach it).
-    pub fn announce(&self, peer: &str, line: &str, shown: &str, loopback: bool, who: &str) {
+    pub fn announce(&self, peer: &str, line: &str, shown: &str, reach: Reach, who: &str) {
         println!("ready {peer}");
         eprintln!("backline serve: {line}; Ctrl-C to stop");
-        if !loopback {
-            eprintln!("backline serve: {shown} is not loopback: {who} on other hosts can reach it");
+        match reach {
+            Reach::Loopback => {}
+            Reach::Keyed => eprintln!(
+                "backline serve: {shown} is not loopback: {who} on other hosts can reach it, \
+                 and only those proving the key of --token-file are answered"
+            ),
+            Reach::Open { keyable: true } => eprintln!(
+                "backline serve: {shown} is not loopback: {who} on other hosts can reach it \
+                 (--token-file answers only those holding a pre-shared key)"
+            ),
+            Reach::Open { keyable: false } => {
+                eprintln!(
+                    "backline serve: {shown} is not loopback: {who} on other hosts can reach it"
+                )
+            }
         }
     }
 
@@ -482,6 +506,30 @@ impl Serving {
         // Relaxed: a flag set by the signal handler, carrying no data.
         while !self.term.load(Ordering::Relaxed) && !finished() {
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Who can reach a server, for its announcement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Its own host only (loopback, shared memory).
+    Loopback,
+    /// Other hosts, answered only when they prove the key.
+    Keyed,
+    /// Other hosts, all answered; `keyable`: `--token-file` would apply.
+    Open { keyable: bool },
+}
+
+impl Reach {
+    /// The reach of a server bound at `bound`.
+    pub fn of(bound: &str, keyed: bool, keyable: bool) -> Reach {
+        let loopback =
+            bound.contains("127.0.0.1") || bound.contains("[::1]") || bound.starts_with("shm:");
+        match (loopback, keyed) {
+            (true, _) => Reach::Loopback,
+            (false, true) => Reach::Keyed,
+            (false, false) => Reach::Open { keyable },
         }
     }
 }

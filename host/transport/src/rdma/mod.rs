@@ -59,10 +59,11 @@ use std::time::{Duration, Instant};
 use backline_ring::{Message, RingView, WaitPolicy};
 use backline_wire::oob::{self, OobError};
 use backline_wire::{
-    DecoderId, Geometry, HANDSHAKE_BYTES, Handshake, HandshakeError, HandshakeKind, Kind,
-    RejectReason, Seq, Status,
+    DecoderId, Geometry, HANDSHAKE_BYTES, HELLO_KEY_PROOF, Handshake, HandshakeError,
+    HandshakeKind, KEY_PROOF_BYTES, Kind, RejectReason, Seq, Status,
 };
 
+use crate::admit::{AdmissionKey, Gate, Refusal, Verdict};
 use crate::link::{
     Accepted, Admission, AdmitGuard, ControllerLink, CoprocessorLink, Listener, StopFlag,
     wait_error,
@@ -191,17 +192,36 @@ impl RdmaClient {
         })
     }
 
-    /// Hello → accept: exchanges queue pairs, keys and ring addresses.
+    /// Hello → accept: exchanges queue pairs, keys and ring addresses. With a `key`, the
+    /// hello carries a key proof, and a connection closed without an answer is "not
+    /// admitted" (a keyed coprocessor refuses that way).
     pub(crate) fn hello(
         &mut self,
         geometry: Geometry,
         in_flight: u32,
         timeout: Duration,
+        key: Option<&AdmissionKey>,
     ) -> Result<()> {
         let hello = record(HandshakeKind::Hello, &self.ep, geometry, in_flight);
-        oob::send(&mut self.stream, &hello).map_err(|e| oob_error(e, &self.peer, "our hello"))?;
-        let answer = oob::recv(&mut self.stream, timeout)
-            .map_err(|e| oob_error(e, &self.peer, "the answer to our hello"))?;
+        let sent = match key {
+            Some(k) => {
+                let (r, p) = k.prove(hello)?;
+                let mut b = r.to_vec();
+                b.extend_from_slice(&p);
+                oob::send_bytes(&mut self.stream, &b)
+            }
+            None => oob::send(&mut self.stream, &hello),
+        };
+        sent.map_err(|e| oob_error(e, &self.peer, "our hello"))?;
+        let t0 = Instant::now();
+        let answer = oob::recv(&mut self.stream, timeout).map_err(|e| match e {
+            OobError::Closed(0) => Error::NotAdmitted {
+                peer: self.peer.clone(),
+                keyed: key.is_some(),
+                waited: t0.elapsed(),
+            },
+            e => oob_error(e, &self.peer, "the answer to our hello"),
+        })?;
         self.accepted = Some(check_answer(&answer, geometry, &self.peer)?);
         Ok(())
     }
@@ -377,7 +397,12 @@ pub fn rdma_floor(
     timeout: Duration,
 ) -> Result<Vec<f64>> {
     let mut c = RdmaClient::connect(peer, config)?;
-    c.hello(config.geometry, 1, config.setup_timeout)?;
+    c.hello(
+        config.geometry,
+        1,
+        config.setup_timeout,
+        config.key.as_ref(),
+    )?;
     let mut link = c.into_link()?;
     link.floor(rounds, timeout)
 }
@@ -391,6 +416,8 @@ pub(crate) struct RdmaListener {
     geometry: Geometry,
     setup_timeout: Duration,
     drain_timeout: Duration,
+    /// With a key: the check of keyed hellos.
+    gate: Option<Gate>,
 }
 
 impl RdmaListener {
@@ -399,6 +426,7 @@ impl RdmaListener {
         addr: &str,
         config: &SessionConfig,
         admission: Arc<Admission>,
+        gate: Option<Gate>,
     ) -> Result<RdmaListener> {
         let geometry = config.geometry.validate()?;
         let dev = Arc::new(Device::open(&config.rdma)?);
@@ -417,11 +445,14 @@ impl RdmaListener {
             geometry,
             setup_timeout: config.setup_timeout,
             drain_timeout: drain_timeout(config),
+            gate,
         })
     }
 
     /// Runs the coprocessor's half of the handshake on a fresh connection. `Ok(None)` when the
-    /// hello was refused or the controller went quiet; errors only for local failures.
+    /// hello was refused or the controller went quiet; errors only for local failures. A keyed
+    /// listener checks the key proof before anything else and closes the connection on a
+    /// hello without a valid one, answering nothing.
     fn handshake(
         &mut self,
         mut stream: TcpStream,
@@ -429,22 +460,55 @@ impl RdmaListener {
         let _ = stream.set_nonblocking(false);
         let _ = stream.set_nodelay(true);
         let _ = stream.set_write_timeout(Some(self.setup_timeout));
+        let keyed = self.gate.is_some();
         let reject = |s: &mut TcpStream, reason| {
-            let _ = oob::send(s, &Handshake::reject(reason, self.geometry));
+            if !keyed {
+                let _ = oob::send(s, &Handshake::reject(reason, self.geometry));
+            }
         };
-        let hello = match oob::recv(&mut stream, self.setup_timeout) {
+        let from = stream
+            .peer_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        let mut raw = [0u8; HANDSHAKE_BYTES];
+        // Silent, closed or broken: nobody to answer.
+        if oob::recv_exact(&mut stream, &mut raw, self.setup_timeout).is_err() {
+            if let Some(g) = self.gate.as_mut() {
+                g.refuse(from.ip(), Refusal::NotHello);
+            }
+            return Ok(None);
+        }
+        let hello = match Handshake::decode(&raw) {
             Ok(h) => h,
-            Err(OobError::Handshake(HandshakeError::Version(_))) => {
-                reject(&mut stream, RejectReason::Version);
+            Err(e) => {
+                if let Some(g) = self.gate.as_mut() {
+                    g.refuse(from.ip(), Refusal::NotHello);
+                }
+                let reason = match e {
+                    HandshakeError::Version(_) => RejectReason::Version,
+                    _ => RejectReason::Malformed,
+                };
+                reject(&mut stream, reason);
                 return Ok(None);
             }
-            Err(OobError::Handshake(_)) => {
-                reject(&mut stream, RejectReason::Malformed);
-                return Ok(None);
-            }
-            // Silent, closed or broken: nobody to answer.
-            Err(_) => return Ok(None),
         };
+        if hello.kind == HandshakeKind::Hello && hello.flags & HELLO_KEY_PROOF != 0 {
+            let mut proof = [0u8; KEY_PROOF_BYTES];
+            if oob::recv_exact(&mut stream, &mut proof, self.setup_timeout).is_err() {
+                if let Some(g) = self.gate.as_mut() {
+                    g.refuse(from.ip(), Refusal::NoProof);
+                }
+                return Ok(None);
+            }
+            if let Some(g) = self.gate.as_mut()
+                && g.check(&raw, Some(&proof), from) != Verdict::Admit
+            {
+                // Over TCP nothing is retransmitted: a proof seen before is a replay.
+                return Ok(None);
+            }
+        } else if let Some(g) = self.gate.as_mut() {
+            g.refuse(from.ip(), Refusal::NoProof);
+            return Ok(None);
+        }
         let peer = match check_hello(&hello, self.geometry) {
             Ok(p) => p,
             Err(reason) => {

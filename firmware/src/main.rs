@@ -203,10 +203,23 @@ struct SimBoardArgs {
     /// Seed of the jitter.
     #[arg(long, default_value = "1")]
     seed: u64,
-    /// What the ERNIC's first reserved word reads (0 on a v3.x ERNIC; anything else
-    /// rehearses the firmware's refusal of a foreign register space), decimal or 0x-hex.
-    #[arg(long, default_value = "0", value_parser = backline_pacer::parse_setting)]
-    ident_word: u32,
+    /// The simulated ERNIC's register layout: v4 (ERNIC v4.x, what the block design builds
+    /// by default) or v3 (ERNIC v3.x).
+    #[arg(long, default_value = "v4", value_parser = parse_layout)]
+    ernic: backline_board::ernic::Layout,
+    /// What the word the ERNIC is identified by reads, decimal or 0x-hex: v4.x's
+    /// XRNIC_VERSION (default 0x00040000, version 4.0.0) or v3.x's first reserved word
+    /// (default 0). Anything else rehearses the firmware's refusal of a foreign register
+    /// space.
+    #[arg(long, value_parser = backline_pacer::parse_setting)]
+    ident_word: Option<u32>,
+}
+
+/// `v3`/`v4` (also `v3.x`, `4`) as an ERNIC layout.
+#[cfg(feature = "sim")]
+fn parse_layout(s: &str) -> Result<backline_board::ernic::Layout, String> {
+    backline_board::ernic::Layout::parse(s)
+        .ok_or_else(|| format!("`{s}` is not an ERNIC layout: v3 (ERNIC v3.x) or v4 (ERNIC v4.x)"))
 }
 
 /// A small stderr logger for the `log` facade.
@@ -261,8 +274,12 @@ fn info(backend: &str, json: bool) -> anyhow::Result<ExitCode> {
     let mut s = String::new();
     s += &format!("backend        {}\n", i.backend);
     s += &format!(
+        "ERNIC layout   {} ({})\n",
+        i.ernic_layout, i.ernic_identified_by
+    );
+    s += &format!(
         "ERNIC          {}, {}, {} QPs, UDP source port {}, MAC {}, IP {}, INTSTS {:#x}\n",
-        i.ernic_layout,
+        i.ernic_layout_short,
         if i.ernic_enabled {
             "enabled"
         } else {
@@ -614,6 +631,7 @@ impl SimBoardPlan {
         o.service_cycles = rm::ns_to_cycles(a.service_ns);
         o.jitter_cycles = rm::ns_to_cycles(a.jitter_ns);
         o.seed = a.seed;
+        o.layout = a.ernic;
         o.ident_word = a.ident_word;
         Ok(SimBoardPlan {
             options: o,
@@ -636,7 +654,7 @@ fn sim_board(p: &SimBoardPlan) -> anyhow::Result<ExitCode> {
         "backline-apu sim-board: serving {} ({}, Verilator HWHS); remote side {}; {}; stop \
          with Ctrl-C or SIGTERM",
         p.options.socket.display(),
-        backline_board::ernic::LAYOUT,
+        p.options.layout.describe(),
         board
             .peer_address()
             .map_or("off".to_string(), |p| format!("on {p}")),

@@ -43,6 +43,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use backline_board::ernic::Layout;
 use backline_board::{Access, Block, Op, PeerInfo, Refusal};
 use backline_regmap as rm;
 use backline_wire::oob;
@@ -111,9 +112,12 @@ pub struct SimBoardOptions {
     pub jitter_cycles: u64,
     /// Seed of the jitter.
     pub seed: u64,
-    /// What the first identification probe of the ERNIC space reads (0 on a v3.x ERNIC;
-    /// anything else rehearses the refusal of a foreign register space).
-    pub ident_word: u32,
+    /// The ERNIC's register layout (v3.x or v4.x; default [`Layout::DEFAULT`]).
+    pub layout: Layout,
+    /// What the word the layout is identified by reads: a v4.x's `XRNIC_VERSION` (default
+    /// 4.0.0), or the first reserved word of a v3.x space (default 0); anything else
+    /// rehearses the firmware's refusal of a register space it does not know.
+    pub ident_word: Option<u32>,
     /// The memory map.
     pub memory: MemoryMap,
 }
@@ -133,7 +137,8 @@ impl SimBoardOptions {
             service_cycles: rm::ns_to_cycles(200),
             jitter_cycles: 0,
             seed: 1,
-            ident_word: 0,
+            layout: Layout::DEFAULT,
+            ident_word: None,
             memory: MemoryMap::default(),
         }
     }
@@ -225,10 +230,12 @@ fn refusal(r: Refusal) -> AccessError {
 impl SimCore {
     /// A powered-up board (and, with a coprocessor, its bridge connected).
     pub fn new(opts: SimBoardOptions) -> Result<SimCore, SimBoardError> {
-        let mut ernic = ErnicModel::new();
+        let mut ernic = ErnicModel::new(opts.layout);
         ernic.set_reply_memory(opts.memory.reply_memory);
         ernic.set_max_sq_depth(SQ_MEMORY_BYTES / backline_board::ernic::wqe::BYTES);
-        ernic.set_ident_word(opts.ident_word);
+        if let Some(w) = opts.ident_word {
+            ernic.set_ident_word(w);
+        }
         let mut shadow = vec![0u32; 1 << (rm::AXI_ADDR_BITS - 2)];
         for r in rm::REGISTERS {
             shadow[(r.offset / 4) as usize] = r.reset;
@@ -490,7 +497,7 @@ impl SimCore {
         SimState {
             protocol: p::PROTOCOL_VERSION,
             cycle: self.hwhs.cycle(),
-            ernic_layout: backline_board::ernic::LAYOUT.into(),
+            ernic_layout: self.ernic.layout().describe().into(),
             peer_listen: self.opts.peer_listen.clone(),
             handshakes: self.handshakes,
             board_qpn: self.hello.map(|h| h.qpn),

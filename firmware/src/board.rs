@@ -85,6 +85,8 @@ pub struct HwhsInfo {
     pub round_count: u32,
     /// `TIMEOUT_COUNT`.
     pub timeout_count: u32,
+    /// `ERNIC_ERR_COUNT`.
+    pub ernic_errors: u32,
     /// `MISMATCH_COUNT`.
     pub mismatch_count: u32,
     /// `LAST_RTT` in cycles.
@@ -224,6 +226,7 @@ impl<M: Mmio> Board<M> {
             qp_num: h(m, rm::QP_NUM)?,
             round_count: h(m, rm::ROUND_COUNT)?,
             timeout_count: h(m, rm::TIMEOUT_COUNT)?,
+            ernic_errors: h(m, rm::ERNIC_ERR_COUNT)?,
             mismatch_count: h(m, rm::MISMATCH_COUNT)?,
             last_rtt_cycles: h(m, rm::LAST_RTT)?,
             trace_count: h(m, rm::TRACE_COUNT)?,

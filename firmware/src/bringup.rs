@@ -23,8 +23,9 @@
 //!    engine's ERNIC adapter speaks) last.
 //! 5. *barrier* — the ERNIC and the HWHS are different devices.
 //! 6. **HWHS** — soft reset, then QP, payload and reply lengths, decoder id, SQ base and
-//!    depth (the QP's), ring depth, reply timeout, the WQE fields (WRITE, the peer's rkey and
-//!    request ring, the request buffer), trace enable and the flags.
+//!    depth (the QP's), the doorbell's address (the QP's `SQPI`, for the adapter), ring
+//!    depth, reply timeout, the WQE fields (WRITE, the peer's rkey and request ring, the
+//!    request buffer), trace enable and the flags.
 //!
 //! Pacer, round count and reference memory are written by each run ([`crate::hwhs`]).
 //!
@@ -122,6 +123,7 @@ pub const DOCUMENTED_ORDER: &[(Block, &str)] = &[
     (Block::Hwhs, "DECODER_ID"),
     (Block::Hwhs, "SQ_BASE"),
     (Block::Hwhs, "SQ_DEPTH"),
+    (Block::Hwhs, "DB_ADDR"),
     (Block::Hwhs, "RING_DEPTH"),
     (Block::Hwhs, "TIMEOUT"),
     (Block::Hwhs, "WQE_OPCODE"),
@@ -322,8 +324,15 @@ pub fn qp_writes(cfg: &Config, peer: &PeerInfo, l: Layout) -> Vec<Access> {
     ]
 }
 
+/// `DB_ADDR` for QP `qpn` on an ERNIC of layout `l`: its `SQPI` register as the engine's
+/// ERNIC adapter sees it (ERNIC's register window of `backline_regmap::pl`, where the block
+/// design puts it for the APU and the adapter alike).
+pub fn doorbell_address(l: Layout, qpn: u32) -> u32 {
+    (rm::pl::ERNIC_REGS.base + u64::from(l.qp_offset(qpn, q::SQPI))) as u32
+}
+
 /// Step 6: the HWHS, soft reset first.
-pub fn hwhs_writes(cfg: &Config, peer: &PeerInfo, _l: Layout) -> Vec<Access> {
+pub fn hwhs_writes(cfg: &Config, peer: &PeerInfo, l: Layout) -> Vec<Access> {
     let c = &cfg.hwhs;
     vec![
         h(rm::CTRL, rm::CTRL_SOFT_RESET.bits(1)),
@@ -333,6 +342,7 @@ pub fn hwhs_writes(cfg: &Config, peer: &PeerInfo, _l: Layout) -> Vec<Access> {
         h(rm::DECODER_ID, c.decoder_id),
         h(rm::SQ_BASE, lo(cfg.qp.sq_base)),
         h(rm::SQ_DEPTH, cfg.qp.sq_depth),
+        h(rm::DB_ADDR, doorbell_address(l, cfg.qp.number)),
         h(rm::RING_DEPTH, c.ring_depth),
         h(rm::TIMEOUT, cfg.timeout_cycles()),
         h(rm::WQE_OPCODE, ernic::wqe::opcode::WRITE),

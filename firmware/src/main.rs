@@ -311,9 +311,10 @@ fn info(backend: &str, json: bool) -> anyhow::Result<ExitCode> {
         i.hwhs_version, h.status, h.status_text, h.flags, h.qp_num
     );
     s += &format!(
-        "counters       rounds {}, timeouts {}, mismatches {}, last RTT {} cycles, trace {} entries (status {:#x})\n",
+        "counters       rounds {}, timeouts {}, ERNIC errors {}, mismatches {}, last RTT {} cycles, trace {} entries (status {:#x})\n",
         h.round_count,
         h.timeout_count,
+        h.ernic_errors,
         h.mismatch_count,
         h.last_rtt_cycles,
         h.trace_count,
@@ -499,12 +500,13 @@ fn run(backend: &str, a: &RunPlan) -> anyhow::Result<ExitCode> {
             .save(path)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    let failed = rep.timeouts > 0 || rep.mismatches > 0;
+    let failed = rep.timeouts > 0 || rep.mismatches > 0 || rep.ernic_errors > 0;
     if a.json {
         let mut extra = serde_json::Map::new();
         extra.insert("mode".into(), spec.mode.name().into());
         extra.insert("rounds_committed".into(), rep.rounds_committed.into());
         extra.insert("timeouts".into(), rep.timeouts.into());
+        extra.insert("ernic_errors".into(), rep.ernic_errors.into());
         extra.insert("mismatches".into(), rep.mismatches.into());
         extra.insert("trace_full".into(), rep.trace_full.into());
         extra.insert("trace_saturated".into(), rep.trace_saturated.into());
@@ -525,9 +527,14 @@ fn run(backend: &str, a: &RunPlan) -> anyhow::Result<ExitCode> {
         );
         let mut s = summary_table(title, &trace);
         s += &format!(
-            "timeouts {}  mismatches {}  trace {} entries{}{}  ({:.2} s{})\n",
+            "timeouts {}  mismatches {}{}  trace {} entries{}{}  ({:.2} s{})\n",
             rep.timeouts,
             rep.mismatches,
+            if rep.ernic_errors > 0 {
+                format!("  ERNIC-side AXI errors {}", rep.ernic_errors)
+            } else {
+                String::new()
+            },
             rep.trace_count,
             if rep.trace_full { ", full" } else { "" },
             if rep.trace_saturated {

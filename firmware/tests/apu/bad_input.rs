@@ -91,7 +91,7 @@ fn misaligned_base_addresses_are_refused_naming_the_field() {
         ),
         (
             &|c| c.qp.cq_doorbell += 1,
-            "config qp.cq_doorbell = 0x70050001: must be 4-byte aligned",
+            "config qp.cq_doorbell = 0xa403f001: must be 4-byte aligned",
         ),
         (
             &|c| c.memory_region.phys += 0x40,
@@ -155,7 +155,7 @@ fn a_foreign_register_space_is_refused_before_anything_is_written() {
     fake.set_hwhs(rm::VERSION, 0x424C_0001);
     let e = Board::open(&mut fake).unwrap_err().to_string();
     assert!(
-        e.starts_with("HWHS VERSION reads 0x424c0001: expected 0x424c0002"),
+        e.starts_with("HWHS VERSION reads 0x424c0001: expected 0x424c0003"),
         "{e}"
     );
     assert!(fake.writes().is_empty());

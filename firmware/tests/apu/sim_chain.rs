@@ -362,6 +362,18 @@ fn the_simulated_board_refuses_what_a_real_one_would_silently_get_wrong() {
         e.contains("SQ_BASE = 0xa4021000, but SQBA[QP 2] = 0xa4020000"),
         "{e}"
     );
+    // The adapter's doorbell pointed at the v3.x layout's SQPI on this v4.x ERNIC.
+    b.setup(&cfg).unwrap();
+    let v3_sqpi = backline_apu::bringup::doorbell_address(Layout::V3, 2);
+    b.mmio().write32(Block::Hwhs, rm::DB_ADDR, v3_sqpi).unwrap();
+    let e = b
+        .run(&RunSpec::b2b(Mode::SwLoop, 10), &mut |_, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("DB_ADDR = 0xa0220338, but SQPI[QP 2] of this v4.x ERNIC is at 0xa0380138"),
+        "{e}"
+    );
     // A wrong rkey gets through the bring-up but not onto the wire: the data path fails.
     let mut peer = b.setup(&cfg).unwrap().peer;
     peer.rkey ^= 1;

@@ -76,6 +76,10 @@ pub struct QpView {
     pub sq_base: u64,
     /// SQ depth in WQEs.
     pub sq_depth: u32,
+    /// CQ base address.
+    pub cq_base: u64,
+    /// Where the IP writes the CQ head.
+    pub cq_doorbell: u64,
     /// Protection domain.
     pub pd: u32,
     /// Remote QPN.
@@ -269,6 +273,8 @@ impl ErnicModel {
             fatal: s.fatal,
             sq_base: self.qreg64(qpn, q::SQBA, q::SQBAMSB),
             sq_depth: q::QDEPTH_SQ.get(self.qreg(qpn, q::QDEPTH)),
+            cq_base: self.qreg64(qpn, q::CQBA, q::CQBAMSB),
+            cq_doorbell: self.qreg64(qpn, q::CQDBADD, q::CQDBADDMSB),
             pd: q::PD_PD.get(self.qreg(qpn, q::PD)),
             dest_qpn: q::DESTQPCONF_QPN.get(self.qreg(qpn, q::DESTQPCONF)),
         })
@@ -739,6 +745,11 @@ impl ErnicModel {
                 ));
             }
         }
+        self.check_board(qpn, pd)
+    }
+
+    /// Rule 6's second half: what the board told the peer holds for its data QP.
+    fn check_board(&self, qpn: u32, pd: u32) -> Result<(), String> {
         if let Some(b) = self.board
             && b.qpn == qpn
         {

@@ -18,7 +18,8 @@
 //! Time: the simulated clock advances only when a client asks (register accesses take their
 //! AXI4-Lite handshake cycles, waits take their cycles); between requests it stands still.
 //!
-//! Memory map of the simulated board (bus addresses as the ERNIC sees them; defaults of
+//! Memory map of the simulated board (bus addresses as the ERNIC sees them): the ERNIC
+//! adapter's regions of `backline_regmap::pl`, as the block design assigns them (defaults of
 //! [`MemoryMap`], and what `firmware/examples/sim-board.toml` uses):
 //!
 //! | what | address | size |
@@ -26,6 +27,13 @@
 //! | HWHS request buffer (`WQE_LADDR`) | `0xA400_0000` | 32 B |
 //! | HWHS reply memory (the memory region) | `0xA401_0000` | 4 KiB |
 //! | SQ memory (`SQBA`, `SQ_BASE`) | `0xA402_0000` | 64 KiB |
+//! | CQ memory (`CQBA`) | `0xA403_0000` | 32 KiB |
+//! | CQ doorbell (`CQDBADD`) | `0xA403_F000` | 4 KiB |
+//!
+//! The engine's ERNIC adapter is not simulated here (the data-path model serves the
+//! engine's ports directly; the adapter has its own testbench, `hdl/cocotb`), but a start
+//! checks what it needs of the bring-up: the QP's CQ and CQ doorbell in its CQ windows, and
+//! `DB_ADDR` naming the QP's `SQPI` at the layout's offset in ERNIC's register window.
 //!
 //! Stopping: [`SimBoard::stop_flag`] (set from a signal handler), a client's `shutdown`
 //! request or dropping the [`SimBoard`] stops every thread — the listeners poll the flag, so
@@ -68,9 +76,9 @@ pub struct MemoryMap {
 impl Default for MemoryMap {
     fn default() -> Self {
         MemoryMap {
-            request_buffer: 0xA400_0000,
-            reply_memory: 0xA401_0000,
-            sq_memory: 0xA402_0000,
+            request_buffer: rm::pl::REQUEST_BUFFER.base,
+            reply_memory: rm::pl::REPLY_MEMORY.base,
+            sq_memory: rm::pl::SQ_MEMORY.base,
         }
     }
 }
@@ -372,6 +380,9 @@ impl SimCore {
                 mem.request_buffer
             ));
         }
+        if let Some(why) = self.adapter_problem(n, qp.cq_base, qp.cq_doorbell) {
+            return Some(why);
+        }
         if let Some(h) = &self.hello {
             let rd = self.sh(rm::RING_DEPTH);
             if rd != h.depth {
@@ -380,6 +391,40 @@ impl SimCore {
                     h.depth
                 ));
             }
+        }
+        None
+    }
+
+    /// What the engine's ERNIC adapter needs of QP `n`'s bring-up and does not have: its
+    /// completions in the adapter's CQ windows, and its doorbell at `DB_ADDR`.
+    fn adapter_problem(&self, n: u32, cq_base: u64, cq_doorbell: u64) -> Option<String> {
+        let (cq, db) = (rm::pl::CQ_MEMORY, rm::pl::CQ_DOORBELL);
+        if !cq.contains(cq_base) {
+            return Some(format!(
+                "CQBA[QP {n}] = {cq_base:#x} is outside the ERNIC adapter's CQ memory ({:#x}, \
+                 {} KiB): the engine would never see a completion",
+                cq.base,
+                cq.bytes / 1024
+            ));
+        }
+        if !db.contains(cq_doorbell) {
+            return Some(format!(
+                "CQDBADD[QP {n}] = {cq_doorbell:#x} is outside the ERNIC adapter's CQ doorbell \
+                 window ({:#x}, {} KiB)",
+                db.base,
+                db.bytes / 1024
+            ));
+        }
+        let l = self.ernic.layout();
+        let want =
+            rm::pl::ERNIC_REGS.base + u64::from(l.qp_offset(n, backline_board::ernic::qp::SQPI));
+        let got = u64::from(self.sh(rm::DB_ADDR));
+        if got != want {
+            return Some(format!(
+                "DB_ADDR = {got:#x}, but SQPI[QP {n}] of this {} ERNIC is at {want:#x}: the \
+                 adapter would ring another register",
+                l.short()
+            ));
         }
         None
     }

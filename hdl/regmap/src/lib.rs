@@ -355,7 +355,7 @@ pub mod pl {
         let all = [HWHS_REGS, ERNIC_REGS, ADAPTER_MEM];
         let mut i = 0;
         while i < all.len() {
-            assert!(all[i].bytes.is_power_of_two() && all[i].base % all[i].bytes == 0);
+            assert!(all[i].bytes.is_power_of_two() && all[i].base.is_multiple_of(all[i].bytes));
             i += 1;
         }
         assert!(ADAPTER_MEM.bytes == 1 << ADAPTER_ADDR_BITS);

@@ -27,6 +27,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod adapter;
 pub mod axi;
 pub mod fault;
 pub mod fsm;
@@ -37,6 +38,7 @@ pub mod reqbuf;
 pub mod resources;
 pub mod top;
 pub mod trace;
+pub mod vivado;
 pub mod wqe;
 
 pub use top::Hwhs;

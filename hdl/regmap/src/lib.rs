@@ -340,6 +340,13 @@ pub mod pl {
         base: ADAPTER_MEM.base + 0x3_F000,
         bytes: 0x1000,
     };
+    /// DDR as ERNIC's masters reach it (through the PS): the error, data and response-error
+    /// buffers and the RQs the firmware's config places there.
+    pub const DDR: Window = Window {
+        name: "DDR (ERNIC's buffers)",
+        base: 0x0,
+        bytes: 0x8000_0000,
+    };
     /// The adapter's regions, with their region number (address bits 17:16).
     pub const ADAPTER_REGIONS: [(u32, Window); 5] = [
         (0, REQUEST_BUFFER),
@@ -352,7 +359,7 @@ pub mod pl {
     pub const APU_WINDOWS: [Window; 2] = [HWHS_REGS, ERNIC_REGS];
 
     const _: () = {
-        let all = [HWHS_REGS, ERNIC_REGS, ADAPTER_MEM];
+        let all = [HWHS_REGS, ERNIC_REGS, ADAPTER_MEM, DDR];
         let mut i = 0;
         while i < all.len() {
             assert!(all[i].bytes.is_power_of_two() && all[i].base.is_multiple_of(all[i].bytes));
@@ -362,6 +369,7 @@ pub mod pl {
         assert!(REPLY_MEMORY.bytes == (4 << super::REPLY_ADDR_BITS));
         assert!(HWHS_REGS.bytes >= 1 << super::AXI_ADDR_BITS);
         assert!(HWHS_REGS.end() <= ERNIC_REGS.base);
+        assert!(DDR.end() <= HWHS_REGS.base);
     };
 }
 
@@ -470,6 +478,22 @@ pub fn write_verilog_header(out: &mut dyn Write) -> fmt::Result {
     writeln!(out, "`define BL_AXI_ADDR_BITS {AXI_ADDR_BITS}")?;
     writeln!(out, "`define BL_FSM_OVERHEAD_CYCLES {FSM_OVERHEAD_CYCLES}")?;
     writeln!(out, "`define BL_TRACE_ADDR_BITS {TRACE_ADDR_BITS}")?;
+    writeln!(out, "`define BL_TRACE_AXI_ERROR {TRACE_AXI_ERROR}")?;
+    writeln!(out, "`define BL_DB_TIMEOUT_CYCLES {DB_TIMEOUT_CYCLES}")?;
+    writeln!(out, "// PL address map (backline_regmap::pl)")?;
+    for (name, w) in [
+        ("HWHS_REGS", pl::HWHS_REGS),
+        ("ERNIC_REGS", pl::ERNIC_REGS),
+        ("ADAPTER_MEM", pl::ADAPTER_MEM),
+        ("REQUEST_BUFFER", pl::REQUEST_BUFFER),
+        ("REPLY_MEMORY", pl::REPLY_MEMORY),
+        ("SQ_MEMORY", pl::SQ_MEMORY),
+        ("CQ_MEMORY", pl::CQ_MEMORY),
+        ("CQ_DOORBELL", pl::CQ_DOORBELL),
+    ] {
+        writeln!(out, "`define BL_PL_{name}_BASE 32'h{:08X}", w.base)?;
+        writeln!(out, "`define BL_PL_{name}_BYTES 32'h{:08X}", w.bytes)?;
+    }
     for r in REGISTERS {
         writeln!(out, "// {} ({}): {}", r.name, r.access.short(), r.doc)?;
         writeln!(out, "`define BL_REG_{} 8'h{:02X}", r.name, r.offset)?;
@@ -581,6 +605,13 @@ pub fn write_markdown(out: &mut dyn Write) -> fmt::Result {
         pl::ADAPTER_MEM.base,
         pl::ADAPTER_MEM.bytes,
         pl::ADAPTER_ADDR_BITS
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "and DDR through the PS at 0x{:08X} (0x{:X} bytes).",
+        pl::DDR.base,
+        pl::DDR.bytes
     )?;
     writeln!(out)?;
     writeln!(out, "| region | window | base | bytes |")?;

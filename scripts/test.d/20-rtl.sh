@@ -3,8 +3,9 @@
 # (bitstreams/rtl/hwhs_ernic_adapter.v): Verilator lint with only -Wno-WIDTH waived, yosys (no
 # latches, no undriven nets), the resource estimate of both against the reference engine, and
 # the cocotb testbenches through cocotbext-axi: the engine alone (Icarus), and the engine with
-# the adapter and the testbench acting as ERNIC — a short run under Icarus, and the
-# 10,000-round run under Verilator (ADAPTER_ROUNDS; Icarus would take many minutes for it).
+# the adapter and the testbench acting as ERNIC (Icarus, 10,000 hw-loop rounds: about five
+# minutes; ADAPTER_ROUNDS=N for a shorter run). Both run under Icarus: cocotbext-axi's
+# handshakes hang under Verilator 5.006 with cocotb 1.9.2 (hdl/README.md).
 # That the checked-in RTL is what the generator produces is a cargo test (backline-hdl).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -46,8 +47,7 @@ run_bench() {
     grep -h "adapter: " "target/cocotb-$bench-$sim.log" | sed 's/^.*adapter: /cocotb adapter: /' || true
 }
 run_bench engine "${COCOTB_SIM:-icarus}" ""
-run_bench adapter icarus "${ADAPTER_ROUNDS_ICARUS:-200}"
-run_bench adapter verilator "${ADAPTER_ROUNDS:-10000}"
+run_bench adapter icarus "${ADAPTER_ROUNDS:-10000}"
 .venv/bin/python - <<'PY'
 import glob, sys, xml.etree.ElementTree as ET
 passed = failed = 0

@@ -433,8 +433,9 @@ impl Trace {
     }
 
     /// Appends the rounds of an engine's trace RAM: one 16-bit RTT in cycles per round, with
-    /// the engine's two reserved values (`TRACE_TIMEOUT`: the round timed out;
-    /// `TRACE_SATURATED`: the counter saturated) turned into statuses, and the quiet period
+    /// the engine's reserved values (`TRACE_TIMEOUT`: the round timed out;
+    /// `TRACE_AXI_ERROR`: an ERNIC-side AXI error failed it; `TRACE_SATURATED`: the counter
+    /// saturated) turned into statuses, and the quiet period
     /// before round `k` from `quiet_cycles(k)`. Round 0 is marked cold.
     pub fn push_engine_rounds(&mut self, entries: &[u16], quiet_cycles: impl Fn(usize) -> u64) {
         use backline_regmap as rm;
@@ -447,6 +448,7 @@ impl Trace {
                 quiet_ns: clock.cycles_to_ns(quiet_cycles(k)),
                 status: match c {
                     rm::TRACE_TIMEOUT => RoundStatus::Timeout,
+                    rm::TRACE_AXI_ERROR => RoundStatus::Error,
                     rm::TRACE_SATURATED => RoundStatus::Saturated,
                     _ => RoundStatus::Ok,
                 },

@@ -2,7 +2,7 @@
 // Register map: backline_regmap.vh and docs/register-map.md. Top module: top.
 
 
-module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wvalid,axi_wready,axi_bresp,axi_bvalid,axi_bready,axi_araddr,axi_arvalid,axi_arready,axi_rdata,axi_rresp,axi_rvalid,axi_rready,sq_wr_en,sq_wr_addr,sq_wr_data,db_valid,db_sq_pi,cq_valid,cq_wrid,rx_wr_en,rx_wr_addr,rx_wr_data,req_rd_addr,req_rd_data,tx_valid,tx_data);
+module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wvalid,axi_wready,axi_bresp,axi_bvalid,axi_bready,axi_araddr,axi_arvalid,axi_arready,axi_rdata,axi_rresp,axi_rvalid,axi_rready,sq_wr_en,sq_wr_addr,sq_wr_data,db_valid,db_sq_pi,db_addr,cq_valid,cq_wrid,rx_wr_en,rx_wr_addr,rx_wr_data,req_rd_addr,req_rd_data,ernic_err,tx_valid,tx_data);
     
     // Module arguments
     input wire  clock;
@@ -28,6 +28,7 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
     output reg  [31:0] sq_wr_data;
     output reg  db_valid;
     output reg  [31:0] db_sq_pi;
+    output reg  [31:0] db_addr;
     input wire  cq_valid;
     input wire  [15:0] cq_wrid;
     input wire  rx_wr_en;
@@ -35,6 +36,7 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
     input wire  [31:0] rx_wr_data;
     input wire  [2:0] req_rd_addr;
     output reg  [31:0] req_rd_data;
+    input wire  ernic_err;
     output reg  tx_valid;
     output reg  [31:0] tx_data;
     
@@ -66,26 +68,32 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
     localparam  a_cfg$24 = 16'hc8;
     localparam  a_cfg$25 = 16'hcc;
     localparam  a_cfg$26 = 16'hd8;
+    localparam  a_cfg$27 = 16'he0;
+    localparam  a_other$0 = 16'h0;
+    localparam  a_other$1 = 16'h4;
+    localparam  a_other$2 = 16'h34;
+    localparam  a_other$3 = 16'h38;
+    localparam  a_other$4 = 16'h3c;
+    localparam  a_other$5 = 16'h70;
+    localparam  a_other$6 = 16'h74;
+    localparam  a_other$7 = 16'h78;
+    localparam  a_other$8 = 16'h7c;
+    localparam  a_other$9 = 16'h84;
+    localparam  a_other$10 = 16'h88;
+    localparam  a_other$11 = 16'h90;
+    localparam  a_other$12 = 16'h94;
+    localparam  a_other$13 = 16'hb0;
+    localparam  a_other$14 = 16'hb4;
+    localparam  a_other$15 = 16'hb8;
+    localparam  a_other$16 = 16'hd0;
+    localparam  a_other$17 = 16'hd4;
+    localparam  a_other$18 = 16'hdc;
+    localparam  a_other$19 = 16'he4;
     localparam  a_ctrl = 16'h0;
     localparam  a_ref_syn = 16'h84;
     localparam  a_ref_exp = 16'h88;
-    localparam  a_status = 16'h4;
-    localparam  a_round_count = 16'h34;
-    localparam  a_last_rtt = 16'h38;
-    localparam  a_timeout_count = 16'h3c;
-    localparam  a_mismatch_count = 16'h70;
-    localparam  a_last_reply = 16'h74;
-    localparam  a_last_rpl_status = 16'h78;
-    localparam  a_last_rpl_len = 16'h7c;
-    localparam  a_version = 16'h90;
-    localparam  a_fsm_overhead = 16'h94;
-    localparam  a_pacer_last = 16'hb0;
-    localparam  a_pacer_remain = 16'hb4;
-    localparam  a_pacer_state = 16'hb8;
-    localparam  a_trace_count = 16'hd0;
-    localparam  a_trace_status = 16'hd4;
     localparam  a_trace_data = 16'hdc;
-    localparam  k_version = 32'h424c0002;
+    localparam  k_version = 32'h424c0003;
     localparam  k_overhead = 32'h2;
     localparam  m_start = 32'h1;
     localparam  m_abort = 32'h2;
@@ -104,6 +112,7 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
     localparam  m_axi_err = 32'h100;
     localparam  m_mismatch = 32'h200;
     localparam  m_running = 32'h400;
+    localparam  m_ernic_err = 32'h800;
     localparam  m_full = 32'h1;
     localparam  m_saturated = 32'h2;
     
@@ -274,6 +283,19 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
     reg  refmem$wrong_len;
     wire  refmem$mismatch;
     wire  [31:0] refmem$mismatches;
+    reg  fault$clock;
+    reg  fault$reset;
+    reg  fault$err;
+    reg  fault$in_round;
+    reg  [31:0] fault$timeout;
+    wire  [31:0] fault$fsm_timeout;
+    reg  fault$record;
+    reg  [31:0] fault$rtt;
+    wire  [31:0] fault$trace_rtt;
+    reg  [31:0] fault$fsm_timeouts;
+    wire  [31:0] fault$timeouts;
+    wire  [31:0] fault$errors;
+    wire  fault$last;
     reg  [31:0] cfg$0$d;
     wire  [31:0] cfg$0$q;
     reg  cfg$0$clock;
@@ -355,11 +377,34 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
     reg  [31:0] cfg$26$d;
     wire  [31:0] cfg$26$q;
     reg  cfg$26$clock;
+    reg  [31:0] cfg$27$d;
+    wire  [31:0] cfg$27$q;
+    reg  cfg$27$clock;
     reg  axi_err$d;
     wire  axi_err$q;
     reg  axi_err$clock;
     
     // Local signals
+    reg  [31:0] other$0;
+    reg  [31:0] other$1;
+    reg  [31:0] other$2;
+    reg  [31:0] other$3;
+    reg  [31:0] other$4;
+    reg  [31:0] other$5;
+    reg  [31:0] other$6;
+    reg  [31:0] other$7;
+    reg  [31:0] other$8;
+    reg  [31:0] other$9;
+    reg  [31:0] other$10;
+    reg  [31:0] other$11;
+    reg  [31:0] other$12;
+    reg  [31:0] other$13;
+    reg  [31:0] other$14;
+    reg  [31:0] other$15;
+    reg  [31:0] other$16;
+    reg  [31:0] other$17;
+    reg  [31:0] other$18;
+    reg  [31:0] other$19;
     reg  ctrl_write;
     reg  wr_ok;
     reg  rd_ok;
@@ -550,6 +595,21 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         .mismatch(refmem$mismatch),
         .mismatches(refmem$mismatches)
     );
+    top$fault fault(
+        .clock(fault$clock),
+        .reset(fault$reset),
+        .err(fault$err),
+        .in_round(fault$in_round),
+        .timeout(fault$timeout),
+        .fsm_timeout(fault$fsm_timeout),
+        .record(fault$record),
+        .rtt(fault$rtt),
+        .trace_rtt(fault$trace_rtt),
+        .fsm_timeouts(fault$fsm_timeouts),
+        .timeouts(fault$timeouts),
+        .errors(fault$errors),
+        .last(fault$last)
+    );
     top$cfg$0 cfg$0(
         .d(cfg$0$d),
         .q(cfg$0$q),
@@ -685,6 +745,11 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         .q(cfg$26$q),
         .clock(cfg$26$clock)
     );
+    top$cfg$27 cfg$27(
+        .d(cfg$27$d),
+        .q(cfg$27$q),
+        .clock(cfg$27$clock)
+    );
     top$axi_err axi_err(
         .d(axi_err$d),
         .q(axi_err$q),
@@ -703,6 +768,7 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         pacer$clock = clock;
         trace$clock = clock;
         refmem$clock = clock;
+        fault$clock = clock;
         axi$awaddr = axi_awaddr;
         axi$awvalid = axi_awvalid;
         axi_awready = axi$awready;
@@ -778,6 +844,8 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         cfg$25$d = cfg$25$q;
         cfg$26$clock = clock;
         cfg$26$d = cfg$26$q;
+        cfg$27$clock = clock;
+        cfg$27$d = cfg$27$q;
         if (refmem$wr_exp) begin
             cfg$20$d = cfg$20$q + 32'h1;
         end
@@ -1057,6 +1125,16 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
             rd_ok = 1'b1;
             rd_data = cfg$26$q;
         end
+        if (axi$wr_addr == a_cfg$27) begin
+            wr_ok = 1'b1;
+            if (axi$wr_strobe) begin
+                cfg$27$d = axi$wr_data;
+            end
+        end
+        if (axi$rd_addr == a_cfg$27) begin
+            rd_ok = 1'b1;
+            rd_data = cfg$27$q;
+        end
         fsm$start = ctrl_write & |(axi$wr_data & m_start);
         fsm$abort = ctrl_write & |(axi$wr_data & m_abort);
         fsm$soft_reset = ctrl_write & |(axi$wr_data & m_soft_reset);
@@ -1067,7 +1145,14 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         fsm$b2b = (cfg$22$q == 32'h0) & (cfg$23$q == 32'h0);
         fsm$rounds = cfg$4$q;
         fsm$ring_depth = cfg$8$q;
-        fsm$timeout = cfg$9$q;
+        fault$reset = fsm$soft_reset;
+        fault$err = ernic_err;
+        fault$in_round = fsm$busy;
+        fault$timeout = cfg$9$q;
+        fault$record = fsm$trace_record;
+        fault$rtt = fsm$trace_rtt;
+        fault$fsm_timeouts = fsm$timeout_count;
+        fsm$timeout = fault$fsm_timeout;
         fsm$payload0 = cfg$16$q;
         fsm$ref_len = cfg$21$q;
         pacer$load = fsm$soft_reset | (fsm$start & fsm$hw_loop);
@@ -1087,7 +1172,7 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         trace$clear = fsm$soft_reset | (ctrl_write & |(axi$wr_data & m_trace_clear));
         trace$enable = |(cfg$25$q & m_trace_enable);
         trace$record = fsm$trace_record;
-        trace$rtt = fsm$trace_rtt;
+        trace$rtt = fault$trace_rtt;
         trace$rd_addr = cfg$26$q[(32'h0)+:(20)];
         poster$post = fsm$post;
         poster$round = fsm$post_round;
@@ -1111,6 +1196,7 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         sq_wr_data = poster$sq_wr_data;
         db_valid = fsm$db_valid;
         db_sq_pi = fsm$db_sq_pi;
+        db_addr = cfg$27$q;
         fsm$cq_valid = cq_valid;
         fsm$cq_wrid = cq_wrid;
         reqbuf$rd_addr = req_rd_addr;
@@ -1159,6 +1245,9 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         if (fsm$running) begin
             status_word = status_word | m_running;
         end
+        if (fault$last) begin
+            status_word = status_word | m_ernic_err;
+        end
         trace_status = 32'h0;
         if (trace$full) begin
             trace_status = trace_status | m_full;
@@ -1166,78 +1255,105 @@ module top(clock,axi_awaddr,axi_awvalid,axi_awready,axi_wdata,axi_wstrb,axi_wval
         if (trace$saturated) begin
             trace_status = trace_status | m_saturated;
         end
-        if (axi$rd_addr == a_ctrl) begin
+        other$0 = 32'h0;
+        other$1 = status_word;
+        other$2 = fsm$round_count;
+        other$3 = fsm$last_rtt;
+        other$4 = fault$timeouts;
+        other$5 = refmem$mismatches;
+        other$6 = fsm$last_reply;
+        other$7 = fsm$last_status;
+        other$8 = fsm$last_len;
+        other$9 = 32'h0;
+        other$10 = 32'h0;
+        other$11 = k_version;
+        other$12 = k_overhead;
+        other$13 = pacer$interval;
+        other$14 = pacer$remain;
+        other$15 = pacer$state;
+        other$16 = trace$count;
+        other$17 = trace_status;
+        other$18 = ((trace$rd_data) & 32'hffffffff);
+        other$19 = fault$errors;
+        if (axi$rd_addr == a_other$0) begin
             rd_ok = 1'b1;
+            rd_data = other$0;
         end
-        if (axi$rd_addr == a_ref_syn) begin
+        if (axi$rd_addr == a_other$1) begin
             rd_ok = 1'b1;
+            rd_data = other$1;
         end
-        if (axi$rd_addr == a_ref_exp) begin
+        if (axi$rd_addr == a_other$2) begin
             rd_ok = 1'b1;
+            rd_data = other$2;
         end
-        if (axi$rd_addr == a_status) begin
+        if (axi$rd_addr == a_other$3) begin
             rd_ok = 1'b1;
-            rd_data = status_word;
+            rd_data = other$3;
         end
-        if (axi$rd_addr == a_round_count) begin
+        if (axi$rd_addr == a_other$4) begin
             rd_ok = 1'b1;
-            rd_data = fsm$round_count;
+            rd_data = other$4;
         end
-        if (axi$rd_addr == a_last_rtt) begin
+        if (axi$rd_addr == a_other$5) begin
             rd_ok = 1'b1;
-            rd_data = fsm$last_rtt;
+            rd_data = other$5;
         end
-        if (axi$rd_addr == a_timeout_count) begin
+        if (axi$rd_addr == a_other$6) begin
             rd_ok = 1'b1;
-            rd_data = fsm$timeout_count;
+            rd_data = other$6;
         end
-        if (axi$rd_addr == a_mismatch_count) begin
+        if (axi$rd_addr == a_other$7) begin
             rd_ok = 1'b1;
-            rd_data = refmem$mismatches;
+            rd_data = other$7;
         end
-        if (axi$rd_addr == a_last_reply) begin
+        if (axi$rd_addr == a_other$8) begin
             rd_ok = 1'b1;
-            rd_data = fsm$last_reply;
+            rd_data = other$8;
         end
-        if (axi$rd_addr == a_last_rpl_status) begin
+        if (axi$rd_addr == a_other$9) begin
             rd_ok = 1'b1;
-            rd_data = fsm$last_status;
+            rd_data = other$9;
         end
-        if (axi$rd_addr == a_last_rpl_len) begin
+        if (axi$rd_addr == a_other$10) begin
             rd_ok = 1'b1;
-            rd_data = fsm$last_len;
+            rd_data = other$10;
         end
-        if (axi$rd_addr == a_version) begin
+        if (axi$rd_addr == a_other$11) begin
             rd_ok = 1'b1;
-            rd_data = k_version;
+            rd_data = other$11;
         end
-        if (axi$rd_addr == a_fsm_overhead) begin
+        if (axi$rd_addr == a_other$12) begin
             rd_ok = 1'b1;
-            rd_data = k_overhead;
+            rd_data = other$12;
         end
-        if (axi$rd_addr == a_pacer_last) begin
+        if (axi$rd_addr == a_other$13) begin
             rd_ok = 1'b1;
-            rd_data = pacer$interval;
+            rd_data = other$13;
         end
-        if (axi$rd_addr == a_pacer_remain) begin
+        if (axi$rd_addr == a_other$14) begin
             rd_ok = 1'b1;
-            rd_data = pacer$remain;
+            rd_data = other$14;
         end
-        if (axi$rd_addr == a_pacer_state) begin
+        if (axi$rd_addr == a_other$15) begin
             rd_ok = 1'b1;
-            rd_data = pacer$state;
+            rd_data = other$15;
         end
-        if (axi$rd_addr == a_trace_count) begin
+        if (axi$rd_addr == a_other$16) begin
             rd_ok = 1'b1;
-            rd_data = trace$count;
+            rd_data = other$16;
         end
-        if (axi$rd_addr == a_trace_status) begin
+        if (axi$rd_addr == a_other$17) begin
             rd_ok = 1'b1;
-            rd_data = trace_status;
+            rd_data = other$17;
         end
-        if (axi$rd_addr == a_trace_data) begin
+        if (axi$rd_addr == a_other$18) begin
             rd_ok = 1'b1;
-            rd_data = ((trace$rd_data) & 32'hffffffff);
+            rd_data = other$18;
+        end
+        if (axi$rd_addr == a_other$19) begin
+            rd_ok = 1'b1;
+            rd_data = other$19;
         end
         if ((axi$wr_strobe & ~wr_ok) | (axi$rd_strobe & ~rd_ok)) begin
             axi_err$d = 1'b1;
@@ -2700,6 +2816,57 @@ module top$cfg$26$dff(d,q,clock);
 endmodule // top$cfg$26$dff
 
 
+module top$cfg$27(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Constant declarations
+    localparam  init = 32'h0;
+    
+    // Stub signals
+    reg  [31:0] dff$d;
+    wire  [31:0] dff$q;
+    reg  dff$clock;
+    
+    // Sub module instances
+    top$cfg$27$dff dff(
+        .d(dff$d),
+        .q(dff$q),
+        .clock(dff$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        dff$clock = clock;
+        q = dff$q ^ init;
+        dff$d = d ^ init;
+    end
+    
+endmodule // top$cfg$27
+
+
+module top$cfg$27$dff(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$cfg$27$dff
+
+
 module top$cfg$3(d,q,clock);
     
     // Module arguments
@@ -3055,6 +3222,187 @@ module top$cfg$9$dff(d,q,clock);
     end
           
 endmodule // top$cfg$9$dff
+
+
+module top$fault(clock,reset,err,in_round,timeout,fsm_timeout,record,rtt,trace_rtt,fsm_timeouts,timeouts,errors,last);
+    
+    // Module arguments
+    input wire  clock;
+    input wire  reset;
+    input wire  err;
+    input wire  in_round;
+    input wire  [31:0] timeout;
+    output reg  [31:0] fsm_timeout;
+    input wire  record;
+    input wire  [31:0] rtt;
+    output reg  [31:0] trace_rtt;
+    input wire  [31:0] fsm_timeouts;
+    output reg  [31:0] timeouts;
+    output reg  [31:0] errors;
+    output reg  last;
+    
+    // Constant declarations
+    localparam  k_mark = 32'h1;
+    
+    // Stub signals
+    reg  pending$d;
+    wire  pending$q;
+    reg  pending$clock;
+    reg  [31:0] count$d;
+    wire  [31:0] count$q;
+    reg  count$clock;
+    reg  [31:0] failed$d;
+    wire  [31:0] failed$q;
+    reg  failed$clock;
+    reg  last_r$d;
+    wire  last_r$q;
+    reg  last_r$clock;
+    
+    // Local signals
+    reg  lost;
+    
+    // Sub module instances
+    top$fault$pending pending(
+        .d(pending$d),
+        .q(pending$q),
+        .clock(pending$clock)
+    );
+    top$fault$count count(
+        .d(count$d),
+        .q(count$q),
+        .clock(count$clock)
+    );
+    top$fault$failed failed(
+        .d(failed$d),
+        .q(failed$q),
+        .clock(failed$clock)
+    );
+    top$fault$last_r last_r(
+        .d(last_r$d),
+        .q(last_r$q),
+        .clock(last_r$clock)
+    );
+    
+    // Update code
+    always @(*) begin
+        pending$clock = clock;
+        count$clock = clock;
+        failed$clock = clock;
+        last_r$clock = clock;
+        pending$d = pending$q;
+        count$d = count$q;
+        failed$d = failed$q;
+        last_r$d = last_r$q;
+        lost = pending$q & (rtt == 32'h0);
+        fsm_timeout = timeout;
+        if (pending$q) begin
+            fsm_timeout = 32'h0;
+        end
+        trace_rtt = rtt;
+        if (lost) begin
+            trace_rtt = k_mark;
+        end
+        if (record) begin
+            pending$d = 1'b0;
+            last_r$d = lost;
+            if (lost) begin
+                failed$d = failed$q + 32'h1;
+            end
+        end
+        if (err) begin
+            count$d = count$q + 32'h1;
+            if (in_round) begin
+                pending$d = 1'b1;
+            end
+        end
+        if (reset) begin
+            pending$d = 1'b0;
+            count$d = 32'h0;
+            failed$d = 32'h0;
+            last_r$d = 1'b0;
+        end
+        timeouts = fsm_timeouts - failed$q;
+        errors = count$q;
+        last = last_r$q;
+    end
+    
+endmodule // top$fault
+
+
+module top$fault$count(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$fault$count
+
+
+module top$fault$failed(d,q,clock);
+    
+    // Module arguments
+    input wire  [31:0] d;
+    output reg  [31:0] q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 32'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$fault$failed
+
+
+module top$fault$last_r(d,q,clock);
+    
+    // Module arguments
+    input wire  d;
+    output reg  q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 1'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$fault$last_r
+
+
+module top$fault$pending(d,q,clock);
+    
+    // Module arguments
+    input wire  d;
+    output reg  q;
+    input wire  clock;
+    
+    // Update code (custom)
+    initial begin
+       q = 1'h0;
+    end
+    
+    always @(posedge clock) begin
+       q <= d;
+    end
+          
+endmodule // top$fault$pending
 
 
 module top$fsm(clock,start,abort,soft_reset,hw_loop,use_ref,check,prepost,b2b,rounds,ring_depth,timeout,payload0,ref_len,pacer_arm,pacer_fire,ref_addr,ref_syndrome,ref_compare,ref_reply,ref_mismatch,trace_record,trace_rtt,db_valid,db_sq_pi,cq_valid,cq_wrid,tx_valid,tx_data,post,post_round,posting,posted_valid,posted_round,request_w0,request_seq,rpl_rd_addr,rpl_rd_data,rpl_len_clamped,rpl_rlen,rpl_len_words,rpl_word_a,rpl_word0,rpl_sweeping,state_code,busy,done,reply_seen,timed_out,mismatch,running,round_count,last_rtt,timeout_count,last_reply,last_status,last_len);

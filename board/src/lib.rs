@@ -3,9 +3,10 @@
 //! [`ernic::wqe`]), the Arm control plane (`backline-apu` brings the ERNIC up with the offsets
 //! of [`ernic`]) and the simulated board (`backline-sim` models both register blocks).
 //!
-//! * [`ernic`] — the ERNIC RDMA engine's register space, work-queue and completion-queue
-//!   entries, each definition next to the table of AMD's product guide PG332 it comes from;
-//!   where the guide and the Xilinx ERNIC Linux driver disagree, the definition says so.
+//! * [`ernic`] — the ERNIC RDMA engine's register space in both of its layouts (v3.x and
+//!   v4.x, [`ernic::Layout`]), work-queue and completion-queue entries, each definition next
+//!   to the table of AMD's product guide PG332 it comes from; where the guide and the Xilinx
+//!   ERNIC Linux driver disagree, the definition says so.
 //! * [`Block`], [`Op`], [`Access`] — the board's two AXI4-Lite register blocks (ERNIC and
 //!   HWHS) and one 32-bit access to them, as backends, logs and the simulated board's
 //!   protocol name them.
@@ -20,10 +21,11 @@
 //!   both one.
 //!
 //! ```
-//! use backline_board::ernic::{self, qp};
-//! assert_eq!(ernic::qp_offset(2, qp::QPCONF), 0x2_0300);
-//! assert_eq!(ernic::locate(0x2_0300).unwrap().to_string(), "QPCONF[QP 2]");
-//! assert_eq!(ernic::wqe::RTAG, 0x1C);
+//! use backline_board::ernic::{Layout, qp};
+//! assert_eq!(Layout::V3.qp_offset(2, qp::QPCONF), 0x2_0300);
+//! assert_eq!(Layout::V4.qp_offset(2, qp::QPCONF), 0x18_0100);
+//! assert_eq!(Layout::V4.locate(0x18_0100).unwrap().to_string(), "QPCONF[QP 2]");
+//! assert_eq!(backline_board::ernic::wqe::RTAG, 0x1C);
 //! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -57,19 +59,21 @@ impl Block {
         }
     }
 
-    /// Bytes of register space the block decodes (the window a backend must map).
+    /// Bytes of register space the block can decode (the most a backend maps: for the ERNIC
+    /// the largest layout's window, [`ernic::MAX_WINDOW_BYTES`]).
     pub const fn window_bytes(self) -> u32 {
         match self {
-            Block::Ernic => ernic::WINDOW_BYTES,
+            Block::Ernic => ernic::MAX_WINDOW_BYTES,
             Block::Hwhs => 1 << backline_regmap::AXI_ADDR_BITS,
         }
     }
 
     /// The register's name at `offset` in this block (`QPCONF[QP 2]`, `TRACE_COUNT`), or
-    /// its offset in hex when nothing is mapped there.
+    /// its offset in hex when nothing is mapped there. ERNIC offsets are named by
+    /// [`ernic::locate_any`] (whichever layout has a register there).
     pub fn register_name(self, offset: u32) -> String {
         let name = match self {
-            Block::Ernic => ernic::locate(offset).map(|l| l.to_string()),
+            Block::Ernic => ernic::locate_any(offset).map(|l| l.to_string()),
             Block::Hwhs => backline_regmap::lookup(offset).map(|r| r.name.to_string()),
         };
         name.unwrap_or_else(|| format!("{offset:#x}"))

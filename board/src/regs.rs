@@ -27,18 +27,39 @@ pub trait ErnicRegs {
     fn write(&mut self, offset: u32, value: u32) -> Result<(), Refusal>;
 }
 
-/// Registers that read back what was written: offsets of [`ernic::locate`] only; read-only
-/// registers read what [`PlainErnic::set`] put there (else 0) and refuse writes; reserved
-/// words read 0 (or what `set` put there, to rehearse a failed identification).
-#[derive(Debug, Clone, Default)]
+/// Registers that read back what was written, in one layout: offsets of
+/// [`ernic::Layout::locate`] only; read-only registers read what [`PlainErnic::set`] put
+/// there (else 0; v4.x's `XRNIC_VERSION` reads [`PlainErnic::V4_VERSION`]) and refuse writes;
+/// the v3.x reserved words of [`ernic::V3_PROBES`] read 0 (or what `set` put there, to
+/// rehearse a failed identification); other offsets are bus errors.
+#[derive(Debug, Clone)]
 pub struct PlainErnic {
+    layout: ernic::Layout,
     regs: HashMap<u32, u32>,
 }
 
+impl Default for PlainErnic {
+    fn default() -> Self {
+        PlainErnic::new(ernic::Layout::DEFAULT)
+    }
+}
+
 impl PlainErnic {
-    /// Every register at its reset value.
-    pub fn new() -> PlainErnic {
-        PlainErnic::default()
+    /// What a fresh v4.x IP's version register reads here: 4.0.0.
+    pub const V4_VERSION: u32 = 0x0004_0000;
+
+    /// Every register of `layout` at its reset value.
+    pub fn new(layout: ernic::Layout) -> PlainErnic {
+        let mut regs = HashMap::new();
+        if layout == ernic::Layout::V4 {
+            regs.insert(ernic::VERSION_OFFSET, PlainErnic::V4_VERSION);
+        }
+        PlainErnic { layout, regs }
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> ernic::Layout {
+        self.layout
     }
 
     /// Sets a register (or a reserved word) behind the bus.
@@ -49,7 +70,8 @@ impl PlainErnic {
 
 impl ErnicRegs for PlainErnic {
     fn read(&mut self, offset: u32) -> Result<u32, Refusal> {
-        if ernic::locate(offset).is_none() && !ernic::IDENT_PROBES.contains(&offset) {
+        let v3_probe = self.layout == ernic::Layout::V3 && ernic::V3_PROBES.contains(&offset);
+        if self.layout.locate(offset).is_none() && !v3_probe {
             return Err(Refusal::NoRegister);
         }
         Ok(self
@@ -60,7 +82,7 @@ impl ErnicRegs for PlainErnic {
     }
 
     fn write(&mut self, offset: u32, value: u32) -> Result<(), Refusal> {
-        let loc = ernic::locate(offset).ok_or(Refusal::NoRegister)?;
+        let loc = self.layout.locate(offset).ok_or(Refusal::NoRegister)?;
         if !loc.reg.access.writable() {
             return Err(Refusal::ReadOnly(format!(
                 "{loc} is read-only ({})",

@@ -17,10 +17,10 @@ use serde::Serialize;
 use backline_bench::Trace;
 use backline_regmap as rm;
 
-use backline_board::ernic::{self, global as g, qp as q};
+use backline_board::ernic::{self, Layout, global as g, qp as q};
 use backline_board::{PeerInfo, fmt_mac};
 
-use crate::bringup;
+use crate::bringup::{self, Identity};
 use crate::config::Config;
 use crate::error::Error;
 use crate::hwhs::{self, RoundOutcome, RunReport, RunSpec};
@@ -28,10 +28,12 @@ use crate::mmio::{BackendSpec, Block, Mmio};
 use crate::peer;
 use crate::regs::{rd, status_text, wait_idle, wr};
 
-/// A connected board: both blocks have been identified ([`bringup::check_identity`]).
+/// A connected board: both blocks have been identified ([`bringup::check_identity`]), and
+/// every ERNIC access goes to the offsets of the layout found.
 #[derive(Debug)]
 pub struct Board<M: Mmio> {
     mmio: M,
+    identity: Identity,
 }
 
 /// What `setup` did.
@@ -83,6 +85,8 @@ pub struct HwhsInfo {
     pub round_count: u32,
     /// `TIMEOUT_COUNT`.
     pub timeout_count: u32,
+    /// `ERNIC_ERR_COUNT`.
+    pub ernic_errors: u32,
     /// `MISMATCH_COUNT`.
     pub mismatch_count: u32,
     /// `LAST_RTT` in cycles.
@@ -98,17 +102,21 @@ pub struct HwhsInfo {
 pub struct Info {
     /// The backend.
     pub backend: String,
-    /// The ERNIC register space the firmware programs ([`ernic::LAYOUT`]; the v3.x space has
-    /// no version register, so this is what the firmware assumes, checked only by the
-    /// reserved words reading 0).
+    /// The ERNIC register space identification found ([`Layout::describe`]).
     pub ernic_layout: String,
+    /// `v3.x` or `v4.x`.
+    pub ernic_layout_short: String,
+    /// How it was told: v4.x's `XRNIC_VERSION` and its value, or v3.x's reserved words.
+    pub ernic_identified_by: String,
+    /// v4.x's `XRNIC_VERSION` raw (`None` on v3.x, which has no version register).
+    pub ernic_version: Option<u32>,
     /// HWHS `VERSION` raw.
     pub hwhs_version: u32,
     /// `XRNICCONF.enable`.
     pub ernic_enabled: bool,
-    /// `XRNICCONF.num_qps`.
+    /// QPs in use: `XRNICCONF.num_qps` (v3.x) or `XRNIC_CONF_QP_EN` (v4.x).
     pub num_qps: u32,
-    /// `XRNICCONF.udp_sport`.
+    /// `XRNICCONF.udp_sport` (31:16 in v3.x, 23:8 in v4.x).
     pub udp_source_port: u32,
     /// Own MAC.
     pub mac: String,
@@ -116,7 +124,7 @@ pub struct Info {
     pub ip: String,
     /// `INTSTS` raw.
     pub intsts: u32,
-    /// Data QPs 2 ..= num_qps.
+    /// Data QPs 2 ..= num_qps, while the ERNIC is enabled.
     pub qps: Vec<QpInfo>,
     /// The HWHS.
     pub hwhs: HwhsInfo,
@@ -139,8 +147,19 @@ impl<M: Mmio> Board<M> {
     /// Connects: checks the ERNIC's reserved words and the HWHS `VERSION` and refuses an
     /// unknown layout before anything is written.
     pub fn open(mut mmio: M) -> Result<Board<M>, Error> {
-        bringup::check_identity(&mut mmio)?;
-        Ok(Board { mmio })
+        let identity = bringup::check_identity(&mut mmio)?;
+        log::info!("ERNIC: {}", identity.describe());
+        Ok(Board { mmio, identity })
+    }
+
+    /// What identification found.
+    pub fn identity(&self) -> Identity {
+        self.identity
+    }
+
+    /// The ERNIC's register layout.
+    pub fn layout(&self) -> Layout {
+        self.identity.layout
     }
 
     /// The register backend.
@@ -164,17 +183,26 @@ impl<M: Mmio> Board<M> {
 
     /// Versions, the ERNIC's global state, each data QP, the HWHS status and counters.
     pub fn info(&mut self) -> Result<Info, Error> {
+        let (l, id) = (self.identity.layout, self.identity);
         let m = &mut self.mmio;
-        let xc = rd(m, Block::Ernic, g::XRNICCONF.offset)?;
-        let num_qps = g::XRNICCONF_NUM_QPS.get(xc);
+        let xc = rd(m, Block::Ernic, l.g(g::XRNICCONF))?;
+        let (qps_reg, qps_field) = l.num_qps();
+        let num_qps = qps_field.get(rd(m, Block::Ernic, l.g(qps_reg))?);
         let mac = ernic::mac_from_regs(
-            rd(m, Block::Ernic, g::MACXADDLSB.offset)?,
-            rd(m, Block::Ernic, g::MACXADDMSB.offset)?,
+            rd(m, Block::Ernic, l.g(g::MACXADDLSB))?,
+            rd(m, Block::Ernic, l.g(g::MACXADDMSB))?,
         );
-        let ip = std::net::Ipv4Addr::from(rd(m, Block::Ernic, g::IPV4XADD.offset)?);
+        let ip = std::net::Ipv4Addr::from(rd(m, Block::Ernic, l.g(g::IPV4XADD))?);
+        // The data QPs of an enabled ERNIC (a v4.x keeps its QP count in XRNIC_CONF_QP_EN
+        // across the tear-down, which only disables the ERNIC).
+        let listed = if g::XRNICCONF_ENABLE.get(xc) == 1 {
+            num_qps
+        } else {
+            0
+        };
         let mut qps = Vec::new();
-        for n in ernic::FIRST_DATA_QPN..=num_qps.min(ernic::MAX_QPN) {
-            let r = |m: &mut M, reg| rd(m, Block::Ernic, ernic::qp_offset(n, reg));
+        for n in ernic::FIRST_DATA_QPN..=listed.min(ernic::MAX_QPN) {
+            let r = |m: &mut M, reg| rd(m, Block::Ernic, l.qp_offset(n, reg));
             let qpconf = r(m, q::QPCONF)?;
             let statqp = r(m, q::STATQP)?;
             qps.push(QpInfo {
@@ -198,6 +226,7 @@ impl<M: Mmio> Board<M> {
             qp_num: h(m, rm::QP_NUM)?,
             round_count: h(m, rm::ROUND_COUNT)?,
             timeout_count: h(m, rm::TIMEOUT_COUNT)?,
+            ernic_errors: h(m, rm::ERNIC_ERR_COUNT)?,
             mismatch_count: h(m, rm::MISMATCH_COUNT)?,
             last_rtt_cycles: h(m, rm::LAST_RTT)?,
             trace_count: h(m, rm::TRACE_COUNT)?,
@@ -205,14 +234,27 @@ impl<M: Mmio> Board<M> {
         };
         Ok(Info {
             backend: m.describe(),
-            ernic_layout: ernic::LAYOUT.into(),
+            ernic_layout: l.describe().into(),
+            ernic_layout_short: l.short().into(),
+            ernic_identified_by: match id.version {
+                Some(v) => format!(
+                    "XRNIC_VERSION ({:#x}) = {v:#010x}, version {}",
+                    ernic::VERSION_OFFSET,
+                    ernic::version_text(v)
+                ),
+                None => format!(
+                    "no XRNIC_VERSION; reserved words {} read 0",
+                    ernic::V3_PROBES.map(|p| format!("{p:#x}")).join(", ")
+                ),
+            },
+            ernic_version: id.version,
             hwhs_version: rd(m, Block::Hwhs, rm::VERSION)?,
             ernic_enabled: g::XRNICCONF_ENABLE.get(xc) == 1,
             num_qps,
-            udp_source_port: g::XRNICCONF_UDP_SPORT.get(xc),
+            udp_source_port: l.udp_sport().get(xc),
             mac: fmt_mac(mac),
             ip: ip.to_string(),
-            intsts: rd(m, Block::Ernic, g::INTSTS.offset)?,
+            intsts: rd(m, Block::Ernic, l.g(g::INTSTS))?,
             qps,
             hwhs,
         })
@@ -232,12 +274,13 @@ impl<M: Mmio> Board<M> {
     /// [`peer::check_answer`]).
     pub fn setup_with_peer(&mut self, cfg: &Config, peer: &PeerInfo) -> Result<SetupReport, Error> {
         cfg.validate()?;
-        let torn_down = bringup::teardown(&mut self.mmio)?;
-        bringup::bring_up(&mut self.mmio, cfg, peer)?;
+        let l = self.identity.layout;
+        let torn_down = bringup::teardown(&mut self.mmio, l)?;
+        bringup::bring_up(&mut self.mmio, cfg, peer, l)?;
         let n = cfg.qp.number;
         // PG332 has no "QP active" status bit: the QP is up when QPCONF reads back enabled
         // and STATQP is not fatal.
-        let qpconf = rd(&mut self.mmio, Block::Ernic, ernic::qp_offset(n, q::QPCONF))?;
+        let qpconf = rd(&mut self.mmio, Block::Ernic, l.qp_offset(n, q::QPCONF))?;
         if q::QPCONF_ENABLE.get(qpconf) != 1 {
             return Err(Error::State {
                 register: format!("QPCONF[QP {n}]"),
@@ -245,7 +288,7 @@ impl<M: Mmio> Board<M> {
                 reason: "QPCONF.enable did not read back as set after the bring-up".into(),
             });
         }
-        let statqp = rd(&mut self.mmio, Block::Ernic, ernic::qp_offset(n, q::STATQP))?;
+        let statqp = rd(&mut self.mmio, Block::Ernic, l.qp_offset(n, q::STATQP))?;
         if q::STATQP_FATAL.get(statqp) == 1 {
             return Err(Error::QpFatal { qpn: n, statqp });
         }
@@ -258,10 +301,10 @@ impl<M: Mmio> Board<M> {
                 reason: "the HWHS reports an AXI error during configuration".into(),
             });
         }
-        let writes = bringup::global_writes(cfg).len()
-            + bringup::region_writes(cfg).len()
-            + bringup::qp_writes(cfg, peer).len()
-            + bringup::hwhs_writes(cfg, peer).len()
+        let writes = bringup::global_writes(cfg, l).len()
+            + bringup::region_writes(cfg, l).len()
+            + bringup::qp_writes(cfg, peer, l).len()
+            + bringup::hwhs_writes(cfg, peer, l).len()
             + torn_down.len()
             + 1;
         log::info!(
@@ -280,6 +323,7 @@ impl<M: Mmio> Board<M> {
 
     /// The data QP the HWHS posts to, checked to be enabled and not fatal.
     pub fn check_qp(&mut self) -> Result<u32, Error> {
+        let l = self.identity.layout;
         let m = &mut self.mmio;
         let n = rd(m, Block::Hwhs, rm::QP_NUM)?;
         if !(ernic::FIRST_DATA_QPN..=ernic::MAX_QPN).contains(&n) {
@@ -289,7 +333,7 @@ impl<M: Mmio> Board<M> {
                 reason: "not a data QP: run `backline-apu setup --config FILE` first".into(),
             });
         }
-        let qpconf = rd(m, Block::Ernic, ernic::qp_offset(n, q::QPCONF))?;
+        let qpconf = rd(m, Block::Ernic, l.qp_offset(n, q::QPCONF))?;
         if q::QPCONF_ENABLE.get(qpconf) == 0 {
             return Err(Error::State {
                 register: format!("QPCONF[QP {n}]"),
@@ -300,7 +344,7 @@ impl<M: Mmio> Board<M> {
                 ),
             });
         }
-        let statqp = rd(m, Block::Ernic, ernic::qp_offset(n, q::STATQP))?;
+        let statqp = rd(m, Block::Ernic, l.qp_offset(n, q::STATQP))?;
         if q::STATQP_FATAL.get(statqp) == 1 {
             return Err(Error::QpFatal { qpn: n, statqp });
         }
@@ -350,7 +394,7 @@ impl<M: Mmio> Board<M> {
     /// Back to an idle board: stop the HWHS, tear down every data QP, disable the ERNIC,
     /// soft-reset the HWHS (counters and trace cleared). Returns the QPs torn down.
     pub fn reset(&mut self) -> Result<Vec<u32>, Error> {
-        let qps = bringup::teardown(&mut self.mmio)?;
+        let qps = bringup::teardown(&mut self.mmio, self.identity.layout)?;
         wr(
             &mut self.mmio,
             Block::Hwhs,

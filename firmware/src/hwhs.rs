@@ -160,6 +160,9 @@ pub struct RunReport {
     pub rounds_committed: u64,
     /// `TIMEOUT_COUNT`.
     pub timeouts: u64,
+    /// `ERNIC_ERR_COUNT`: ERNIC-side AXI errors the engine's adapter saw (each failing its
+    /// round unless the reply came anyway).
+    pub ernic_errors: u64,
     /// `MISMATCH_COUNT`.
     pub mismatches: u64,
     /// `TRACE_COUNT`.
@@ -333,6 +336,7 @@ pub fn run<M: Mmio + ?Sized>(
     progress(total, total);
     rep.rounds_committed = u64::from(rd(m, Block::Hwhs, rm::ROUND_COUNT)?);
     rep.timeouts = u64::from(rd(m, Block::Hwhs, rm::TIMEOUT_COUNT)?);
+    rep.ernic_errors = u64::from(rd(m, Block::Hwhs, rm::ERNIC_ERR_COUNT)?);
     rep.mismatches = u64::from(rd(m, Block::Hwhs, rm::MISMATCH_COUNT)?);
     rep.trace_count = u64::from(rd(m, Block::Hwhs, rm::TRACE_COUNT)?);
     let ts = rd(m, Block::Hwhs, rm::TRACE_STATUS)?;
@@ -453,7 +457,7 @@ pub fn read_trace_entries<M: Mmio + ?Sized>(m: &mut M) -> Result<Vec<u16>, Error
 }
 
 /// Reads the trace RAM into a `backline bench` trace: one row per recorded round, RTT in
-/// cycles at 200 MHz, status from the entry (0 timeout, 0xFFFF saturated), the quiet period
+/// cycles at 200 MHz, status from the entry (0 timeout, 1 ERNIC-side AXI error, 0xFFFF saturated), the quiet period
 /// from the pacer settings the run used (the RTL pacer and `backline-pacer` draw the same
 /// intervals), round 0 marked cold. `source` labels the header (`board`, `sim-board`).
 pub fn read_trace<M: Mmio + ?Sized>(m: &mut M, source: &str) -> Result<Trace, Error> {

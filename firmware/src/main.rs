@@ -203,10 +203,23 @@ struct SimBoardArgs {
     /// Seed of the jitter.
     #[arg(long, default_value = "1")]
     seed: u64,
-    /// What the ERNIC's first reserved word reads (0 on a v3.x ERNIC; anything else
-    /// rehearses the firmware's refusal of a foreign register space), decimal or 0x-hex.
-    #[arg(long, default_value = "0", value_parser = backline_pacer::parse_setting)]
-    ident_word: u32,
+    /// The simulated ERNIC's register layout: v4 (ERNIC v4.x, what the block design builds
+    /// by default) or v3 (ERNIC v3.x).
+    #[arg(long, default_value = "v4", value_parser = parse_layout)]
+    ernic: backline_board::ernic::Layout,
+    /// What the word the ERNIC is identified by reads, decimal or 0x-hex: v4.x's
+    /// XRNIC_VERSION (default 0x00040000, version 4.0.0) or v3.x's first reserved word
+    /// (default 0). Anything else rehearses the firmware's refusal of a foreign register
+    /// space.
+    #[arg(long, value_parser = backline_pacer::parse_setting)]
+    ident_word: Option<u32>,
+}
+
+/// `v3`/`v4` (also `v3.x`, `4`) as an ERNIC layout.
+#[cfg(feature = "sim")]
+fn parse_layout(s: &str) -> Result<backline_board::ernic::Layout, String> {
+    backline_board::ernic::Layout::parse(s)
+        .ok_or_else(|| format!("`{s}` is not an ERNIC layout: v3 (ERNIC v3.x) or v4 (ERNIC v4.x)"))
 }
 
 /// A small stderr logger for the `log` facade.
@@ -261,8 +274,12 @@ fn info(backend: &str, json: bool) -> anyhow::Result<ExitCode> {
     let mut s = String::new();
     s += &format!("backend        {}\n", i.backend);
     s += &format!(
+        "ERNIC layout   {} ({})\n",
+        i.ernic_layout, i.ernic_identified_by
+    );
+    s += &format!(
         "ERNIC          {}, {}, {} QPs, UDP source port {}, MAC {}, IP {}, INTSTS {:#x}\n",
-        i.ernic_layout,
+        i.ernic_layout_short,
         if i.ernic_enabled {
             "enabled"
         } else {
@@ -294,9 +311,10 @@ fn info(backend: &str, json: bool) -> anyhow::Result<ExitCode> {
         i.hwhs_version, h.status, h.status_text, h.flags, h.qp_num
     );
     s += &format!(
-        "counters       rounds {}, timeouts {}, mismatches {}, last RTT {} cycles, trace {} entries (status {:#x})\n",
+        "counters       rounds {}, timeouts {}, ERNIC errors {}, mismatches {}, last RTT {} cycles, trace {} entries (status {:#x})\n",
         h.round_count,
         h.timeout_count,
+        h.ernic_errors,
         h.mismatch_count,
         h.last_rtt_cycles,
         h.trace_count,
@@ -482,12 +500,13 @@ fn run(backend: &str, a: &RunPlan) -> anyhow::Result<ExitCode> {
             .save(path)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    let failed = rep.timeouts > 0 || rep.mismatches > 0;
+    let failed = rep.timeouts > 0 || rep.mismatches > 0 || rep.ernic_errors > 0;
     if a.json {
         let mut extra = serde_json::Map::new();
         extra.insert("mode".into(), spec.mode.name().into());
         extra.insert("rounds_committed".into(), rep.rounds_committed.into());
         extra.insert("timeouts".into(), rep.timeouts.into());
+        extra.insert("ernic_errors".into(), rep.ernic_errors.into());
         extra.insert("mismatches".into(), rep.mismatches.into());
         extra.insert("trace_full".into(), rep.trace_full.into());
         extra.insert("trace_saturated".into(), rep.trace_saturated.into());
@@ -508,9 +527,14 @@ fn run(backend: &str, a: &RunPlan) -> anyhow::Result<ExitCode> {
         );
         let mut s = summary_table(title, &trace);
         s += &format!(
-            "timeouts {}  mismatches {}  trace {} entries{}{}  ({:.2} s{})\n",
+            "timeouts {}  mismatches {}{}  trace {} entries{}{}  ({:.2} s{})\n",
             rep.timeouts,
             rep.mismatches,
+            if rep.ernic_errors > 0 {
+                format!("  ERNIC-side AXI errors {}", rep.ernic_errors)
+            } else {
+                String::new()
+            },
             rep.trace_count,
             if rep.trace_full { ", full" } else { "" },
             if rep.trace_saturated {
@@ -614,6 +638,7 @@ impl SimBoardPlan {
         o.service_cycles = rm::ns_to_cycles(a.service_ns);
         o.jitter_cycles = rm::ns_to_cycles(a.jitter_ns);
         o.seed = a.seed;
+        o.layout = a.ernic;
         o.ident_word = a.ident_word;
         Ok(SimBoardPlan {
             options: o,
@@ -636,7 +661,7 @@ fn sim_board(p: &SimBoardPlan) -> anyhow::Result<ExitCode> {
         "backline-apu sim-board: serving {} ({}, Verilator HWHS); remote side {}; {}; stop \
          with Ctrl-C or SIGTERM",
         p.options.socket.display(),
-        backline_board::ernic::LAYOUT,
+        p.options.layout.describe(),
         board
             .peer_address()
             .map_or("off".to_string(), |p| format!("on {p}")),

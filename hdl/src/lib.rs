@@ -13,6 +13,8 @@
 //! * [`trace::TraceRam`] — 2^20 × 16-bit RTTs, saturating, stopping when full;
 //! * [`refmem::RefMem`] — reference syndromes, expected replies and the mismatch counter;
 //! * [`axi::AxiLiteSlave`] — the AXI4-Lite protocol engine (never hangs; SLVERR on unmapped);
+//! * [`fault::ErnicFault`] — ERNIC-side AXI errors the adapter reports: counted, and failing
+//!   their round through the FSM's timeout path;
 //! * [`top::Hwhs`] — the register file decoded from `backline-regmap` and the wiring; its
 //!   Verilog module is `top`.
 //!
@@ -25,7 +27,9 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod adapter;
 pub mod axi;
+pub mod fault;
 pub mod fsm;
 pub mod pacer;
 pub mod refmem;
@@ -34,6 +38,7 @@ pub mod reqbuf;
 pub mod resources;
 pub mod top;
 pub mod trace;
+pub mod vivado;
 pub mod wqe;
 
 pub use top::Hwhs;

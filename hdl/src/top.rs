@@ -10,6 +10,7 @@ use backline_regmap as rm;
 use rust_hdl::prelude::*;
 
 use crate::axi::AxiLiteSlave;
+use crate::fault::ErnicFault;
 use crate::fsm::HwhsFsm;
 use crate::pacer::LfsrPacer;
 use crate::refmem::RefMem;
@@ -70,6 +71,9 @@ pub struct Hwhs {
     pub db_valid: Signal<Out, Bit>,
     /// ERNIC side: the producer index written (WQEs posted so far).
     pub db_sq_pi: Signal<Out, Bits<32>>,
+    /// ERNIC side: where the adapter writes the doorbell (DB_ADDR: QP_NUM's SQPI register as
+    /// the adapter's AXI4-Lite master sees ERNIC's register space).
+    pub db_addr: Signal<Out, Bits<32>>,
     /// ERNIC side: completion indication (one cycle).
     pub cq_valid: Signal<In, Bit>,
     /// ERNIC side: work-request id of the completion.
@@ -84,6 +88,8 @@ pub struct Hwhs {
     pub req_rd_addr: Signal<In, Bits<3>>,
     /// ERNIC side: request buffer data, one cycle after the address.
     pub req_rd_data: Signal<Out, Bits<32>>,
+    /// ERNIC side: pulse, an ERNIC-side AXI error (from the adapter; [`ErnicFault`]).
+    pub ernic_err: Signal<In, Bit>,
     /// Stimulus side (hw-loop): a correction is ready.
     pub tx_valid: Signal<Out, Bit>,
     /// Stimulus side: the correction (reply payload word 0).
@@ -104,29 +110,20 @@ pub struct Hwhs {
     pub trace: TraceRam<TRACE_BITS>,
     /// Reference syndromes and expected replies.
     pub refmem: RefMem,
+    /// ERNIC-side AXI errors: counted, and failing their round.
+    pub fault: ErnicFault,
     /// The configuration registers, in the order of [`CONFIG`].
     cfg: [DFFWithInit<Bits<32>>; CONFIG_REGS],
     /// Their offsets.
     a_cfg: [Constant<Bits<16>>; CONFIG_REGS],
     axi_err: DFF<Bit>,
+    /// What the other registers read, in the order of [`OTHER`].
+    other: [Signal<Local, Bits<32>>; OTHER_REGS],
+    /// Their offsets.
+    a_other: [Constant<Bits<16>>; OTHER_REGS],
     a_ctrl: Constant<Bits<16>>,
     a_ref_syn: Constant<Bits<16>>,
     a_ref_exp: Constant<Bits<16>>,
-    a_status: Constant<Bits<16>>,
-    a_round_count: Constant<Bits<16>>,
-    a_last_rtt: Constant<Bits<16>>,
-    a_timeout_count: Constant<Bits<16>>,
-    a_mismatch_count: Constant<Bits<16>>,
-    a_last_reply: Constant<Bits<16>>,
-    a_last_rpl_status: Constant<Bits<16>>,
-    a_last_rpl_len: Constant<Bits<16>>,
-    a_version: Constant<Bits<16>>,
-    a_fsm_overhead: Constant<Bits<16>>,
-    a_pacer_last: Constant<Bits<16>>,
-    a_pacer_remain: Constant<Bits<16>>,
-    a_pacer_state: Constant<Bits<16>>,
-    a_trace_count: Constant<Bits<16>>,
-    a_trace_status: Constant<Bits<16>>,
     a_trace_data: Constant<Bits<16>>,
     k_version: Constant<Bits<32>>,
     k_overhead: Constant<Bits<32>>,
@@ -147,6 +144,7 @@ pub struct Hwhs {
     m_axi_err: Constant<Bits<32>>,
     m_mismatch: Constant<Bits<32>>,
     m_running: Constant<Bits<32>>,
+    m_ernic_err: Constant<Bits<32>>,
     m_full: Constant<Bits<32>>,
     m_saturated: Constant<Bits<32>>,
     ctrl_write: Signal<Local, Bit>,
@@ -198,6 +196,62 @@ pub const fn cfg_index(offset: u32) -> usize {
     panic!("not a configuration register")
 }
 
+/// How many other registers (read-only and write-only) the register map has.
+pub const OTHER_REGS: usize = rm::REGISTERS.len() - CONFIG_REGS;
+
+/// The offsets of the other registers, in the register map's order: `other[i]` of [`Hwhs`]
+/// is what register `OTHER[i]` reads (0 for a write-only one), and the bus reads them by the
+/// one loop of [`Hwhs::update`], as it does the configuration registers.
+pub const OTHER: [u32; OTHER_REGS] = {
+    let mut c = [0; OTHER_REGS];
+    let (mut n, mut i) = (0, 0);
+    while i < rm::REGISTERS.len() {
+        if !matches!(rm::REGISTERS[i].access, rm::Access::ReadPureWrite) {
+            c[n] = rm::REGISTERS[i].offset;
+            n += 1;
+        }
+        i += 1;
+    }
+    c
+};
+
+/// The index of the other register at `offset` in [`OTHER`].
+pub const fn other_index(offset: u32) -> usize {
+    let mut i = 0;
+    while i < OTHER_REGS {
+        if OTHER[i] == offset {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("not a read-only or write-only register")
+}
+
+// rust-hdl names an element of `other` by a literal index in `update`, too.
+const _: () = {
+    assert!(other_index(rm::CTRL) == 0);
+    assert!(other_index(rm::STATUS) == 1);
+    assert!(other_index(rm::ROUND_COUNT) == 2);
+    assert!(other_index(rm::LAST_RTT) == 3);
+    assert!(other_index(rm::TIMEOUT_COUNT) == 4);
+    assert!(other_index(rm::MISMATCH_COUNT) == 5);
+    assert!(other_index(rm::LAST_REPLY) == 6);
+    assert!(other_index(rm::LAST_RPL_STATUS) == 7);
+    assert!(other_index(rm::LAST_RPL_LEN) == 8);
+    assert!(other_index(rm::REF_SYN) == 9);
+    assert!(other_index(rm::REF_EXP) == 10);
+    assert!(other_index(rm::VERSION) == 11);
+    assert!(other_index(rm::FSM_OVERHEAD) == 12);
+    assert!(other_index(rm::PACER_LAST) == 13);
+    assert!(other_index(rm::PACER_REMAIN) == 14);
+    assert!(other_index(rm::PACER_STATE) == 15);
+    assert!(other_index(rm::TRACE_COUNT) == 16);
+    assert!(other_index(rm::TRACE_STATUS) == 17);
+    assert!(other_index(rm::TRACE_DATA) == 18);
+    assert!(other_index(rm::ERNIC_ERR_COUNT) == 19);
+    assert!(OTHER_REGS == 20);
+};
+
 // rust-hdl names an element of `cfg` by a literal index in `update`: each index used there is
 // checked here against the register map when this compiles.
 const _: () = {
@@ -227,6 +281,7 @@ const _: () = {
     assert!(cfg_index(rm::PACER_SEED) == 24);
     assert!(cfg_index(rm::TRACE_CTRL) == 25);
     assert!(cfg_index(rm::TRACE_RD_ADDR) == 26);
+    assert!(cfg_index(rm::DB_ADDR) == 27);
 };
 
 fn reg(offset: u32) -> DFFWithInit<Bits<32>> {
@@ -274,6 +329,7 @@ impl Default for Hwhs {
             sq_wr_data: Default::default(),
             db_valid: Default::default(),
             db_sq_pi: Default::default(),
+            db_addr: Default::default(),
             cq_valid: Default::default(),
             cq_wrid: Default::default(),
             rx_wr_en: Default::default(),
@@ -281,6 +337,7 @@ impl Default for Hwhs {
             rx_wr_data: Default::default(),
             req_rd_addr: Default::default(),
             req_rd_data: Default::default(),
+            ernic_err: Default::default(),
             tx_valid: Default::default(),
             tx_data: Default::default(),
             axi: Default::default(),
@@ -291,27 +348,15 @@ impl Default for Hwhs {
             pacer: Default::default(),
             trace: Default::default(),
             refmem: Default::default(),
+            fault: Default::default(),
             cfg: std::array::from_fn(|i| reg(CONFIG[i])),
             a_cfg: std::array::from_fn(|i| addr(CONFIG[i])),
             axi_err: Default::default(),
+            other: Default::default(),
+            a_other: std::array::from_fn(|i| addr(OTHER[i])),
             a_ctrl: addr(rm::CTRL),
             a_ref_syn: addr(rm::REF_SYN),
             a_ref_exp: addr(rm::REF_EXP),
-            a_status: addr(rm::STATUS),
-            a_round_count: addr(rm::ROUND_COUNT),
-            a_last_rtt: addr(rm::LAST_RTT),
-            a_timeout_count: addr(rm::TIMEOUT_COUNT),
-            a_mismatch_count: addr(rm::MISMATCH_COUNT),
-            a_last_reply: addr(rm::LAST_REPLY),
-            a_last_rpl_status: addr(rm::LAST_RPL_STATUS),
-            a_last_rpl_len: addr(rm::LAST_RPL_LEN),
-            a_version: addr(rm::VERSION),
-            a_fsm_overhead: addr(rm::FSM_OVERHEAD),
-            a_pacer_last: addr(rm::PACER_LAST),
-            a_pacer_remain: addr(rm::PACER_REMAIN),
-            a_pacer_state: addr(rm::PACER_STATE),
-            a_trace_count: addr(rm::TRACE_COUNT),
-            a_trace_status: addr(rm::TRACE_STATUS),
             a_trace_data: addr(rm::TRACE_DATA),
             k_version: Constant::new((rm::VERSION_VALUE as u64).into()),
             k_overhead: Constant::new((rm::FSM_OVERHEAD_CYCLES as u64).into()),
@@ -332,6 +377,7 @@ impl Default for Hwhs {
             m_axi_err: mask(rm::STATUS_AXI_ERR),
             m_mismatch: mask(rm::STATUS_MISMATCH),
             m_running: mask(rm::STATUS_RUNNING),
+            m_ernic_err: mask(rm::STATUS_ERNIC_ERR),
             m_full: mask(rm::TRACE_STATUS_FULL),
             m_saturated: mask(rm::TRACE_STATUS_SATURATED),
             ctrl_write: Default::default(),
@@ -349,7 +395,7 @@ impl Logic for Hwhs {
     fn update(&mut self) {
         dff_setup!(self, clock, axi_err);
         clock!(
-            self, clock, axi, fsm, poster, reqbuf, reply, pacer, trace, refmem
+            self, clock, axi, fsm, poster, reqbuf, reply, pacer, trace, refmem, fault
         );
 
         // ---- bus ----
@@ -423,7 +469,15 @@ impl Logic for Hwhs {
         self.fsm.b2b.next = (self.cfg[22].q.val() == 0) & (self.cfg[23].q.val() == 0);
         self.fsm.rounds.next = self.cfg[4].q.val(); // ROUNDS
         self.fsm.ring_depth.next = self.cfg[8].q.val(); // RING_DEPTH
-        self.fsm.timeout.next = self.cfg[9].q.val(); // TIMEOUT
+        // ---- ERNIC-side AXI errors: counted; TIMEOUT reaches the FSM through the gate ----
+        self.fault.reset.next = self.fsm.soft_reset.val();
+        self.fault.err.next = self.ernic_err.val();
+        self.fault.in_round.next = self.fsm.busy.val();
+        self.fault.timeout.next = self.cfg[9].q.val(); // TIMEOUT
+        self.fault.record.next = self.fsm.trace_record.val();
+        self.fault.rtt.next = self.fsm.trace_rtt.val();
+        self.fault.fsm_timeouts.next = self.fsm.timeout_count.val();
+        self.fsm.timeout.next = self.fault.fsm_timeout.val();
         self.fsm.payload0.next = self.cfg[16].q.val(); // PAYLOAD0
         self.fsm.ref_len.next = self.cfg[21].q.val(); // REF_LEN
 
@@ -452,7 +506,7 @@ impl Logic for Hwhs {
             | (self.ctrl_write.val() & (self.axi.wr_data.val() & self.m_trace_clear.val()).any());
         self.trace.enable.next = (self.cfg[25].q.val() & self.m_trace_enable.val()).any();
         self.trace.record.next = self.fsm.trace_record.val();
-        self.trace.rtt.next = self.fsm.trace_rtt.val();
+        self.trace.rtt.next = self.fault.trace_rtt.val();
         self.trace.rd_addr.next = self.cfg[26].q.val().get_bits::<TRACE_BITS>(0);
 
         // ---- ERNIC side: the WQE poster, the request buffer, the reply memory ----
@@ -478,6 +532,7 @@ impl Logic for Hwhs {
         self.sq_wr_data.next = self.poster.sq_wr_data.val();
         self.db_valid.next = self.fsm.db_valid.val();
         self.db_sq_pi.next = self.fsm.db_sq_pi.val();
+        self.db_addr.next = self.cfg[27].q.val(); // DB_ADDR
         self.fsm.cq_valid.next = self.cq_valid.val();
         self.fsm.cq_wrid.next = self.cq_wrid.val();
         self.reqbuf.rd_addr.next = self.req_rd_addr.val();
@@ -528,6 +583,9 @@ impl Logic for Hwhs {
         if self.fsm.running.val() {
             self.status_word.next = self.status_word.val() | self.m_running.val();
         }
+        if self.fault.last.val() {
+            self.status_word.next = self.status_word.val() | self.m_ernic_err.val();
+        }
         self.trace_status.next = 0.into();
         if self.trace.full.val() {
             self.trace_status.next = self.trace_status.val() | self.m_full.val();
@@ -536,79 +594,32 @@ impl Logic for Hwhs {
             self.trace_status.next = self.trace_status.val() | self.m_saturated.val();
         }
 
-        // ---- register reads: the others ----
-        if self.axi.rd_addr.val() == self.a_ctrl.val() {
-            self.rd_ok.next = true;
-        }
-        if self.axi.rd_addr.val() == self.a_ref_syn.val() {
-            self.rd_ok.next = true;
-        }
-        if self.axi.rd_addr.val() == self.a_ref_exp.val() {
-            self.rd_ok.next = true;
-        }
-        if self.axi.rd_addr.val() == self.a_status.val() {
-            self.rd_ok.next = true;
-            self.rd_data.next = self.status_word.val();
-        }
-        if self.axi.rd_addr.val() == self.a_round_count.val() {
-            self.rd_ok.next = true;
-            self.rd_data.next = self.fsm.round_count.val();
-        }
-        if self.axi.rd_addr.val() == self.a_last_rtt.val() {
-            self.rd_ok.next = true;
-            self.rd_data.next = self.fsm.last_rtt.val();
-        }
-        if self.axi.rd_addr.val() == self.a_timeout_count.val() {
-            self.rd_ok.next = true;
-            self.rd_data.next = self.fsm.timeout_count.val();
-        }
-        if self.axi.rd_addr.val() == self.a_mismatch_count.val() {
-            self.rd_ok.next = true;
-            self.rd_data.next = self.refmem.mismatches.val();
-        }
-        if self.axi.rd_addr.val() == self.a_last_reply.val() {
-            self.rd_ok.next = true;
-            self.rd_data.next = self.fsm.last_reply.val();
-        }
-        if self.axi.rd_addr.val() == self.a_last_rpl_status.val() {
-            self.rd_ok.next = true;
-            self.rd_data.next = self.fsm.last_status.val();
-        }
-        if self.axi.rd_addr.val() == self.a_last_rpl_len.val() {
-            self.rd_ok.next = true;
-            self.rd_data.next = self.fsm.last_len.val();
-        }
-        if self.axi.rd_addr.val() == self.a_version.val() {
-            self.rd_ok.next = true;
-            self.rd_data.next = self.k_version.val();
-        }
-        if self.axi.rd_addr.val() == self.a_fsm_overhead.val() {
-            self.rd_ok.next = true;
-            self.rd_data.next = self.k_overhead.val();
-        }
-        if self.axi.rd_addr.val() == self.a_pacer_last.val() {
-            self.rd_ok.next = true;
-            self.rd_data.next = self.pacer.interval.val();
-        }
-        if self.axi.rd_addr.val() == self.a_pacer_remain.val() {
-            self.rd_ok.next = true;
-            self.rd_data.next = self.pacer.remain.val();
-        }
-        if self.axi.rd_addr.val() == self.a_pacer_state.val() {
-            self.rd_ok.next = true;
-            self.rd_data.next = self.pacer.state.val();
-        }
-        if self.axi.rd_addr.val() == self.a_trace_count.val() {
-            self.rd_ok.next = true;
-            self.rd_data.next = self.trace.count.val();
-        }
-        if self.axi.rd_addr.val() == self.a_trace_status.val() {
-            self.rd_ok.next = true;
-            self.rd_data.next = self.trace_status.val();
-        }
-        if self.axi.rd_addr.val() == self.a_trace_data.val() {
-            self.rd_ok.next = true;
-            self.rd_data.next = bit_cast::<32, 16>(self.trace.rd_data.val());
+        // ---- register reads: the others, by one loop (write-only ones read 0) ----
+        self.other[0].next = 0.into(); // CTRL
+        self.other[1].next = self.status_word.val(); // STATUS
+        self.other[2].next = self.fsm.round_count.val(); // ROUND_COUNT
+        self.other[3].next = self.fsm.last_rtt.val(); // LAST_RTT
+        self.other[4].next = self.fault.timeouts.val(); // TIMEOUT_COUNT
+        self.other[5].next = self.refmem.mismatches.val(); // MISMATCH_COUNT
+        self.other[6].next = self.fsm.last_reply.val(); // LAST_REPLY
+        self.other[7].next = self.fsm.last_status.val(); // LAST_RPL_STATUS
+        self.other[8].next = self.fsm.last_len.val(); // LAST_RPL_LEN
+        self.other[9].next = 0.into(); // REF_SYN
+        self.other[10].next = 0.into(); // REF_EXP
+        self.other[11].next = self.k_version.val(); // VERSION
+        self.other[12].next = self.k_overhead.val(); // FSM_OVERHEAD
+        self.other[13].next = self.pacer.interval.val(); // PACER_LAST
+        self.other[14].next = self.pacer.remain.val(); // PACER_REMAIN
+        self.other[15].next = self.pacer.state.val(); // PACER_STATE
+        self.other[16].next = self.trace.count.val(); // TRACE_COUNT
+        self.other[17].next = self.trace_status.val(); // TRACE_STATUS
+        self.other[18].next = bit_cast::<32, 16>(self.trace.rd_data.val()); // TRACE_DATA
+        self.other[19].next = self.fault.errors.val(); // ERNIC_ERR_COUNT
+        for i in 0..OTHER_REGS {
+            if self.axi.rd_addr.val() == self.a_other[i].val() {
+                self.rd_ok.next = true;
+                self.rd_data.next = self.other[i].val();
+            }
         }
         // A bus error is sticky until soft reset.
         if (self.axi.wr_strobe.val() & !self.wr_ok.val())
@@ -644,6 +655,7 @@ pub fn build() -> Hwhs {
     uut.rx_wr_addr.connect();
     uut.rx_wr_data.connect();
     uut.req_rd_addr.connect();
+    uut.ernic_err.connect();
     uut.connect_all();
     uut
 }

@@ -65,6 +65,9 @@ static void write_inputs(Vtop* t, const bl_inputs* i) {
     t->rx_wr_addr = i->rx_wr_addr;
     t->rx_wr_data = i->rx_wr_data;
     t->req_rd_addr = i->req_rd_addr;
+    // The simulated board's ERNIC model serves the engine's ports directly (no adapter in
+    // between), so no ERNIC-side AXI error ever reaches the engine here.
+    t->ernic_err = 0;
 }
 
 static inline void edge(Vtop* t) {

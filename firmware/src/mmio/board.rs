@@ -170,25 +170,44 @@ fn uio_map0_size(dev: &Path) -> Option<u64> {
     crate::config::parse_u64(s.trim())
 }
 
+/// The least a block's window must hold: the HWHS's whole register file; for the ERNIC the
+/// smallest layout's (v3.x, 256 KiB).
+fn min_window(block: Block) -> u32 {
+    match block {
+        Block::Ernic => backline_board::ernic::Layout::V3.window_bytes(),
+        Block::Hwhs => block.window_bytes(),
+    }
+}
+
+/// The bytes to map of an aperture of `size` bytes (`None`: unknown): all of it up to the
+/// block's largest window, and not less than the smallest.
+fn window_of(block: Block, size: Option<u64>, what: &str) -> Result<u32, MmioError> {
+    let (min, max) = (min_window(block), block.window_bytes());
+    match size {
+        None => Ok(min),
+        Some(s) if s < u64::from(min) => Err(MmioError::Io {
+            what: format!(
+                "{what} is {s:#x} bytes, smaller than the {block}'s {min:#x}-byte register space"
+            ),
+            source: std::io::ErrorKind::InvalidInput.into(),
+        }),
+        Some(s) => Ok(s.min(u64::from(max)) as u32),
+    }
+}
+
 impl BoardMmio {
     fn map_uio(name: &str, block: Block) -> Result<Window, MmioError> {
         let path = resolve_uio(name)?;
-        let need = block.window_bytes();
-        if let Some(size) = uio_map0_size(&path)
-            && size < u64::from(need)
-        {
-            return Err(MmioError::Io {
-                what: format!(
-                    "{}: UIO map 0 is {size:#x} bytes, smaller than the {block}'s {need:#x}-byte \
-                     register space",
-                    path.display()
-                ),
-                source: std::io::ErrorKind::InvalidInput.into(),
-            });
-        }
+        // The aperture the block design gave the block: a v3.x ERNIC's 256 KiB or a v4.x's
+        // 2 MiB (unknown without sysfs: then the smallest, which identification copes with).
+        let len = window_of(
+            block,
+            uio_map0_size(&path),
+            &format!("{}: UIO map 0", path.display()),
+        )?;
         let f = open_rw(&path, false)?;
         // UIO: map N is selected by the offset N × page size; the registers are map 0.
-        Window::map(&f, 0, need, block, path.display().to_string())
+        Window::map(&f, 0, len, block, path.display().to_string())
     }
 
     /// The two blocks as UIO devices (paths or names).
@@ -203,8 +222,9 @@ impl BoardMmio {
         })
     }
 
-    /// The two blocks as windows of `/dev/mem` at these physical addresses.
-    pub fn devmem(ernic: u64, hwhs: u64) -> Result<BoardMmio, MmioError> {
+    /// The two blocks as windows of `/dev/mem` at these physical addresses, the ERNIC's
+    /// aperture `ernic_window` bytes.
+    pub fn devmem(ernic: u64, ernic_window: u32, hwhs: u64) -> Result<BoardMmio, MmioError> {
         for (b, a) in [(Block::Ernic, ernic), (Block::Hwhs, hwhs)] {
             if !a.is_multiple_of(4) {
                 return Err(MmioError::Misaligned {
@@ -214,13 +234,9 @@ impl BoardMmio {
             }
         }
         let f = open_rw(Path::new("/dev/mem"), true)?;
-        let e = Window::map(
-            &f,
-            ernic,
-            Block::Ernic.window_bytes(),
-            Block::Ernic,
-            format!("/dev/mem @ {ernic:#x}"),
-        )?;
+        let what = format!("/dev/mem @ {ernic:#x}");
+        let len = window_of(Block::Ernic, Some(u64::from(ernic_window)), &what)?;
+        let e = Window::map(&f, ernic, len, Block::Ernic, what)?;
         let h = Window::map(
             &f,
             hwhs,
@@ -239,20 +255,12 @@ impl BoardMmio {
     pub fn files(ernic: &str, hwhs: &str) -> Result<BoardMmio, MmioError> {
         let map = |path: &str, block: Block| {
             let f = open_rw(Path::new(path), false)?;
-            let len = f
+            let size = f
                 .metadata()
                 .map_err(io_err(format!("reading {path}")))?
                 .len();
-            if len < u64::from(block.window_bytes()) {
-                return Err(MmioError::Io {
-                    what: format!(
-                        "{path} is {len} bytes; the {block} window needs {}",
-                        block.window_bytes()
-                    ),
-                    source: std::io::ErrorKind::InvalidInput.into(),
-                });
-            }
-            Window::map(&f, 0, block.window_bytes(), block, path.to_string())
+            let len = window_of(block, Some(size), path)?;
+            Window::map(&f, 0, len, block, path.to_string())
         };
         Ok(BoardMmio {
             ernic: map(ernic, Block::Ernic)?,
@@ -307,6 +315,13 @@ impl Mmio for BoardMmio {
     fn describe(&self) -> String {
         self.desc.clone()
     }
+
+    fn window_bytes(&self, block: Block) -> u32 {
+        match block {
+            Block::Ernic => self.ernic.len,
+            Block::Hwhs => self.hwhs.len,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -325,6 +340,7 @@ mod tests {
     #[test]
     fn file_windows_take_volatile_accesses_in_bounds_only() {
         let e = scratch("ernic", u64::from(Block::Ernic.window_bytes()));
+        let e3 = scratch("ernic-v3", 0x4_0000);
         let h = scratch("hwhs", u64::from(Block::Hwhs.window_bytes()));
         let mut b = BoardMmio::files(e.to_str().unwrap(), h.to_str().unwrap()).unwrap();
         b.write32(Block::Hwhs, 0x90, 0x424C_0001).unwrap();
@@ -346,9 +362,20 @@ mod tests {
         assert_eq!(&bytes[0x90..0x94], &0x424C_0001u32.to_le_bytes());
         b = BoardMmio::files(e.to_str().unwrap(), h.to_str().unwrap()).unwrap();
         assert_eq!(b.read32(Block::Ernic, 0x2_0300).unwrap(), 0xDEAD_BEEF);
+        assert_eq!(b.window_bytes(Block::Ernic), 0x20_0000);
+        // A v3.x-sized aperture maps 256 KiB, and nothing past it is reached.
+        let mut b3 = BoardMmio::files(e3.to_str().unwrap(), h.to_str().unwrap()).unwrap();
+        assert_eq!(b3.window_bytes(Block::Ernic), 0x4_0000);
+        assert!(matches!(
+            b3.read32(Block::Ernic, 0x10_001C),
+            Err(MmioError::OutOfWindow { .. })
+        ));
         let small = scratch("small", 16);
         let err = BoardMmio::files(small.to_str().unwrap(), h.to_str().unwrap()).unwrap_err();
-        assert!(err.to_string().contains("window needs"), "{err}");
+        assert!(
+            err.to_string().contains("smaller than the ERNIC's"),
+            "{err}"
+        );
         let err = BoardMmio::uio("no-such-uio-device-name", "x").unwrap_err();
         assert!(err.to_string().contains("no-such-uio-device-name"), "{err}");
     }

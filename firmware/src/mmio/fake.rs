@@ -30,7 +30,7 @@ pub struct FakeMmio<E: ErnicRegs = PlainErnic> {
 
 impl Default for FakeMmio {
     fn default() -> Self {
-        FakeMmio::new(PlainErnic::new())
+        FakeMmio::new(PlainErnic::default())
     }
 }
 

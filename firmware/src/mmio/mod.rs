@@ -147,6 +147,14 @@ pub trait Mmio {
         false
     }
 
+    /// Bytes of `block` this backend reaches: offsets at or past it are never accessed. On
+    /// the board this is the aperture the block design gave the block (a UIO map's size), so
+    /// that identification does not read past a v3.x ERNIC's 256 KiB into addresses no
+    /// slave decodes (a bus error there is a SIGBUS, not an error value).
+    fn window_bytes(&self, block: Block) -> u32 {
+        block.window_bytes()
+    }
+
     /// The modelled fabric's and the remote side's cycles of each round since the last soft
     /// reset — known only to a simulated board (`None` elsewhere: on a board the RTT is one
     /// number).
@@ -185,6 +193,9 @@ macro_rules! forward_mmio {
             fn is_simulated(&self) -> bool {
                 (**self).is_simulated()
             }
+            fn window_bytes(&self, block: Block) -> u32 {
+                (**self).window_bytes(block)
+            }
             fn fabric_splits(&mut self) -> Result<Option<FabricSplits>, MmioError> {
                 (**self).fabric_splits()
             }
@@ -205,6 +216,29 @@ pub(crate) fn check_offset(block: Block, offset: u32, len: u32) -> Result<(), Mm
     Ok(())
 }
 
+/// The ERNIC apertures a `devmem:` backend accepts: each layout's window.
+fn window_choices() -> String {
+    backline_board::ernic::Layout::ALL
+        .map(|l| format!("{}K", l.window_bytes() / 1024))
+        .join(", ")
+}
+
+/// `256K`, `2M` or a byte count, if it is one of the layouts' windows.
+fn parse_window(s: &str) -> Option<u32> {
+    let t = s.trim();
+    let v = if let Some(k) = t.strip_suffix(['K', 'k']) {
+        crate::config::parse_u64(k)?.checked_mul(1024)?
+    } else if let Some(m) = t.strip_suffix(['M', 'm']) {
+        crate::config::parse_u64(m)?.checked_mul(1 << 20)?
+    } else {
+        crate::config::parse_u64(t)?
+    };
+    backline_board::ernic::Layout::ALL
+        .into_iter()
+        .map(|l| l.window_bytes())
+        .find(|&w| u64::from(w) == v)
+}
+
 /// Where a backend reaches the board: parsed from `--backend`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BackendSpec {
@@ -216,10 +250,14 @@ pub enum BackendSpec {
         /// The HWHS's device.
         hwhs: String,
     },
-    /// `devmem:0xERNIC,0xHWHS` — windows of `/dev/mem` at these physical addresses.
+    /// `devmem:0xERNIC[/SIZE],0xHWHS` — windows of `/dev/mem` at these physical addresses;
+    /// `SIZE` (`256K`, `2M`, bytes) is the ERNIC's aperture in the block design, by default
+    /// the default layout's window (2 MiB, ERNIC v4.x).
     DevMem {
         /// Physical base of the ERNIC's register space.
         ernic: u64,
+        /// Bytes of the ERNIC's aperture.
+        ernic_window: u32,
         /// Physical base of the HWHS's register file.
         hwhs: u64,
     },
@@ -242,7 +280,7 @@ impl BackendSpec {
     /// The backend used when none is given: the board's UIO devices named `ernic` and `hwhs`.
     pub const DEFAULT: &'static str = "uio:ernic,hwhs";
 
-    /// Parses `uio:A,B`, `devmem:0xA,0xB`, `file:A,B` or `sim:PATH`.
+    /// Parses `uio:A,B`, `devmem:0xA[/SIZE],0xB`, `file:A,B` or `sim:PATH`.
     pub fn parse(s: &str) -> Result<BackendSpec, String> {
         let (kind, rest) = s.split_once(':').ok_or_else(|| {
             format!("backend `{s}`: expected uio:…, devmem:…, file:… or sim:PATH")
@@ -264,8 +302,23 @@ impl BackendSpec {
                     crate::config::parse_u64(t)
                         .ok_or_else(|| format!("backend `{s}`: `{t}` is not an address"))
                 };
+                let (base, size) = match a.split_once('/') {
+                    Some((base, size)) => (base, Some(size)),
+                    None => (a.as_str(), None),
+                };
+                let ernic_window = match size {
+                    None => backline_board::ernic::Layout::DEFAULT.window_bytes(),
+                    Some(z) => parse_window(z).ok_or_else(|| {
+                        format!(
+                            "backend `{s}`: ERNIC aperture `{z}` is not one of {} (256K for \
+                             ERNIC v3.x, 2M for v4.x)",
+                            window_choices()
+                        )
+                    })?,
+                };
                 Ok(BackendSpec::DevMem {
-                    ernic: num(&a)?,
+                    ernic: num(base)?,
+                    ernic_window,
                     hwhs: num(&b)?,
                 })
             }
@@ -283,9 +336,11 @@ impl BackendSpec {
     pub fn open(&self) -> Result<Box<dyn Mmio + Send>, MmioError> {
         Ok(match self {
             BackendSpec::Uio { ernic, hwhs } => Box::new(board::BoardMmio::uio(ernic, hwhs)?),
-            BackendSpec::DevMem { ernic, hwhs } => {
-                Box::new(board::BoardMmio::devmem(*ernic, *hwhs)?)
-            }
+            BackendSpec::DevMem {
+                ernic,
+                ernic_window,
+                hwhs,
+            } => Box::new(board::BoardMmio::devmem(*ernic, *ernic_window, *hwhs)?),
             BackendSpec::File { ernic, hwhs } => Box::new(board::BoardMmio::files(ernic, hwhs)?),
             #[cfg(feature = "sim")]
             BackendSpec::Sim { socket } => Box::new(sim::SimMmio::connect(socket)?),
@@ -305,7 +360,11 @@ impl fmt::Display for BackendSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             BackendSpec::Uio { ernic, hwhs } => write!(f, "uio:{ernic},{hwhs}"),
-            BackendSpec::DevMem { ernic, hwhs } => write!(f, "devmem:{ernic:#x},{hwhs:#x}"),
+            BackendSpec::DevMem {
+                ernic,
+                ernic_window,
+                hwhs,
+            } => write!(f, "devmem:{ernic:#x}/{}K,{hwhs:#x}", ernic_window / 1024),
             BackendSpec::File { ernic, hwhs } => write!(f, "file:{ernic},{hwhs}"),
             BackendSpec::Sim { socket } => write!(f, "sim:{socket}"),
         }
@@ -328,15 +387,20 @@ mod tests {
             BackendSpec::parse("devmem:0xa0000000,0xA0100000").unwrap(),
             BackendSpec::DevMem {
                 ernic: 0xA000_0000,
+                ernic_window: 0x20_0000,
                 hwhs: 0xA010_0000
             }
         );
+        let v3 = BackendSpec::parse("devmem:0xa0000000/256K,0xA0100000").unwrap();
+        assert_eq!(v3.to_string(), "devmem:0xa0000000/256K,0xa0100000");
+        assert_eq!(BackendSpec::parse(&v3.to_string()).unwrap(), v3);
         let u = BackendSpec::parse(BackendSpec::DEFAULT).unwrap();
         assert_eq!(u.to_string(), BackendSpec::DEFAULT);
         for (bad, why) in [
             ("sim:", "socket path"),
             ("uio:/dev/uio0", "two comma-separated"),
             ("devmem:0xzz,1", "not an address"),
+            ("devmem:0x1000/64K,1", "not one of 256K, 2048K"),
             ("pcie:1,2", "unknown kind"),
             ("nothing", "expected uio"),
         ] {

@@ -91,7 +91,7 @@ fn misaligned_base_addresses_are_refused_naming_the_field() {
         ),
         (
             &|c| c.qp.cq_doorbell += 1,
-            "config qp.cq_doorbell = 0x70050001: must be 4-byte aligned",
+            "config qp.cq_doorbell = 0xa403f001: must be 4-byte aligned",
         ),
         (
             &|c| c.memory_region.phys += 0x40,
@@ -112,12 +112,13 @@ fn misaligned_base_addresses_are_refused_naming_the_field() {
 
 #[test]
 fn a_foreign_register_space_is_refused_before_anything_is_written() {
-    use backline_apu::ernic::IDENT_PROBES;
+    use backline_apu::ernic::{Layout, V3_PROBES, VERSION_OFFSET};
+    use backline_board::PlainErnic;
     use backline_regmap as rm;
-    // Each reserved word of the v3.x space, non-zero (a v4.x ERNIC's version register at
-    // global + 0x1C, another IP, a wrong base): refused, nothing written.
-    for (k, off) in IDENT_PROBES.iter().enumerate() {
-        let mut regs = backline_board::PlainErnic::new();
+    // No version register answers, and a reserved word of the v3.x space is not zero
+    // (another IP, a wrong base, a v4.x in too small a window): refused, nothing written.
+    for (k, off) in V3_PROBES.iter().enumerate() {
+        let mut regs = PlainErnic::new(Layout::V3);
         regs.set(*off, 0x0004_0000);
         let mut fake = FakeMmio::new(regs);
         let e = Board::open(&mut fake).unwrap_err().to_string();
@@ -130,15 +131,31 @@ fn a_foreign_register_space_is_refused_before_anything_is_written() {
         );
         assert!(e.contains("no offset of it can be trusted"), "{e}");
         assert!(fake.writes().is_empty());
-        // The probes were all that was read.
-        assert_eq!(fake.log().len(), IDENT_PROBES.len(), "probe {k}");
+        // The probes were all that was read (the version read found no register).
+        assert_eq!(fake.log().len(), V3_PROBES.len(), "probe {k}");
+    }
+    // A version register that names neither layout: refused with the value read.
+    for word in [0x0003_0100, 0x0005_0000, 0xFFFF_FFFF] {
+        let mut regs = PlainErnic::new(Layout::V4);
+        regs.set(VERSION_OFFSET, word);
+        let mut fake = FakeMmio::new(regs);
+        let e = Board::open(&mut fake).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "ERNIC XRNIC_VERSION (0x10001c) reads {word:#010x}: the XRNIC version register"
+            )),
+            "{e}"
+        );
+        assert!(e.contains("names neither layout"), "{e}");
+        assert!(fake.writes().is_empty());
+        assert_eq!(fake.log().len(), 1, "only the version was read");
     }
     // An HWHS of another register map.
     let mut fake = FakeMmio::default();
     fake.set_hwhs(rm::VERSION, 0x424C_0001);
     let e = Board::open(&mut fake).unwrap_err().to_string();
     assert!(
-        e.starts_with("HWHS VERSION reads 0x424c0001: expected 0x424c0002"),
+        e.starts_with("HWHS VERSION reads 0x424c0001: expected 0x424c0003"),
         "{e}"
     );
     assert!(fake.writes().is_empty());
@@ -331,8 +348,11 @@ fn a_good_answer_brings_the_fake_board_up_in_order() {
     let rep = b.setup(&cfg2).unwrap();
     assert_eq!(rep.peer.qpn, 0x11);
     let w = b.mmio().writes();
-    assert_eq!(w.len(), backline_apu::bringup::DOCUMENTED_ORDER.len());
-    let qpconf = backline_apu::ernic::qp_offset(2, ernic::qp::QPCONF);
+    assert_eq!(
+        w.len(),
+        backline_apu::bringup::documented_order(b.layout()).len()
+    );
+    let qpconf = b.layout().qp_offset(2, ernic::qp::QPCONF);
     assert_eq!(
         ernic::qp::QPCONF_ENABLE
             .get(backline_apu::Mmio::read32(b.mmio(), backline_apu::Block::Ernic, qpconf).unwrap()),

@@ -152,7 +152,17 @@ fn the_whole_chain_through_the_cli_with_10000_round_runs() {
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["qps"][0]["enabled"], true);
     assert_eq!(j["hwhs"]["round_count"], 10_000);
-    assert_eq!(j["ernic_layout"], "ERNIC v3.x register space (PG332 v3.1)");
+    // The simulated board's ERNIC is a v4.x by default (as the block design's), told by its
+    // version register; the issue of ERNIC v4.x changed this from the v3.x space.
+    assert_eq!(j["ernic_layout"], "ERNIC v4.x register space (PG332 v4.0)");
+    assert_eq!(j["ernic_layout_short"], "v4.x");
+    assert_eq!(j["ernic_version"], 0x0004_0000);
+    let o = apu(&be, &["info"]);
+    let (out, _) = text(&o);
+    assert!(
+        out.contains("ERNIC layout   ERNIC v4.x register space (PG332 v4.0) (XRNIC_VERSION (0x10001c) = 0x00040000, version 4.0.0)"),
+        "{out}"
+    );
 
     // Bad run settings: exit 2 with the register named, nothing run.
     let o = apu(
@@ -238,9 +248,12 @@ fn timeouts_exit_1_and_a_bad_board_exits_2() {
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2));
     assert!(err.contains("is `backline-apu sim-board"), "{err}");
-    // A register space that is not the v3.x ERNIC's (a reserved word reads non-zero, as a
-    // v4.x ERNIC's version register at that offset would): refused at connect.
-    let sim = SimProcess::start(&scratch("cli-v4"), &["--ident-word", "0x00040000"]);
+    // A register space that is not a v3.x ERNIC's (no version register, and a reserved word
+    // reads non-zero): refused at connect.
+    let sim = SimProcess::start(
+        &scratch("cli-v3-foreign"),
+        &["--ernic", "v3", "--ident-word", "0x00040000"],
+    );
     let o = apu(
         &sim.backend(),
         &["setup", "--config", cfg.to_str().unwrap()],
@@ -249,6 +262,20 @@ fn timeouts_exit_1_and_a_bad_board_exits_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(
         err.contains("ERNIC 0x2001c (reserved) reads 0x00040000: reserved offset 0x2001c"),
+        "{err}"
+    );
+    drop(sim);
+    // An ERNIC whose version register names neither layout: refused with the value read.
+    let sim = SimProcess::start(&scratch("cli-v5"), &["--ident-word", "0x00050100"]);
+    let o = apu(&sim.backend(), &["info"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("ERNIC XRNIC_VERSION (0x10001c) reads 0x00050100: the XRNIC version register"),
+        "{err}"
+    );
+    assert!(
+        err.contains("(version 5.1.0): it names neither layout"),
         "{err}"
     );
 }

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use backline_apu::bringup::{DOCUMENTED_ORDER, plain_name};
+use backline_apu::bringup::{documented_order, plain_name};
+use backline_apu::ernic::Layout;
 use backline_apu::mmio::sim::SimMmio;
 use backline_apu::{Access, Block, Board, Error, Expect, Mmio, MmioError, Mode, RunSpec};
 use backline_bench::Trace;
@@ -30,22 +31,41 @@ fn writes(log: &[Access]) -> Vec<(Block, String)> {
 
 #[test]
 fn bring_up_follows_the_documented_order_as_the_board_recorded_it() {
-    let Some((sim, cfg)) = sim_board("order", |_| {}) else {
+    for l in Layout::ALL {
+        bring_up_follows_the_documented_order_in(l);
+    }
+}
+
+fn bring_up_follows_the_documented_order_in(l: Layout) {
+    let Some((sim, cfg)) = sim_board(&format!("order-{l}"), |o| o.layout = l) else {
         return;
     };
     let mut b = Board::open(connect(&sim)).unwrap();
+    assert_eq!(b.layout(), l);
     b.setup(&cfg).unwrap();
     let log = b.mmio().log().unwrap();
-    // The identification probes were read first, before any write.
-    for (k, off) in backline_apu::ernic::IDENT_PROBES.iter().enumerate() {
+    // The identification was read first, before any write: v4.x's version register, or
+    // (no register there: a bus error, not logged) v3.x's reserved words.
+    let probes: Vec<u32> = match l {
+        Layout::V4 => vec![backline_apu::ernic::VERSION_OFFSET],
+        Layout::V3 => backline_apu::ernic::V3_PROBES.to_vec(),
+    };
+    for (k, off) in probes.iter().enumerate() {
         assert_eq!((log[k].block, log[k].offset), (Block::Ernic, *off));
         assert_eq!(log[k].op, backline_apu::mmio::Op::Read);
     }
-    let want: Vec<(Block, String)> = DOCUMENTED_ORDER
+    let want: Vec<(Block, String)> = documented_order(l)
         .iter()
         .map(|(b, n)| (*b, n.to_string()))
         .collect();
     assert_eq!(writes(&log), want);
+    // Every ERNIC write hit a register of this layout.
+    for a in log
+        .iter()
+        .filter(|a| a.block == Block::Ernic && a.op == backline_apu::mmio::Op::Write)
+    {
+        assert!(l.locate(a.offset).is_some(), "{l}: {a}");
+    }
     // QPCONF of the data QP is the last ERNIC write, QP 1 was never touched.
     let ernic_writes: Vec<&Access> = log
         .iter()
@@ -65,7 +85,7 @@ fn bring_up_follows_the_documented_order_as_the_board_recorded_it() {
     let mut at = doc
         .find("## The register-write order")
         .expect("docs/firmware.md has a section `## The register-write order`");
-    for (block, name) in DOCUMENTED_ORDER {
+    for (block, name) in documented_order(l) {
         let needle = format!("`{name}`");
         let found = doc[at..].find(&needle).unwrap_or_else(|| {
             panic!("docs/firmware.md does not list {block} {name} after position {at}")
@@ -117,7 +137,14 @@ fn check_trace(t: &Trace, rounds: usize, mode: &str) -> u64 {
 
 #[test]
 fn sw_loop_and_hw_loop_runs_and_the_trace_round_trip_through_csv() {
-    let Some((sim, cfg)) = sim_board("runs", |_| {}) else {
+    for l in Layout::ALL {
+        runs_in(l);
+    }
+}
+
+/// 3,000 sw-loop rounds, then 10,000 hw-loop rounds, on a board with an ERNIC of `l`.
+fn runs_in(l: Layout) {
+    let Some((sim, cfg)) = sim_board(&format!("runs-{l}"), |o| o.layout = l) else {
         return;
     };
     let mut b = Board::open(connect(&sim)).unwrap();
@@ -138,23 +165,27 @@ fn sw_loop_and_hw_loop_runs_and_the_trace_round_trip_through_csv() {
     );
     let sw = check_trace(&b.read_trace().unwrap(), 3000, "sw-loop");
     spec.mode = Mode::HwLoop;
+    spec.rounds = 10_000;
     let rep = b.run(&spec, &mut |_, _| {}).unwrap();
     assert_eq!(
         (rep.rounds_committed, rep.timeouts, rep.mismatches),
-        (3000, 0, 0)
+        (10_000, 0, 0),
+        "{l}"
     );
     let t = b.read_trace().unwrap();
-    let hw = check_trace(&t, 3000, "hw-loop");
+    let hw = check_trace(&t, 10_000, "hw-loop");
     // The same fabric in both modes: the engine measures the same round trip.
     assert_eq!(sw, hw);
     let path = scratch("runs-csv").join("t.csv");
     t.save(&path).unwrap();
     let back = Trace::load(&path).unwrap();
     assert_eq!(back, t);
-    let port = b.mmio().state().unwrap().port;
+    let st = b.mmio().state().unwrap();
+    assert_eq!(st.ernic_layout, l.describe());
+    let port = st.port;
     assert_eq!(port.errors, 0, "{:?}", port.first_error);
     // Counters of the port model restart with the engine's soft reset at each run.
-    assert_eq!(port.replies, 3000);
+    assert_eq!(port.replies, 10_000);
 }
 
 #[test]
@@ -286,10 +317,11 @@ fn the_simulated_board_refuses_what_a_real_one_would_silently_get_wrong() {
     assert!(matches!(e, MmioError::Refused { .. }), "{e:?}");
     assert!(e.to_string().contains("QPCONF[QP 2].enable = 0"), "{e}");
     // QP 1 and a read-only register.
+    let l = Layout::DEFAULT;
     let e = m
         .write32(
             Block::Ernic,
-            backline_apu::ernic::qp_offset(1, backline_apu::ernic::qp::SQBA),
+            l.qp_offset(1, backline_apu::ernic::qp::SQBA),
             0x1000,
         )
         .unwrap_err();
@@ -297,7 +329,7 @@ fn the_simulated_board_refuses_what_a_real_one_would_silently_get_wrong() {
     let e = m
         .write32(
             Block::Ernic,
-            backline_apu::ernic::global::ERRBUFWPTR.offset,
+            l.g(backline_apu::ernic::global::ERRBUFWPTR),
             0,
         )
         .unwrap_err();
@@ -330,6 +362,18 @@ fn the_simulated_board_refuses_what_a_real_one_would_silently_get_wrong() {
         e.contains("SQ_BASE = 0xa4021000, but SQBA[QP 2] = 0xa4020000"),
         "{e}"
     );
+    // The adapter's doorbell pointed at the v3.x layout's SQPI on this v4.x ERNIC.
+    b.setup(&cfg).unwrap();
+    let v3_sqpi = backline_apu::bringup::doorbell_address(Layout::V3, 2);
+    b.mmio().write32(Block::Hwhs, rm::DB_ADDR, v3_sqpi).unwrap();
+    let e = b
+        .run(&RunSpec::b2b(Mode::SwLoop, 10), &mut |_, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("DB_ADDR = 0xa0220338, but SQPI[QP 2] of this v4.x ERNIC is at 0xa0380138"),
+        "{e}"
+    );
     // A wrong rkey gets through the bring-up but not onto the wire: the data path fails.
     let mut peer = b.setup(&cfg).unwrap().peer;
     peer.rkey ^= 1;
@@ -355,7 +399,7 @@ fn the_simulated_board_refuses_what_a_real_one_would_silently_get_wrong() {
     let i = b.info().unwrap();
     assert!(!i.ernic_enabled && i.qps.is_empty());
     assert_eq!(i.hwhs.round_count, 0);
-    let qpconf = backline_apu::ernic::qp_offset(2, backline_apu::ernic::qp::QPCONF);
+    let qpconf = l.qp_offset(2, backline_apu::ernic::qp::QPCONF);
     assert_eq!(b.mmio().read32(Block::Ernic, qpconf).unwrap(), 0);
 }
 

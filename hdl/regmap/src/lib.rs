@@ -173,6 +173,7 @@ regmap! {
         axi_err: 8, 1, "Sticky: an AXI access ended in SLVERR (unmapped offset or write to a read-only register). Cleared by soft_reset.";
         mismatch: 9, 1, "The last round's reply differed from the expected reply (FLAGS.check).";
         running: 10, 1, "A hw-loop run is active.";
+        ernic_err: 11, 1, "The last round failed on an ERNIC-side AXI error (see ERNIC_ERR_COUNT); such a round ends through the timeout path, so it also shows timeout.";
     }
     QP_NUM = 0x08, ReadPureWrite, reset 0x2, "ERNIC queue pair the engine posts to (2 or more; QP 1 is management)." {}
     PAY_LEN = 0x0C, ReadPureWrite, reset 0x4, "Request payload bytes, 1 ..= 16: bytes 0 .. PAY_LEN of PAYLOAD0..3 (word 0 from the reference memory with FLAGS.use_ref), sent directly in front of the 16-byte header." {}
@@ -191,7 +192,7 @@ regmap! {
     TIMEOUT = 0x30, ReadPureWrite, reset 0x30D40, "Reply timeout in cycles from the doorbell (default 200,000 = 1 ms at 200 MHz)." {}
     ROUND_COUNT = 0x34, ReadPure, reset 0x0, "Rounds committed since soft reset." {}
     LAST_RTT = 0x38, ReadPure, reset 0x0, "RTT of the last round in cycles (doorbell to reply detection), not saturated." {}
-    TIMEOUT_COUNT = 0x3C, ReadPure, reset 0x0, "Rounds that ended in the reply timeout since soft reset." {}
+    TIMEOUT_COUNT = 0x3C, ReadPure, reset 0x0, "Rounds that ended in the reply timeout since soft reset (rounds failed by an ERNIC-side AXI error not included)." {}
     WQE_OPCODE = 0x40, ReadPureWrite, reset 0x0, "WQE opcode: 0 WRITE, 1 WRITE_IMM, 2 SEND, 4 READ (ERNIC numbering)." {}
     WQE_RKEY = 0x44, ReadPureWrite, reset 0x0, "WQE remote key of the coprocessor's request ring." {}
     WQE_RVA_LO = 0x48, ReadPureWrite, reset 0x0, "Remote virtual address of the request ring, low 32 bits; round r writes slot r mod RING_DEPTH." {}
@@ -210,7 +211,7 @@ regmap! {
     REF_SYN = 0x84, WriteOnly, reset 0x0, "Writes the reference syndrome (payload word 0) at REF_ADDR." {}
     REF_EXP = 0x88, WriteOnly, reset 0x0, "Writes the expected reply word at REF_ADDR, then advances REF_ADDR by one." {}
     REF_LEN = 0x8C, ReadPureWrite, reset 0x1, "Reference entries in use (1 ..= 256); round r uses entry r mod REF_LEN." {}
-    VERSION = 0x90, ReadPure, reset 0x424C0002, "Engine identity and version: 'BL' (bits 31:16) and the register-map version (15:0)." {}
+    VERSION = 0x90, ReadPure, reset 0x424C0003, "Engine identity and version: 'BL' (bits 31:16) and the register-map version (15:0)." {}
     FSM_OVERHEAD = 0x94, ReadPure, reset 0x2, "The fixed FSM overhead in cycles that every recorded RTT includes beyond the fabric's round trip." {}
     PACER_FREQ = 0xAC, ReadPureWrite, reset 0x0, "Pacer: fixed part of the quiet interval before each hw-loop round, in cycles." {}
     PACER_LAST = 0xB0, ReadPure, reset 0x0, "Pacer: the last interval drawn, freq + (lfsr & span), in cycles." {}
@@ -227,11 +228,13 @@ regmap! {
         saturated: 1, 1, "Sticky: an RTT above 0xFFFF cycles was recorded as 0xFFFF.";
     }
     TRACE_RD_ADDR = 0xD8, ReadPureWrite, reset 0x0, "Index of the trace entry TRACE_DATA returns next." {}
-    TRACE_DATA = 0xDC, ReadOnly, reset 0x0, "The trace entry at TRACE_RD_ADDR (RTT cycles, 0xFFFF saturated, 0 timeout); the read advances TRACE_RD_ADDR." {}
+    TRACE_DATA = 0xDC, ReadOnly, reset 0x0, "The trace entry at TRACE_RD_ADDR (RTT cycles, 0xFFFF saturated, 0 timeout, 1 ERNIC-side AXI error); the read advances TRACE_RD_ADDR." {}
+    DB_ADDR = 0xE0, ReadPureWrite, reset 0x0, "The SQ doorbell the ERNIC adapter writes with its AXI4-Lite master: the byte address of QP_NUM's SQPI register as that master sees ERNIC's register space (pl::ERNIC_REGS base + the layout's SQPI offset)." {}
+    ERNIC_ERR_COUNT = 0xE4, ReadPure, reset 0x0, "ERNIC-side AXI errors since soft reset: accesses of ERNIC's that the adapter answered SLVERR (a WQE fetch of a slot not posted, an address outside its regions, a burst not of 64-byte beats), CQEs with the error flag, and doorbell writes that ERNIC answered with an error or not within DB_TIMEOUT_CYCLES. A round in which one happens and no reply comes ends at once and is traced as 1." {}
 }
 
 /// Version of this register map (the low half of `VERSION`).
-pub const REGMAP_VERSION: u32 = 2;
+pub const REGMAP_VERSION: u32 = 3;
 /// The value `VERSION` reads.
 pub const VERSION_VALUE: u32 = 0x424C_0000 | REGMAP_VERSION;
 /// The engine clock, Hz: every cycle count of the engine, the simulator, the firmware and the
@@ -246,6 +249,129 @@ pub const CYCLES_PER_US: u64 = CLOCK_HZ / 1_000_000;
 
 const _: () =
     assert!(1_000_000_000u64.is_multiple_of(CLOCK_HZ) && CLOCK_HZ.is_multiple_of(1_000_000));
+const _: () = assert!((TRACE_AXI_ERROR as u32) < FSM_OVERHEAD_CYCLES + 1);
+
+/// The programmable logic's address map, defined once: the Vivado block design assigns
+/// these addresses (`bitstreams/vivado/vpk120_hwhs.tcl`, checked against this module by a
+/// test), the simulated board uses them as its memory map, and the firmware's doorbell
+/// address (`DB_ADDR`) and example configs follow them.
+///
+/// Three address spaces meet here: the APU's (its `M_AXI_FPD` master) reaches the two
+/// register blocks; ERNIC's AXI4 masters reach the ERNIC adapter's memory (and DDR through
+/// the NoC); the adapter's AXI4-Lite master reaches ERNIC's register block at the same
+/// address as the APU.
+pub mod pl {
+    /// One address window.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Window {
+        /// What is there.
+        pub name: &'static str,
+        /// First byte.
+        pub base: u64,
+        /// Bytes; a power of two, and `base` a multiple of it.
+        pub bytes: u64,
+    }
+
+    impl Window {
+        /// True when `addr` lies in the window.
+        pub const fn contains(&self, addr: u64) -> bool {
+            addr >= self.base && addr - self.base < self.bytes
+        }
+
+        /// The byte after the window.
+        pub const fn end(&self) -> u64 {
+            self.base + self.bytes
+        }
+    }
+
+    /// The HWHS register file (APU view), 4 KiB (the smallest aperture the block design
+    /// assigns; the engine decodes 2^`AXI_ADDR_BITS` bytes of it).
+    pub const HWHS_REGS: Window = Window {
+        name: "HWHS registers",
+        base: 0xA000_0000,
+        bytes: 0x1000,
+    };
+    /// ERNIC's register space (APU view, and the adapter's AXI4-Lite master's), 2 MiB: a
+    /// v4.x ERNIC's whole space (PG332 v4.0 Table 3-1); a v3.x ERNIC takes the first 256 KiB.
+    pub const ERNIC_REGS: Window = Window {
+        name: "ERNIC registers",
+        base: 0xA020_0000,
+        bytes: 0x20_0000,
+    };
+    /// The ERNIC adapter's memory (ERNIC masters' view), 256 KiB, four regions of 64 KiB
+    /// decoded by address bits 17:16.
+    pub const ADAPTER_MEM: Window = Window {
+        name: "ERNIC adapter memory",
+        base: 0xA400_0000,
+        bytes: 0x4_0000,
+    };
+    /// Address bits the adapter decodes (the rest select the aperture).
+    pub const ADAPTER_ADDR_BITS: u32 = 18;
+    /// Region 0: the request buffer ERNIC reads a round's RDMA WRITE data from (`WQE_LADDR`;
+    /// the engine's 32-byte request image in the first 64-byte beat).
+    pub const REQUEST_BUFFER: Window = Window {
+        name: "request buffer",
+        base: ADAPTER_MEM.base,
+        bytes: 0x40,
+    };
+    /// Region 1: the reply memory incoming RDMA WRITEs land in (the memory region's
+    /// physical base; 64 slots of 64 bytes).
+    pub const REPLY_MEMORY: Window = Window {
+        name: "reply memory",
+        base: ADAPTER_MEM.base + 0x1_0000,
+        bytes: 0x1000,
+    };
+    /// Region 2: the SQ ERNIC fetches WQEs from (`SQBA`, `SQ_BASE`; 1024 WQEs of 64 bytes).
+    pub const SQ_MEMORY: Window = Window {
+        name: "SQ memory",
+        base: ADAPTER_MEM.base + 0x2_0000,
+        bytes: 0x1_0000,
+    };
+    /// Region 3, first 60 KiB: the CQ ERNIC writes its CQEs into (`CQBA`).
+    pub const CQ_MEMORY: Window = Window {
+        name: "CQ memory",
+        base: ADAPTER_MEM.base + 0x3_0000,
+        bytes: 0x8000,
+    };
+    /// Region 3, last 4 KiB: where ERNIC writes the CQ head (`CQDBADD`); accepted and
+    /// ignored (the CQEs say it all).
+    pub const CQ_DOORBELL: Window = Window {
+        name: "CQ doorbell",
+        base: ADAPTER_MEM.base + 0x3_F000,
+        bytes: 0x1000,
+    };
+    /// DDR as ERNIC's masters reach it (through the PS): the error, data and response-error
+    /// buffers and the RQs the firmware's config places there.
+    pub const DDR: Window = Window {
+        name: "DDR (ERNIC's buffers)",
+        base: 0x0,
+        bytes: 0x8000_0000,
+    };
+    /// The adapter's regions, with their region number (address bits 17:16).
+    pub const ADAPTER_REGIONS: [(u32, Window); 5] = [
+        (0, REQUEST_BUFFER),
+        (1, REPLY_MEMORY),
+        (2, SQ_MEMORY),
+        (3, CQ_MEMORY),
+        (3, CQ_DOORBELL),
+    ];
+    /// Every window of the APU's address space.
+    pub const APU_WINDOWS: [Window; 2] = [HWHS_REGS, ERNIC_REGS];
+
+    const _: () = {
+        let all = [HWHS_REGS, ERNIC_REGS, ADAPTER_MEM, DDR];
+        let mut i = 0;
+        while i < all.len() {
+            assert!(all[i].bytes.is_power_of_two() && all[i].base.is_multiple_of(all[i].bytes));
+            i += 1;
+        }
+        assert!(ADAPTER_MEM.bytes == 1 << ADAPTER_ADDR_BITS);
+        assert!(REPLY_MEMORY.bytes == (4 << super::REPLY_ADDR_BITS));
+        assert!(HWHS_REGS.bytes >= 1 << super::AXI_ADDR_BITS);
+        assert!(HWHS_REGS.end() <= ERNIC_REGS.base);
+        assert!(DDR.end() <= HWHS_REGS.base);
+    };
+}
 
 /// `ns` in engine cycles, rounded to the nearest cycle.
 pub const fn ns_to_cycles(ns: u64) -> u64 {
@@ -275,6 +401,13 @@ pub const TRACE_DEPTH: u32 = 1 << TRACE_ADDR_BITS;
 pub const TRACE_TIMEOUT: u16 = 0;
 /// Trace entry of an RTT of 0xFFFF cycles or more.
 pub const TRACE_SATURATED: u16 = 0xFFFF;
+/// Trace entry of a round that failed on an ERNIC-side AXI error (`ERNIC_ERR_COUNT`); no
+/// real RTT is 1 cycle (every one includes the FSM overhead beyond a fabric round trip).
+pub const TRACE_AXI_ERROR: u16 = 1;
+/// Cycles the ERNIC adapter waits for ERNIC's answer to a doorbell write before it counts
+/// the write as an error (an AXI4-Lite write to ERNIC's register space takes tens of
+/// cycles); keep `TIMEOUT` above it.
+pub const DB_TIMEOUT_CYCLES: u32 = 128;
 /// Address bits of the reference syndrome / expected reply memories (256 entries each).
 pub const REF_ADDR_BITS: u32 = 8;
 /// Address bits of the reply memory in 32-bit words (1024 words, 4 KiB: 64 slots of 64 B).
@@ -345,6 +478,22 @@ pub fn write_verilog_header(out: &mut dyn Write) -> fmt::Result {
     writeln!(out, "`define BL_AXI_ADDR_BITS {AXI_ADDR_BITS}")?;
     writeln!(out, "`define BL_FSM_OVERHEAD_CYCLES {FSM_OVERHEAD_CYCLES}")?;
     writeln!(out, "`define BL_TRACE_ADDR_BITS {TRACE_ADDR_BITS}")?;
+    writeln!(out, "`define BL_TRACE_AXI_ERROR {TRACE_AXI_ERROR}")?;
+    writeln!(out, "`define BL_DB_TIMEOUT_CYCLES {DB_TIMEOUT_CYCLES}")?;
+    writeln!(out, "// PL address map (backline_regmap::pl)")?;
+    for (name, w) in [
+        ("HWHS_REGS", pl::HWHS_REGS),
+        ("ERNIC_REGS", pl::ERNIC_REGS),
+        ("ADAPTER_MEM", pl::ADAPTER_MEM),
+        ("REQUEST_BUFFER", pl::REQUEST_BUFFER),
+        ("REPLY_MEMORY", pl::REPLY_MEMORY),
+        ("SQ_MEMORY", pl::SQ_MEMORY),
+        ("CQ_MEMORY", pl::CQ_MEMORY),
+        ("CQ_DOORBELL", pl::CQ_DOORBELL),
+    ] {
+        writeln!(out, "`define BL_PL_{name}_BASE 32'h{:08X}", w.base)?;
+        writeln!(out, "`define BL_PL_{name}_BYTES 32'h{:08X}", w.bytes)?;
+    }
     for r in REGISTERS {
         writeln!(out, "// {} ({}): {}", r.name, r.access.short(), r.doc)?;
         writeln!(out, "`define BL_REG_{} 8'h{:02X}", r.name, r.offset)?;
@@ -393,7 +542,8 @@ pub fn write_markdown(out: &mut dyn Write) -> fmt::Result {
     writeln!(
         out,
         "Engine constants: clock {CLOCK_MHZ} MHz; FSM overhead {FSM_OVERHEAD_CYCLES} cycles per \
-         RTT; trace RAM 2^{TRACE_ADDR_BITS} x 16 bit (0 = timeout, 0xFFFF = saturated); \
+         RTT; trace RAM 2^{TRACE_ADDR_BITS} x 16 bit (0 = timeout, 1 = ERNIC-side AXI \
+         error, 0xFFFF = saturated); \
          reference memories 2^{REF_ADDR_BITS} x 32 bit each; reply memory 2^{REPLY_ADDR_BITS} \
          words; ring slots {SLOT_BYTES} bytes, up to {MAX_RING_DEPTH} slots; payloads up to \
          {MAX_PAYLOAD_BYTES} bytes."
@@ -433,6 +583,46 @@ pub fn write_markdown(out: &mut dyn Write) -> fmt::Result {
         "The WQEs the engine writes follow PG332 Table 2-1; their layout is defined once in \
          `backline-board` and listed in [ernic-registers.md](ernic-registers.md)."
     )?;
+    writeln!(out)?;
+    writeln!(out, "## PL address map (`pl`)")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "What the Vivado block design assigns and the simulated board models. The APU (and \
+         the ERNIC adapter's AXI4-Lite master, for ERNIC's registers) sees:"
+    )?;
+    writeln!(out)?;
+    writeln!(out, "| window | base | bytes |")?;
+    writeln!(out, "|--------|-----:|------:|")?;
+    for w in pl::APU_WINDOWS {
+        writeln!(out, "| {} | 0x{:08X} | 0x{:X} |", w.name, w.base, w.bytes)?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "ERNIC's AXI4 masters see the adapter's memory at 0x{:08X} (0x{:X} bytes, {} address \
+         bits decoded):",
+        pl::ADAPTER_MEM.base,
+        pl::ADAPTER_MEM.bytes,
+        pl::ADAPTER_ADDR_BITS
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "and DDR through the PS at 0x{:08X} (0x{:X} bytes).",
+        pl::DDR.base,
+        pl::DDR.bytes
+    )?;
+    writeln!(out)?;
+    writeln!(out, "| region | window | base | bytes |")?;
+    writeln!(out, "|-------:|--------|-----:|------:|")?;
+    for (r, w) in pl::ADAPTER_REGIONS {
+        writeln!(
+            out,
+            "| {r} | {} | 0x{:08X} | 0x{:X} |",
+            w.name, w.base, w.bytes
+        )?;
+    }
     Ok(())
 }
 

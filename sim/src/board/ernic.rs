@@ -12,7 +12,8 @@
 //! Registration", "RC QP Creation", "Interrupts" — plus this firmware's conventions):
 //! 1. Read-only registers (`ERRBUFWPTR`, `IPKTERRQWPTR`, `STAT*`, and `CQHEAD` unless
 //!    `XRNICADCONF.sw_override`) are not written; offsets with no register answer a bus
-//!    error, except the reserved words of `IDENT_PROBES`, which read 0.
+//!    error, except the identification words (v4.x's `XRNIC_VERSION`, v3.x's reserved words
+//!    of `V3_PROBES`, which read 0).
 //! 2. Global registers change only while `XRNICCONF.enable` = 0; enabling needs the MAC
 //!    (unicast), the IPv4 address, the error, incoming-packet-error, data and
 //!    response-error buffers (64-byte aligned bases, non-zero counts and sizes), the
@@ -29,19 +30,26 @@
 //!    last: it needs every other QP register written since the QP was last disabled, the
 //!    ERNIC enabled with `num_qps` covering the QP, a 32-byte aligned SQ and CQ base, a
 //!    256-byte aligned RQ base, 4-byte aligned doorbell addresses, non-zero depths and RQ
-//!    buffer size, a path MTU code ≤ 4, IPv4, the hardware handshake enabled
-//!    (`hw_handshake_dis` = 0: the HWHS rings the doorbell), a remote QPN, MAC and IP, and a
-//!    region for its PD that grants remote writes.
+//!    buffer size, a path MTU code ≤ 4, IPv4, doorbells over AXI (`hw_handshake_dis` = 1:
+//!    the engine's ERNIC adapter writes `SQPI` with its AXI4-Lite master and takes the CQEs
+//!    ERNIC writes into its memory), a remote QPN, MAC and IP, and a region for its PD that
+//!    grants remote writes.
 //! 6. When the peer's handshake is known ([`ErnicModel::set_peer`]) the QP must point at
 //!    that peer (QPN, MAC, IP, its first PSN − 1 in `LSTRQREQ`), and what the board told the
 //!    peer must hold (its PSN in `SQPSN`; its region key and ring inside the region). When
 //!    the board's memory map is known ([`ErnicModel::set_reply_memory`]) the region must map
 //!    the HWHS reply memory.
-//! 7. `SQPI` is not written by the Arm while the HWHS owns the doorbell.
+//! 7. `SQPI` is not written by the Arm: the engine's adapter owns the doorbell.
+//!
+//! The model holds either layout ([`Layout`]): the same rules at v3.x's or v4.x's offsets,
+//! the QP count in `XRNICCONF.num_qps` (v3.x) or `XRNIC_CONF_QP_EN` (v4.x, then required
+//! before the enable), and the identification word where the layout has it (v4.x's
+//! `XRNIC_VERSION`, v3.x's reserved words; offsets where the layout has no register answer a
+//! bus error, as an AXI slave answers DECERR).
 
 use std::collections::HashMap;
 
-use backline_board::ernic::{self, Loc, Reg, Unit, global as g, mr as m, qp as q};
+use backline_board::ernic::{self, Layout, Loc, Reg, Unit, global as g, mr as m, qp as q};
 use backline_board::{ErnicRegs, PeerInfo, Refusal, fmt_mac, mac_is_unicast};
 
 /// What a successful write changed that the simulated board must act on.
@@ -68,6 +76,10 @@ pub struct QpView {
     pub sq_base: u64,
     /// SQ depth in WQEs.
     pub sq_depth: u32,
+    /// CQ base address.
+    pub cq_base: u64,
+    /// Where the IP writes the CQ head.
+    pub cq_doorbell: u64,
     /// Protection domain.
     pub pd: u32,
     /// Remote QPN.
@@ -128,14 +140,15 @@ const GLOBAL_REQUIRED: &[Reg] = &[
 ];
 
 fn index_of(table: &[Reg], r: Reg) -> u32 {
-    table.iter().position(|x| x.offset == r.offset).unwrap() as u32
+    table.iter().position(|x| *x == r).unwrap() as u32
 }
 
 /// The register-level ERNIC model.
 #[derive(Debug, Clone)]
 pub struct ErnicModel {
+    layout: Layout,
     regs: HashMap<u32, u32>,
-    global_written: Vec<u32>,
+    global_written: Vec<&'static str>,
     qps: Vec<QpState>,
     /// Bit i of entry e: `MR_REGS[i]` of entry e written.
     mrs: Vec<u64>,
@@ -148,28 +161,42 @@ pub struct ErnicModel {
 
 impl Default for ErnicModel {
     fn default() -> Self {
-        ErnicModel::new()
+        ErnicModel::new(Layout::DEFAULT)
     }
 }
 
 impl ErnicModel {
-    /// A powered-up ERNIC: every register 0.
-    pub fn new() -> ErnicModel {
+    /// What a v4.x model's `XRNIC_VERSION` reads unless told otherwise: 4.0.0.
+    pub const V4_VERSION: u32 = 0x0004_0000;
+
+    /// A powered-up ERNIC of `layout`: every register 0 (a v4.x's version register
+    /// [`ErnicModel::V4_VERSION`]).
+    pub fn new(layout: Layout) -> ErnicModel {
         ErnicModel {
+            layout,
             regs: HashMap::new(),
             global_written: Vec::new(),
-            qps: vec![QpState::default(); ernic::MAX_QPN as usize + 1],
-            mrs: vec![0; ernic::MR_ENTRIES as usize],
+            qps: vec![QpState::default(); layout.max_qpn() as usize + 1],
+            mrs: vec![0; layout.mr_entries() as usize],
             peer: None,
             board: None,
             reply_memory: None,
             max_sq_depth: 1 << 15,
-            ident: 0,
+            ident: match layout {
+                Layout::V3 => 0,
+                Layout::V4 => ErnicModel::V4_VERSION,
+            },
         }
     }
 
-    /// Makes the first identification probe read `value` (to rehearse the refusal of an
-    /// address that holds something other than an ERNIC v3.x).
+    /// The register layout.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// Sets the word the layout is identified by: a v4.x's `XRNIC_VERSION`, or the first
+    /// reserved word of a v3.x space (0 on a v3.x ERNIC; anything else rehearses the
+    /// refusal of a window that holds something else).
     pub fn set_ident_word(&mut self, value: u32) {
         self.ident = value;
     }
@@ -203,8 +230,13 @@ impl ErnicModel {
             .unwrap_or(ernic::RESET_VALUE)
     }
 
+    /// A global register's value.
+    fn gv(&self, r: Reg) -> u32 {
+        self.get(self.layout.g(r))
+    }
+
     fn qreg(&self, qpn: u32, r: Reg) -> u32 {
-        self.get(ernic::qp_offset(qpn, r))
+        self.get(self.layout.qp_offset(qpn, r))
     }
 
     fn qreg64(&self, qpn: u32, lo: Reg, hi: Reg) -> u64 {
@@ -212,7 +244,7 @@ impl ErnicModel {
     }
 
     fn mreg(&self, index: u32, r: Reg) -> u32 {
-        self.get(ernic::mr_offset(index, r))
+        self.get(self.layout.mr_offset(index, r))
     }
 
     fn mreg64(&self, index: u32, lo: Reg, hi: Reg) -> u64 {
@@ -226,12 +258,12 @@ impl ErnicModel {
     }
 
     fn enabled(&self) -> bool {
-        g::XRNICCONF_ENABLE.get(self.get(g::XRNICCONF.offset)) == 1
+        g::XRNICCONF_ENABLE.get(self.gv(g::XRNICCONF)) == 1
     }
 
     /// The QP's configuration, for QPs 2 ..= 255.
     pub fn qp(&self, qpn: u32) -> Option<QpView> {
-        if !(ernic::FIRST_DATA_QPN..=ernic::MAX_QPN).contains(&qpn) {
+        if !(ernic::FIRST_DATA_QPN..=self.layout.max_qpn()).contains(&qpn) {
             return None;
         }
         let s = self.qps[qpn as usize];
@@ -241,6 +273,8 @@ impl ErnicModel {
             fatal: s.fatal,
             sq_base: self.qreg64(qpn, q::SQBA, q::SQBAMSB),
             sq_depth: q::QDEPTH_SQ.get(self.qreg(qpn, q::QDEPTH)),
+            cq_base: self.qreg64(qpn, q::CQBA, q::CQBAMSB),
+            cq_doorbell: self.qreg64(qpn, q::CQDBADD, q::CQDBADDMSB),
             pd: q::PD_PD.get(self.qreg(qpn, q::PD)),
             dest_qpn: q::DESTQPCONF_QPN.get(self.qreg(qpn, q::DESTQPCONF)),
         })
@@ -248,7 +282,7 @@ impl ErnicModel {
 
     /// QPs with `QPCONF.enable` set.
     pub fn enabled_qps(&self) -> Vec<u32> {
-        (ernic::FIRST_DATA_QPN..=ernic::MAX_QPN)
+        (ernic::FIRST_DATA_QPN..=self.layout.max_qpn())
             .filter(|&n| self.qps[n as usize].enabled)
             .collect()
     }
@@ -258,8 +292,8 @@ impl ErnicModel {
         match self.qp(qpn) {
             Some(v) if v.enabled => {
                 self.qps[qpn as usize].fatal = true;
-                let sts = self.get(g::INTSTS.offset) | g::INT_FATAL_ERR.bits(1);
-                self.regs.insert(g::INTSTS.offset, sts);
+                let sts = self.gv(g::INTSTS) | g::INT_FATAL_ERR.bits(1);
+                self.regs.insert(self.layout.g(g::INTSTS), sts);
                 Ok(())
             }
             _ => Err(format!("QP {qpn} is not enabled: nothing to fail")),
@@ -268,10 +302,19 @@ impl ErnicModel {
 
     /// A register read.
     pub fn read(&mut self, offset: u32) -> Result<u32, Refusal> {
-        if let Some(i) = ernic::IDENT_PROBES.iter().position(|&p| p == offset) {
-            return Ok(if i == 0 { self.ident } else { 0 });
+        match self.layout {
+            Layout::V3 => {
+                if let Some(i) = ernic::V3_PROBES.iter().position(|&p| p == offset) {
+                    return Ok(if i == 0 { self.ident } else { 0 });
+                }
+            }
+            Layout::V4 => {
+                if offset == ernic::VERSION_OFFSET {
+                    return Ok(self.ident);
+                }
+            }
         }
-        let loc = ernic::locate(offset).ok_or(Refusal::NoRegister)?;
+        let loc = self.layout.locate(offset).ok_or(Refusal::NoRegister)?;
         Ok(match (loc.unit, loc.reg.name) {
             (Unit::Qp(n), "STATQP") => {
                 let s = self.qps[n as usize];
@@ -286,8 +329,8 @@ impl ErnicModel {
 
     /// A register write, checked against the rules.
     pub fn write(&mut self, offset: u32, value: u32) -> Result<Effect, Refusal> {
-        let loc = ernic::locate(offset).ok_or(Refusal::NoRegister)?;
-        let sw_override = g::XRNICADCONF_SW_OVERRIDE.get(self.get(g::XRNICADCONF.offset)) == 1;
+        let loc = self.layout.locate(offset).ok_or(Refusal::NoRegister)?;
+        let sw_override = g::XRNICADCONF_SW_OVERRIDE.get(self.gv(g::XRNICADCONF)) == 1;
         let overridable = loc.reg.name == "CQHEAD" && sw_override;
         if !loc.reg.access.writable() && !overridable {
             return Err(Refusal::ReadOnly(format!(
@@ -296,11 +339,11 @@ impl ErnicModel {
             )));
         }
         let effect = match loc.unit {
-            Unit::Global => self.write_global(loc, value)?,
+            Unit::Global | Unit::Word(_) => self.write_global(loc, value)?,
             Unit::Mr(i) => self.write_mr(loc, i, value)?,
             Unit::Qp(n) => self.write_qp(loc, n, value)?,
         };
-        if loc.reg.offset != g::INTSTS.offset || loc.unit != Unit::Global {
+        if loc.reg != g::INTSTS {
             self.regs.insert(offset, value);
         }
         Ok(effect)
@@ -309,16 +352,17 @@ impl ErnicModel {
     fn write_global(&mut self, loc: Loc, value: u32) -> Result<Effect, Refusal> {
         let r = loc.reg;
         let rule = |s: String| Err(Refusal::Rule(s));
-        if r.offset == g::INTSTS.offset {
+        if r == g::INTSTS {
             // Write 1 to clear.
-            let v = self.get(r.offset) & !value;
-            self.regs.insert(r.offset, v);
+            let v = self.gv(r) & !value;
+            self.regs.insert(self.layout.g(r), v);
             return Ok(Effect::None);
         }
-        if r.offset == g::INTEN.offset {
+        if r == g::INTEN || loc.unit != Unit::Global {
+            // Interrupt enables and status banks: any time.
             return Ok(Effect::None);
         }
-        if r.offset == g::XRNICCONF.offset {
+        if r == g::XRNICCONF {
             let on = g::XRNICCONF_ENABLE.get(value) == 1;
             if self.enabled() {
                 if on {
@@ -345,27 +389,23 @@ impl ErnicModel {
                  (XRNICCONF = 0) before changing its global configuration"
             ));
         }
-        let is_base = [g::ERRBUFBA, g::IPKTERRQBA, g::DATBUFBA, g::RESPERRPKTBA]
-            .iter()
-            .any(|b| b.offset == r.offset);
+        let is_base = [g::ERRBUFBA, g::IPKTERRQBA, g::DATBUFBA, g::RESPERRPKTBA].contains(&r);
         if is_base && !u64::from(value).is_multiple_of(ernic::BUFFER_BASE_ALIGN) {
             return rule(format!(
                 "{loc} = {value:#010x}: buffer bases must be {}-byte aligned",
                 ernic::BUFFER_BASE_ALIGN
             ));
         }
-        let is_size = [g::ERRBUFSZ, g::DATBUFSZ, g::RESPERRSZ]
-            .iter()
-            .any(|b| b.offset == r.offset);
+        let is_size = [g::ERRBUFSZ, g::DATBUFSZ, g::RESPERRSZ].contains(&r);
         if is_size && (g::BUFSZ_COUNT.get(value) == 0 || g::BUFSZ_BYTES.get(value) == 0) {
             return rule(format!(
                 "{loc} = {value:#010x}: buffer count and size must be non-zero"
             ));
         }
-        if r.offset == g::IPKTERRQSZ.offset && g::BUFSZ_COUNT.get(value) == 0 {
+        if r == g::IPKTERRQSZ && g::BUFSZ_COUNT.get(value) == 0 {
             return rule(format!("{loc} = {value:#010x}: the queue needs entries"));
         }
-        if r.offset == g::XRNICADCONF.offset {
+        if r == g::XRNICADCONF {
             let want = ernic::base_count_width(backline_regmap::CLOCK_MHZ);
             let got = g::XRNICADCONF_BASE_COUNT_WIDTH.get(value);
             if got != want {
@@ -382,16 +422,18 @@ impl ErnicModel {
                 ));
             }
         }
-        if !self.global_written.contains(&r.offset) {
-            self.global_written.push(r.offset);
+        if !self.global_written.contains(&r.name) {
+            self.global_written.push(r.name);
         }
         Ok(Effect::None)
     }
 
     fn check_global_enable(&self, value: u32) -> Result<(), String> {
+        let (qps_reg, qps_field) = self.layout.num_qps();
         let missing: Vec<&str> = GLOBAL_REQUIRED
             .iter()
-            .filter(|x| !self.global_written.contains(&x.offset))
+            .chain((qps_reg != g::XRNICCONF).then_some(&qps_reg))
+            .filter(|x| !self.global_written.contains(&x.name))
             .map(|x| x.name)
             .collect();
         if !missing.is_empty() {
@@ -401,24 +443,25 @@ impl ErnicModel {
                 if missing.len() == 1 { "was" } else { "were" }
             ));
         }
-        let mac = ernic::mac_from_regs(
-            self.get(g::MACXADDLSB.offset),
-            self.get(g::MACXADDMSB.offset),
-        );
+        let mac = ernic::mac_from_regs(self.gv(g::MACXADDLSB), self.gv(g::MACXADDMSB));
         if !mac_is_unicast(mac) {
             return Err(format!(
                 "XRNICCONF.enable with MACXADD {}: not a unicast address",
                 fmt_mac(mac)
             ));
         }
-        if self.get(g::IPV4XADD.offset) == 0 {
+        if self.gv(g::IPV4XADD) == 0 {
             return Err("XRNICCONF.enable with IPv4XADD = 0".into());
         }
-        let nq = g::XRNICCONF_NUM_QPS.get(value);
+        let nq = if qps_reg == g::XRNICCONF {
+            qps_field.get(value)
+        } else {
+            qps_field.get(self.gv(qps_reg))
+        };
         if nq < 2 {
             return Err(format!(
-                "XRNICCONF.num_qps = {nq}: QP 1 is management, so at least 2 are needed for a \
-                 data QP"
+                "{}.{} = {nq}: QP 1 is management, so at least 2 are needed for a data QP",
+                qps_reg.name, qps_field.name
             ));
         }
         Ok(())
@@ -438,16 +481,16 @@ impl ErnicModel {
                  first (QPCONF = 0)"
             ));
         }
-        if loc.reg.offset == m::BUFRKEY.offset && value > 0xFF {
+        if loc.reg == m::BUFRKEY && value > 0xFF {
             return rule(format!("{loc} = {value:#x}: region keys are 8 bits"));
         }
-        if loc.reg.offset == m::PDPDNUM.offset && value != index {
+        if loc.reg == m::PDPDNUM && value != index {
             return rule(format!(
                 "{loc} = {value}: this firmware keeps PD i in entry i, so entry {index} holds \
                  PD {index}"
             ));
         }
-        if loc.reg.offset == m::ACCESSDESC.offset && m::ACCESSDESC_ACCESS.get(value) > 2 {
+        if loc.reg == m::ACCESSDESC && m::ACCESSDESC_ACCESS.get(value) > 2 {
             return rule(format!(
                 "{loc} = {value:#x}: access type {} (0 read, 1 write, 2 read and write)",
                 m::ACCESSDESC_ACCESS.get(value)
@@ -459,7 +502,7 @@ impl ErnicModel {
 
     /// Why the region of PD `pd` cannot back QP `qpn`, if it cannot.
     fn check_region(&self, qpn: u32, pd: u32) -> Result<(), String> {
-        if pd >= ernic::MR_ENTRIES {
+        if pd >= self.layout.mr_entries() {
             return Err(format!(
                 "PD[QP {qpn}] = {pd}: beyond the memory-region table"
             ));
@@ -528,19 +571,16 @@ impl ErnicModel {
         }
         let st = self.qps[qpn as usize];
         let r = loc.reg;
-        if r.offset == q::RQCI.offset || r.offset == q::CQHEAD.offset {
+        if r == q::RQCI || r == q::CQHEAD {
             return Ok(Effect::None);
         }
-        if r.offset == q::SQPI.offset {
-            if q::QPCONF_HW_HANDSHAKE_DIS.get(self.qreg(qpn, q::QPCONF)) == 0 {
-                return rule(format!(
-                    "{loc} = {value}: the HWHS rings this QP's doorbell over the \
-                     hardware-handshake port (QPCONF.hw_handshake_dis = 0); the Arm must not"
-                ));
-            }
-            return Ok(Effect::None);
+        if r == q::SQPI {
+            return rule(format!(
+                "{loc} = {value}: the engine's ERNIC adapter writes this QP's doorbell with its \
+                 AXI4-Lite master; the Arm must not (one producer index, two writers)"
+            ));
         }
-        if r.offset != q::QPCONF.offset {
+        if r != q::QPCONF {
             if st.enabled {
                 return rule(format!(
                     "{loc} = {value:#010x} while QPCONF[QP {qpn}].enable = 1: QPCONF is \
@@ -581,16 +621,20 @@ impl ErnicModel {
     }
 
     fn check_enable(&self, qpn: u32, value: u32) -> Result<(), String> {
-        let xc = self.get(g::XRNICCONF.offset);
+        let xc = self.gv(g::XRNICCONF);
         if g::XRNICCONF_ENABLE.get(xc) == 0 {
             return Err(format!(
                 "QPCONF[QP {qpn}].enable while XRNICCONF.enable = 0: the global configuration \
                  comes first"
             ));
         }
-        let nq = g::XRNICCONF_NUM_QPS.get(xc);
+        let (qps_reg, qps_field) = self.layout.num_qps();
+        let nq = qps_field.get(self.gv(qps_reg));
         if qpn > nq {
-            return Err(format!("QP {qpn} is beyond XRNICCONF.num_qps = {nq}"));
+            return Err(format!(
+                "QP {qpn} is beyond {}.{} = {nq}",
+                qps_reg.name, qps_field.name
+            ));
         }
         let written = self.qps[qpn as usize].written;
         let missing: Vec<&str> = QP_REQUIRED
@@ -616,10 +660,11 @@ impl ErnicModel {
                 "QPCONF[QP {qpn}] = {value:#010x} selects IPv6; the board is set up for IPv4"
             ));
         }
-        if q::QPCONF_HW_HANDSHAKE_DIS.get(value) == 1 {
+        if q::QPCONF_HW_HANDSHAKE_DIS.get(value) == 0 {
             return Err(format!(
-                "QPCONF[QP {qpn}] = {value:#010x} sets hw_handshake_dis, but the HWHS rings the \
-                 SQ doorbell over the hardware-handshake port: clear bit 4"
+                "QPCONF[QP {qpn}] = {value:#010x} leaves hw_handshake_dis clear (doorbells over \
+                 the sideband ports), but the engine's ERNIC adapter rings SQPI over AXI4-Lite \
+                 and takes the CQEs from memory: set bit 4"
             ));
         }
         if q::QPCONF_RQ_BUF_SIZE.get(value) == 0 {
@@ -700,6 +745,11 @@ impl ErnicModel {
                 ));
             }
         }
+        self.check_board(qpn, pd)
+    }
+
+    /// Rule 6's second half: what the board told the peer holds for its data QP.
+    fn check_board(&self, qpn: u32, pd: u32) -> Result<(), String> {
         if let Some(b) = self.board
             && b.qpn == qpn
         {
@@ -754,6 +804,7 @@ mod tests {
     }
 
     fn global_setup(mdl: &mut ErnicModel) {
+        let l = mdl.layout();
         let adconf = g::XRNICADCONF_BASE_COUNT_WIDTH.bits(10);
         for (r, v) in [
             (g::XRNICADCONF, adconf),
@@ -774,72 +825,105 @@ mod tests {
             (g::RESPERRSZ, 0x0040_0004),
             (g::RESPERRBUFWPTR, 0x3800),
         ] {
-            mdl.write(r.offset, v).unwrap();
+            mdl.write(l.g(r), v).unwrap();
         }
-        mdl.write(g::XRNICCONF.offset, 0x12B7_0421).unwrap();
+        let (qps_reg, qps_field) = l.num_qps();
+        let mut conf = g::XRNICCONF_ENABLE.bits(1)
+            | g::XRNICCONF_ERR_BUF_EN.bits(1)
+            | l.udp_sport().bits(0x12B7);
+        if qps_reg == g::XRNICCONF {
+            conf |= qps_field.bits(4);
+        } else {
+            mdl.write(l.g(qps_reg), 4).unwrap();
+        }
+        mdl.write(l.g(g::XRNICCONF), conf).unwrap();
     }
 
     #[test]
     fn global_enable_needs_the_global_block_and_blocks_changes() {
-        let mut mdl = ErnicModel::new();
-        let e = rule(mdl.write(g::XRNICCONF.offset, 0x0401));
-        assert!(e.contains("before XRNICADCONF, MACXADDLSB"), "{e}");
-        let e = rule(mdl.write(g::XRNICADCONF.offset, 0));
-        assert!(
-            e.contains("base_count_width = 0, but the 200 MHz clock needs 10"),
-            "{e}"
-        );
-        global_setup(&mut mdl);
-        let e = rule(mdl.write(g::IPV4XADD.offset, 1));
-        assert!(e.contains("while XRNICCONF.enable = 1"), "{e}");
-        assert_eq!(
-            mdl.write(g::ERRBUFWPTR.offset, 1),
-            Err(Refusal::ReadOnly(
-                "ERRBUFWPTR is read-only (RO-pure)".into()
-            ))
-        );
-        // Reserved words read 0; other unmapped offsets are bus errors.
-        assert_eq!(mdl.read(ernic::IDENT_PROBES[0]), Ok(0));
-        assert_eq!(mdl.read(0x2_00C0), Err(Refusal::NoRegister));
-        mdl.set_ident_word(0x0004_0200);
-        assert_eq!(mdl.read(ernic::IDENT_PROBES[0]), Ok(0x0004_0200));
-        mdl.write(g::XRNICCONF.offset, 0).unwrap();
-        let e = rule(mdl.write(g::DATBUFBA.offset, 0x2010));
-        assert!(e.contains("64-byte aligned"), "{e}");
-        // INTSTS is write-1-to-clear.
-        mdl.regs.insert(g::INTSTS.offset, 0x81);
-        mdl.write(g::INTSTS.offset, 0x80).unwrap();
-        assert_eq!(mdl.read(g::INTSTS.offset), Ok(1));
+        for l in Layout::ALL {
+            let mut mdl = ErnicModel::new(l);
+            let e = rule(mdl.write(l.g(g::XRNICCONF), 0x0401));
+            assert!(e.contains("before XRNICADCONF, MACXADDLSB"), "{e}");
+            assert_eq!(e.contains("XRNIC_CONF_QP_EN"), l == Layout::V4, "{e}");
+            let e = rule(mdl.write(l.g(g::XRNICADCONF), 0));
+            assert!(
+                e.contains("base_count_width = 0, but the 200 MHz clock needs 10"),
+                "{e}"
+            );
+            global_setup(&mut mdl);
+            let e = rule(mdl.write(l.g(g::IPV4XADD), 1));
+            assert!(e.contains("while XRNICCONF.enable = 1"), "{e}");
+            assert_eq!(
+                mdl.write(l.g(g::ERRBUFWPTR), 1),
+                Err(Refusal::ReadOnly(
+                    "ERRBUFWPTR is read-only (RO-pure)".into()
+                ))
+            );
+            // The identification word; other unmapped offsets are bus errors.
+            match l {
+                Layout::V3 => {
+                    assert_eq!(mdl.read(ernic::V3_PROBES[0]), Ok(0));
+                    assert_eq!(mdl.read(ernic::VERSION_OFFSET), Err(Refusal::NoRegister));
+                    mdl.set_ident_word(0x0004_0200);
+                    assert_eq!(mdl.read(ernic::V3_PROBES[0]), Ok(0x0004_0200));
+                }
+                Layout::V4 => {
+                    assert_eq!(mdl.read(ernic::VERSION_OFFSET), Ok(ErnicModel::V4_VERSION));
+                    mdl.set_ident_word(0x0005_0000);
+                    assert_eq!(mdl.read(ernic::VERSION_OFFSET), Ok(0x0005_0000));
+                    // What v3.x probes read here is a memory-region word (0) or nothing.
+                    assert_eq!(mdl.read(ernic::V3_PROBES[1]), Err(Refusal::NoRegister));
+                }
+            }
+            assert_eq!(mdl.read(l.global_base() + 0xC0), Err(Refusal::NoRegister));
+            mdl.write(l.g(g::XRNICCONF), 0).unwrap();
+            let e = rule(mdl.write(l.g(g::DATBUFBA), 0x2010));
+            assert!(e.contains("64-byte aligned"), "{e}");
+            // INTSTS is write-1-to-clear.
+            mdl.regs.insert(l.g(g::INTSTS), 0x81);
+            mdl.write(l.g(g::INTSTS), 0x80).unwrap();
+            assert_eq!(mdl.read(l.g(g::INTSTS)), Ok(1));
+            // The status banks answer where the layout has them.
+            assert_eq!(mdl.read(l.g_word(g::CQINTSTS, 7)), Ok(0));
+        }
     }
 
     #[test]
     fn qp_one_is_never_configured_and_qpconf_goes_last() {
-        let mut mdl = ErnicModel::new();
-        global_setup(&mut mdl);
-        let e = rule(mdl.write(ernic::qp_offset(1, q::SQBA), 0x1000));
-        assert!(e.contains("management QP"), "{e}");
-        mdl.write(ernic::qp_offset(2, q::SQBA), 0x1000).unwrap();
-        let e = rule(mdl.write(ernic::qp_offset(2, q::QPCONF), 1));
-        assert!(e.contains("before QPADVCONF, RQBA"), "{e}");
-        assert!(!e.contains("SQBA,"), "{e}");
-        // PG332: the RQ base is 256-byte aligned, SQ and CQ 32-byte aligned.
-        let e = rule(mdl.write(ernic::qp_offset(2, q::RQBA), 0x1080));
-        assert!(e.contains("not 256-byte aligned"), "{e}");
-        mdl.write(ernic::qp_offset(2, q::CQBA), 0x1020).unwrap();
-        let e = rule(mdl.write(ernic::qp_offset(2, q::CQBA), 0x1010));
-        assert!(e.contains("not 32-byte aligned"), "{e}");
-        assert_eq!(mdl.qp(1), None);
-        assert!(!mdl.qp(2).unwrap().enabled);
+        for l in Layout::ALL {
+            let mut mdl = ErnicModel::new(l);
+            global_setup(&mut mdl);
+            let e = rule(mdl.write(l.qp_offset(1, q::SQBA), 0x1000));
+            assert!(e.contains("management QP"), "{e}");
+            mdl.write(l.qp_offset(2, q::SQBA), 0x1000).unwrap();
+            let e = rule(mdl.write(l.qp_offset(2, q::QPCONF), 1));
+            assert!(e.contains("before QPADVCONF, RQBA"), "{e}");
+            assert!(!e.contains("SQBA,"), "{e}");
+            // PG332: the RQ base is 256-byte aligned, SQ and CQ 32-byte aligned.
+            let e = rule(mdl.write(l.qp_offset(2, q::RQBA), 0x1080));
+            assert!(e.contains("not 256-byte aligned"), "{e}");
+            mdl.write(l.qp_offset(2, q::CQBA), 0x1020).unwrap();
+            let e = rule(mdl.write(l.qp_offset(2, q::CQBA), 0x1010));
+            assert!(e.contains("not 32-byte aligned"), "{e}");
+            // The adapter owns the doorbell.
+            let e = rule(mdl.write(l.qp_offset(2, q::SQPI), 1));
+            assert!(e.contains("adapter writes this QP's doorbell"), "{e}");
+            assert_eq!(mdl.qp(1), None);
+            assert!(!mdl.qp(2).unwrap().enabled);
+        }
     }
 
     #[test]
     fn regions_follow_the_access_codes_of_the_guide() {
-        let mut mdl = ErnicModel::new();
-        let e = rule(mdl.write(ernic::mr_offset(1, m::ACCESSDESC), 6));
-        assert!(e.contains("access type 6"), "{e}");
-        let e = rule(mdl.write(ernic::mr_offset(1, m::PDPDNUM), 2));
-        assert!(e.contains("entry 1 holds PD 1"), "{e}");
-        let e = rule(mdl.write(ernic::mr_offset(1, m::BUFRKEY), 0x100));
-        assert!(e.contains("8 bits"), "{e}");
+        for l in Layout::ALL {
+            let mut mdl = ErnicModel::new(l);
+            let e = rule(mdl.write(l.mr_offset(1, m::ACCESSDESC), 6));
+            assert!(e.contains("access type 6"), "{e}");
+            let e = rule(mdl.write(l.mr_offset(1, m::PDPDNUM), 2));
+            assert!(e.contains("entry 1 holds PD 1"), "{e}");
+            let e = rule(mdl.write(l.mr_offset(1, m::BUFRKEY), 0x100));
+            assert!(e.contains("8 bits"), "{e}");
+        }
     }
 }

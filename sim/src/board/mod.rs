@@ -18,7 +18,8 @@
 //! Time: the simulated clock advances only when a client asks (register accesses take their
 //! AXI4-Lite handshake cycles, waits take their cycles); between requests it stands still.
 //!
-//! Memory map of the simulated board (bus addresses as the ERNIC sees them; defaults of
+//! Memory map of the simulated board (bus addresses as the ERNIC sees them): the ERNIC
+//! adapter's regions of `backline_regmap::pl`, as the block design assigns them (defaults of
 //! [`MemoryMap`], and what `firmware/examples/sim-board.toml` uses):
 //!
 //! | what | address | size |
@@ -26,6 +27,13 @@
 //! | HWHS request buffer (`WQE_LADDR`) | `0xA400_0000` | 32 B |
 //! | HWHS reply memory (the memory region) | `0xA401_0000` | 4 KiB |
 //! | SQ memory (`SQBA`, `SQ_BASE`) | `0xA402_0000` | 64 KiB |
+//! | CQ memory (`CQBA`) | `0xA403_0000` | 32 KiB |
+//! | CQ doorbell (`CQDBADD`) | `0xA403_F000` | 4 KiB |
+//!
+//! The engine's ERNIC adapter is not simulated here (the data-path model serves the
+//! engine's ports directly; the adapter has its own testbench, `hdl/cocotb`), but a start
+//! checks what it needs of the bring-up: the QP's CQ and CQ doorbell in its CQ windows, and
+//! `DB_ADDR` naming the QP's `SQPI` at the layout's offset in ERNIC's register window.
 //!
 //! Stopping: [`SimBoard::stop_flag`] (set from a signal handler), a client's `shutdown`
 //! request or dropping the [`SimBoard`] stops every thread — the listeners poll the flag, so
@@ -43,6 +51,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use backline_board::ernic::Layout;
 use backline_board::{Access, Block, Op, PeerInfo, Refusal};
 use backline_regmap as rm;
 use backline_wire::oob;
@@ -67,9 +76,9 @@ pub struct MemoryMap {
 impl Default for MemoryMap {
     fn default() -> Self {
         MemoryMap {
-            request_buffer: 0xA400_0000,
-            reply_memory: 0xA401_0000,
-            sq_memory: 0xA402_0000,
+            request_buffer: rm::pl::REQUEST_BUFFER.base,
+            reply_memory: rm::pl::REPLY_MEMORY.base,
+            sq_memory: rm::pl::SQ_MEMORY.base,
         }
     }
 }
@@ -111,9 +120,12 @@ pub struct SimBoardOptions {
     pub jitter_cycles: u64,
     /// Seed of the jitter.
     pub seed: u64,
-    /// What the first identification probe of the ERNIC space reads (0 on a v3.x ERNIC;
-    /// anything else rehearses the refusal of a foreign register space).
-    pub ident_word: u32,
+    /// The ERNIC's register layout (v3.x or v4.x; default [`Layout::DEFAULT`]).
+    pub layout: Layout,
+    /// What the word the layout is identified by reads: a v4.x's `XRNIC_VERSION` (default
+    /// 4.0.0), or the first reserved word of a v3.x space (default 0); anything else
+    /// rehearses the firmware's refusal of a register space it does not know.
+    pub ident_word: Option<u32>,
     /// The memory map.
     pub memory: MemoryMap,
 }
@@ -133,7 +145,8 @@ impl SimBoardOptions {
             service_cycles: rm::ns_to_cycles(200),
             jitter_cycles: 0,
             seed: 1,
-            ident_word: 0,
+            layout: Layout::DEFAULT,
+            ident_word: None,
             memory: MemoryMap::default(),
         }
     }
@@ -225,10 +238,12 @@ fn refusal(r: Refusal) -> AccessError {
 impl SimCore {
     /// A powered-up board (and, with a coprocessor, its bridge connected).
     pub fn new(opts: SimBoardOptions) -> Result<SimCore, SimBoardError> {
-        let mut ernic = ErnicModel::new();
+        let mut ernic = ErnicModel::new(opts.layout);
         ernic.set_reply_memory(opts.memory.reply_memory);
         ernic.set_max_sq_depth(SQ_MEMORY_BYTES / backline_board::ernic::wqe::BYTES);
-        ernic.set_ident_word(opts.ident_word);
+        if let Some(w) = opts.ident_word {
+            ernic.set_ident_word(w);
+        }
         let mut shadow = vec![0u32; 1 << (rm::AXI_ADDR_BITS - 2)];
         for r in rm::REGISTERS {
             shadow[(r.offset / 4) as usize] = r.reset;
@@ -365,6 +380,9 @@ impl SimCore {
                 mem.request_buffer
             ));
         }
+        if let Some(why) = self.adapter_problem(n, qp.cq_base, qp.cq_doorbell) {
+            return Some(why);
+        }
         if let Some(h) = &self.hello {
             let rd = self.sh(rm::RING_DEPTH);
             if rd != h.depth {
@@ -373,6 +391,40 @@ impl SimCore {
                     h.depth
                 ));
             }
+        }
+        None
+    }
+
+    /// What the engine's ERNIC adapter needs of QP `n`'s bring-up and does not have: its
+    /// completions in the adapter's CQ windows, and its doorbell at `DB_ADDR`.
+    fn adapter_problem(&self, n: u32, cq_base: u64, cq_doorbell: u64) -> Option<String> {
+        let (cq, db) = (rm::pl::CQ_MEMORY, rm::pl::CQ_DOORBELL);
+        if !cq.contains(cq_base) {
+            return Some(format!(
+                "CQBA[QP {n}] = {cq_base:#x} is outside the ERNIC adapter's CQ memory ({:#x}, \
+                 {} KiB): the engine would never see a completion",
+                cq.base,
+                cq.bytes / 1024
+            ));
+        }
+        if !db.contains(cq_doorbell) {
+            return Some(format!(
+                "CQDBADD[QP {n}] = {cq_doorbell:#x} is outside the ERNIC adapter's CQ doorbell \
+                 window ({:#x}, {} KiB)",
+                db.base,
+                db.bytes / 1024
+            ));
+        }
+        let l = self.ernic.layout();
+        let want =
+            rm::pl::ERNIC_REGS.base + u64::from(l.qp_offset(n, backline_board::ernic::qp::SQPI));
+        let got = u64::from(self.sh(rm::DB_ADDR));
+        if got != want {
+            return Some(format!(
+                "DB_ADDR = {got:#x}, but SQPI[QP {n}] of this {} ERNIC is at {want:#x}: the \
+                 adapter would ring another register",
+                l.short()
+            ));
         }
         None
     }
@@ -490,7 +542,7 @@ impl SimCore {
         SimState {
             protocol: p::PROTOCOL_VERSION,
             cycle: self.hwhs.cycle(),
-            ernic_layout: backline_board::ernic::LAYOUT.into(),
+            ernic_layout: self.ernic.layout().describe().into(),
             peer_listen: self.opts.peer_listen.clone(),
             handshakes: self.handshakes,
             board_qpn: self.hello.map(|h| h.qpn),

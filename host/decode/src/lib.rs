@@ -60,6 +60,7 @@ mod error;
 pub mod gf2;
 pub mod io;
 pub mod lookup;
+pub mod matching;
 pub mod noise;
 pub mod osd;
 pub mod relay;

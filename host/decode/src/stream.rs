@@ -109,6 +109,12 @@ impl StreamSettings {
             _ => match &mut self.decoder {
                 DemDecoderSettings::BpOsd(c) => c.set(key, value)?,
                 DemDecoderSettings::RelayBp(c) => c.set(key, value)?,
+                DemDecoderSettings::Matching => {
+                    return Err(SettingError::Unknown {
+                        key: key.trim().to_string(),
+                        known: "window, commit (matching has no settings of its own)",
+                    });
+                }
             },
         }
         Ok(())

@@ -217,44 +217,51 @@ pub(crate) enum Failure {
     Budget,
 }
 
-/// A fixed pool of indices with a free list.
+/// A fixed pool of indices `0..cap` with a free stack (`free[..nfree]`, a full-length array
+/// so that a clone keeps its room).
 #[derive(Debug, Clone)]
 struct Pool {
     next: u32,
     free: Vec<u32>,
-    cap: u32,
+    nfree: usize,
 }
 
 impl Pool {
     fn new(cap: usize) -> Pool {
         Pool {
             next: 0,
-            free: Vec::with_capacity(cap),
-            cap: cap as u32,
+            free: vec![0; cap],
+            nfree: 0,
         }
     }
     #[inline]
     fn alloc(&mut self) -> u32 {
-        if let Some(i) = self.free.pop() {
-            return i;
+        if self.nfree > 0 {
+            self.nfree -= 1;
+            return self.free[self.nfree];
         }
-        debug_assert!(self.next < self.cap, "pool exhausted");
+        debug_assert!((self.next as usize) < self.free.len(), "pool exhausted");
         self.next += 1;
         self.next - 1
     }
     #[inline]
     fn release(&mut self, i: u32) {
-        if self.free.len() < self.free.capacity() {
-            self.free.push(i);
-        }
+        self.free[self.nfree] = i;
+        self.nfree += 1;
     }
     fn live(&self) -> usize {
-        self.next as usize - self.free.len()
+        self.next as usize - self.nfree
     }
     fn reset(&mut self) {
         self.next = 0;
-        self.free.clear();
+        self.nfree = 0;
     }
+}
+
+/// An empty vector with the capacity of `v` (a clone's scratch keeps its room, so a cloned
+/// decoder does not allocate either).
+pub(crate) fn room_of<T>(v: &Vec<T>) -> Vec<T> {
+    Vec::with_capacity(v.capacity())
 }
 
 /// Per-decode totals: the observables of the matching's paths and its weight.
@@ -265,7 +272,7 @@ pub(crate) struct Totals {
 }
 
 /// The engine's state and scratch, sized for one graph.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Blossom {
     n: u32,
     nodes: Vec<NodeState>,
@@ -285,6 +292,30 @@ pub(crate) struct Blossom {
     /// Events processed in this decode, against `budget`.
     events: u64,
     budget: u64,
+}
+
+impl Clone for Blossom {
+    /// A clean engine of the same size (between decodes the state is clean; the scratch
+    /// keeps its capacity).
+    fn clone(&self) -> Blossom {
+        Blossom {
+            n: self.n,
+            nodes: self.nodes.clone(),
+            regions: self.regions.clone(),
+            alts: self.alts.clone(),
+            region_pool: self.region_pool.clone(),
+            alt_pool: self.alt_pool.clone(),
+            queue: self.queue.clone(),
+            stack: room_of(&self.stack),
+            extract_stack: room_of(&self.extract_stack),
+            path: room_of(&self.path),
+            cycle: room_of(&self.cycle),
+            cycle2: room_of(&self.cycle2),
+            orphans: room_of(&self.orphans),
+            events: 0,
+            budget: self.budget,
+        }
+    }
 }
 
 impl Blossom {

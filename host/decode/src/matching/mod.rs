@@ -108,8 +108,9 @@ pub struct Matched {
 }
 
 /// Exact minimum-weight perfect matching on a model's graph. Built once; decodes without
-/// allocating. Cloning shares the graph and copies the scratch (one clone per thread).
-#[derive(Debug, Clone)]
+/// allocating. Cloning shares the graph and copies the scratch (one clone per thread), which
+/// keeps its room: a clone does not allocate when it decodes either.
+#[derive(Debug)]
 pub struct MatchingDecoder {
     graph: Arc<MatchingGraph>,
     engine: Blossom,
@@ -119,6 +120,18 @@ pub struct MatchingDecoder {
     fired: Vec<u32>,
     /// Toggle marks, when the graph has negative edges.
     marks: Vec<bool>,
+}
+
+impl Clone for MatchingDecoder {
+    fn clone(&self) -> MatchingDecoder {
+        MatchingDecoder {
+            graph: self.graph.clone(),
+            engine: self.engine.clone(),
+            events: blossom::room_of(&self.events),
+            fired: blossom::room_of(&self.fired),
+            marks: self.marks.clone(),
+        }
+    }
 }
 
 impl MatchingDecoder {

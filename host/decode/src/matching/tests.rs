@@ -366,3 +366,42 @@ fn the_model_graph_keeps_decompositions_and_merges_parts() {
     let max = g.edges().iter().map(|e| e.weight).max().unwrap();
     assert_eq!(max, 2 * ((1 << 24) - 1));
 }
+
+/// `MDEM=model.dem MDETS=dets.b8 cargo test --release -p backline-decode --lib
+/// file_against_reference -- --ignored`: every shot of a file against the subset-DP reference
+/// (shots of at most 16 detection events), through a clone and through `DemDecoder`.
+#[test]
+#[ignore]
+fn file_against_reference() {
+    let dem_path = std::env::var("MDEM").unwrap();
+    let text = std::fs::read_to_string(&dem_path).unwrap();
+    let dem = DetectorErrorModel::parse(&text, &dem_path).unwrap();
+    let bytes = std::fs::read(std::env::var("MDETS").unwrap()).unwrap();
+    let mut dec = MatchingDecoder::new(&dem).unwrap().clone();
+    let (d, b) = distances(dec.graph());
+    let mut dd = crate::dem_decoder::DemDecoder::new(&dem, &crate::dem_decoder::DemDecoderSettings::Matching).unwrap();
+    let w = dem.num_detectors().div_ceil(8);
+    let mut o = vec![0u8; dem.num_observables().div_ceil(8)];
+    for (s, row) in bytes.chunks(w).enumerate() {
+        let events: Vec<u32> = (0..dem.num_detectors() as u32).filter(|&i| row[i as usize / 8] >> (i % 8) & 1 == 1).collect();
+        let got = dec.decode_mask(row).unwrap();
+        dd.decode_packed(row, &mut o).unwrap();
+        assert_eq!(o[0] & 1, (got.observables & 1) as u8);
+        if events.len() <= 16 {
+            assert_eq!(got.weight, dp_matching(&events, &d, &b), "shot {s}: {events:?}");
+        }
+    }
+}
+
+#[test]
+fn a_clone_decodes_like_the_original() {
+    let dem = fixture("surface_d5_r5_p0.001.dem");
+    let mut a = MatchingDecoder::new(&dem).unwrap();
+    let mut b = a.clone();
+    let mut rng = Rng(3);
+    for _ in 0..200 {
+        let events: Vec<u32> = (0..4).map(|_| rng.below(120) as u32).collect();
+        assert_eq!(a.decode_events(&events), b.decode_events(&events));
+        b = b.clone();
+    }
+}

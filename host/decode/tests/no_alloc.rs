@@ -196,6 +196,18 @@ fn dem_decoders_do_not_allocate_after_construction() {
 
 #[test]
 fn streaming_decoders_do_not_allocate_after_construction() {
+    streaming_does_not_allocate(backline_decode::dem_decoder::DemDecoderSettings::BpOsd(
+        BpOsdConfig {
+            max_iter: 20,
+            osd_method: OsdMethod::OsdCs,
+            osd_order: 7,
+            ..BpOsdConfig::default()
+        },
+    ));
+    streaming_does_not_allocate(backline_decode::dem_decoder::DemDecoderSettings::Matching);
+}
+
+fn streaming_does_not_allocate(decoder: backline_decode::dem_decoder::DemDecoderSettings) {
     use backline_decode::dem::DetectorErrorModel;
     use backline_decode::shots::{ShotFormat, ShotTable};
     use backline_decode::stream::{StreamDecoder, StreamSettings};
@@ -207,14 +219,10 @@ fn streaming_decoders_do_not_allocate_after_construction() {
     let settings = StreamSettings {
         window: Some(4),
         commit: Some(2),
-        decoder: backline_decode::dem_decoder::DemDecoderSettings::BpOsd(BpOsdConfig {
-            max_iter: 20,
-            osd_method: OsdMethod::OsdCs,
-            osd_order: 7,
-            ..BpOsdConfig::default()
-        }),
+        decoder,
     };
-    let mut s = StreamDecoder::new(&dem, &settings).unwrap();
+    // A clone (as the CUQR server takes one) keeps its room too.
+    let mut s = StreamDecoder::new(&dem, &settings).unwrap().clone();
     let mut events = vec![0u8; 64];
     let mut packed = [0u8; 8];
     let mut out = [0u8; 1];

@@ -292,6 +292,16 @@ pub(crate) struct Blossom {
     /// Events processed in this decode, against `budget`.
     events: u64,
     budget: u64,
+    /// The nodes this decode floods: `lo .. lo + span` ([`Blossom::set_window`]).
+    lo: u32,
+    span: u32,
+    /// Whether an edge to a node below `lo` / at or above `lo + span` counts as an edge to
+    /// the boundary (else it is ignored).
+    past_is_boundary: bool,
+    future_is_boundary: bool,
+    /// Collect the matches' compressed edges into `matches` (windows need them).
+    collect: bool,
+    pub(crate) matches: Vec<CEdge>,
 }
 
 impl Clone for Blossom {
@@ -314,6 +324,12 @@ impl Clone for Blossom {
             orphans: room_of(&self.orphans),
             events: 0,
             budget: self.budget,
+            lo: self.lo,
+            span: self.span,
+            past_is_boundary: self.past_is_boundary,
+            future_is_boundary: self.future_is_boundary,
+            collect: self.collect,
+            matches: room_of(&self.matches),
         }
     }
 }
@@ -339,6 +355,48 @@ impl Blossom {
             orphans: Vec::with_capacity(n + 1),
             events: 0,
             budget: 1_000_000 + 64 * (n as u64 + 1) * (graph.edges().len() as u64 + 1),
+            lo: 0,
+            span: n as u32,
+            past_is_boundary: false,
+            future_is_boundary: false,
+            collect: false,
+            matches: Vec::with_capacity(n),
+        }
+    }
+
+    /// Restricts the following decodes to the nodes `lo..hi`; edges to nodes below `lo`
+    /// (above `hi`) lead to the boundary when `past_is_boundary` (`future_is_boundary`), else
+    /// they are ignored. With `collect`, each decode leaves its matches in `matches`.
+    pub(crate) fn set_window(
+        &mut self,
+        lo: u32,
+        hi: u32,
+        past_is_boundary: bool,
+        future_is_boundary: bool,
+        collect: bool,
+    ) {
+        self.lo = lo;
+        self.span = hi - lo;
+        self.past_is_boundary = past_is_boundary;
+        self.future_is_boundary = future_is_boundary;
+        self.collect = collect;
+    }
+
+    /// Whether node (or [`BOUNDARY`]) `x` is inside the window.
+    #[inline]
+    pub(crate) fn inside(&self, x: u32) -> bool {
+        x.wrapping_sub(self.lo) < self.span
+    }
+
+    /// Whether an edge to `x`, outside the window, leads to the boundary.
+    #[inline]
+    fn outside_is_boundary(&self, x: u32) -> bool {
+        if x == BOUNDARY {
+            true
+        } else if x < self.lo {
+            self.past_is_boundary
+        } else {
+            self.future_is_boundary
         }
     }
 
@@ -366,7 +424,10 @@ impl Blossom {
         if rad1.slope == 1 {
             let top = self.nodes[n as usize].top;
             for (i, a) in g.adj[lo..hi].iter().enumerate() {
-                let t = if a.to == BOUNDARY {
+                let t = if !self.inside(a.to) {
+                    if !self.outside_is_boundary(a.to) {
+                        continue;
+                    }
                     a.weight as i64 - rad1.y
                 } else {
                     if self.nodes[a.to as usize].top == top {
@@ -385,7 +446,7 @@ impl Blossom {
             }
         } else if rad1.slope == 0 {
             for (i, a) in g.adj[lo..hi].iter().enumerate() {
-                if a.to == BOUNDARY {
+                if !self.inside(a.to) {
                     continue;
                 }
                 let rad2 = self.local_radius(a.to);
@@ -532,7 +593,7 @@ impl Blossom {
         let a = g.adj[slot as usize];
         let obs = g.adj_obs[slot as usize];
         let src = self.nodes[n as usize];
-        if a.to == BOUNDARY {
+        if !self.inside(a.to) {
             return Some(Event::RegionHitBoundary {
                 region: src.top,
                 edge: CEdge {

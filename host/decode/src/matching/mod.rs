@@ -50,12 +50,15 @@
 
 mod blossom;
 pub mod graph;
+mod path;
 mod queue;
+mod window;
 
 use std::sync::Arc;
 
 use crate::dem::DetectorErrorModel;
 pub use graph::{BOUNDARY, Edge, MAX_MATCHING_OBSERVABLES, MatchingBuildError, MatchingGraph};
+pub use window::{WindowCommit, WindowSpec};
 
 use blossom::{Blossom, Failure};
 
@@ -120,6 +123,8 @@ pub struct MatchingDecoder {
     fired: Vec<u32>,
     /// Toggle marks, when the graph has negative edges.
     marks: Vec<bool>,
+    /// Path searches for windows' commits.
+    paths: path::PathSearch,
 }
 
 impl Clone for MatchingDecoder {
@@ -130,6 +135,7 @@ impl Clone for MatchingDecoder {
             events: blossom::room_of(&self.events),
             fired: blossom::room_of(&self.fired),
             marks: self.marks.clone(),
+            paths: self.paths.clone(),
         }
     }
 }
@@ -147,6 +153,7 @@ impl MatchingDecoder {
         let n = graph.num_nodes();
         MatchingDecoder {
             engine: Blossom::new(&graph),
+            paths: path::PathSearch::new(&graph),
             events: Vec::with_capacity(n + graph.negative_events().len()),
             fired: Vec::with_capacity(n + graph.negative_events().len()),
             marks: if graph.negative_events().is_empty() {
@@ -269,20 +276,25 @@ impl MatchingDecoder {
     }
 
     fn run(&mut self) -> Result<Matched, MatchFault> {
+        let t = self.run_engine()?;
+        Ok(Matched {
+            observables: t.obs ^ self.graph.neg_obs,
+            weight: t.weight + self.graph.neg_weight,
+        })
+    }
+
+    /// Matches `self.events` with the engine as it is set (whole graph or a window).
+    fn run_engine(&mut self) -> Result<blossom::Totals, MatchFault> {
         let g = &*self.graph;
         for &d in &self.events {
             if g.start[d as usize] == g.start[d as usize + 1] {
                 return Err(MatchFault::IsolatedDetector(d));
             }
         }
-        match self.engine.decode(g, &self.events) {
-            Ok(t) => Ok(Matched {
-                observables: t.obs ^ g.neg_obs,
-                weight: t.weight + g.neg_weight,
-            }),
-            Err(Failure::Unmatched(d)) => Err(MatchFault::NoPerfectMatching(d)),
-            Err(Failure::Budget) => Err(MatchFault::Budget),
-        }
+        self.engine.decode(g, &self.events).map_err(|f| match f {
+            Failure::Unmatched(d) => MatchFault::NoPerfectMatching(d),
+            Failure::Budget => MatchFault::Budget,
+        })
     }
 }
 

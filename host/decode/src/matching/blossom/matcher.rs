@@ -47,6 +47,7 @@ impl Blossom {
     /// whatever the outcome.
     pub(crate) fn decode(&mut self, g: &MatchingGraph, events: &[u32]) -> Result<Totals, Failure> {
         self.events = 0;
+        self.matches.clear();
         for &d in events {
             self.create_detection_event(g, d);
         }
@@ -424,7 +425,7 @@ impl Blossom {
         let mut child_edge = self.alts[balt as usize].parent_edge.rev();
         self.unlink_child(balt);
         let (evens_start, evens_end);
-        if gap % 2 == 0 {
+        if gap.is_multiple_of(2) {
             evens_start = ci + 1;
             evens_end = ci + k - gap;
             for i in (pi..pi + gap).step_by(2) {
@@ -494,6 +495,9 @@ impl Blossom {
                     self.clean_shell(m);
                     let mreg = self.regions[m as usize];
                     if reg.first_child == NONE && mreg.first_child == NONE {
+                        if self.collect {
+                            self.matches.push(reg.match_edge);
+                        }
                         totals.obs ^= reg.match_edge.obs;
                         totals.weight += reg.radius.y + mreg.radius.y;
                         self.free_region(m);
@@ -501,6 +505,9 @@ impl Blossom {
                         break;
                     }
                 } else if reg.first_child == NONE {
+                    if self.collect {
+                        self.matches.push(reg.match_edge);
+                    }
                     totals.obs ^= reg.match_edge.obs;
                     totals.weight += reg.radius.y;
                     self.free_region(r);

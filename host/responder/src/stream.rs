@@ -2,7 +2,8 @@
 //! [`StreamFunction`] per decoder id, each holding the shot of one logical qubit in a
 //! [`backline_decode::stream::StreamDecoder`].
 //!
-//! DECODER is `bposd` (default) or `relay-bp`; SETTINGS are `key=value` pairs separated by `;`:
+//! DECODER is `bposd` (default), `relay-bp` or `matching`; SETTINGS are `key=value` pairs
+//! separated by `;`:
 //! `window` and `commit` (rounds; default one window over the whole shot), `streams` (decoder
 //! ids the spec takes from its base, one stream each; default 1), `idle_ms` (a shot left this
 //! long mid-way is dropped when the stream is next used; default 5000), and the inner
@@ -53,6 +54,19 @@ use crate::{Responder, ResponderError};
 /// Default idle time after which a shot left mid-way is dropped.
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(5);
 
+/// The real-time defaults of `stream:…:bposd`: 30 min-sum iterations with α = 0.625, then
+/// OSD-0 — a bounded cost per window, where `ldpc`'s offline defaults (as many iterations as
+/// mechanisms) let a window's BP run for milliseconds. Every setting can still be given.
+pub fn realtime_bposd() -> BpOsdConfig {
+    BpOsdConfig {
+        max_iter: 30,
+        ms_scaling_factor: 0.625,
+        osd_method: backline_decode::OsdMethod::Osd0,
+        osd_order: 0,
+        ..BpOsdConfig::default()
+    }
+}
+
 /// Why a `stream:` spec was refused.
 #[derive(Debug, thiserror::Error)]
 #[error("stream spec `{spec}`: {msg}")]
@@ -68,7 +82,7 @@ pub struct StreamSpecError {
 pub struct StreamSpec {
     /// The model's file.
     pub path: String,
-    /// `bposd` or `relay-bp`.
+    /// `bposd`, `relay-bp` or `matching`.
     pub decoder: &'static str,
     /// Window, commit and inner decoder settings.
     pub settings: StreamSettings,
@@ -96,6 +110,7 @@ pub fn parse_stream_spec(spec: &str) -> Result<StreamSpec, StreamSpecError> {
     let (path, decoder) = match rest.rsplit_once(':') {
         Some((p, "bposd")) => (p, "bposd"),
         Some((p, "relay-bp")) => (p, "relay-bp"),
+        Some((p, "matching")) => (p, "matching"),
         _ => (rest, "bposd"),
     };
     if path.is_empty() {
@@ -104,7 +119,8 @@ pub fn parse_stream_spec(spec: &str) -> Result<StreamSpec, StreamSpecError> {
     let mut settings = StreamSettings {
         decoder: match decoder {
             "relay-bp" => DemDecoderSettings::RelayBp(RelayConfig::default()),
-            _ => DemDecoderSettings::BpOsd(BpOsdConfig::default()),
+            "matching" => DemDecoderSettings::Matching,
+            _ => DemDecoderSettings::BpOsd(realtime_bposd()),
         },
         ..StreamSettings::default()
     };
@@ -631,6 +647,48 @@ pub(crate) mod tests {
         let c = as_stream(a).unwrap().counters();
         assert_eq!((c.shots, c.decodes), (1, 1));
         assert!(a.report().unwrap().contains("1 shots finished"));
+    }
+
+    #[test]
+    fn matching_streams_serve_shots() {
+        let p = model_file("matching");
+        let spec = format!("stream:{}:matching:window=2;commit=1", p.display());
+        let s = parse_stream_spec(&spec).unwrap();
+        assert_eq!(s.decoder, "matching");
+        let f = stream_functions(&spec, 0).unwrap();
+        let a = &*f[0].1;
+        let gc = StreamRequest::GetCorrections {
+            observables: 1,
+            reset: true,
+        };
+        // Detector 0 of round 0 (the boundary edge with L0), then two quiet rounds.
+        for (r, bits) in [(0u32, [1u8]), (1, [0]), (2, [0])] {
+            assert_eq!(st(a, &enq(r, &bits)), CallStatus::Ok);
+        }
+        let (h, obs) = call(a, &gc);
+        assert_eq!(
+            (h.status, h.flags & FLAG_FINAL, obs),
+            (CallStatus::Ok, FLAG_FINAL, vec![1])
+        );
+        let e = stream_functions(&format!("stream:{}:matching:max_iter=3", p.display()), 0)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("unknown setting `max_iter`"), "{e}");
+        let e = stream_functions(&format!("stream:{}:matching:window=9", p.display()), 0)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("window = 9 is longer than the model's 3 rounds"),
+            "{e}"
+        );
+        // The real-time defaults of BP+OSD.
+        let s = parse_stream_spec("stream:x.dem").unwrap();
+        assert_eq!(
+            s.settings.decoder,
+            DemDecoderSettings::BpOsd(realtime_bposd())
+        );
     }
 
     #[test]

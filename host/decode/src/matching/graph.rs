@@ -104,6 +104,8 @@ pub struct MatchingGraph {
     pub(crate) start: Vec<u32>,
     pub(crate) adj: Vec<Adj>,
     pub(crate) adj_obs: Vec<u64>,
+    /// The edge (index into `edges`) of each adjacency slot.
+    pub(crate) adj_edge: Vec<u32>,
     edges: Vec<Edge>,
     /// Detectors toggled in every shot by the negative edges, ascending.
     pub(crate) neg_events: Vec<u32>,
@@ -213,10 +215,15 @@ impl MatchingGraph {
         let total = start[nodes] as usize;
         let mut adj = vec![Adj { to: 0, weight: 0 }; total];
         let mut adj_obs = vec![0u64; total];
+        let mut adj_edge = vec![0u32; total];
         // Boundary edges first, so the flooder finds them at the start of the range.
         let mut fill: Vec<u32> = start[..nodes].to_vec();
         for pass_boundary in [true, false] {
-            for e in edges.iter().filter(|e| (e.b == BOUNDARY) == pass_boundary) {
+            for (k, e) in edges
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| (e.b == BOUNDARY) == pass_boundary)
+            {
                 for (from, to) in [(e.a, e.b), (e.b, e.a)] {
                     if from == BOUNDARY {
                         continue;
@@ -228,6 +235,7 @@ impl MatchingGraph {
                         weight: e.weight,
                     };
                     adj_obs[slot] = e.obs;
+                    adj_edge[slot] = k as u32;
                 }
             }
         }
@@ -239,6 +247,7 @@ impl MatchingGraph {
             start,
             adj,
             adj_obs,
+            adj_edge,
             edges,
             neg_events,
             neg_obs,

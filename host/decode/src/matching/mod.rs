@@ -49,6 +49,7 @@
 //! ```
 
 mod blossom;
+pub mod checks;
 pub mod graph;
 mod path;
 mod queue;
@@ -57,6 +58,7 @@ mod window;
 use std::sync::Arc;
 
 use crate::dem::DetectorErrorModel;
+pub use checks::{CheckMatching, ChecksError};
 pub use graph::{BOUNDARY, Edge, MAX_MATCHING_OBSERVABLES, MatchingBuildError, MatchingGraph};
 pub use window::{WindowCommit, WindowSpec};
 

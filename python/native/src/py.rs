@@ -411,8 +411,9 @@ fn latency_summary(rtts_ns: Vec<f64>) -> Option<Vec<(&'static str, f64)>> {
     ])
 }
 
-/// A decoder compiled from a stim detector error model's text (for `backline.sinter`): BP+OSD
-/// or Relay-BP, decoding bit-packed detection events into bit-packed observable flips.
+/// A decoder compiled from a stim detector error model's text (for `backline.sinter`): BP+OSD,
+/// Relay-BP or matching, decoding bit-packed detection events into bit-packed observable
+/// flips.
 #[pyclass(module = "backline._native", frozen)]
 pub struct DemDecoder {
     inner: Mutex<backline_decode::dem_decoder::DemDecoder>,
@@ -422,8 +423,8 @@ pub struct DemDecoder {
 #[pymethods]
 impl DemDecoder {
     /// `DemDecoder(dem_text, decoder, settings, threads=1, name="<dem>")`: `decoder` is
-    /// `"bposd"` or `"relay-bp"`, `settings` `[(name, value as text)]` with ldpc's or relay-bp's
-    /// names. Raises `DetectorErrorModelError` for a model that does not parse (naming the
+    /// `"bposd"`, `"relay-bp"` or `"matching"`, `settings` `[(name, value as text)]` with
+    /// ldpc's or relay-bp's names (none for matching). Raises `DetectorErrorModelError` for a model that does not parse (naming the
     /// line) and `DecoderSettingsError` for settings that do not apply.
     #[new]
     #[pyo3(signature = (dem_text, decoder, settings, threads=1, name="<dem>"))]
@@ -441,11 +442,12 @@ impl DemDecoder {
         let mut s = match decoder {
             "bposd" => DemDecoderSettings::BpOsd(backline_decode::BpOsdConfig::default()),
             "relay-bp" => DemDecoderSettings::RelayBp(RelayConfig::default()),
+            "matching" => DemDecoderSettings::Matching,
             other => {
                 return Err(err(
                     py,
                     "DecoderSettingsError",
-                    format!("unknown decoder {other:?} (expected bposd or relay-bp)"),
+                    format!("unknown decoder {other:?} (expected bposd, relay-bp or matching)"),
                 ));
             }
         };
@@ -453,6 +455,10 @@ impl DemDecoder {
             let r = match &mut s {
                 DemDecoderSettings::BpOsd(c) => c.set(k, v),
                 DemDecoderSettings::RelayBp(c) => c.set(k, v),
+                _ => Err(backline_decode::SettingError::Unknown {
+                    key: k.clone(),
+                    known: "(matching has no settings)",
+                }),
             };
             r.map_err(|e| err(py, "DecoderSettingsError", format!("{decoder}: {e}")))?;
         }

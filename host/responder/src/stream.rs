@@ -243,6 +243,89 @@ pub struct StreamCounters {
     pub stale: u64,
 }
 
+/// Sub-buckets per power of two of [`WindowTimes`] (relative resolution 1/32, about 3 %).
+const SUB: u64 = 32;
+/// Buckets: values below 32 ns one each, then 32 per power of two up to 2^64.
+const TIME_BUCKETS: usize = (64 - 4) * SUB as usize;
+
+/// The inner decode times of a stream's windows: a log-linear histogram (no allocation per
+/// sample), from which percentiles are read to within 3 %.
+#[derive(Debug, Clone)]
+pub struct WindowTimes {
+    counts: Box<[u64]>,
+    total: u64,
+    max_ns: u64,
+}
+
+impl Default for WindowTimes {
+    fn default() -> WindowTimes {
+        WindowTimes {
+            counts: vec![0; TIME_BUCKETS].into_boxed_slice(),
+            total: 0,
+            max_ns: 0,
+        }
+    }
+}
+
+impl WindowTimes {
+    fn bucket(ns: u64) -> usize {
+        if ns < SUB {
+            return ns as usize;
+        }
+        let e = 63 - ns.leading_zeros() as u64;
+        ((e - 4) * SUB + ((ns >> (e - 5)) & (SUB - 1))) as usize
+    }
+
+    /// The smallest value of bucket `b`.
+    fn floor(b: usize) -> u64 {
+        let b = b as u64;
+        if b < SUB {
+            return b;
+        }
+        let (e, m) = (b / SUB + 4, b % SUB);
+        (SUB + m) << (e - 5)
+    }
+
+    /// Adds one decode of `ns` nanoseconds.
+    pub fn record(&mut self, ns: u64) {
+        self.counts[Self::bucket(ns)] += 1;
+        self.total += 1;
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    /// Decodes recorded.
+    pub fn count(&self) -> u64 {
+        self.total
+    }
+
+    /// The `q`-quantile (0 ≤ q ≤ 1, nearest rank), as the lower edge of its bucket (the
+    /// maximum for `q = 1`); `None` before any decode.
+    pub fn quantile_ns(&self, q: f64) -> Option<u64> {
+        if self.total == 0 {
+            return None;
+        }
+        if q >= 1.0 {
+            return Some(self.max_ns);
+        }
+        let rank = ((q * self.total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (b, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return Some(Self::floor(b).min(self.max_ns));
+            }
+        }
+        Some(self.max_ns)
+    }
+
+    /// Forgets every sample.
+    pub fn clear(&mut self) {
+        self.counts.fill(0);
+        self.total = 0;
+        self.max_ns = 0;
+    }
+}
+
 #[derive(Debug)]
 struct Shot {
     dec: StreamDecoder,
@@ -250,6 +333,8 @@ struct Shot {
     dropped: bool,
     last: Instant,
     counters: StreamCounters,
+    /// How long each inner decode took.
+    times: WindowTimes,
 }
 
 /// One stream: a streaming decoder holding one shot at a time, behind a lock (calls from
@@ -281,6 +366,7 @@ impl StreamFunction {
                 dropped: false,
                 last: Instant::now(),
                 counters: StreamCounters::default(),
+                times: WindowTimes::default(),
             }),
         }
     }
@@ -316,6 +402,12 @@ impl StreamFunction {
     /// The counters so far.
     pub fn counters(&self) -> StreamCounters {
         self.lock().counters
+    }
+
+    /// The inner decode time of every window decoded so far (those whose syndrome was not
+    /// all zero, final windows included; the clock around the decoder's call).
+    pub fn window_times(&self) -> WindowTimes {
+        self.lock().times.clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Shot> {
@@ -370,10 +462,12 @@ impl StreamFunction {
                 g.counters.rounds += 1;
                 let mut flags = 0;
                 if ready {
+                    let t0 = Instant::now();
                     match g.dec.decode_ready() {
                         Ok(ran) => {
                             mark(Hop::DecodeDone);
                             if ran {
+                                g.times.record(t0.elapsed().as_nanos() as u64);
                                 g.counters.decodes += 1;
                                 flags = FLAG_DECODED;
                             }
@@ -440,10 +534,12 @@ impl StreamFunction {
         if g.dec.received() == self.rounds {
             let was_final = g.dec.is_final();
             mark(Hop::WindowReady);
+            let t0 = Instant::now();
             match g.dec.finish() {
                 Ok(ran) => {
                     mark(Hop::DecodeDone);
                     if ran {
+                        g.times.record(t0.elapsed().as_nanos() as u64);
                         g.counters.decodes += 1;
                         flags |= FLAG_DECODED;
                     }
@@ -647,6 +743,28 @@ pub(crate) mod tests {
         let c = as_stream(a).unwrap().counters();
         assert_eq!((c.shots, c.decodes), (1, 1));
         assert!(a.report().unwrap().contains("1 shots finished"));
+    }
+
+    #[test]
+    fn window_times_give_percentiles_within_three_percent() {
+        let mut t = WindowTimes::default();
+        assert_eq!(t.quantile_ns(0.5), None);
+        for ns in 1..=10_000u64 {
+            t.record(ns * 100);
+        }
+        assert_eq!(t.count(), 10_000);
+        for (q, want) in [(0.5, 500_000.0), (0.99, 990_000.0), (0.999, 999_000.0)] {
+            let got = t.quantile_ns(q).unwrap() as f64;
+            assert!(got <= want && got >= want * 0.97, "{q}: {got}");
+        }
+        assert_eq!(t.quantile_ns(1.0), Some(1_000_000));
+        t.record(3);
+        assert_eq!(WindowTimes::floor(WindowTimes::bucket(3)), 3);
+        for ns in [31u64, 32, 33, 1000, 1 << 40, u64::MAX] {
+            let b = WindowTimes::bucket(ns);
+            assert!(b < TIME_BUCKETS && WindowTimes::floor(b) <= ns, "{ns}");
+            assert!(ns - WindowTimes::floor(b) <= ns / 32, "{ns}");
+        }
     }
 
     #[test]

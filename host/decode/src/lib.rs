@@ -64,6 +64,7 @@ pub mod matching;
 pub mod noise;
 pub mod osd;
 pub mod relay;
+pub mod sandwich;
 pub mod shots;
 pub mod sparse;
 pub mod steane;

@@ -163,7 +163,12 @@ fn sample(dem: &DetectorErrorModel, s: &dyn Stream, shots: usize, seed: u64) -> 
 /// Streams every shot; with a cycle, round `k` is handed over no earlier than `k · cycle`.
 /// Returns (wall time, shots that differ from the whole history, lag at the end in rounds,
 /// largest lag at a shot's end in rounds).
-fn run(s: &mut dyn Stream, shots: &Shots, k: usize, cycle_ns: Option<u64>) -> (Duration, u32, f64, f64) {
+fn run(
+    s: &mut dyn Stream,
+    shots: &Shots,
+    k: usize,
+    cycle_ns: Option<u64>,
+) -> (Duration, u32, f64, f64) {
     let mut out = vec![0u8; k];
     let (mut differ, mut max_lag, mut lag) = (0u32, 0.0f64, 0.0f64);
     let t0 = Instant::now();
@@ -213,7 +218,8 @@ fn report(name: &str, s: &mut dyn Stream, shots: &Shots, k: usize, cycle_ns: u64
 
 fn main() {
     let a = args();
-    let dem = DetectorErrorModel::parse(&std::fs::read_to_string(&a.model).unwrap(), &a.model).unwrap();
+    let dem =
+        DetectorErrorModel::parse(&std::fs::read_to_string(&a.model).unwrap(), &a.model).unwrap();
     let settings = StreamSettings {
         window: a.window,
         commit: a.commit,
@@ -232,8 +238,16 @@ fn main() {
         shots_n * sliding.rounds(),
         a.cycle_ns
     );
-    let w = a.window.map_or("whole shot".to_string(), |w| format!("W = {w}, C = {:?}", a.commit));
-    report(&format!("sliding ({w}), 1 thread"), &mut sliding, &shots, k, a.cycle_ns);
+    let w = a.window.map_or("whole shot".to_string(), |w| {
+        format!("W = {w}, C = {:?}", a.commit)
+    });
+    report(
+        &format!("sliding ({w}), 1 thread"),
+        &mut sliding,
+        &shots,
+        k,
+        a.cycle_ns,
+    );
     match SandwichStream::new(&dem, &a.sandwich) {
         Ok(mut s) => report(
             &format!(

@@ -341,7 +341,11 @@ impl SandwichStream {
     }
 
     /// Decodes a whole shot (0/1 per detector) into `observables`: reset, every round, finish.
-    pub fn decode_shot(&mut self, events: &[u8], observables: &mut [u8]) -> Result<(), StreamFault> {
+    pub fn decode_shot(
+        &mut self,
+        events: &[u8],
+        observables: &mut [u8],
+    ) -> Result<(), StreamFault> {
         self.reset();
         let mut packed = [0u8; 512];
         for r in 0..self.rounds() {
@@ -400,7 +404,11 @@ fn windows(t: usize, core: usize, buffer: usize, round_start: &[usize]) -> Vec<W
         }
         let next = core_end + 2 * buffer;
         let gap_end = next.min(t);
-        let after = if next < t { [k, k + 2] } else { [k, usize::MAX] };
+        let after = if next < t {
+            [k, k + 2]
+        } else {
+            [k, usize::MAX]
+        };
         wins.push(Win {
             spec: WindowSpec {
                 detectors: det(core_end)..det(gap_end),
@@ -488,8 +496,7 @@ fn queue_ready_gaps(s: &Shared, st: &mut State) -> bool {
         if !b.is_a
             && st.phase[j] == Phase::Waiting
             && st.received > b.last_round
-            && b
-                .after
+            && b.after
                 .iter()
                 .all(|&a| a == usize::MAX || st.phase[a] == Phase::Done)
         {
@@ -543,10 +550,20 @@ mod tests {
         let dem = fixture("surface_d3_r8_p0.01.dem");
         let s = SandwichStream::new(&dem, &settings(2, 1, 2)).unwrap();
         assert_eq!(s.rounds(), 9);
-        let r = |d: u32| (0..9).find(|&r| s.round_detectors(r).contains(&(d as usize))).unwrap();
+        let r = |d: u32| {
+            (0..9)
+                .find(|&r| s.round_detectors(r).contains(&(d as usize)))
+                .unwrap()
+        };
         let rounds: Vec<(Range<usize>, Range<usize>, bool)> = s
             .windows()
-            .map(|(d, c, a)| (r(d.start)..r(d.end - 1) + 1, r(c.start)..r(c.end - 1) + 1, a))
+            .map(|(d, c, a)| {
+                (
+                    r(d.start)..r(d.end - 1) + 1,
+                    r(c.start)..r(c.end - 1) + 1,
+                    a,
+                )
+            })
             .collect();
         assert_eq!(
             rounds,
@@ -617,14 +634,24 @@ mod tests {
         assert!(e.to_string().contains("an edge across 2 rounds"), "{e}");
         let mut s = SandwichStream::new(&dem, &settings(2, 1, 1)).unwrap();
         assert!(matches!(s.finish(), Err(StreamFault::Incomplete { .. })));
-        assert!(matches!(s.push_round(1, &[0]), Err(StreamFault::RoundOrder { .. })));
-        assert!(matches!(s.push_round(0, &[0, 0]), Err(StreamFault::RoundLength { .. })));
-        assert!(matches!(s.push_round(0, &[0x10]), Err(StreamFault::Padding { .. })));
+        assert!(matches!(
+            s.push_round(1, &[0]),
+            Err(StreamFault::RoundOrder { .. })
+        ));
+        assert!(matches!(
+            s.push_round(0, &[0, 0]),
+            Err(StreamFault::RoundLength { .. })
+        ));
+        assert!(matches!(
+            s.push_round(0, &[0x10]),
+            Err(StreamFault::Padding { .. })
+        ));
         // A shot left half-way is forgotten by a reset.
         s.push_round(0, &[1]).unwrap();
         s.reset();
         let mut out = [0u8; 1];
-        s.decode_shot(&vec![0u8; dem.num_detectors()], &mut out).unwrap();
+        s.decode_shot(&vec![0u8; dem.num_detectors()], &mut out)
+            .unwrap();
         assert_eq!(out, [0]);
     }
 }

@@ -414,30 +414,40 @@ impl Blossom {
 
     /// The next interaction of node `n` along one of its edges: `(slot, time)`, slot
     /// [`NONE`] when there is none.
+    #[inline]
     fn next_node_event(&self, g: &MatchingGraph, n: u32) -> (u32, i64) {
         let rad1 = self.local_radius(n);
         let (lo, hi) = (
             g.start[n as usize] as usize,
             g.start[n as usize + 1] as usize,
         );
+        let adj = &g.adj[lo..hi];
         let mut best = (NONE, i64::MAX);
         if rad1.slope == 1 {
             let top = self.nodes[n as usize].top;
-            for (i, a) in g.adj[lo..hi].iter().enumerate() {
+            for (i, a) in adj.iter().enumerate() {
+                let w = a.weight as i64 - rad1.y;
                 let t = if !self.inside(a.to) {
                     if !self.outside_is_boundary(a.to) {
                         continue;
                     }
-                    a.weight as i64 - rad1.y
+                    w
                 } else {
-                    if self.nodes[a.to as usize].top == top {
-                        continue;
-                    }
-                    let rad2 = self.local_radius(a.to);
-                    match rad2.slope {
-                        -1 => continue,
-                        1 => (a.weight as i64 - rad1.y - rad2.y) >> 1,
-                        _ => a.weight as i64 - rad1.y - rad2.y,
+                    let nb = &self.nodes[a.to as usize];
+                    if nb.top == NONE {
+                        // An empty neighbour: reached when this radius covers the edge.
+                        w
+                    } else {
+                        if nb.top == top {
+                            continue;
+                        }
+                        let rad2 = self.regions[nb.top as usize].radius;
+                        let y2 = rad2.y + nb.wrapped;
+                        match rad2.slope {
+                            -1 => continue,
+                            1 => (w - y2) >> 1,
+                            _ => w - y2,
+                        }
                     }
                 };
                 if t < best.1 {
@@ -445,13 +455,17 @@ impl Blossom {
                 }
             }
         } else if rad1.slope == 0 {
-            for (i, a) in g.adj[lo..hi].iter().enumerate() {
+            for (i, a) in adj.iter().enumerate() {
                 if !self.inside(a.to) {
                     continue;
                 }
-                let rad2 = self.local_radius(a.to);
+                let nb = &self.nodes[a.to as usize];
+                if nb.top == NONE {
+                    continue;
+                }
+                let rad2 = self.regions[nb.top as usize].radius;
                 if rad2.slope == 1 {
-                    let t = a.weight as i64 - rad1.y - rad2.y;
+                    let t = a.weight as i64 - rad1.y - (rad2.y + nb.wrapped);
                     if t < best.1 {
                         best = ((lo + i) as u32, t);
                     }
@@ -578,6 +592,9 @@ impl Blossom {
 
     // ---- flooder events -------------------------------------------------------------------
 
+    /// Node `n`'s turn: the interaction due now along its soonest edge (an arrival at an
+    /// empty node is done here; a collision is returned for the matcher, and the node looks
+    /// again once it is handled), or its next one scheduled.
     fn look_at_node(&mut self, g: &MatchingGraph, n: u32) -> Option<Event> {
         let (slot, t) = self.next_node_event(g, n);
         if slot == NONE {

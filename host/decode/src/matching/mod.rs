@@ -223,15 +223,27 @@ impl MatchingDecoder {
         }
         let mut fired = std::mem::take(&mut self.fired);
         fired.clear();
-        for (i, &byte) in dets.iter().enumerate() {
+        // Eight bytes at a time: most of a shot's bytes are zero.
+        let mut words = dets.chunks_exact(8);
+        let mut base = 0u32;
+        for w in words.by_ref() {
+            let mut x = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+            while x != 0 {
+                fired.push(base + x.trailing_zeros());
+                x &= x - 1;
+            }
+            base += 64;
+        }
+        for (i, &byte) in words.remainder().iter().enumerate() {
             let mut b = byte;
             while b != 0 {
-                let d = 8 * i as u32 + b.trailing_zeros();
+                fired.push(base + 8 * i as u32 + b.trailing_zeros());
                 b &= b - 1;
-                if (d as usize) < n {
-                    fired.push(d);
-                }
             }
+        }
+        // Padding bits past the last detector are ignored.
+        while fired.last().is_some_and(|&d| d as usize >= n) {
+            fired.pop();
         }
         if self.marks.is_empty() {
             std::mem::swap(&mut fired, &mut self.events);

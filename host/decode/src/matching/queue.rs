@@ -1,57 +1,36 @@
-//! The event queue of the flooder: a monotone radix heap whose entries are intrusive, one per
-//! *tracker* (a detector node or a region), so that rescheduling a tracker moves its one entry
+//! The event queue of the flooder: an indexed binary min-heap of trackers (a detector node or
+//! a region), one entry per tracker, so that rescheduling a tracker moves its one entry
 //! instead of queueing another, and the queue never allocates after it is built.
 //!
-//! Times are absolute (`i64`, the flooder's clock). An entry of time `t` lives in bucket
-//! `bit_width(t ^ now)`: bucket 0 holds the entries due now, bucket `k ≥ 1` those whose time
-//! first differs from `now` in bit `k − 1`. Popping takes from bucket 0; when it is empty the
-//! lowest non-empty bucket is scanned for its minimum, the clock advances to it, and the
-//! bucket's entries are redistributed into lower buckets (each entry only ever moves down,
-//! so each is touched at most 64 times between its scheduling and its pop).
-//!
-//! Each bucket is a doubly linked list threaded through [`Link`]s indexed by tracker id:
-//! scheduling, cancelling and moving an entry are O(1).
+//! Times are absolute (`i64`, the flooder's clock). The heap holds `(time, tracker)` pairs in
+//! one array; `pos[tracker]` is the tracker's index in it (`NIL` when not queued). Schedule,
+//! cancel and pop are O(log q) for `q` queued trackers — a few dozen in a decode, so the
+//! whole heap stays in a few cache lines. Among entries due at the same time the order is the
+//! heap's (any order gives a minimum-weight matching; ties between equally light matchings
+//! may be broken differently).
 
-/// No tracker / no link.
+/// Not queued.
 const NIL: u32 = u32::MAX;
-/// Buckets: `bit_width` of a 64-bit difference is 0..=64.
-const BUCKETS: usize = 65;
 
-/// One tracker's place in the queue.
-#[derive(Debug, Clone, Copy)]
-struct Link {
-    /// The time it is due (meaningful while queued).
-    time: i64,
-    prev: u32,
-    next: u32,
-    /// Its bucket, or `u8::MAX` when not queued.
-    bucket: u8,
-}
-
-const UNQUEUED: Link = Link {
-    time: 0,
-    prev: NIL,
-    next: NIL,
-    bucket: u8::MAX,
-};
-
-/// The radix heap over `trackers` ids `0..n`.
+/// The min-heap over tracker ids `0..n`.
 #[derive(Debug, Clone)]
 pub(crate) struct Queue {
-    links: Vec<Link>,
-    heads: [u32; BUCKETS],
-    now: i64,
+    /// `(time, tracker)`, a binary min-heap on time; `heap[..len]` is live.
+    heap: Vec<(i64, u32)>,
     len: usize,
+    /// Each tracker's index in `heap`, or `NIL`.
+    pos: Vec<u32>,
+    now: i64,
 }
 
 impl Queue {
     /// An empty queue for tracker ids `0..trackers`, at time 0.
     pub(crate) fn new(trackers: usize) -> Queue {
         Queue {
-            links: vec![UNQUEUED; trackers],
-            heads: [NIL; BUCKETS],
-            now: 0,
+            heap: vec![(0, NIL); trackers],
             len: 0,
+            pos: vec![NIL; trackers],
+            now: 0,
         }
     }
 
@@ -68,34 +47,47 @@ impl Queue {
     }
 
     #[inline]
-    fn bucket_of(&self, time: i64) -> u8 {
-        (64 - ((time ^ self.now) as u64).leading_zeros()) as u8
+    fn place(&mut self, i: usize, e: (i64, u32)) {
+        self.heap[i] = e;
+        self.pos[e.1 as usize] = i as u32;
     }
 
     #[inline]
-    fn unlink(&mut self, id: u32) {
-        let l = self.links[id as usize];
-        if l.prev == NIL {
-            self.heads[l.bucket as usize] = l.next;
-        } else {
-            self.links[l.prev as usize].next = l.next;
+    fn sift_up(&mut self, mut i: usize, e: (i64, u32)) {
+        while i > 0 {
+            let p = (i - 1) / 2;
+            let pe = self.heap[p];
+            if pe.0 <= e.0 {
+                break;
+            }
+            self.place(i, pe);
+            i = p;
         }
-        if l.next != NIL {
-            self.links[l.next as usize].prev = l.prev;
-        }
+        self.place(i, e);
     }
 
     #[inline]
-    fn link(&mut self, id: u32, bucket: u8) {
-        let head = self.heads[bucket as usize];
-        let l = &mut self.links[id as usize];
-        l.bucket = bucket;
-        l.prev = NIL;
-        l.next = head;
-        if head != NIL {
-            self.links[head as usize].prev = id;
+    fn sift_down(&mut self, mut i: usize, e: (i64, u32)) {
+        let len = self.len;
+        loop {
+            let l = 2 * i + 1;
+            if l >= len {
+                break;
+            }
+            let r = l + 1;
+            let c = if r < len && self.heap[r].0 < self.heap[l].0 {
+                r
+            } else {
+                l
+            };
+            let ce = self.heap[c];
+            if ce.0 >= e.0 {
+                break;
+            }
+            self.place(i, ce);
+            i = c;
         }
-        self.heads[bucket as usize] = id;
+        self.place(i, e);
     }
 
     /// Schedules tracker `id` at `time` (moving it if it is queued). A time in the past is
@@ -108,81 +100,66 @@ impl Queue {
             self.now
         );
         let time = time.max(self.now);
-        let bucket = self.bucket_of(time);
-        let old = self.links[id as usize];
-        if old.bucket != u8::MAX {
-            if old.bucket == bucket && old.time == time {
-                return;
-            }
-            self.unlink(id);
-        } else {
+        let p = self.pos[id as usize];
+        if p == NIL {
+            let i = self.len;
             self.len += 1;
+            self.sift_up(i, (time, id));
+            return;
         }
-        self.links[id as usize].time = time;
-        self.link(id, bucket);
+        let i = p as usize;
+        let old = self.heap[i].0;
+        if time < old {
+            self.sift_up(i, (time, id));
+        } else if time > old {
+            self.sift_down(i, (time, id));
+        }
     }
 
     /// Removes tracker `id` from the queue, if it is queued.
     #[inline]
     pub(crate) fn cancel(&mut self, id: u32) {
-        if self.links[id as usize].bucket != u8::MAX {
-            self.unlink(id);
-            self.links[id as usize].bucket = u8::MAX;
-            self.len -= 1;
+        let p = self.pos[id as usize];
+        if p == NIL {
+            return;
+        }
+        self.pos[id as usize] = NIL;
+        self.len -= 1;
+        let i = p as usize;
+        if i == self.len {
+            return;
+        }
+        let last = self.heap[self.len];
+        if last.0 < self.heap[i].0 {
+            self.sift_up(i, last);
+        } else {
+            self.sift_down(i, last);
         }
     }
 
-    /// Takes the entry due soonest (the latest scheduled among those due at once), advancing
-    /// the clock to its time; `None` when the queue is empty.
+    /// Takes the entry due soonest, advancing the clock to its time; `None` when the queue is
+    /// empty.
     #[inline]
     pub(crate) fn pop(&mut self) -> Option<(u32, i64)> {
         if self.len == 0 {
             return None;
         }
-        if self.heads[0] == NIL {
-            self.refill();
-        }
-        let id = self.heads[0];
-        self.unlink(id);
-        self.links[id as usize].bucket = u8::MAX;
+        let (t, id) = self.heap[0];
+        self.pos[id as usize] = NIL;
         self.len -= 1;
-        Some((id, self.now))
-    }
-
-    /// Advances the clock to the earliest entry and moves the lowest non-empty bucket's
-    /// entries down (the earliest ones into bucket 0).
-    fn refill(&mut self) {
-        let Some(b) = (1..BUCKETS).find(|&b| self.heads[b] != NIL) else {
-            return;
-        };
-        let mut min = i64::MAX;
-        let mut id = self.heads[b];
-        while id != NIL {
-            let l = self.links[id as usize];
-            min = min.min(l.time);
-            id = l.next;
+        if self.len > 0 {
+            let last = self.heap[self.len];
+            self.sift_down(0, last);
         }
-        self.now = min;
-        let mut id = std::mem::replace(&mut self.heads[b], NIL);
-        while id != NIL {
-            let next = self.links[id as usize].next;
-            let bucket = self.bucket_of(self.links[id as usize].time);
-            self.link(id, bucket);
-            id = next;
-        }
+        self.now = t;
+        Some((id, t))
     }
 
     /// Empties the queue and sets the clock to 0.
     pub(crate) fn reset(&mut self) {
-        if self.len > 0 {
-            for b in 0..BUCKETS {
-                let mut id = std::mem::replace(&mut self.heads[b], NIL);
-                while id != NIL {
-                    let next = self.links[id as usize].next;
-                    self.links[id as usize] = UNQUEUED;
-                    id = next;
-                }
-            }
+        for i in 0..self.len {
+            let id = self.heap[i].1;
+            self.pos[id as usize] = NIL;
         }
         self.len = 0;
         self.now = 0;

@@ -36,6 +36,8 @@ pub struct StreamPlan {
     pub reply_bytes: usize,
     /// Widest round, in detectors.
     pub widest_round: usize,
+    /// The spec's per-window deadline.
+    pub deadline: Option<Duration>,
 }
 
 impl StreamPlan {
@@ -56,6 +58,7 @@ impl StreamPlan {
             request_bytes: STREAM_HEADER_BYTES + widest.div_ceil(8),
             reply_bytes: STREAM_HEADER_BYTES + dec.num_observables().div_ceil(8),
             widest_round: widest,
+            deadline: s.settings.deadline,
             decoder: s.settings.decoder,
             dem: dec.model().clone(),
         })
@@ -82,6 +85,8 @@ pub struct StreamResult {
     /// The inner decode time of each window, read from the stream function itself (a
     /// coprocessor in this process: memcpy).
     pub windows: Option<backline_responder::stream::WindowTimes>,
+    /// Windows that reached the spec's `deadline_us` (same source).
+    pub deadline: Option<backline_decode::stream::DeadlineMisses>,
 }
 
 /// Streams `shots` shots of `plan` through `link`; with `whole`, decodes them again with the
@@ -111,6 +116,7 @@ pub fn run(
         whole,
         keep_up,
         windows: None,
+        deadline: None,
     })
 }
 
@@ -155,6 +161,15 @@ pub fn summary_lines(plan: &StreamPlan, r: &StreamResult) -> Vec<String> {
             us(q(0.99)),
             us(q(0.999)),
             us(q(1.0))
+        ));
+    }
+    if let (Some(m), Some(d)) = (&r.deadline, plan.deadline) {
+        v.push(format!(
+            "{}: deadline {:.1} µs per window: {} windows ({} rounds) reached it",
+            plan.label,
+            d.as_secs_f64() * 1e6,
+            m.windows,
+            m.rounds
         ));
     }
     if let Some(k) = &r.keep_up {
@@ -205,6 +220,16 @@ pub fn json_fields(
                 "p99_ns": q(0.99),
                 "p999_ns": q(0.999),
                 "max_ns": q(1.0),
+            }),
+        );
+    }
+    if let (Some(d), Some(dl)) = (&r.deadline, plan.deadline) {
+        m.insert(
+            "deadline".into(),
+            serde_json::json!({
+                "deadline_ns": dl.as_nanos() as u64,
+                "windows": d.windows,
+                "rounds": d.rounds,
             }),
         );
     }

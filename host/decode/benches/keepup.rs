@@ -224,6 +224,7 @@ fn main() {
         window: a.window,
         commit: a.commit,
         decoder: DemDecoderSettings::Matching,
+        deadline: None,
     };
     let mut sliding = StreamDecoder::new(&dem, &settings).unwrap();
     let shots_n = a.rounds.div_ceil(sliding.rounds()).max(1);

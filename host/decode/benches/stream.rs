@@ -54,6 +54,7 @@ fn main() {
         window: Some(5),
         commit: Some(3),
         decoder: decoder.clone(),
+        deadline: None,
     };
     let mut s = StreamDecoder::new(&dem, &settings).unwrap();
     let mut whole = DemDecoder::new(&dem, &decoder).unwrap();

@@ -64,6 +64,7 @@ const MATCHED: ShotInfo = ShotInfo {
     iterations: 0,
     osd_used: false,
     legs: 0,
+    deadline_hit: false,
 };
 
 /// What one shot's decode did.
@@ -77,6 +78,9 @@ pub struct ShotInfo {
     pub osd_used: bool,
     /// Legs run (Relay-BP; 0 for BP+OSD).
     pub legs: u32,
+    /// The decode stopped at its deadline ([`DemDecoder::decode_until`]) with the best answer
+    /// it had (BP's last hard decision, OSD skipped; Relay-BP's best solution so far).
+    pub deadline_hit: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -263,6 +267,29 @@ impl DemDecoder {
         Ok(info)
     }
 
+    /// [`DemDecoder::decode`] with a deadline (`None`: none): BP+OSD and Relay-BP stop at it
+    /// with the best answer they have ([`ShotInfo::deadline_hit`]); matching, which has no
+    /// partial answer, always finishes (the caller can time it).
+    pub fn decode_until(
+        &mut self,
+        detectors: &[u8],
+        observables: &mut [u8],
+        deadline: Option<std::time::Instant>,
+    ) -> Result<ShotInfo, DecoderError> {
+        match &mut self.inner {
+            Inner::BpOsd(d) => d.set_deadline(deadline),
+            Inner::Relay(d) => d.set_deadline(deadline),
+            Inner::Matching(_) => {}
+        }
+        let r = self.decode(detectors, observables);
+        match &mut self.inner {
+            Inner::BpOsd(d) => d.set_deadline(None),
+            Inner::Relay(d) => d.set_deadline(None),
+            Inner::Matching(_) => {}
+        }
+        r
+    }
+
     /// Decodes one shot in stim's `b8` layout: `⌈detectors/8⌉` bytes in, `⌈observables/8⌉`
     /// bytes out (bit `i` = bit `i % 8` of byte `i / 8`; padding bits of the input are
     /// ignored, those of the output written zero).
@@ -316,6 +343,7 @@ impl DemDecoder {
                     iterations: i.iterations,
                     osd_used: i.osd_used,
                     legs: 0,
+                    deadline_hit: d.bp().deadline_hit(),
                 }
             }
             Inner::Relay(d) => {
@@ -325,6 +353,7 @@ impl DemDecoder {
                     iterations: i.iterations,
                     osd_used: false,
                     legs: i.legs,
+                    deadline_hit: d.deadline_hit(),
                 }
             }
             Inner::Matching(_) => MATCHED,

@@ -96,6 +96,10 @@ pub struct StreamSettings {
     pub commit: Option<usize>,
     /// The inner decoder of every window.
     pub decoder: DemDecoderSettings,
+    /// A deadline per window's inner decode: BP+OSD and Relay-BP stop at it with their best
+    /// answer so far; matching finishes (it has no partial answer). Either way a window that
+    /// reaches it is counted ([`StreamDecoder::deadline_misses`]). `None`: none.
+    pub deadline: Option<std::time::Duration>,
 }
 
 impl Default for StreamSettings {
@@ -105,26 +109,38 @@ impl Default for StreamSettings {
             window: None,
             commit: None,
             decoder: DemDecoderSettings::BpOsd(crate::BpOsdConfig::default()),
+            deadline: None,
         }
     }
 }
 
 impl StreamSettings {
     /// The names [`StreamSettings::set`] takes besides the inner decoder's.
-    pub const KEYS: &'static str = "window, commit";
+    pub const KEYS: &'static str = "window, commit, deadline_us";
 
     /// Sets `window`, `commit` or a setting of the inner decoder by name, from text.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
         match key.trim() {
             "window" => self.window = Some(parse_value(key, value, "a positive integer")?),
             "commit" => self.commit = Some(parse_value(key, value, "a positive integer")?),
+            "deadline_us" => {
+                let us: f64 = parse_value(key, value, "a positive number of microseconds")?;
+                if !(us > 0.0 && us < 1e9) {
+                    return Err(SettingError::value(
+                        key,
+                        value,
+                        "a positive number of microseconds",
+                    ));
+                }
+                self.deadline = Some(std::time::Duration::from_secs_f64(us * 1e-6));
+            }
             _ => match &mut self.decoder {
                 DemDecoderSettings::BpOsd(c) => c.set(key, value)?,
                 DemDecoderSettings::RelayBp(c) => c.set(key, value)?,
                 DemDecoderSettings::Matching => {
                     return Err(SettingError::Unknown {
                         key: key.trim().to_string(),
-                        known: "window, commit (matching has no settings of its own)",
+                        known: "window, commit, deadline_us (matching has no settings of its own)",
                     });
                 }
             },
@@ -279,6 +295,18 @@ pub struct StreamDecoder {
     next: usize,
     /// A window whose rounds are all in, not yet decoded.
     ready: Option<usize>,
+    /// The per-window deadline, and the windows (and their rounds) that reached it.
+    deadline: Option<std::time::Duration>,
+    misses: DeadlineMisses,
+}
+
+/// Windows whose inner decode reached the stream's deadline, since the stream was built.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeadlineMisses {
+    /// Windows.
+    pub windows: u64,
+    /// Their rounds (a window's rounds counted once each time).
+    pub rounds: u64,
 }
 
 impl StreamDecoder {
@@ -354,7 +382,14 @@ impl StreamDecoder {
             received: 0,
             next: 0,
             ready: None,
+            deadline: settings.deadline,
+            misses: DeadlineMisses::default(),
         })
+    }
+
+    /// Windows (and their rounds) whose inner decode reached the deadline so far.
+    pub fn deadline_misses(&self) -> DeadlineMisses {
+        self.misses
     }
 
     /// The model.
@@ -552,6 +587,9 @@ impl StreamDecoder {
             return Ok(false);
         }
         let fault = StreamFault::Decoder { window: k as u32 };
+        let start = std::time::Instant::now();
+        let deadline = self.deadline.map(|d| start + d);
+        let mut hit = false;
         match &mut w.inner {
             WindowInner::Bp {
                 decoder,
@@ -559,7 +597,10 @@ impl StreamDecoder {
                 commit,
                 obs,
             } => {
-                decoder.decode(syndrome, obs).map_err(|_| fault)?;
+                hit = decoder
+                    .decode_until(syndrome, obs, deadline)
+                    .map_err(|_| fault)?
+                    .deadline_hit;
                 for (j, &c) in decoder.correction().iter().enumerate() {
                     if c != 0 && commit[j] {
                         let m = self.dem.mechanism(global[j] as usize);
@@ -594,6 +635,10 @@ impl StreamDecoder {
                     *o ^= (m.commit.observables >> l & 1) as u8;
                 }
             }
+        }
+        if hit || deadline.is_some_and(|d| std::time::Instant::now() > d) {
+            self.misses.windows += 1;
+            self.misses.rounds += w.rounds.len() as u64;
         }
         Ok(true)
     }
@@ -740,6 +785,7 @@ mod tests {
                 osd_order: 4,
                 ..crate::BpOsdConfig::default()
             }),
+            deadline: None,
         }
     }
 

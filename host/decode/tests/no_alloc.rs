@@ -220,6 +220,7 @@ fn streaming_does_not_allocate(decoder: backline_decode::dem_decoder::DemDecoder
         window: Some(4),
         commit: Some(2),
         decoder,
+        deadline: None,
     };
     // A clone (as the CUQR server takes one) keeps its room too.
     let mut s = StreamDecoder::new(&dem, &settings).unwrap().clone();

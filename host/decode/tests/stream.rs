@@ -34,6 +34,7 @@ fn settings(window: usize, commit: usize, decoder: DemDecoderSettings) -> Stream
         window: Some(window),
         commit: Some(commit),
         decoder,
+        deadline: None,
     }
 }
 
@@ -202,4 +203,58 @@ fn matching_streams_refuse_what_they_cannot_do() {
         e.contains("h.dem:1: this error has a part that flips 3 detectors"),
         "{e}"
     );
+}
+
+/// A per-window deadline: a deadline nothing can meet (1 ns) stops BP+OSD and Relay-BP at
+/// their first iteration with their best answer so far, and every window with detection
+/// events is counted; matching finishes its windows (exact) and counts them too. A generous
+/// deadline changes nothing.
+#[test]
+fn deadlines_count_the_windows_that_reach_them() {
+    let dem = model("surface_d5_r5_p0.001.dem");
+    let mut noise = DemNoise::new(&dem, 3);
+    let mut events = vec![0u8; dem.num_detectors()];
+    let mut truth = [0u8; 1];
+    let shots: Vec<Vec<u8>> = (0..300)
+        .map(|_| {
+            noise.sample(&mut events, &mut truth);
+            events.clone()
+        })
+        .collect();
+    for decoder in [
+        bposd(),
+        DemDecoderSettings::RelayBp(RelayConfig::default()),
+        DemDecoderSettings::Matching,
+    ] {
+        let mut free = StreamDecoder::new(&dem, &settings(5, 3, decoder.clone())).unwrap();
+        let mut tight = settings(5, 3, decoder.clone());
+        tight.set("deadline_us", "0.001").unwrap();
+        let mut tight = StreamDecoder::new(&dem, &tight).unwrap();
+        let mut loose = settings(5, 3, decoder.clone());
+        loose.deadline = Some(std::time::Duration::from_secs(10));
+        let mut loose = StreamDecoder::new(&dem, &loose).unwrap();
+        let (mut a, mut b, mut c) = ([0u8; 1], [0u8; 1], [0u8; 1]);
+        let mut windows_run = 0u64;
+        for e in &shots {
+            free.decode_shot(e, &mut a).unwrap();
+            tight.decode_shot(e, &mut b).unwrap();
+            loose.decode_shot(e, &mut c).unwrap();
+            assert_eq!(a, c, "{decoder:?}");
+            if matches!(decoder, DemDecoderSettings::Matching) {
+                assert_eq!(a, b);
+            }
+            windows_run += free.windows().count() as u64;
+        }
+        let m = tight.deadline_misses();
+        assert!(
+            m.windows > 50 && m.windows <= windows_run,
+            "{decoder:?}: {m:?}"
+        );
+        assert!(m.rounds >= 3 * m.windows, "{m:?}");
+        assert_eq!(loose.deadline_misses().windows, 0);
+        assert_eq!(free.deadline_misses().windows, 0);
+    }
+    let mut s = settings(5, 3, bposd());
+    assert!(s.set("deadline_us", "-1").is_err());
+    assert!(s.set("deadline_us", "soon").is_err());
 }

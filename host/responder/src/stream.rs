@@ -4,7 +4,9 @@
 //!
 //! DECODER is `bposd` (default), `relay-bp` or `matching`; SETTINGS are `key=value` pairs
 //! separated by `;`:
-//! `window` and `commit` (rounds; default one window over the whole shot), `streams` (decoder
+//! `window` and `commit` (rounds; default one window over the whole shot), `deadline_us` (a
+//! per-window deadline: BP+OSD and Relay-BP stop there with their best answer so far, and
+//! the windows that reach it are counted), `streams` (decoder
 //! ids the spec takes from its base, one stream each; default 1), `idle_ms` (a shot left this
 //! long mid-way is dropped when the stream is next used; default 5000), and the inner
 //! decoder's settings with `ldpc`'s or `relay-bp`'s names (`max_iter`, `osd_method`, …,
@@ -410,6 +412,11 @@ impl StreamFunction {
         self.lock().times.clone()
     }
 
+    /// The windows (and their rounds) whose inner decode reached the spec's `deadline_us`.
+    pub fn deadline_misses(&self) -> backline_decode::stream::DeadlineMisses {
+        self.lock().dec.deadline_misses()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Shot> {
         // A panic inside a decode leaves a shot half-booked: drop it.
         self.shot.lock().unwrap_or_else(|p| {
@@ -599,8 +606,17 @@ impl Responder for StreamFunction {
 
     fn report(&self) -> Option<String> {
         let c = self.counters();
+        let m = self.deadline_misses();
+        let late = if m.windows > 0 {
+            format!(
+                ", {} windows ({} rounds) at their deadline",
+                m.windows, m.rounds
+            )
+        } else {
+            String::new()
+        };
         Some(format!(
-            "{}: {} rounds, {} shots finished, {} windows decoded, {} calls refused, {} idle shots dropped",
+            "{}: {} rounds, {} shots finished, {} windows decoded, {} calls refused, {} idle shots dropped{late}",
             self.name, c.rounds, c.shots, c.decodes, c.refused, c.stale
         ))
     }

@@ -276,12 +276,13 @@ fn run_stream(
         (r, t)
     };
     let mut r = r;
-    r.windows = cop
+    let f = cop
         .streams
         .iter()
         .find(|(id, _)| *id == decoder_id)
-        .and_then(|(_, f)| backline_responder::as_stream(&**f))
-        .map(|f| f.window_times());
+        .and_then(|(_, f)| backline_responder::as_stream(&**f));
+    r.windows = f.map(|f| f.window_times());
+    r.deadline = f.map(|f| f.deadline_misses());
     if c.hops.on() {
         col.controller_hops.push((plan.label.clone(), hops));
     }

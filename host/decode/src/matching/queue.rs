@@ -5,22 +5,43 @@
 //! Times are absolute (`i64`, the flooder's clock). The heap holds `(time, tracker)` pairs in
 //! one array; `pos[tracker]` is the tracker's index in it (`NIL` when not queued). Schedule,
 //! cancel and pop are O(log q) for `q` queued trackers — a few dozen in a decode, so the
-//! whole heap stays in a few cache lines. Among entries due at the same time the order is the
-//! heap's (any order gives a minimum-weight matching; ties between equally light matchings
-//! may be broken differently).
+//! whole heap stays in a few cache lines. A tracker scheduled *now* (a node that looks again
+//! once its collision is handled — the commonest case) goes on a stack beside the heap instead,
+//! O(1) both ways (`pos = NOW`; entries whose tracker moved on are skipped). Among entries due
+//! at the same time the order is the stack's, then the heap's (any order gives a
+//! minimum-weight matching; ties between equally light matchings may be broken differently).
 
 /// Not queued.
 const NIL: u32 = u32::MAX;
+/// Queued on the stack of trackers due now.
+const NOW: u32 = u32::MAX - 1;
 
-/// The min-heap over tracker ids `0..n`.
-#[derive(Debug, Clone)]
+/// The min-heap over tracker ids `0..n`, and the stack of those due now.
+#[derive(Debug)]
 pub(crate) struct Queue {
     /// `(time, tracker)`, a binary min-heap on time; `heap[..len]` is live.
     heap: Vec<(i64, u32)>,
     len: usize,
-    /// Each tracker's index in `heap`, or `NIL`.
+    /// Each tracker's index in `heap`, `NOW`, or `NIL`.
     pos: Vec<u32>,
+    /// Trackers due at `now` (those whose `pos` is no longer `NOW` are stale).
+    due: Vec<u32>,
     now: i64,
+}
+
+impl Clone for Queue {
+    /// Keeps the stack's room (a clone does not allocate either).
+    fn clone(&self) -> Queue {
+        let mut due = Vec::with_capacity(self.due.capacity());
+        due.extend_from_slice(&self.due);
+        Queue {
+            heap: self.heap.clone(),
+            len: self.len,
+            pos: self.pos.clone(),
+            due,
+            now: self.now,
+        }
+    }
 }
 
 impl Queue {
@@ -30,6 +51,7 @@ impl Queue {
             heap: vec![(0, NIL); trackers],
             len: 0,
             pos: vec![NIL; trackers],
+            due: Vec::with_capacity(2 * trackers + 2),
             now: 0,
         }
     }
@@ -43,7 +65,34 @@ impl Queue {
     /// Entries queued.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.len + self.due.iter().filter(|&&i| self.pos[i as usize] == NOW).count()
+    }
+
+    /// Takes tracker `id` out of the heap (it is there, at `pos`).
+    #[inline]
+    fn remove_at(&mut self, i: usize) {
+        self.len -= 1;
+        if i == self.len {
+            return;
+        }
+        let last = self.heap[self.len];
+        if last.0 < self.heap[i].0 {
+            self.sift_up(i, last);
+        } else {
+            self.sift_down(i, last);
+        }
+    }
+
+    /// Puts tracker `id` on the stack of those due now.
+    #[inline]
+    fn push_now(&mut self, id: u32) {
+        if self.due.len() == self.due.capacity() {
+            // Drop the stale entries (each tracker has at most one live one): no allocation.
+            let pos = &self.pos;
+            self.due.retain(|&i| pos[i as usize] == NOW);
+        }
+        self.pos[id as usize] = NOW;
+        self.due.push(id);
     }
 
     #[inline]
@@ -120,20 +169,9 @@ impl Queue {
     #[inline]
     pub(crate) fn cancel(&mut self, id: u32) {
         let p = self.pos[id as usize];
-        if p == NIL {
-            return;
-        }
         self.pos[id as usize] = NIL;
-        self.len -= 1;
-        let i = p as usize;
-        if i == self.len {
-            return;
-        }
-        let last = self.heap[self.len];
-        if last.0 < self.heap[i].0 {
-            self.sift_up(i, last);
-        } else {
-            self.sift_down(i, last);
+        if p != NIL && p != NOW {
+            self.remove_at(p as usize);
         }
     }
 
@@ -141,6 +179,12 @@ impl Queue {
     /// empty.
     #[inline]
     pub(crate) fn pop(&mut self) -> Option<(u32, i64)> {
+        while let Some(id) = self.due.pop() {
+            if self.pos[id as usize] == NOW {
+                self.pos[id as usize] = NIL;
+                return Some((id, self.now));
+            }
+        }
         if self.len == 0 {
             return None;
         }
@@ -161,6 +205,10 @@ impl Queue {
             let id = self.heap[i].1;
             self.pos[id as usize] = NIL;
         }
+        for &id in &self.due {
+            self.pos[id as usize] = NIL;
+        }
+        self.due.clear();
         self.len = 0;
         self.now = 0;
     }

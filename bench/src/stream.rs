@@ -627,6 +627,69 @@ pub fn run(
     Ok(out)
 }
 
+/// Whether a decoder keeps up with rounds that arrive on a clock: the stream's calls replayed
+/// as a queue ([`keep_up`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KeepUp {
+    /// Rounds streamed.
+    pub rounds: u64,
+    /// The time the stream spent answering: every enqueue's and final `get_corrections`'s
+    /// round trip, summed.
+    pub busy_ns: f64,
+    /// `rounds / busy_ns`: the round rate it sustains when each round is sent as the last
+    /// reply lands.
+    pub rounds_per_s: f64,
+    /// The cycle the rounds arrive on.
+    pub cycle_ns: f64,
+    /// How far behind the last round's arrival the last answer lands, in cycles (rounds).
+    pub backlog_end_rounds: f64,
+    /// The largest such lag over the run, in rounds.
+    pub backlog_max_rounds: f64,
+}
+
+/// Replays a run's round trips as a queue fed at one round per `cycle_ns`: round `k` of the
+/// run arrives at `k · cycle_ns`, each shot's final `get_corrections` with its last round; a
+/// call starts when it has arrived and the call before it has been answered, and takes its
+/// measured round trip (transport included, so the lag is an upper bound). `None` unless
+/// every shot completed (refusals break the call order).
+pub fn keep_up(out: &StreamOutcome, rounds_per_shot: usize, cycle_ns: f64) -> Option<KeepUp> {
+    let shots = out.corrections.rows.len();
+    if out.mismatches() > 0
+        || rounds_per_shot == 0
+        || out.enqueue.rows.len() != shots * rounds_per_shot
+    {
+        return None;
+    }
+    let (mut free, mut busy, mut max_lag) = (0.0f64, 0.0f64, 0.0f64);
+    let mut lag = 0.0;
+    for s in 0..shots {
+        let calls = out.enqueue.rows[s * rounds_per_shot..(s + 1) * rounds_per_shot]
+            .iter()
+            .map(|r| r.rtt_ns);
+        for (r, rtt) in calls
+            .chain(std::iter::once(out.corrections.rows[s].rtt_ns))
+            .enumerate()
+        {
+            // The get_corrections arrives with the shot's last round.
+            let k = (s * rounds_per_shot + r.min(rounds_per_shot - 1)) as f64;
+            let arrival = k * cycle_ns;
+            free = free.max(arrival) + rtt;
+            busy += rtt;
+            lag = (free - arrival) / cycle_ns;
+            max_lag = max_lag.max(lag);
+        }
+    }
+    let rounds = (shots * rounds_per_shot) as u64;
+    Some(KeepUp {
+        rounds,
+        busy_ns: busy,
+        rounds_per_s: rounds as f64 / (busy * 1e-9),
+        cycle_ns,
+        backlog_end_rounds: lag,
+        backlog_max_rounds: max_lag,
+    })
+}
+
 /// The whole-history decoder on the same shots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WholeHistory {
@@ -677,6 +740,38 @@ pub fn whole_history(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keep_up_replays_the_calls_as_a_queue() {
+        let mut out = StreamOutcome {
+            enqueue: Trace::with_capacity(Clock::HostNs, 4),
+            corrections: Trace::with_capacity(Clock::HostNs, 2),
+            shots: 2,
+            logical_failures: 0,
+            refused: [0; 7],
+            predictions: vec![0; 2],
+            completed: vec![true; 2],
+            error: None,
+            interrupted: false,
+        };
+        // Two shots of two rounds: enqueues of 500 ns, get_corrections of 2000 ns, rounds
+        // every 1000 ns. Shot 0: rounds at 0 and 1000 end at 500 and 1500; its
+        // get_corrections 1500..3500. Shot 1: rounds at 2000 and 3000 start at 3500 and 4000,
+        // end 4000 and 4500; get_corrections ends at 6500, 3.5 cycles after 3000.
+        for k in 0..4 {
+            out.enqueue.rows.push(row(k, 500.0, RoundStatus::Ok));
+        }
+        for s in 0..2 {
+            out.corrections.rows.push(row(s, 2000.0, RoundStatus::Ok));
+        }
+        let k = keep_up(&out, 2, 1000.0).unwrap();
+        assert_eq!(k.rounds, 4);
+        assert_eq!(k.busy_ns, 6000.0);
+        assert!((k.rounds_per_s - 4.0 / 6e-6).abs() < 1.0);
+        assert_eq!(k.backlog_end_rounds, 3.5);
+        assert_eq!(k.backlog_max_rounds, 3.5);
+        assert!(keep_up(&out, 3, 1000.0).is_none());
+    }
 
     /// A link to an in-process stream, with a fault injected on one call.
     struct Local {
@@ -743,6 +838,8 @@ mod tests {
             .decoder;
         let w = whole_history(&dem, &decoder, &cfg, &out).unwrap();
         assert_eq!(w.shots, 199);
+        // A refused shot breaks the replay.
+        assert!(keep_up(&out, 9, 1000.0).is_none());
         // p = 0.01 at d = 3: a few failures either way, and the two agree on most shots.
         assert!(w.differ < 15, "{w:?}");
         assert!(

@@ -29,9 +29,10 @@ pub enum Requests {
 }
 
 impl Requests {
-    /// The requests for responder `spec`: real syndromes for a `bposd:` spec — of its X-check
-    /// half when `half` is even, its Z-check half when odd — at `error_rate` (default: the
-    /// spec's own `error_rate`) from `seed`; counters checked as `check_as` otherwise.
+    /// The requests for responder `spec`: real syndromes for a `bposd:` or `matching:` spec —
+    /// of its X-check half when `half` is even, its Z-check half when odd — at `error_rate`
+    /// (default: a `bposd:` spec's own `error_rate`, 0.05 for `matching:`) from `seed`;
+    /// counters checked as `check_as` otherwise.
     pub fn for_spec(
         spec: &str,
         half: u32,
@@ -39,23 +40,27 @@ impl Requests {
         seed: u64,
         in_flight: usize,
         check_as: Option<String>,
-    ) -> Result<Requests, backline_responder::BpOsdSpecError> {
+    ) -> Result<Requests, backline_responder::SpecError> {
         // A GPU BP+OSD function (`gpu:bposd:…`) takes the same syndromes and answers the same
         // corrections as the CPU one.
-        if !spec
+        let (code, default_rate) = if spec
             .strip_prefix("gpu:")
             .unwrap_or(spec)
             .starts_with("bposd:")
         {
+            let (code, config) = backline_responder::bposd_code(spec)?;
+            (code, config.error_rate)
+        } else if spec.starts_with("matching:") {
+            (backline_responder::matching_code(spec)?, 0.05)
+        } else {
             return Ok(Requests::Counters { check_as });
-        }
-        let (code, config) = backline_responder::bposd_code(spec)?;
+        };
         let half = if half.is_multiple_of(2) {
             crate::sampler::Half::XChecks
         } else {
             crate::sampler::Half::ZChecks
         };
-        let p = error_rate.unwrap_or(config.error_rate);
+        let p = error_rate.unwrap_or(default_rate);
         Ok(Requests::Syndromes(Box::new(SyndromeSampler::new(
             &code, half, p, seed, in_flight,
         ))))

@@ -307,6 +307,7 @@ fn decodes_shots_and_counts_logical_errors() {
             "relay-bp",
             vec!["--stop-nconv", "1", "--gamma-dist-interval", "-0.24,0.66"],
         ),
+        ("matching", vec![]),
         (
             "bposd",
             vec![
@@ -348,6 +349,7 @@ fn decodes_shots_and_counts_logical_errors() {
         assert_eq!(
             keys,
             [
+                "batch_mean_ns",
                 "converged_rate",
                 "decoder",
                 "detectors",
@@ -412,6 +414,8 @@ fn decodes_shots_and_counts_logical_errors() {
         args.extend(&extra);
         let v = json(&backline(&args));
         assert!(v["logical_errors"].is_null());
+        // One thread: the untimed pass's mean is there.
+        assert!(v["batch_mean_ns"].as_f64().unwrap() > 0.0);
         let b8 = std::fs::read(&outb8).unwrap();
         assert_eq!(b8.len(), 200);
         let as01: String = b8.iter().map(|b| format!("{}\n", b & 1)).collect();
@@ -453,6 +457,13 @@ fn bad_inputs_are_one_line_errors() {
         let e = run(&m, &dets, &[]);
         assert!(e.contains(&format!("{}{want}", s(&m))), "{e}");
     }
+    // Matching needs a graphlike model: the first part of three detectors is named.
+    let m = write("hyper.dem", b"error(0.1) D0 D1\nerror(0.1) D0 D1 D2\n");
+    let e = run(&m, &dets, &["--decoder", "matching"]);
+    assert!(
+        e.contains("hyper.dem:2: this error has a part that flips 3 detectors (D0 D1 D2)"),
+        "{e}"
+    );
     // A model whose detectors reach past the shots' width: the width does not match.
     let m = write("wide.dem", b"error(0.1) D0 D70\n");
     let e = run(&m, &fixture("surface_d3_r8_p0.01.dets.01"), &[]);
@@ -497,6 +508,10 @@ fn bad_inputs_are_one_line_errors() {
             "--osd-order is a BP+OSD setting",
         ),
         (&["--gamma0", "0.2"], "--gamma0 is a Relay-BP setting"),
+        (
+            &["--decoder", "matching", "--max-iter", "3"],
+            "--max-iter is a setting of another decoder; --decoder matching has none",
+        ),
         (&["--shots", "5000"], "--shots 5000"),
         (&["--error-rate", "0.1"], "--error-rate is for --checks"),
     ] {

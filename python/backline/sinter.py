@@ -19,6 +19,10 @@
 - ``backline-relay-bp``: Relay-BP (:class:`RelayBpSinterDecoder`), with the names and defaults
   of ``relay-bp``'s sinter decoder (``gamma0``, ``pre_iter``, ``num_sets``, ``set_max_iter``,
   ``gamma_dist_interval``, ``stop_nconv``, ``alpha``, and ``seed``).
+- ``backline-matching``: exact minimum-weight perfect matching (sparse blossom,
+  :class:`MatchingSinterDecoder`) on the model's graphlike decomposition — what
+  ``pymatching``'s sinter decoder does; the model's errors must be decomposed
+  (``decompose_errors=True``), a part of more than two detectors raises naming its line.
 
 ``compile_decoder_for_dem`` hands the model's text to Rust in memory (no temporary files) and
 ``decode_shots_bit_packed`` decodes each batch in Rust with the GIL released. A model or a
@@ -46,7 +50,7 @@ import sinter
 
 from . import _native, errors
 
-__all__ = ["BpOsdSinterDecoder", "CompiledDemDecoder", "RelayBpSinterDecoder", "decoders"]
+__all__ = ["BpOsdSinterDecoder", "CompiledDemDecoder", "MatchingSinterDecoder", "RelayBpSinterDecoder", "decoders"]
 
 
 def _settings_text(settings: dict[str, Any]) -> list[tuple[str, str]]:
@@ -223,13 +227,28 @@ class RelayBpSinterDecoder(_DemSinterDecoder):
         )
 
 
+class MatchingSinterDecoder(_DemSinterDecoder):
+    """Minimum-weight perfect matching (sparse blossom) on the model's graphlike edges, with
+    PyMatching's edge weights; it has no settings. ``threads`` decodes each batch on that many
+    threads."""
+
+    kind = "matching"
+
+    def __init__(self, *, threads: int = 1):
+        super().__init__(threads=threads)
+
+
 def decoders(
-    bposd: dict[str, Any] | None = None, relay_bp: dict[str, Any] | None = None
+    bposd: dict[str, Any] | None = None,
+    relay_bp: dict[str, Any] | None = None,
+    matching: dict[str, Any] | None = None,
 ) -> dict[str, sinter.Decoder]:
-    """``{"backline-bposd": ..., "backline-relay-bp": ...}`` for ``sinter.collect``'s
-    ``custom_decoders``; ``bposd`` and ``relay_bp`` are the keyword arguments of
-    :class:`BpOsdSinterDecoder` and :class:`RelayBpSinterDecoder`."""
+    """``{"backline-bposd": ..., "backline-relay-bp": ..., "backline-matching": ...}`` for
+    ``sinter.collect``'s ``custom_decoders``; ``bposd``, ``relay_bp`` and ``matching`` are the
+    keyword arguments of :class:`BpOsdSinterDecoder`, :class:`RelayBpSinterDecoder` and
+    :class:`MatchingSinterDecoder`."""
     return {
         "backline-bposd": BpOsdSinterDecoder(**(bposd or {})),
         "backline-relay-bp": RelayBpSinterDecoder(**(relay_bp or {})),
+        "backline-matching": MatchingSinterDecoder(**(matching or {})),
     }

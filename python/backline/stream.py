@@ -2,8 +2,8 @@
 
 :func:`stream_decoder` turns a stim model into a coprocessor function that takes a shot's
 rounds of detection events one at a time: every ``commit`` rounds it decodes a window of
-``window`` rounds with BP+OSD (or Relay-BP) and commits the corrections of its first ``commit``
-rounds; at the end of the shot it decodes what is left. Each decoder id it serves is one
+``window`` rounds with BP+OSD (or Relay-BP, or matching) and commits the corrections of its
+first ``commit`` rounds; at the end of the shot it decodes what is left. Each decoder id it serves is one
 stream (one logical qubit)::
 
     import stim, backline
@@ -39,7 +39,7 @@ from .placement import CoprocessorFunction, Coprocessor
 
 __all__ = ["StreamDecoderFunction", "StreamSession", "stream_decoder"]
 
-_DECODERS = ("bposd", "relay-bp")
+_DECODERS = ("bposd", "relay-bp", "matching")
 
 
 class StreamDecoderFunction(CoprocessorFunction):
@@ -128,9 +128,11 @@ def stream_decoder(
     ``window``: rounds per window (default: every round, one window over the shot, which is the
     whole-history decoder); ``commit``: rounds committed per window (default ``window − 1``).
     Rounds are the detectors that share a time coordinate (stim's ``detector(x, y, t)``), in
-    the model's order. ``decoder``: ``"bposd"`` or ``"relay-bp"``, with its settings by the
-    names of ``ldpc`` (``max_iter``, ``bp_method``, ``ms_scaling_factor``, ``osd_method``,
-    ``osd_order``…) or ``relay-bp`` (``gamma0``, ``pre_iter``…). ``streams``: decoder ids
+    the model's order. ``decoder``: ``"bposd"``, ``"relay-bp"`` or ``"matching"``, with its
+    settings by the names of ``ldpc`` (``max_iter``, ``bp_method``, ``ms_scaling_factor``,
+    ``osd_method``, ``osd_order``…; the real-time defaults are 30 min-sum iterations with
+    α = 0.625 and OSD-0) or ``relay-bp`` (``gamma0``, ``pre_iter``…); matching (exact
+    minimum-weight perfect matching, each window flooded on the model's graph) has none. ``streams``: decoder ids
     served from the base id, one stream (logical qubit) each. ``idle_ms``: a shot left
     mid-way this long is dropped when its stream is next used (default 5000).
 

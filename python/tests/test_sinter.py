@@ -31,9 +31,9 @@ def surface(d: int, p: float) -> stim.Circuit:
     )
 
 
-def test_decoders_names_the_two_decoders():
+def test_decoders_names_the_three_decoders():
     d = decoders(relay_bp={"stop_nconv": 1})
-    assert set(d) == {"backline-bposd", "backline-relay-bp"}
+    assert set(d) == {"backline-bposd", "backline-relay-bp", "backline-matching"}
     assert isinstance(d["backline-bposd"], BpOsdSinterDecoder)
     assert d["backline-relay-bp"].settings["stop_nconv"] == 1
 
@@ -65,7 +65,8 @@ def test_two_task_threshold_sweep_with_sinter_collect():
 def sampled(d: int, p: float, shots: int):
     c = surface(d, p)
     dets, obs = c.compile_detector_sampler(seed=5).sample(shots, separate_observables=True, bit_packed=True)
-    return c.detector_error_model(), dets, obs
+    # Decomposed, as sinter hands models to decoders (matching needs the `^` parts).
+    return c.detector_error_model(decompose_errors=True), dets, obs
 
 
 def test_predictions_beat_no_decoding_and_survive_pickling():

@@ -5,9 +5,10 @@
 # when it is not installed (30-python.sh reinstalls it from the working tree every run).
 # pytest-mock and flaky: what PennyLane's device test suite (pl-device-test) needs; stim and
 # sinter: the circuit-level decoders' tests (backline.sinter, a sinter.collect sweep);
-# triton: decoders written in Triton compile ahead of time for the GPU (no GPU needed).
+# triton: decoders written in Triton compile ahead of time for the GPU (no GPU needed);
+# pymatching: the reference beside backline-matching in the sinter sweep.
 PY_PACKAGES=("pennylane==0.45.1" "maturin==1.16.0" "pytest==9.0.2" "pytest-mock==3.17.0" "flaky==3.8.1"
-    "stim==1.16.0" "sinter==1.16.0" "triton==3.9.0")
+    "stim==1.16.0" "sinter==1.16.0" "triton==3.9.0" "pymatching==2.4.0")
 if ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
     apt_install python3-venv
 fi
@@ -24,6 +25,7 @@ assert m.version("flaky") == "3.8.1"
 assert m.version("stim") == "1.16.0"
 assert m.version("sinter") == "1.16.0"
 assert m.version("triton") == "3.9.0"
+assert m.version("pymatching") == "2.4.0"
 PY
 then
     echo "install-deps: pip (.venv-py): ${PY_PACKAGES[*]}"

@@ -36,6 +36,8 @@ pub struct StreamPlan {
     pub reply_bytes: usize,
     /// Widest round, in detectors.
     pub widest_round: usize,
+    /// The spec's per-window deadline.
+    pub deadline: Option<Duration>,
 }
 
 impl StreamPlan {
@@ -56,6 +58,7 @@ impl StreamPlan {
             request_bytes: STREAM_HEADER_BYTES + widest.div_ceil(8),
             reply_bytes: STREAM_HEADER_BYTES + dec.num_observables().div_ceil(8),
             widest_round: widest,
+            deadline: s.settings.deadline,
             decoder: s.settings.decoder,
             dem: dec.model().clone(),
         })
@@ -67,12 +70,23 @@ impl StreamPlan {
     }
 }
 
+/// The cycle time the keep-up replay feeds rounds at: 1 µs, a superconducting machine's
+/// round.
+pub const CYCLE_NS: f64 = 1000.0;
+
 /// What a streaming run of the bench produced.
 pub struct StreamResult {
     /// The run.
     pub outcome: StreamOutcome,
     /// The whole-history decoder on the same shots, when asked for.
     pub whole: Option<WholeHistory>,
+    /// The calls replayed as a queue fed every [`CYCLE_NS`] (every shot completed).
+    pub keep_up: Option<sb::KeepUp>,
+    /// The inner decode time of each window, read from the stream function itself (a
+    /// coprocessor in this process: memcpy).
+    pub windows: Option<backline_responder::stream::WindowTimes>,
+    /// Windows that reached the spec's `deadline_us` (same source).
+    pub deadline: Option<backline_decode::stream::DeadlineMisses>,
 }
 
 /// Streams `shots` shots of `plan` through `link`; with `whole`, decodes them again with the
@@ -96,7 +110,19 @@ pub fn run(
     } else {
         None
     };
-    Ok(StreamResult { outcome, whole })
+    let keep_up = sb::keep_up(&outcome, plan.rounds, CYCLE_NS);
+    Ok(StreamResult {
+        outcome,
+        whole,
+        keep_up,
+        windows: None,
+        deadline: None,
+    })
+}
+
+/// Microseconds, for the summary lines.
+fn us(ns: u64) -> String {
+    format!("{:.2}", ns as f64 / 1e3)
 }
 
 /// `k/n` with its 95 % Wilson interval, as text.
@@ -124,6 +150,41 @@ pub fn summary_lines(plan: &StreamPlan, r: &StreamResult) -> Vec<String> {
             w.differ
         ));
     }
+    if let Some(t) = r.windows.as_ref().filter(|t| t.count() > 0) {
+        let q = |x| t.quantile_ns(x).unwrap_or(0);
+        v.push(format!(
+            "{}: per-window decode ({} windows with detection events): P50 {} µs, P99 {} µs, \
+             P99.9 {} µs, max {} µs",
+            plan.label,
+            t.count(),
+            us(q(0.5)),
+            us(q(0.99)),
+            us(q(0.999)),
+            us(q(1.0))
+        ));
+    }
+    if let (Some(m), Some(d)) = (&r.deadline, plan.deadline) {
+        v.push(format!(
+            "{}: deadline {:.1} µs per window: {} windows ({} rounds) reached it",
+            plan.label,
+            d.as_secs_f64() * 1e6,
+            m.windows,
+            m.rounds
+        ));
+    }
+    if let Some(k) = &r.keep_up {
+        v.push(format!(
+            "{}: keeps up: {} rounds in {:.1} ms of calls = {:.0} rounds/s; fed one round per \
+             {:.0} ns, the last answer lands {:.1} rounds behind the last round (at most {:.1})",
+            plan.label,
+            k.rounds,
+            k.busy_ns / 1e6,
+            k.rounds_per_s,
+            k.cycle_ns,
+            k.backlog_end_rounds,
+            k.backlog_max_rounds
+        ));
+    }
     if o.mismatches() > 0 {
         v.push(format!("{}: refused: {}", plan.label, o.refusals()));
     }
@@ -149,6 +210,42 @@ pub fn json_fields(
     m.insert("ler_low".into(), lo.into());
     m.insert("ler_high".into(), hi.into());
     m.insert("refused".into(), o.mismatches().into());
+    if let Some(t) = r.windows.as_ref().filter(|t| t.count() > 0) {
+        let q = |x| t.quantile_ns(x).unwrap_or(0);
+        m.insert(
+            "window_decode".into(),
+            serde_json::json!({
+                "windows": t.count(),
+                "p50_ns": q(0.5),
+                "p99_ns": q(0.99),
+                "p999_ns": q(0.999),
+                "max_ns": q(1.0),
+            }),
+        );
+    }
+    if let (Some(d), Some(dl)) = (&r.deadline, plan.deadline) {
+        m.insert(
+            "deadline".into(),
+            serde_json::json!({
+                "deadline_ns": dl.as_nanos() as u64,
+                "windows": d.windows,
+                "rounds": d.rounds,
+            }),
+        );
+    }
+    if let Some(k) = &r.keep_up {
+        m.insert(
+            "keep_up".into(),
+            serde_json::json!({
+                "rounds": k.rounds,
+                "busy_ns": k.busy_ns,
+                "rounds_per_s": k.rounds_per_s,
+                "cycle_ns": k.cycle_ns,
+                "backlog_end_rounds": k.backlog_end_rounds,
+                "backlog_max_rounds": k.backlog_max_rounds,
+            }),
+        );
+    }
     if let Some(w) = &r.whole {
         let (lo, hi) = wilson_interval(w.logical_failures, w.shots, 1.96);
         m.insert(

@@ -672,6 +672,10 @@ pub struct BpDecoder {
     iterations: usize,
     /// The last decode stopped early at an exact fixed point (see [`BpDecoder::fixed_point`]).
     fixed_point: bool,
+    /// Stop iterating at this instant ([`BpDecoder::set_deadline`]).
+    deadline: Option<std::time::Instant>,
+    /// The last decode stopped at the deadline.
+    deadline_hit: bool,
 }
 
 impl BpDecoder {
@@ -754,7 +758,34 @@ impl BpDecoder {
             converged: false,
             iterations: 0,
             fixed_point: false,
+            deadline: None,
+            deadline_hit: false,
         })
+    }
+
+    /// Stop the following decodes' iterations at `deadline` (`None`: run to `max_iter`): a
+    /// decode that reaches it keeps the soft output and hard decision of its last complete
+    /// iteration (at least one), and says so ([`BpDecoder::deadline_hit`]).
+    pub fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.deadline = deadline;
+    }
+
+    /// Whether the last decode stopped at its deadline.
+    pub fn deadline_hit(&self) -> bool {
+        self.deadline_hit
+    }
+
+    /// Whether iteration `it` (1-based) must not start: past the first, at the deadline.
+    #[inline]
+    fn past_deadline(&mut self, it: usize) -> bool {
+        if let Some(d) = self.deadline
+            && it > 1
+            && std::time::Instant::now() >= d
+        {
+            self.deadline_hit = true;
+            return true;
+        }
+        false
     }
 
     /// Number of checks (rows).
@@ -852,6 +883,7 @@ impl BpDecoder {
         }
         self.converged = false;
         self.iterations = 0;
+        self.deadline_hit = false;
         self.fixed_point = false;
     }
 
@@ -871,6 +903,10 @@ impl BpDecoder {
         let ms = self.settings.ms_scaling_factor;
         let min_sum = self.settings.bp_method == BpMethod::MinimumSum;
         for it in 1..=self.max_iter {
+            if self.past_deadline(it) {
+                break;
+            }
+            let g = &self.graph;
             self.iterations = it;
             if min_sum {
                 by_width!(
@@ -936,6 +972,9 @@ impl BpDecoder {
             }
         }
         for it in 1..=self.max_iter {
+            if self.past_deadline(it) {
+                return;
+            }
             let alpha = self.alpha(it);
             // Bit by bit in matrix column order (`ldpc`'s serial order).
             for c in 0..self.graph.n {

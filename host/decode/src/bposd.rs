@@ -220,6 +220,13 @@ impl BpOsdDecoder {
         &self.bp
     }
 
+    /// A deadline for the following decodes (`None`: none): BP stops iterating at it, and a
+    /// decode that reached it skips OSD and answers with BP's last hard decision
+    /// ([`BpDecoder::deadline_hit`] says so; the answer may not reproduce the syndrome).
+    pub fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.bp.set_deadline(deadline);
+    }
+
     /// Decodes a syndrome (0/1 per check; any non-zero byte is 1) into `correction` (0/1 per
     /// bit). A zero syndrome gives the zero correction without running BP.
     pub fn decode(
@@ -239,8 +246,10 @@ impl BpOsdDecoder {
         self.bp.decode(syndrome)?;
         let converged = self.bp.converged();
         let iterations = self.bp.iterations() as u32;
+        // Past a deadline OSD is skipped: BP's hard decision is the best answer so far.
+        let late = self.bp.deadline_hit();
         match (&mut self.osd, converged) {
-            (Some(osd), false) => {
+            (Some(osd), false) if !late => {
                 osd.decode(syndrome, self.bp.log_prob_ratios(), correction);
                 Ok(DecodeInfo {
                     converged,

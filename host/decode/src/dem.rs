@@ -343,6 +343,33 @@ pub struct DetectorErrorModel {
     /// Detector → mechanisms (CSR of `checks`).
     det_start: Vec<u32>,
     det_mechs: Vec<u32>,
+    /// stim's suggested decomposition into edges of one or two detectors.
+    graphlike: Vec<GraphlikeEdge>,
+    /// The first `^`-separated part that flips more than two detectors.
+    hyperedge: Option<Hyperedge>,
+}
+
+/// One edge of a model's graphlike decomposition ([`DetectorErrorModel::graphlike_edges`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GraphlikeEdge {
+    /// Its detectors: `(a, b)` with `a < b`, or `(a, u32::MAX)` for an edge to the boundary.
+    pub detectors: (u32, u32),
+    /// The observables it flips, ascending (those of its first appearance).
+    pub observables: Vec<u32>,
+    /// The probability that an odd number of the `error` instructions with this part happen.
+    pub p: f64,
+    /// The 1-based line of the first `error` instruction with this part.
+    pub line: u32,
+}
+
+/// A `^`-separated part of an `error` that flips more than two detectors: a hyperedge that
+/// stim's decomposition did not split.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hyperedge {
+    /// The 1-based line of its `error` instruction.
+    pub line: u32,
+    /// The detectors it flips, ascending.
+    pub detectors: Vec<u32>,
 }
 
 /// A parsed target.
@@ -765,6 +792,10 @@ struct Exec {
     coords: HashMap<u64, Vec<f64>>,
     dets: Vec<u64>,
     obs: Vec<u64>,
+    /// The graphlike decomposition: (detector, detector or `u32::MAX`) → edge.
+    edge_index: HashMap<(u32, u32), u32>,
+    edges: Vec<GraphlikeEdge>,
+    hyperedge: Option<Hyperedge>,
 }
 
 impl Exec {
@@ -844,6 +875,11 @@ impl Exec {
                 Target::Separator | Target::Number(_) => {}
             }
         }
+        if p > 0.0 {
+            for part in targets.split(|t| *t == Target::Separator) {
+                self.component(p, part, line);
+            }
+        }
         let mut key: Vec<u32> = Vec::with_capacity(self.dets.len() + self.obs.len() + 1);
         xor_sorted(&mut self.dets, &mut key);
         key.push(u32::MAX);
@@ -865,6 +901,53 @@ impl Exec {
             }
         }
         Ok(())
+    }
+}
+
+impl Exec {
+    /// Books one `^`-separated part of an `error(p)` (targets already checked by
+    /// [`Exec::error`]): an edge of one or two detectors joins the graphlike decomposition
+    /// (merged with an earlier edge on the same detectors), a part of more detectors is
+    /// remembered if it is the first, a part of none is ignored.
+    fn component(&mut self, p: f64, targets: &[Target], line: u32) {
+        let (mut dets, mut obs) = (Vec::new(), Vec::new());
+        for t in targets {
+            match *t {
+                Target::Detector(d) => dets.push(self.det_offset.saturating_add(d)),
+                Target::Observable(l) => obs.push(l),
+                Target::Separator | Target::Number(_) => {}
+            }
+        }
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        xor_sorted(&mut dets, &mut d);
+        xor_sorted(&mut obs, &mut o);
+        let key = match d[..] {
+            [] => return,
+            [a] => (a, u32::MAX),
+            [a, b] => (a, b),
+            _ => {
+                self.hyperedge
+                    .get_or_insert(Hyperedge { line, detectors: d });
+                return;
+            }
+        };
+        match self.edge_index.get(&key) {
+            // stim's rule, as for mechanisms; the first part's observables are kept (parts
+            // on the same detectors that flip other observables mean a distance-2 code).
+            Some(&k) => {
+                let q = &mut self.edges[k as usize].p;
+                *q = *q * (1.0 - p) + p * (1.0 - *q);
+            }
+            None => {
+                self.edge_index.insert(key, self.edges.len() as u32);
+                self.edges.push(GraphlikeEdge {
+                    detectors: key,
+                    observables: o,
+                    p,
+                    line,
+                });
+            }
+        }
     }
 }
 
@@ -917,6 +1000,9 @@ impl DetectorErrorModel {
             coords: HashMap::new(),
             dets: Vec::new(),
             obs: Vec::new(),
+            edge_index: HashMap::new(),
+            edges: Vec::new(),
+            hyperedge: None,
         };
         ex.run(&tree).map_err(err)?;
         if ex.priors.is_empty() {
@@ -963,6 +1049,8 @@ impl DetectorErrorModel {
             declared,
             det_start,
             det_mechs,
+            graphlike: ex.edges,
+            hyperedge: ex.hyperedge,
         })
     }
 
@@ -1014,6 +1102,21 @@ impl DetectorErrorModel {
     /// The mechanisms that flip detector `d`, ascending.
     pub fn mechanisms_of(&self, d: usize) -> &[u32] {
         &self.det_mechs[self.det_start[d] as usize..self.det_start[d + 1] as usize]
+    }
+
+    /// The model as a graph, the way matching decoders read it (PyMatching's
+    /// `Matching.from_detector_error_model`): every `^`-separated part of every `error(p)` with
+    /// `p > 0` that flips one or two detectors is an edge (to the boundary, or between the
+    /// two) with the instruction's probability; parts on the same detectors are merged as
+    /// mechanisms are, in order of first appearance; parts that flip no detector are ignored.
+    pub fn graphlike_edges(&self) -> &[GraphlikeEdge] {
+        &self.graphlike
+    }
+
+    /// The first `^`-separated part (in file order) that flips more than two detectors, if
+    /// any: a model a matching decoder cannot take as it is.
+    pub fn first_hyperedge(&self) -> Option<&Hyperedge> {
+        self.hyperedge.as_ref()
     }
 
     /// Detector `d`'s absolute coordinates, `None` when no `detector` instruction declared it.
@@ -1126,6 +1229,23 @@ impl DetectorErrorModel {
             coord_start.push(coords.len() as u32);
         }
         let (det_start, det_mechs) = checks.rows_of();
+        let inside = |d: u32| d == u32::MAX || detectors.contains(&(d as usize));
+        let shift = |d: u32| {
+            if d == u32::MAX {
+                d
+            } else {
+                d - detectors.start as u32
+            }
+        };
+        let graphlike = self
+            .graphlike
+            .iter()
+            .filter(|e| inside(e.detectors.0) && inside(e.detectors.1))
+            .map(|e| GraphlikeEdge {
+                detectors: (shift(e.detectors.0), shift(e.detectors.1)),
+                ..e.clone()
+            })
+            .collect();
         DemWindow {
             model: DetectorErrorModel {
                 name: format!(
@@ -1141,6 +1261,8 @@ impl DetectorErrorModel {
                 declared,
                 det_start,
                 det_mechs,
+                graphlike,
+                hyperedge: None,
             },
             detectors,
             mechanisms: ids,

@@ -34,6 +34,7 @@ use crate::bitmat::{BitMatrix, words_for};
 use crate::bposd::{BpOsdConfig, BpOsdDecoder};
 use crate::dem::DetectorErrorModel;
 use crate::error::DecoderError;
+use crate::matching::MatchingDecoder;
 use crate::relay::{RelayBpDecoder, RelayConfig};
 use crate::shots::ShotTable;
 use crate::sparse::SparseMatrix;
@@ -45,6 +46,9 @@ pub enum DemDecoderSettings {
     BpOsd(BpOsdConfig),
     /// Relay-BP.
     RelayBp(RelayConfig),
+    /// Minimum-weight perfect matching on the model's graphlike decomposition
+    /// ([`crate::matching`]); it has no settings.
+    Matching,
 }
 
 impl DemDecoderSettings {
@@ -53,6 +57,15 @@ impl DemDecoderSettings {
         DemDecoderSettings::RelayBp(RelayConfig::default())
     }
 }
+
+/// What a matching decode reports: a matching always explains the detection events.
+const MATCHED: ShotInfo = ShotInfo {
+    converged: true,
+    iterations: 0,
+    osd_used: false,
+    legs: 0,
+    deadline_hit: false,
+};
 
 /// What one shot's decode did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -65,12 +78,16 @@ pub struct ShotInfo {
     pub osd_used: bool,
     /// Legs run (Relay-BP; 0 for BP+OSD).
     pub legs: u32,
+    /// The decode stopped at its deadline ([`DemDecoder::decode_until`]) with the best answer
+    /// it had (BP's last hard decision, OSD skipped; Relay-BP's best solution so far).
+    pub deadline_hit: bool,
 }
 
 #[derive(Debug, Clone)]
 enum Inner {
     BpOsd(Box<BpOsdDecoder>),
     Relay(Box<RelayBpDecoder>),
+    Matching(Box<MatchingDecoder>),
 }
 
 /// A decoder built from a detector error model. Built once; the decode calls do not allocate.
@@ -94,11 +111,26 @@ impl DemDecoder {
     ///
     /// Errors: [`DecoderError::MechanismPrior`] for a mechanism with `p ≥ 0.5` (naming its
     /// line), [`DecoderError::NothingToDecode`] when no mechanism is left, and the decoders'
-    /// own setting errors.
+    /// own setting errors. Matching takes its edges from the model's graphlike decomposition
+    /// instead ([`DecoderError::MatchingModel`] when it has none, or a hyperedge).
     pub fn new(
         dem: &DetectorErrorModel,
         settings: &DemDecoderSettings,
     ) -> Result<DemDecoder, DecoderError> {
+        if let DemDecoderSettings::Matching = settings {
+            let m = MatchingDecoder::new(dem)?;
+            return Ok(DemDecoder {
+                inner: Inner::Matching(Box::new(m)),
+                num_detectors: dem.num_detectors(),
+                num_observables: dem.num_observables(),
+                kept: Vec::new(),
+                obs_words: 1,
+                obs_masks: Vec::new(),
+                syndrome: vec![0; dem.num_detectors().div_ceil(8)],
+                correction: Vec::new(),
+                obs_acc: vec![0; 1],
+            });
+        }
         let mut kept = Vec::new();
         for k in 0..dem.num_mechanisms() {
             let mech = dem.mechanism(k);
@@ -131,6 +163,7 @@ impl DemDecoder {
             DemDecoderSettings::RelayBp(c) => {
                 Inner::Relay(Box::new(RelayBpDecoder::new(&h, &priors, c)?))
             }
+            DemDecoderSettings::Matching => unreachable!("built above"),
         };
         let num_observables = dem.num_observables();
         let obs_words = words_for(num_observables).max(1);
@@ -164,12 +197,14 @@ impl DemDecoder {
     }
 
     /// The model's mechanisms the decoder works on, ascending: decoder column `j` is mechanism
-    /// `mechanisms()[j]`.
+    /// `mechanisms()[j]`. Empty for matching, which works on the graphlike decomposition and
+    /// answers with observables only.
     pub fn mechanisms(&self) -> &[u32] {
         &self.kept
     }
 
-    /// The last decode's answer over [`DemDecoder::mechanisms`], one 0/1 byte per column.
+    /// The last decode's answer over [`DemDecoder::mechanisms`], one 0/1 byte per column
+    /// (empty for matching).
     pub fn correction(&self) -> &[u8] {
         &self.correction
     }
@@ -178,7 +213,7 @@ impl DemDecoder {
     pub fn bposd(&self) -> Option<&BpOsdDecoder> {
         match &self.inner {
             Inner::BpOsd(d) => Some(d),
-            Inner::Relay(_) => None,
+            _ => None,
         }
     }
 
@@ -186,7 +221,15 @@ impl DemDecoder {
     pub fn relay(&self) -> Option<&RelayBpDecoder> {
         match &self.inner {
             Inner::Relay(d) => Some(d),
-            Inner::BpOsd(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The matching decoder inside, if that is the kind.
+    pub fn matching(&self) -> Option<&MatchingDecoder> {
+        match &self.inner {
+            Inner::Matching(d) => Some(d),
+            _ => None,
         }
     }
 
@@ -203,6 +246,17 @@ impl DemDecoder {
             observables.len(),
             self.num_observables,
         )?;
+        if let Inner::Matching(m) = &mut self.inner {
+            self.syndrome.fill(0);
+            for (i, &d) in detectors.iter().enumerate() {
+                self.syndrome[i / 8] |= ((d != 0) as u8) << (i % 8);
+            }
+            let mask = m.decode_mask(&self.syndrome)?.observables;
+            for (l, o) in observables.iter_mut().enumerate() {
+                *o = (mask >> l & 1) as u8;
+            }
+            return Ok(MATCHED);
+        }
         for (s, &d) in self.syndrome.iter_mut().zip(detectors) {
             *s = (d != 0) as u8;
         }
@@ -211,6 +265,29 @@ impl DemDecoder {
             *o = (self.obs_acc[l / 64] >> (l % 64) & 1) as u8;
         }
         Ok(info)
+    }
+
+    /// [`DemDecoder::decode`] with a deadline (`None`: none): BP+OSD and Relay-BP stop at it
+    /// with the best answer they have ([`ShotInfo::deadline_hit`]); matching, which has no
+    /// partial answer, always finishes (the caller can time it).
+    pub fn decode_until(
+        &mut self,
+        detectors: &[u8],
+        observables: &mut [u8],
+        deadline: Option<std::time::Instant>,
+    ) -> Result<ShotInfo, DecoderError> {
+        match &mut self.inner {
+            Inner::BpOsd(d) => d.set_deadline(deadline),
+            Inner::Relay(d) => d.set_deadline(deadline),
+            Inner::Matching(_) => {}
+        }
+        let r = self.decode(detectors, observables);
+        match &mut self.inner {
+            Inner::BpOsd(d) => d.set_deadline(None),
+            Inner::Relay(d) => d.set_deadline(None),
+            Inner::Matching(_) => {}
+        }
+        r
     }
 
     /// Decodes one shot in stim's `b8` layout: `⌈detectors/8⌉` bytes in, `⌈observables/8⌉`
@@ -239,6 +316,10 @@ impl DemDecoder {
                 found: observables.len(),
             });
         }
+        if let Inner::Matching(m) = &mut self.inner {
+            m.decode_packed(detectors, observables)?;
+            return Ok(MATCHED);
+        }
         for (i, s) in self.syndrome.iter_mut().enumerate() {
             *s = detectors[i / 8] >> (i % 8) & 1;
         }
@@ -262,6 +343,7 @@ impl DemDecoder {
                     iterations: i.iterations,
                     osd_used: i.osd_used,
                     legs: 0,
+                    deadline_hit: d.bp().deadline_hit(),
                 }
             }
             Inner::Relay(d) => {
@@ -271,8 +353,10 @@ impl DemDecoder {
                     iterations: i.iterations,
                     osd_used: false,
                     legs: i.legs,
+                    deadline_hit: d.deadline_hit(),
                 }
             }
+            Inner::Matching(_) => MATCHED,
         };
         self.obs_acc.fill(0);
         let w = self.obs_words;

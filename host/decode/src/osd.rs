@@ -121,7 +121,7 @@ enum Choice {
 
 /// The OSD engine for one parity-check matrix: the checks in column-major form plus all the
 /// scratch of one decode.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Osd {
     m: usize,
     n: usize,
@@ -159,6 +159,38 @@ pub struct Osd {
     cols_packed: Vec<u64>,
     /// `(bit, pivot row)` of every pivot row, sorted by bit (general weights path).
     pivot_bits: Vec<(u32, u32)>,
+}
+
+impl Clone for Osd {
+    /// A copy whose scratch keeps its room: a clone (one per thread, or the CUQR server's
+    /// decoder) decodes without allocating, as the original does.
+    fn clone(&self) -> Osd {
+        Osd {
+            m: self.m,
+            n: self.n,
+            rank: self.rank,
+            order: self.order,
+            requested_order: self.requested_order,
+            col_start: self.col_start.clone(),
+            col_rows: self.col_rows.clone(),
+            weight: self.weight.clone(),
+            uniform: self.uniform,
+            wpr: self.wpr,
+            a: self.a.clone(),
+            keys: self.keys.clone(),
+            order_buf: self.order_buf.clone(),
+            order_tmp: self.order_tmp.clone(),
+            perm: self.perm.clone(),
+            pivots: self.pivots.clone(),
+            free: Vec::with_capacity(self.free.capacity()),
+            free_index: self.free_index.clone(),
+            delta: self.delta.clone(),
+            rwords: self.rwords,
+            s_packed: self.s_packed.clone(),
+            cols_packed: self.cols_packed.clone(),
+            pivot_bits: Vec::with_capacity(self.pivot_bits.capacity()),
+        }
+    }
 }
 
 impl Osd {

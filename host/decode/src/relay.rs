@@ -326,6 +326,10 @@ pub struct RelayBpDecoder {
     syndrome: Vec<u32>,
     /// Matrix-order result of the last decode.
     result: Vec<u8>,
+    /// Stop at this instant ([`RelayBpDecoder::set_deadline`]), and whether the last decode
+    /// did.
+    deadline: Option<std::time::Instant>,
+    deadline_hit: bool,
 }
 
 impl RelayBpDecoder {
@@ -420,6 +424,8 @@ impl RelayBpDecoder {
             checks: vec![Check::EMPTY; m],
             syndrome: vec![0; m],
             result: vec![0; n],
+            deadline: None,
+            deadline_hit: false,
         })
     }
 
@@ -443,6 +449,29 @@ impl RelayBpDecoder {
         &self.result
     }
 
+    /// A deadline for the following decodes (`None`: none): no leg starts, and no iteration
+    /// of a leg after its first, once it has passed; the answer is the best so far (the
+    /// lightest solution found, else the first leg's hard decision).
+    pub fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.deadline = deadline;
+    }
+
+    /// Whether the last decode stopped at its deadline.
+    pub fn deadline_hit(&self) -> bool {
+        self.deadline_hit
+    }
+
+    #[inline]
+    fn past_deadline(&mut self) -> bool {
+        if let Some(d) = self.deadline
+            && std::time::Instant::now() >= d
+        {
+            self.deadline_hit = true;
+            return true;
+        }
+        false
+    }
+
     /// Decodes a syndrome (0/1 per check; any non-zero byte is 1) into `correction` (0/1 per
     /// mechanism).
     pub fn decode(
@@ -464,6 +493,7 @@ impl RelayBpDecoder {
 
     fn run(&mut self) -> RelayInfo {
         let mut info = RelayInfo::default();
+        self.deadline_hit = false;
         if self.syndrome.iter().all(|&s| s == 0) {
             self.decision.fill(0);
             self.best.fill(0);
@@ -491,7 +521,7 @@ impl RelayBpDecoder {
         }
         let (lo, hi) = self.config.gamma_dist_interval;
         for leg in 1..=self.config.num_sets {
-            if info.solutions as usize >= self.config.stop_nconv {
+            if info.solutions as usize >= self.config.stop_nconv || self.past_deadline() {
                 break;
             }
             let seed = self.config.seed;
@@ -547,6 +577,9 @@ impl RelayBpDecoder {
             c.roll(s, a1);
         }
         for it in 1..=max_iter {
+            if it > 1 && self.past_deadline() {
+                return (false, it - 1);
+            }
             for gi in 0..self.groups.len() {
                 let g = self.groups[gi].clone();
                 self.group_pass(&g);

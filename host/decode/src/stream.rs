@@ -32,9 +32,20 @@
 //! run through the inner decoder: both inner decoders answer the zero syndrome with no flip
 //! (every prior is below ½), so skipping them changes no answer.
 //!
-//! With `W ≥ T` there is one window, the whole shot, and the answers are bit for bit those of
-//! the whole-history [`DemDecoder`]. When `W − C` covers the code's distance in rounds the
-//! logical error rate matches it within statistics (`tests/stream.rs`).
+//! With `W = T` there is one window, the whole shot, and the answers are bit for bit those of
+//! the whole-history [`DemDecoder`] (`W > T` is refused). When `W − C` covers the code's
+//! distance in rounds the logical error rate matches it within statistics (`tests/stream.rs`).
+//!
+//! # Matching windows
+//!
+//! With [`DemDecoderSettings::Matching`] every window is matched by one decoder on the whole
+//! model's graph, flooding only the window's detectors ([`crate::matching::WindowSpec`]): edges
+//! to committed rounds are ignored, edges to rounds after the window lead to the boundary (an
+//! artificial time boundary; the last window has none). A match with both ends in the first
+//! `C` rounds is committed whole; one with a single end there is cut where a shortest path
+//! leaves those rounds, and the detector where it leaves gets a detection event for the next
+//! window (the uncommitted part is carried); the last window commits everything
+//! ([`crate::matching::window`]). Models with an edge of `p > ½` are refused.
 //!
 //! # Bad input
 //!
@@ -74,7 +85,8 @@ use std::sync::Arc;
 use crate::dem::DemLimits;
 use crate::dem::DetectorErrorModel;
 use crate::dem_decoder::{DemDecoder, DemDecoderSettings};
-use crate::error::{DecoderError, SettingError, parse_bounded};
+use crate::error::{DecoderError, SettingError, parse_bounded, parse_value};
+use crate::matching::{MatchingDecoder, WindowCommit, WindowSpec};
 
 /// The most rounds a window takes, and a window commits (2^20).
 pub const MAX_WINDOW: usize = 1 << 20;
@@ -97,6 +109,10 @@ pub struct StreamSettings {
     /// model they are cut from (a window of W rounds committing C repeats each round about
     /// W / C times).
     pub limits: DemLimits,
+    /// A deadline per window's inner decode: BP+OSD and Relay-BP stop at it with their best
+    /// answer so far; matching finishes (it has no partial answer). Either way a window that
+    /// reaches it is counted ([`StreamDecoder::deadline_misses`]). `None`: none.
+    pub deadline: Option<std::time::Duration>,
 }
 
 impl Default for StreamSettings {
@@ -108,13 +124,14 @@ impl Default for StreamSettings {
             commit: None,
             decoder: DemDecoderSettings::BpOsd(crate::BpOsdConfig::default()),
             limits: DemLimits::DEFAULT,
+            deadline: None,
         }
     }
 }
 
 impl StreamSettings {
     /// The names [`StreamSettings::set`] takes besides the inner decoder's.
-    pub const KEYS: &'static str = "window, commit";
+    pub const KEYS: &'static str = "window, commit, deadline_us";
 
     /// Sets `window`, `commit` or a setting of the inner decoder by name, from text.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
@@ -125,9 +142,26 @@ impl StreamSettings {
         match key.trim() {
             "window" => self.window = Some(rounds(value)?),
             "commit" => self.commit = Some(rounds(value)?),
+            "deadline_us" => {
+                let us: f64 = parse_value(key, value, "a positive number of microseconds")?;
+                if !(us > 0.0 && us < 1e9) {
+                    return Err(SettingError::value(
+                        key,
+                        value,
+                        "a positive number of microseconds",
+                    ));
+                }
+                self.deadline = Some(std::time::Duration::from_secs_f64(us * 1e-6));
+            }
             _ => match &mut self.decoder {
                 DemDecoderSettings::BpOsd(c) => c.set(key, value)?,
                 DemDecoderSettings::RelayBp(c) => c.set(key, value)?,
+                DemDecoderSettings::Matching => {
+                    return Err(SettingError::Unknown {
+                        key: key.trim().to_string(),
+                        known: "window, commit, deadline_us (matching has no settings of its own)",
+                    });
+                }
             },
         }
         Ok(())
@@ -149,6 +183,9 @@ pub enum StreamBuildError {
         /// What is wrong.
         msg: String,
     },
+    /// The model cannot be matched (a hyperedge, `p = 1`, …).
+    #[error("{0}")]
+    Matching(DecoderError),
     /// A window's inner decoder could not be built.
     #[error("window of rounds {rounds:?}: {source}")]
     Window {
@@ -212,19 +249,50 @@ pub enum StreamFault {
     },
 }
 
-/// One window: its rounds and detectors, its inner decoder, and which of its columns it
-/// commits.
+/// One window: its rounds and detectors, and how it is decoded.
 #[derive(Debug, Clone)]
 struct Window {
     rounds: Range<usize>,
     detectors: Range<usize>,
-    decoder: DemDecoder,
-    /// Decoder column `j` is mechanism `global[j]` of the whole model.
-    global: Vec<u32>,
-    /// Whether decoder column `j` is committed.
-    commit: Vec<bool>,
-    /// Observable scratch for the inner decoder (the window's own prediction is not used).
-    obs: Vec<u8>,
+    inner: WindowInner,
+}
+
+/// A window's decoding.
+#[derive(Debug, Clone)]
+enum WindowInner {
+    /// Its own BP+OSD or Relay-BP decoder over the mechanisms that start in it.
+    Bp {
+        decoder: Box<DemDecoder>,
+        /// Decoder column `j` is mechanism `global[j]` of the whole model.
+        global: Vec<u32>,
+        /// Whether decoder column `j` is committed.
+        commit: Vec<bool>,
+        /// Observable scratch for the inner decoder (its own prediction is not used).
+        obs: Vec<u8>,
+    },
+    /// The stream's one matching decoder, on this window's detectors
+    /// ([`crate::matching::WindowSpec`]).
+    Matching(WindowSpec),
+}
+
+/// The matching decoder of a stream's windows and its scratch.
+#[derive(Debug)]
+struct MatchingWindows {
+    decoder: MatchingDecoder,
+    /// A window's detection events.
+    events: Vec<u32>,
+    commit: WindowCommit,
+}
+
+impl Clone for MatchingWindows {
+    /// Keeps the scratch's room (a cloned stream does not allocate either).
+    fn clone(&self) -> MatchingWindows {
+        MatchingWindows {
+            decoder: self.decoder.clone(),
+            events: Vec::with_capacity(self.events.capacity()),
+            commit: self.commit.clone(),
+        }
+    }
 }
 
 /// A streaming decoder of one shot at a time. Built once (its windows' decoders included);
@@ -235,6 +303,8 @@ pub struct StreamDecoder {
     /// Round `r` is detectors `round_start[r]..round_start[r + 1]`.
     round_start: Vec<usize>,
     windows: Vec<Window>,
+    /// The matching decoder of every window, when the decoder is matching.
+    matching: Option<Box<MatchingWindows>>,
     /// Detection events so far, with every committed mechanism's effect XORed in.
     dets: Vec<u8>,
     /// Observable flips of the committed mechanisms.
@@ -246,6 +316,18 @@ pub struct StreamDecoder {
     ready: Option<usize>,
     /// The windows' decoders' entries together (what [`StreamSettings::limits`] bounds).
     entries: u64,
+    /// The per-window deadline, and the windows (and their rounds) that reached it.
+    deadline: Option<std::time::Duration>,
+    misses: DeadlineMisses,
+}
+
+/// Windows whose inner decode reached the stream's deadline, since the stream was built.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeadlineMisses {
+    /// Windows.
+    pub windows: u64,
+    /// Their rounds (a window's rounds counted once each time).
+    pub rounds: u64,
 }
 
 impl StreamDecoder {
@@ -268,49 +350,42 @@ impl StreamDecoder {
                 "commit = {c}: a window of {w} rounds commits 1..={w} of them"
             )));
         }
+        if w > t {
+            return Err(StreamBuildError::Settings(format!(
+                "window = {w} is longer than the model's {t} rounds (leave it out, or give \
+                 window = {t}, for one window over the whole shot)"
+            )));
+        }
         let ranges = window_rounds(t, w, c);
         let entries = check_windows_size(dem, &round_start, &ranges, settings, (w, c))?;
         let dem = Arc::new(dem.clone());
+        let matching = match settings.decoder {
+            DemDecoderSettings::Matching => Some(Box::new(matching_windows(&dem)?)),
+            _ => None,
+        };
         let mut windows = Vec::with_capacity(ranges.len());
         for rounds in ranges {
             let last = rounds.end == t;
             let detectors = round_start[rounds.start]..round_start[rounds.end];
-            let cut = dem.window_from(detectors.clone());
-            let decoder = match DemDecoder::new(&cut.model, &settings.decoder) {
-                Ok(d) => d,
-                // No mechanism starts in the window: it has nothing to decide.
-                Err(DecoderError::NothingToDecode(_)) => {
-                    return Err(StreamBuildError::Layout {
-                        file: dem.name().to_string(),
-                        msg: format!(
-                            "no mechanism that a decoder can use starts in rounds {rounds:?}; \
-                             make the window longer"
-                        ),
-                    });
-                }
-                Err(source) => return Err(StreamBuildError::Window { rounds, source }),
-            };
             let commit_end = if last {
-                usize::MAX
+                round_start[t]
             } else {
                 round_start[rounds.start + c]
             };
-            let global: Vec<u32> = decoder
-                .mechanisms()
-                .iter()
-                .map(|&j| cut.mechanisms[j as usize])
-                .collect();
-            let commit = global
-                .iter()
-                .map(|&k| (dem.mechanism(k as usize).detectors[0] as usize) < commit_end)
-                .collect();
+            let inner = if matching.is_some() {
+                WindowInner::Matching(WindowSpec {
+                    detectors: detectors.start as u32..detectors.end as u32,
+                    commit: detectors.start as u32..commit_end as u32,
+                    past_is_boundary: false,
+                    future_is_boundary: !last,
+                })
+            } else {
+                bp_window(&dem, &settings.decoder, &rounds, &detectors, commit_end)?
+            };
             windows.push(Window {
                 rounds,
                 detectors,
-                obs: vec![0; decoder.num_observables()],
-                decoder,
-                global,
-                commit,
+                inner,
             });
         }
         Ok(StreamDecoder {
@@ -319,10 +394,13 @@ impl StreamDecoder {
             dem,
             round_start,
             windows,
+            matching,
             received: 0,
             next: 0,
             ready: None,
             entries,
+            deadline: settings.deadline,
+            misses: DeadlineMisses::default(),
         })
     }
 
@@ -331,6 +409,11 @@ impl StreamDecoder {
     /// `settings.limits.targets`). A copy of the decoder holds about that many again.
     pub fn entries(&self) -> u64 {
         self.entries
+    }
+
+    /// Windows (and their rounds) whose inner decode reached the deadline so far.
+    pub fn deadline_misses(&self) -> DeadlineMisses {
+        self.misses
     }
 
     /// The model.
@@ -527,22 +610,129 @@ impl StreamDecoder {
         if syndrome.iter().all(|&b| b == 0) {
             return Ok(false);
         }
-        w.decoder
-            .decode(syndrome, &mut w.obs)
-            .map_err(|_| StreamFault::Decoder { window: k as u32 })?;
-        for (j, &c) in w.decoder.correction().iter().enumerate() {
-            if c != 0 && w.commit[j] {
-                let m = self.dem.mechanism(w.global[j] as usize);
-                for &d in m.detectors {
+        let fault = StreamFault::Decoder { window: k as u32 };
+        let start = std::time::Instant::now();
+        let deadline = self.deadline.map(|d| start + d);
+        let mut hit = false;
+        match &mut w.inner {
+            WindowInner::Bp {
+                decoder,
+                global,
+                commit,
+                obs,
+            } => {
+                hit = decoder
+                    .decode_until(syndrome, obs, deadline)
+                    .map_err(|_| fault)?
+                    .deadline_hit;
+                for (j, &c) in decoder.correction().iter().enumerate() {
+                    if c != 0 && commit[j] {
+                        let m = self.dem.mechanism(global[j] as usize);
+                        for &d in m.detectors {
+                            self.dets[d as usize] ^= 1;
+                        }
+                        for &l in m.observables {
+                            self.obs[l as usize] ^= 1;
+                        }
+                    }
+                }
+            }
+            WindowInner::Matching(spec) => {
+                let m = self.matching.as_mut().ok_or(fault)?;
+                m.events.clear();
+                let base = w.detectors.start as u32;
+                m.events.extend(
+                    syndrome
+                        .iter()
+                        .enumerate()
+                        .filter(|e| *e.1 != 0)
+                        .map(|(i, _)| base + i as u32),
+                );
+                m.commit.clear();
+                m.decoder
+                    .decode_window(spec, &m.events, &mut m.commit)
+                    .map_err(|_| fault)?;
+                for &d in &m.commit.toggles {
                     self.dets[d as usize] ^= 1;
                 }
-                for &l in m.observables {
-                    self.obs[l as usize] ^= 1;
+                for (l, o) in self.obs.iter_mut().enumerate() {
+                    *o ^= (m.commit.observables >> l & 1) as u8;
                 }
             }
         }
+        if hit || deadline.is_some_and(|d| std::time::Instant::now() > d) {
+            self.misses.windows += 1;
+            self.misses.rounds += w.rounds.len() as u64;
+        }
         Ok(true)
     }
+}
+
+/// The BP+OSD or Relay-BP decoder of one window: over the mechanisms whose first detector
+/// lies in it, committing those whose first detector lies before `commit_end`.
+fn bp_window(
+    dem: &DetectorErrorModel,
+    settings: &DemDecoderSettings,
+    rounds: &Range<usize>,
+    detectors: &Range<usize>,
+    commit_end: usize,
+) -> Result<WindowInner, StreamBuildError> {
+    let cut = dem.window_from(detectors.clone());
+    let decoder = match DemDecoder::new(&cut.model, settings) {
+        Ok(d) => d,
+        // No mechanism starts in the window: it has nothing to decide.
+        Err(DecoderError::NothingToDecode(_)) => {
+            return Err(StreamBuildError::Layout {
+                file: dem.name().to_string(),
+                msg: format!(
+                    "no mechanism that a decoder can use starts in rounds {rounds:?}; \
+                     make the window longer"
+                ),
+            });
+        }
+        Err(source) => {
+            return Err(StreamBuildError::Window {
+                rounds: rounds.clone(),
+                source,
+            });
+        }
+    };
+    let global: Vec<u32> = decoder
+        .mechanisms()
+        .iter()
+        .map(|&j| cut.mechanisms[j as usize])
+        .collect();
+    let commit = global
+        .iter()
+        .map(|&k| (dem.mechanism(k as usize).detectors[0] as usize) < commit_end)
+        .collect();
+    Ok(WindowInner::Bp {
+        obs: vec![0; decoder.num_observables()],
+        decoder: Box::new(decoder),
+        global,
+        commit,
+    })
+}
+
+/// The matching decoder of a stream: the whole model's graph, which every window floods in
+/// part. Models with negative edges (`p > ½`) are refused: a window cannot flip an edge that
+/// another window may commit.
+fn matching_windows(dem: &DetectorErrorModel) -> Result<MatchingWindows, StreamBuildError> {
+    let decoder = MatchingDecoder::new(dem).map_err(|e| StreamBuildError::Matching(e.into()))?;
+    if !decoder.graph().negative_events().is_empty() || decoder.graph().negative_weight() != 0 {
+        return Err(StreamBuildError::Layout {
+            file: dem.name().to_string(),
+            msg: "streaming matching needs every error's p ≤ ½ (an edge of negative weight \
+                  would be flipped by every window)"
+                .into(),
+        });
+    }
+    let n = dem.num_detectors();
+    Ok(MatchingWindows {
+        decoder,
+        events: Vec::with_capacity(n),
+        commit: WindowCommit::with_room(n),
+    })
 }
 
 /// The rounds of a model, as [`StreamDecoder`] takes them: the detectors of each, in order
@@ -783,7 +973,7 @@ mod tests {
     #[test]
     fn one_window_over_the_shot_is_the_whole_history_decoder() {
         let dem = rep(6, 0.05);
-        let cfg = settings(100, 1);
+        let cfg = settings(7, 1);
         let mut s = StreamDecoder::new(&dem, &cfg).unwrap();
         let mut whole = DemDecoder::new(&dem, &cfg.decoder).unwrap();
         let mut noise = DemNoise::new(&dem, 5);

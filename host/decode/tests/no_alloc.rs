@@ -196,6 +196,18 @@ fn dem_decoders_do_not_allocate_after_construction() {
 
 #[test]
 fn streaming_decoders_do_not_allocate_after_construction() {
+    streaming_does_not_allocate(backline_decode::dem_decoder::DemDecoderSettings::BpOsd(
+        BpOsdConfig {
+            max_iter: 20,
+            osd_method: OsdMethod::OsdCs,
+            osd_order: 7,
+            ..BpOsdConfig::default()
+        },
+    ));
+    streaming_does_not_allocate(backline_decode::dem_decoder::DemDecoderSettings::Matching);
+}
+
+fn streaming_does_not_allocate(decoder: backline_decode::dem_decoder::DemDecoderSettings) {
     use backline_decode::dem::DetectorErrorModel;
     use backline_decode::shots::{ShotFormat, ShotTable};
     use backline_decode::stream::{StreamDecoder, StreamSettings};
@@ -207,15 +219,11 @@ fn streaming_decoders_do_not_allocate_after_construction() {
     let settings = StreamSettings {
         window: Some(4),
         commit: Some(2),
-        decoder: backline_decode::dem_decoder::DemDecoderSettings::BpOsd(BpOsdConfig {
-            max_iter: 20,
-            osd_method: OsdMethod::OsdCs,
-            osd_order: 7,
-            ..BpOsdConfig::default()
-        }),
+        decoder,
         ..StreamSettings::default()
     };
-    let mut s = StreamDecoder::new(&dem, &settings).unwrap();
+    // A clone (as the CUQR server takes one) keeps its room too.
+    let mut s = StreamDecoder::new(&dem, &settings).unwrap().clone();
     let mut events = vec![0u8; 64];
     let mut packed = [0u8; 8];
     let mut out = [0u8; 1];
@@ -239,4 +247,50 @@ fn streaming_decoders_do_not_allocate_after_construction() {
     }
     assert_eq!(allocations(), before);
     assert!(decoded > 150, "{decoded}");
+}
+
+#[test]
+fn matching_does_not_allocate_after_construction() {
+    use backline_decode::dem::DetectorErrorModel;
+    use backline_decode::dem_decoder::{DemDecoder, DemDecoderSettings};
+    use backline_decode::matching::{MatchFault, MatchingDecoder};
+    use backline_decode::shots::{ShotFormat, ShotTable};
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/dem/");
+    let text = std::fs::read_to_string(format!("{dir}surface_d3_r8_p0.01.dem")).unwrap();
+    let dem = DetectorErrorModel::parse(&text, "fixture.dem").unwrap();
+    let bytes = std::fs::read(format!("{dir}surface_d3_r8_p0.01.dets.b8")).unwrap();
+    let dets = ShotTable::read(&bytes, ShotFormat::B8, 64, "dets.b8").unwrap();
+    // Clones (one per thread in a batch) keep their scratch's room.
+    let mut m = MatchingDecoder::new(&dem).unwrap().clone();
+    let mut dec = DemDecoder::new(&dem, &DemDecoderSettings::Matching)
+        .unwrap()
+        .clone();
+    // A model with a negative edge (the toggling path) and a boundary-less ring (the
+    // no-matching fault).
+    let neg = DetectorErrorModel::parse(
+        "error(0.9) D0 D1\nerror(0.1) D0\nerror(0.1) D1 D2\nerror(0.2) D2\n\
+         error(0.1) D3 D4\nerror(0.1) D4 D5\nerror(0.1) D5 D3\n",
+        "neg.dem",
+    )
+    .unwrap();
+    let mut n = MatchingDecoder::new(&neg).unwrap();
+    let mut out = [0u8; 1];
+    let mut unpacked = vec![0u8; 64];
+    let mut weight = 0i64;
+    let before = allocations();
+    for s in 0..dets.shots() {
+        weight += m.decode_mask(dets.row(s)).unwrap().weight;
+        dec.decode_packed(dets.row(s), &mut out).unwrap();
+        backline_decode::shots::unpack_into(dets.row(s), &mut unpacked);
+        dec.decode(&unpacked, &mut out).unwrap();
+        assert!(dec.decode_packed(&dets.row(s)[1..], &mut out).is_err());
+        n.decode_mask(&[(s % 8) as u8]).unwrap();
+        assert!(matches!(
+            n.decode_events(&[3, 4, 5]),
+            Err(MatchFault::NoPerfectMatching(_))
+        ));
+        n.decode_events(&[2, 0, 2, 1]).unwrap();
+    }
+    assert_eq!(allocations(), before);
+    assert!(weight > 0 && dets.shots() >= 150);
 }

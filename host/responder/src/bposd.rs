@@ -106,17 +106,23 @@ pub fn bposd_code(spec: &str) -> Result<(CssCode, BpOsdConfig), BpOsdSpecError> 
         spec: backline_decode::io::excerpt(spec),
         msg,
     };
-    let code = match code.split_once('+') {
-        Some((hx, hz)) => {
-            let hx = backline_decode::io::load_matrix(Path::new(hx), None)
-                .map_err(|e| build(e.to_string()))?;
-            let hz = backline_decode::io::load_matrix(Path::new(hz), None)
-                .map_err(|e| build(e.to_string()))?;
-            CssCode::new(code, hx, hz).map_err(|e| build(e.to_string()))?
-        }
-        None => CssCode::by_name(code).map_err(|e| build(e.to_string()))?,
-    };
+    let code = load_code(code).map_err(build)?;
     Ok((code, config))
+}
+
+/// The CSS code a spec names: a library code (`steane`, `hgp13`, `surface5`, `bb72`, …) or
+/// `HX_FILE+HZ_FILE` (alist or dense 0/1 text).
+pub(crate) fn load_code(code: &str) -> Result<CssCode, String> {
+    match code.split_once('+') {
+        Some((hx, hz)) => {
+            let hx =
+                backline_decode::io::load_matrix(Path::new(hx), None).map_err(|e| e.to_string())?;
+            let hz =
+                backline_decode::io::load_matrix(Path::new(hz), None).map_err(|e| e.to_string())?;
+            CssCode::new(code, hx, hz).map_err(|e| e.to_string())
+        }
+        None => CssCode::by_name(code).map_err(|e| e.to_string()),
+    }
 }
 
 /// Builds the two halves of a `bposd:` spec, for decoder ids `base` and `base + 1`.

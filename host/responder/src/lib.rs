@@ -4,7 +4,8 @@
 //! the [`ResponderTable`] that dispatches by `decoder_id` behind a panic boundary are
 //! `backline-responder-api`'s, re-exported here. This crate holds the functions: [`Echo`],
 //! [`Steane`] (the Hamming lookup of SPEC §5), [`CSymbol`] (any C function in a shared
-//! library loaded at run time), BP+OSD from a CSS code ([`bposd_functions`]), streaming
+//! library loaded at run time), BP+OSD and matching from a CSS code ([`bposd_functions`],
+//! [`matching_functions`]), streaming
 //! decoders of a detector error model ([`stream`]: `stream:FILE.dem…`, one stream per decoder
 //! id) and, with the feature `gpu`, the GPU functions of `backline-gpu` (`gpu:echo`,
 //! `gpu:steane`, `gpu:bposd:…`, `gpu:FILE:FUNCTION`). [`functions_of`] turns a spec into
@@ -16,6 +17,7 @@ mod csym;
 pub mod cuqr;
 #[cfg(feature = "gpu")]
 mod gpu;
+mod matching;
 mod spec;
 pub mod stream;
 
@@ -26,6 +28,7 @@ pub use bposd::{BpOsdSpecError, CssHalf, bposd_code, bposd_functions};
 pub use csym::{CSymbol, CoprocessorFn};
 #[cfg(feature = "gpu")]
 pub use gpu::{GpuResponder, GpuSpecError, gpu_functions};
+pub use matching::{MatchingHalf, MatchingSpecError, matching_code, matching_functions};
 pub use spec::{SpecContext, SpecError, functions_of, functions_of_with, parse_spec, spec_width};
 pub use stream::{StreamFunction, StreamSpecError, as_stream, stream_functions};
 

@@ -1,5 +1,5 @@
 //! Responder specs: the text that names a coprocessor function on a command line, in a
-//! configuration or through the C ABI (`echo`, `steane`, `bposd:CODE[:SETTINGS]`,
+//! configuration or through the C ABI (`echo`, `steane`, `bposd:CODE[:SETTINGS]`, `matching:CODE`,
 //! `stream:FILE.dem[:DECODER[:SETTINGS]]`, `LIB:SYMBOL`, `gpu:…`), turned into functions.
 
 use std::path::Path;
@@ -14,7 +14,7 @@ use crate::{CSymbol, Echo, Responder, Steane, csym::LoadError};
 pub enum SpecError {
     /// Not one of the known forms.
     #[error(
-        "unknown responder `{0}` (expected echo, steane, bposd:CODE[:SETTINGS], \
+        "unknown responder `{0}` (expected echo, steane, bposd:CODE[:SETTINGS], matching:CODE, \
          stream:FILE.dem[:DECODER[:SETTINGS]], LIB:SYMBOL, or a GPU function: gpu:echo, \
          gpu:steane, gpu:bposd:CODE[:SETTINGS], gpu:FILE:FUNCTION)"
     )]
@@ -42,6 +42,9 @@ pub enum SpecError {
     /// A streaming decoder spec was refused.
     #[error(transparent)]
     Stream(#[from] crate::StreamSpecError),
+    /// A matching spec was refused.
+    #[error(transparent)]
+    Matching(#[from] crate::MatchingSpecError),
 }
 
 /// What specs need from their surroundings: where GPU kernels run.
@@ -62,11 +65,11 @@ impl SpecContext {
     }
 }
 
-/// How many decoder ids a spec takes: two for BP+OSD (`bposd:`, `gpu:bposd:`), `streams` for a
-/// `stream:` spec, one otherwise.
+/// How many decoder ids a spec takes: two for BP+OSD and matching (`bposd:`, `gpu:bposd:`,
+/// `matching:`), `streams` for a `stream:` spec, one otherwise.
 pub fn spec_width(spec: &str) -> u32 {
     let s = spec.strip_prefix("gpu:").unwrap_or(spec);
-    if s.starts_with("bposd:") {
+    if s.starts_with("bposd:") || spec.starts_with("matching:") {
         2
     } else if spec.starts_with("stream:") {
         crate::stream::stream_width(spec)
@@ -107,11 +110,14 @@ pub fn functions_of_with(
     if spec.starts_with("stream:") {
         return Ok(crate::stream_functions(spec, base)?);
     }
+    if spec.starts_with("matching:") {
+        return Ok(crate::matching_functions(spec, base)?);
+    }
     Ok(vec![(base, parse_spec(spec)?)])
 }
 
-/// Parses a responder spec: `echo`, `steane`, `bposd:CODE[:SETTINGS]` (its X-check half;
-/// use [`functions_of`] for both), `stream:FILE.dem[:DECODER[:SETTINGS]]` (its first stream),
+/// Parses a responder spec: `echo`, `steane`, `bposd:CODE[:SETTINGS]` or `matching:CODE` (its
+/// X-check half; use [`functions_of`] for both), `stream:FILE.dem[:DECODER[:SETTINGS]]` (its first stream),
 /// or `LIB:SYMBOL` (a C function in a shared library; the last `:` separates the symbol).
 pub fn parse_spec(spec: &str) -> Result<Arc<dyn Responder>, SpecError> {
     match spec {
@@ -119,6 +125,7 @@ pub fn parse_spec(spec: &str) -> Result<Arc<dyn Responder>, SpecError> {
         "steane" => Ok(Arc::new(Steane)),
         s if s.starts_with("bposd:") => Ok(crate::bposd_functions(s, 0)?.remove(0).1),
         s if s.starts_with("stream:") => Ok(crate::stream_functions(s, 0)?.remove(0).1),
+        s if s.starts_with("matching:") => Ok(crate::matching_functions(s, 0)?.remove(0).1),
         s if s.starts_with("gpu:") => Ok(functions_of(s, 0)?.remove(0).1),
         _ => match spec.rsplit_once(':') {
             Some((lib, sym)) if !lib.is_empty() && !sym.is_empty() => {

@@ -2,15 +2,17 @@
 //! [`StreamFunction`] per decoder id, each holding the shot of one logical qubit in a
 //! [`backline_decode::stream::StreamDecoder`].
 //!
-//! DECODER is `bposd` (default) or `relay-bp`; SETTINGS are `key=value` pairs separated by `;`:
-//! `window` and `commit` (rounds, 1..=1048576; default one window over the whole shot),
-//! `streams` (decoder ids the spec takes from its base, one stream each, 1..=4096; default 1),
-//! `idle_ms` (a shot left this long mid-way is dropped when the stream is next used; default
-//! 5000), and the inner decoder's settings with `ldpc`'s or `relay-bp`'s names (`max_iter`
-//! 0..=1048576, `osd_method`, …, `gamma0`, …). Example:
-//! `stream:surface.dem:bposd:window=5;commit=3;max_iter=30`. The model is read within the
-//! bounds of `BACKLINE_DEM_LIMITS` ([`backline_decode::dem::DemLimits::from_env`]); errors
-//! quote at most an excerpt of the spec and of the model.
+//! DECODER is `bposd` (default), `relay-bp` or `matching`; SETTINGS are `key=value` pairs
+//! separated by `;`: `window` and `commit` (rounds, 1..=1048576; default one window over the
+//! whole shot), `deadline_us` (a per-window deadline: BP+OSD and Relay-BP stop there with their
+//! best answer so far, and the windows that reach it are counted), `streams` (decoder ids the
+//! spec takes from its base, one stream each, 1..=4096; default 1), `idle_ms` (a shot left this
+//! long mid-way is dropped when the stream is next used; default 5000), and the inner decoder's
+//! settings with `ldpc`'s or `relay-bp`'s names (`max_iter` 0..=1048576, `osd_method`, …,
+//! `gamma0`, …). Example: `stream:surface.dem:bposd:window=5;commit=3;max_iter=30`. The model is
+//! read within the bounds of `BACKLINE_DEM_LIMITS`
+//! ([`backline_decode::dem::DemLimits::from_env`]); errors quote at most an excerpt of the spec
+//! and of the model.
 //!
 //! Each request is one operation of [`backline_wire::stream`] (enqueue a round, get the
 //! corrections, reset), and each reply starts with a [`CallStatus`]. (The CUQR server,
@@ -57,6 +59,19 @@ use crate::{Responder, ResponderError};
 /// Default idle time after which a shot left mid-way is dropped.
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(5);
 
+/// The real-time defaults of `stream:…:bposd`: 30 min-sum iterations with α = 0.625, then
+/// OSD-0 — a bounded cost per window, where `ldpc`'s offline defaults (as many iterations as
+/// mechanisms) let a window's BP run for milliseconds. Every setting can still be given.
+pub fn realtime_bposd() -> BpOsdConfig {
+    BpOsdConfig {
+        max_iter: 30,
+        ms_scaling_factor: 0.625,
+        osd_method: backline_decode::OsdMethod::Osd0,
+        osd_order: 0,
+        ..BpOsdConfig::default()
+    }
+}
+
 /// Why a `stream:` spec was refused.
 #[derive(Debug, thiserror::Error)]
 #[error("stream spec `{spec}`: {msg}")]
@@ -72,7 +87,7 @@ pub struct StreamSpecError {
 pub struct StreamSpec {
     /// The model's file.
     pub path: String,
-    /// `bposd` or `relay-bp`.
+    /// `bposd`, `relay-bp` or `matching`.
     pub decoder: &'static str,
     /// Window, commit and inner decoder settings.
     pub settings: StreamSettings,
@@ -100,6 +115,7 @@ pub fn parse_stream_spec(spec: &str) -> Result<StreamSpec, StreamSpecError> {
     let (path, decoder) = match rest.rsplit_once(':') {
         Some((p, "bposd")) => (p, "bposd"),
         Some((p, "relay-bp")) => (p, "relay-bp"),
+        Some((p, "matching")) => (p, "matching"),
         _ => (rest, "bposd"),
     };
     if path.is_empty() {
@@ -109,7 +125,8 @@ pub fn parse_stream_spec(spec: &str) -> Result<StreamSpec, StreamSpecError> {
     let mut settings = StreamSettings {
         decoder: match decoder {
             "relay-bp" => DemDecoderSettings::RelayBp(RelayConfig::default()),
-            _ => DemDecoderSettings::BpOsd(BpOsdConfig::default()),
+            "matching" => DemDecoderSettings::Matching,
+            _ => DemDecoderSettings::BpOsd(realtime_bposd()),
         },
         limits,
         ..StreamSettings::default()
@@ -259,6 +276,89 @@ pub struct StreamCounters {
     pub stale: u64,
 }
 
+/// Sub-buckets per power of two of [`WindowTimes`] (relative resolution 1/32, about 3 %).
+const SUB: u64 = 32;
+/// Buckets: values below 32 ns one each, then 32 per power of two up to 2^64.
+const TIME_BUCKETS: usize = (64 - 4) * SUB as usize;
+
+/// The inner decode times of a stream's windows: a log-linear histogram (no allocation per
+/// sample), from which percentiles are read to within 3 %.
+#[derive(Debug, Clone)]
+pub struct WindowTimes {
+    counts: Box<[u64]>,
+    total: u64,
+    max_ns: u64,
+}
+
+impl Default for WindowTimes {
+    fn default() -> WindowTimes {
+        WindowTimes {
+            counts: vec![0; TIME_BUCKETS].into_boxed_slice(),
+            total: 0,
+            max_ns: 0,
+        }
+    }
+}
+
+impl WindowTimes {
+    fn bucket(ns: u64) -> usize {
+        if ns < SUB {
+            return ns as usize;
+        }
+        let e = 63 - ns.leading_zeros() as u64;
+        ((e - 4) * SUB + ((ns >> (e - 5)) & (SUB - 1))) as usize
+    }
+
+    /// The smallest value of bucket `b`.
+    fn floor(b: usize) -> u64 {
+        let b = b as u64;
+        if b < SUB {
+            return b;
+        }
+        let (e, m) = (b / SUB + 4, b % SUB);
+        (SUB + m) << (e - 5)
+    }
+
+    /// Adds one decode of `ns` nanoseconds.
+    pub fn record(&mut self, ns: u64) {
+        self.counts[Self::bucket(ns)] += 1;
+        self.total += 1;
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    /// Decodes recorded.
+    pub fn count(&self) -> u64 {
+        self.total
+    }
+
+    /// The `q`-quantile (0 ≤ q ≤ 1, nearest rank), as the lower edge of its bucket (the
+    /// maximum for `q = 1`); `None` before any decode.
+    pub fn quantile_ns(&self, q: f64) -> Option<u64> {
+        if self.total == 0 {
+            return None;
+        }
+        if q >= 1.0 {
+            return Some(self.max_ns);
+        }
+        let rank = ((q * self.total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (b, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return Some(Self::floor(b).min(self.max_ns));
+            }
+        }
+        Some(self.max_ns)
+    }
+
+    /// Forgets every sample.
+    pub fn clear(&mut self) {
+        self.counts.fill(0);
+        self.total = 0;
+        self.max_ns = 0;
+    }
+}
+
 #[derive(Debug)]
 struct Shot {
     dec: StreamDecoder,
@@ -266,6 +366,8 @@ struct Shot {
     dropped: bool,
     last: Instant,
     counters: StreamCounters,
+    /// How long each inner decode took.
+    times: WindowTimes,
 }
 
 /// One stream: a streaming decoder holding one shot at a time, behind a lock (calls from
@@ -297,6 +399,7 @@ impl StreamFunction {
                 dropped: false,
                 last: Instant::now(),
                 counters: StreamCounters::default(),
+                times: WindowTimes::default(),
             }),
         }
     }
@@ -332,6 +435,17 @@ impl StreamFunction {
     /// The counters so far.
     pub fn counters(&self) -> StreamCounters {
         self.lock().counters
+    }
+
+    /// The inner decode time of every window decoded so far (those whose syndrome was not
+    /// all zero, final windows included; the clock around the decoder's call).
+    pub fn window_times(&self) -> WindowTimes {
+        self.lock().times.clone()
+    }
+
+    /// The windows (and their rounds) whose inner decode reached the spec's `deadline_us`.
+    pub fn deadline_misses(&self) -> backline_decode::stream::DeadlineMisses {
+        self.lock().dec.deadline_misses()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Shot> {
@@ -386,10 +500,12 @@ impl StreamFunction {
                 g.counters.rounds += 1;
                 let mut flags = 0;
                 if ready {
+                    let t0 = Instant::now();
                     match g.dec.decode_ready() {
                         Ok(ran) => {
                             mark(Hop::DecodeDone);
                             if ran {
+                                g.times.record(t0.elapsed().as_nanos() as u64);
                                 g.counters.decodes += 1;
                                 flags = FLAG_DECODED;
                             }
@@ -456,10 +572,12 @@ impl StreamFunction {
         if g.dec.received() == self.rounds {
             let was_final = g.dec.is_final();
             mark(Hop::WindowReady);
+            let t0 = Instant::now();
             match g.dec.finish() {
                 Ok(ran) => {
                     mark(Hop::DecodeDone);
                     if ran {
+                        g.times.record(t0.elapsed().as_nanos() as u64);
                         g.counters.decodes += 1;
                         flags |= FLAG_DECODED;
                     }
@@ -519,8 +637,17 @@ impl Responder for StreamFunction {
 
     fn report(&self) -> Option<String> {
         let c = self.counters();
+        let m = self.deadline_misses();
+        let late = if m.windows > 0 {
+            format!(
+                ", {} windows ({} rounds) at their deadline",
+                m.windows, m.rounds
+            )
+        } else {
+            String::new()
+        };
         Some(format!(
-            "{}: {} rounds, {} shots finished, {} windows decoded, {} calls refused, {} idle shots dropped",
+            "{}: {} rounds, {} shots finished, {} windows decoded, {} calls refused, {} idle shots dropped{late}",
             self.name, c.rounds, c.shots, c.decodes, c.refused, c.stale
         ))
     }
@@ -746,6 +873,70 @@ pub(crate) mod tests {
         let c = as_stream(a).unwrap().counters();
         assert_eq!((c.shots, c.decodes), (1, 1));
         assert!(a.report().unwrap().contains("1 shots finished"));
+    }
+
+    #[test]
+    fn window_times_give_percentiles_within_three_percent() {
+        let mut t = WindowTimes::default();
+        assert_eq!(t.quantile_ns(0.5), None);
+        for ns in 1..=10_000u64 {
+            t.record(ns * 100);
+        }
+        assert_eq!(t.count(), 10_000);
+        for (q, want) in [(0.5, 500_000.0), (0.99, 990_000.0), (0.999, 999_000.0)] {
+            let got = t.quantile_ns(q).unwrap() as f64;
+            assert!(got <= want && got >= want * 0.97, "{q}: {got}");
+        }
+        assert_eq!(t.quantile_ns(1.0), Some(1_000_000));
+        t.record(3);
+        assert_eq!(WindowTimes::floor(WindowTimes::bucket(3)), 3);
+        for ns in [31u64, 32, 33, 1000, 1 << 40, u64::MAX] {
+            let b = WindowTimes::bucket(ns);
+            assert!(b < TIME_BUCKETS && WindowTimes::floor(b) <= ns, "{ns}");
+            assert!(ns - WindowTimes::floor(b) <= ns / 32, "{ns}");
+        }
+    }
+
+    #[test]
+    fn matching_streams_serve_shots() {
+        let p = model_file("matching");
+        let spec = format!("stream:{}:matching:window=2;commit=1", p.display());
+        let s = parse_stream_spec(&spec).unwrap();
+        assert_eq!(s.decoder, "matching");
+        let f = stream_functions(&spec, 0).unwrap();
+        let a = &*f[0].1;
+        let gc = StreamRequest::GetCorrections {
+            observables: 1,
+            reset: true,
+        };
+        // Detector 0 of round 0 (the boundary edge with L0), then two quiet rounds.
+        for (r, bits) in [(0u32, [1u8]), (1, [0]), (2, [0])] {
+            assert_eq!(st(a, &enq(r, &bits)), CallStatus::Ok);
+        }
+        let (h, obs) = call(a, &gc);
+        assert_eq!(
+            (h.status, h.flags & FLAG_FINAL, obs),
+            (CallStatus::Ok, FLAG_FINAL, vec![1])
+        );
+        let e = stream_functions(&format!("stream:{}:matching:max_iter=3", p.display()), 0)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("unknown setting `max_iter`"), "{e}");
+        let e = stream_functions(&format!("stream:{}:matching:window=9", p.display()), 0)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("window = 9 is longer than the model's 3 rounds"),
+            "{e}"
+        );
+        // The real-time defaults of BP+OSD.
+        let s = parse_stream_spec("stream:x.dem").unwrap();
+        assert_eq!(
+            s.settings.decoder,
+            DemDecoderSettings::BpOsd(realtime_bposd())
+        );
     }
 
     #[test]

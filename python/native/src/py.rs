@@ -430,8 +430,9 @@ fn latency_summary(rtts_ns: Vec<f64>) -> Option<Vec<(&'static str, f64)>> {
     ])
 }
 
-/// A decoder compiled from a stim detector error model's text (for `backline.sinter`): BP+OSD
-/// or Relay-BP, decoding bit-packed detection events into bit-packed observable flips.
+/// A decoder compiled from a stim detector error model's text (for `backline.sinter`): BP+OSD,
+/// Relay-BP or matching, decoding bit-packed detection events into bit-packed observable
+/// flips.
 ///
 /// Nothing it is given takes the interpreter down: the model is read within its
 /// [`DemLimits`] (`BACKLINE_DEM_LIMITS`, then `limits`), threads are bounded and started
@@ -467,12 +468,13 @@ fn dem_settings(
     let mut s = match decoder {
         "bposd" => DemDecoderSettings::BpOsd(backline_decode::BpOsdConfig::default()),
         "relay-bp" => DemDecoderSettings::RelayBp(RelayConfig::default()),
+        "matching" => DemDecoderSettings::Matching,
         other => {
             return Err(err(
                 py,
                 "DecoderSettingsError",
                 format!(
-                    "unknown decoder \"{}\" (expected bposd or relay-bp)",
+                    "unknown decoder \"{}\" (expected bposd, relay-bp or matching)",
                     excerpt(other)
                 ),
             ));
@@ -482,6 +484,10 @@ fn dem_settings(
         let r = match &mut s {
             DemDecoderSettings::BpOsd(c) => c.set(k, v),
             DemDecoderSettings::RelayBp(c) => c.set(k, v),
+            DemDecoderSettings::Matching => Err(backline_decode::SettingError::Unknown {
+                key: excerpt(k),
+                known: "(matching has no settings)",
+            }),
         };
         r.map_err(|e| err(py, "DecoderSettingsError", format!("{decoder}: {e}")))?;
     }
@@ -503,8 +509,8 @@ fn dem_limits(py: Python<'_>, limits: &[(String, String)]) -> PyResult<DemLimits
 #[pymethods]
 impl DemDecoder {
     /// `DemDecoder(dem_text, decoder, settings, threads=1, name="<dem>", limits=[])`: `decoder`
-    /// is `"bposd"` or `"relay-bp"`, `settings` `[(name, value as text)]` with ldpc's or
-    /// relay-bp's names, `limits` `[(name, value)]` of the model's bounds (`targets`,
+    /// is `"bposd"`, `"relay-bp"` or `"matching"`, `settings` `[(name, value as text)]` with
+    /// ldpc's or relay-bp's names (none for matching), `limits` `[(name, value)]` of the model's bounds (`targets`,
     /// `coords`, `mechanisms`, over `BACKLINE_DEM_LIMITS`). Raises `DetectorErrorModelError`
     /// for a model that does not parse or expands past its bounds (naming the line) and
     /// `DecoderSettingsError` for settings that do not apply (threads past 1024 among them).

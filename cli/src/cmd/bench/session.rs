@@ -27,6 +27,9 @@ use crate::cmd::common::{base_ids, interrupt_flag, is_gpu, table_of};
 /// user's `--peer`; `peer` is what a controller session connects to.
 struct Coprocessor {
     local: Option<CoprocessorSession>,
+    /// The `stream:` functions of a coprocessor in this process, by decoder id (their window
+    /// decode times are read after each run).
+    streams: Vec<(u32, Arc<dyn backline_responder::Responder>)>,
     /// Kept for its `Drop`, which stops the server.
     _child: Option<ServerProcess>,
     peer: String,
@@ -80,7 +83,7 @@ pub fn run(c: &BenchConfig) -> anyhow::Result<ExitCode> {
             break;
         }
         match &c.plans[i] {
-            Some(plan) => run_stream(c, i, plan, &cop.peer, &stop, &mut col)?,
+            Some(plan) => run_stream(c, i, plan, &cop, &stop, &mut col)?,
             None => run_sw(c, i, &cop, &stop, &mut col)?,
         }
         if col.failure.is_some() || col.interrupted {
@@ -133,6 +136,11 @@ impl Coprocessor {
                     .zip(c.responders.iter().cloned())
                     .collect();
                 let table = table_of(&fns, &c.ctx)?;
+                let streams = table
+                    .entries()
+                    .filter(|(_, r)| backline_responder::as_stream(&***r).is_some())
+                    .map(|(id, r)| (id, r.clone()))
+                    .collect();
                 let key = format!("bench-{}", std::process::id());
                 let options = ServeOptions {
                     probe_rounds: if c.hops.on() { c.floor_rounds } else { 0 },
@@ -142,12 +150,14 @@ impl Coprocessor {
                     CoprocessorSession::open(&key, c.session.clone(), "", 0, &table, options)?;
                 Ok(Coprocessor {
                     local: Some(local),
+                    streams,
                     _child: None,
                     peer: key,
                 })
             }
             (_, Some(p)) => Ok(Coprocessor {
                 local: None,
+                streams: Vec::new(),
                 _child: None,
                 peer: p.clone(),
             }),
@@ -155,6 +165,7 @@ impl Coprocessor {
                 let s = ServerProcess::spawn(c)?;
                 Ok(Coprocessor {
                     local: None,
+                    streams: Vec::new(),
                     peer: s.peer.clone(),
                     _child: Some(s),
                 })
@@ -223,10 +234,11 @@ fn run_stream(
     c: &BenchConfig,
     i: usize,
     plan: &StreamPlan,
-    peer: &str,
+    cop: &Coprocessor,
     stop: &Arc<AtomicBool>,
     col: &mut Collected,
 ) -> anyhow::Result<()> {
+    let peer = cop.peer.as_str();
     let transport = c.transport;
     let decoder_id = decoder_id_of(c, i);
     let settings = StreamRun {
@@ -266,6 +278,14 @@ fn run_stream(
         t.merge(session.probes().rows());
         (r, t)
     };
+    let mut r = r;
+    let f = cop
+        .streams
+        .iter()
+        .find(|(id, _)| *id == decoder_id)
+        .and_then(|(_, f)| backline_responder::as_stream(&**f));
+    r.windows = f.map(|f| f.window_times());
+    r.deadline = f.map(|f| f.deadline_misses());
     if c.hops.on() {
         col.controller_hops.push((plan.label.clone(), hops));
     }

@@ -1,0 +1,313 @@
+//! The detector graph a matching decoder floods: one node per detector, an edge per graphlike
+//! part of the model, integer weights, negative weights turned positive.
+//!
+//! # Weights
+//!
+//! An edge of probability `p` weighs `ln((1 − p)/p)`. Parallel parts were merged by the model
+//! ([`crate::dem::DetectorErrorModel::graphlike_edges`]). Weights are then made integers the way
+//! PyMatching 2 does (`num_distinct_weights` = 2^24): with `W` the largest `|ln((1 − p)/p)|`,
+//! every weight is multiplied by `(2^24 − 1)/W` (by 1 when all are integers already), rounded
+//! half away from zero, and doubled — even weights put every collision of two growing regions
+//! at an integer time. [`MatchingGraph::scale`] is the factor from `ln((1 − p)/p)` to the
+//! integer weight (the doubling included).
+//!
+//! # Negative weights
+//!
+//! An edge with `p > ½` weighs less than nothing: it is taken as already flipped. Its detectors
+//! are toggled in every shot's detection events, its observables in every prediction, its
+//! weight is added to every matching's weight, and the graph keeps it with `|w|` (PyMatching's
+//! rule). `p = ½` is a free edge (weight 0); `p = 1` is refused.
+
+use crate::dem::DetectorErrorModel;
+
+/// The node an edge to the boundary leads to.
+pub const BOUNDARY: u32 = u32::MAX;
+
+/// The largest half-edge weight, PyMatching's `NUM_DISTINCT_WEIGHTS − 1`.
+const MAX_HALF_WEIGHT: f64 = ((1u32 << 24) - 1) as f64;
+
+/// Observables a matching decoder tracks (one `u64` mask per path).
+pub const MAX_MATCHING_OBSERVABLES: usize = 64;
+
+/// Why a model cannot be matched.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MatchingBuildError {
+    /// A part of an `error` flips more than two detectors.
+    #[error(
+        "{file}:{line}: this error has a part that flips {count} detectors ({dets}); matching \
+         needs edges of one or two detectors: decompose the model's errors (stim's \
+         `decompose_errors=True` separates them with `^`)"
+    )]
+    Hyperedge {
+        /// The model's name.
+        file: String,
+        /// The line of the `error`.
+        line: u32,
+        /// How many detectors the part flips.
+        count: usize,
+        /// Its first detectors, as `D3 D7 D9`.
+        dets: String,
+    },
+    /// An edge of probability 1 (an infinitely negative weight).
+    #[error("{file}:{line}: an error of probability {p} cannot be matched (it always happens)")]
+    Certain {
+        /// The model's name.
+        file: String,
+        /// The line of its first `error`.
+        line: u32,
+        /// Its probability.
+        p: f64,
+    },
+    /// More observables than a matching decoder tracks.
+    #[error("{file}: {count} observables; matching tracks at most {MAX_MATCHING_OBSERVABLES}")]
+    TooManyObservables {
+        /// The model's name.
+        file: String,
+        /// Observables of the model.
+        count: usize,
+    },
+    /// No graphlike part with `p > 0` flips a detector.
+    #[error("{0}: no error with p > 0 flips one or two detectors; there is nothing to match")]
+    NoEdges(String),
+}
+
+/// One undirected edge, as built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Edge {
+    /// One end.
+    pub a: u32,
+    /// The other end, or [`BOUNDARY`].
+    pub b: u32,
+    /// Its integer weight (even, ≥ 0; negative edges are stored flipped).
+    pub weight: u32,
+    /// The observables it flips, bit `l` for observable `l`.
+    pub obs: u64,
+}
+
+/// A neighbour entry: where the edge leads and what it weighs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Adj {
+    pub(crate) to: u32,
+    pub(crate) weight: u32,
+}
+
+/// The matching graph of a model. Built once; read-only while decoding.
+///
+/// Layout: node `n`'s neighbours are `adj[start[n]..start[n + 1]]` (with `adj_obs` beside), an
+/// edge to the boundary first when it has one; every other edge appears at both ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatchingGraph {
+    name: String,
+    num_nodes: usize,
+    num_observables: usize,
+    pub(crate) start: Vec<u32>,
+    pub(crate) adj: Vec<Adj>,
+    pub(crate) adj_obs: Vec<u64>,
+    /// The edge (index into `edges`) of each adjacency slot.
+    pub(crate) adj_edge: Vec<u32>,
+    edges: Vec<Edge>,
+    /// Detectors toggled in every shot by the negative edges, ascending.
+    pub(crate) neg_events: Vec<u32>,
+    /// Observables flipped by the negative edges.
+    pub(crate) neg_obs: u64,
+    /// The negative edges' total (integer) weight, ≤ 0.
+    pub(crate) neg_weight: i64,
+    scale: f64,
+}
+
+impl MatchingGraph {
+    /// The graph of `dem`'s graphlike decomposition.
+    pub fn from_dem(dem: &DetectorErrorModel) -> Result<MatchingGraph, MatchingBuildError> {
+        let file = || dem.name().to_string();
+        if let Some(h) = dem.first_hyperedge() {
+            let mut dets: Vec<String> = h
+                .detectors
+                .iter()
+                .take(8)
+                .map(|d| format!("D{d}"))
+                .collect();
+            if h.detectors.len() > 8 {
+                dets.push("…".into());
+            }
+            return Err(MatchingBuildError::Hyperedge {
+                file: file(),
+                line: h.line,
+                count: h.detectors.len(),
+                dets: dets.join(" "),
+            });
+        }
+        if dem.num_observables() > MAX_MATCHING_OBSERVABLES {
+            return Err(MatchingBuildError::TooManyObservables {
+                file: file(),
+                count: dem.num_observables(),
+            });
+        }
+        let mut raw = Vec::with_capacity(dem.graphlike_edges().len());
+        for e in dem.graphlike_edges() {
+            if e.p >= 1.0 {
+                return Err(MatchingBuildError::Certain {
+                    file: file(),
+                    line: e.line,
+                    p: e.p,
+                });
+            }
+            let obs = e.observables.iter().fold(0u64, |m, &l| m | 1 << l);
+            raw.push((e.detectors.0, e.detectors.1, ((1.0 - e.p) / e.p).ln(), obs));
+        }
+        if raw.is_empty() {
+            return Err(MatchingBuildError::NoEdges(file()));
+        }
+        Ok(MatchingGraph::from_weights(
+            dem.name(),
+            dem.num_detectors(),
+            dem.num_observables(),
+            &raw,
+        ))
+    }
+
+    /// A graph from edges `(a, b or BOUNDARY, weight, observable mask)` with real weights,
+    /// discretised as the module says. Nodes must be below `nodes`.
+    pub(crate) fn from_weights(
+        name: &str,
+        nodes: usize,
+        observables: usize,
+        raw: &[(u32, u32, f64, u64)],
+    ) -> MatchingGraph {
+        let max_abs = raw.iter().fold(0.0f64, |m, e| m.max(e.2.abs()));
+        let integral = raw.iter().all(|e| e.2.round() == e.2);
+        let half_scale = if integral || max_abs == 0.0 {
+            1.0
+        } else {
+            MAX_HALF_WEIGHT / max_abs
+        };
+        let mut edges = Vec::with_capacity(raw.len());
+        let mut toggled = vec![false; nodes];
+        let (mut neg_obs, mut neg_weight) = (0u64, 0i64);
+        for &(a, b, w, obs) in raw {
+            let iw = (w * half_scale).round() as i64 * 2;
+            if iw < 0 {
+                toggled[a as usize] ^= true;
+                if b != BOUNDARY {
+                    toggled[b as usize] ^= true;
+                }
+                neg_obs ^= obs;
+                neg_weight += iw;
+            }
+            edges.push(Edge {
+                a,
+                b,
+                weight: iw.unsigned_abs() as u32,
+                obs,
+            });
+        }
+        let mut degree = vec![0u32; nodes + 1];
+        for e in &edges {
+            degree[e.a as usize] += 1;
+            if e.b != BOUNDARY {
+                degree[e.b as usize] += 1;
+            }
+        }
+        let mut start = vec![0u32; nodes + 1];
+        for n in 0..nodes {
+            start[n + 1] = start[n] + degree[n];
+        }
+        let total = start[nodes] as usize;
+        let mut adj = vec![Adj { to: 0, weight: 0 }; total];
+        let mut adj_obs = vec![0u64; total];
+        let mut adj_edge = vec![0u32; total];
+        // Boundary edges first, so the flooder finds them at the start of the range.
+        let mut fill: Vec<u32> = start[..nodes].to_vec();
+        for pass_boundary in [true, false] {
+            for (k, e) in edges
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| (e.b == BOUNDARY) == pass_boundary)
+            {
+                for (from, to) in [(e.a, e.b), (e.b, e.a)] {
+                    if from == BOUNDARY {
+                        continue;
+                    }
+                    let slot = fill[from as usize] as usize;
+                    fill[from as usize] += 1;
+                    adj[slot] = Adj {
+                        to,
+                        weight: e.weight,
+                    };
+                    adj_obs[slot] = e.obs;
+                    adj_edge[slot] = k as u32;
+                }
+            }
+        }
+        let neg_events = (0..nodes as u32).filter(|&n| toggled[n as usize]).collect();
+        MatchingGraph {
+            name: name.to_string(),
+            num_nodes: nodes,
+            num_observables: observables,
+            start,
+            adj,
+            adj_obs,
+            adj_edge,
+            edges,
+            neg_events,
+            neg_obs,
+            neg_weight,
+            scale: half_scale * 2.0,
+        }
+    }
+
+    /// The model's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Nodes: the model's detectors.
+    pub fn num_nodes(&self) -> usize {
+        self.num_nodes
+    }
+
+    /// Observables of the model.
+    pub fn num_observables(&self) -> usize {
+        self.num_observables
+    }
+
+    /// The edges, in the model's order (negative ones with their weight made positive).
+    pub fn edges(&self) -> &[Edge] {
+        &self.edges
+    }
+
+    /// Integer weight per unit of `ln((1 − p)/p)`.
+    pub fn scale(&self) -> f64 {
+        self.scale
+    }
+
+    /// Whether node `n` has an edge to the boundary.
+    pub fn has_boundary(&self, n: usize) -> bool {
+        let s = self.start[n] as usize;
+        s < self.start[n + 1] as usize && self.adj[s].to == BOUNDARY
+    }
+
+    /// Node `n`'s edges: `(neighbour or BOUNDARY, weight, observables)`.
+    pub fn neighbours(&self, n: usize) -> impl Iterator<Item = (u32, u32, u64)> + '_ {
+        let r = self.start[n] as usize..self.start[n + 1] as usize;
+        self.adj[r.clone()]
+            .iter()
+            .zip(&self.adj_obs[r])
+            .map(|(a, &o)| (a.to, a.weight, o))
+    }
+
+    /// The detectors every shot's events are XORed with (the negative edges' ends).
+    pub fn negative_events(&self) -> &[u32] {
+        &self.neg_events
+    }
+
+    /// The observables every prediction is XORed with (the negative edges').
+    pub fn negative_observables(&self) -> u64 {
+        self.neg_obs
+    }
+
+    /// The negative edges' total integer weight (≤ 0), added to every matching's weight.
+    pub fn negative_weight(&self) -> i64 {
+        self.neg_weight
+    }
+}

@@ -1,0 +1,334 @@
+//! Minimum-weight perfect matching on a detector error model: the decoder of the surface code.
+//!
+//! # The algorithm
+//!
+//! Sparse blossom (Higgott & Gidney, arXiv 2303.15933; PyMatching 2): Edmonds' blossom
+//! algorithm run directly on the detector graph instead of on a complete graph of detection
+//! events. Every detection event starts a *region* that grows over the graph's edges at unit
+//! speed; regions that meet are matched to each other, to the boundary, or join an
+//! *alternating tree* (inner regions shrink while outer ones grow); a tree that closes a cycle
+//! makes the cycle a *blossom*, which grows and shrinks as one region; an inner blossom that
+//! shrinks to nothing splits again. The primal-dual argument of the blossom algorithm makes
+//! the final matching one of minimum weight, and no shortest path between detection events is
+//! computed unless two regions touch, so the work follows the detection events, not the graph.
+//! Events are kept in a radix heap ([`queue`](self)); everything is flat arrays of `u32`
+//! indices, sized when the decoder is built, so a decode allocates nothing.
+//!
+//! # The graph
+//!
+//! [`MatchingGraph`] reads a model's graphlike parts
+//! ([`crate::dem::DetectorErrorModel::graphlike_edges`]: stim's `^` decomposition, parallel
+//! parts merged), weighs each `ln((1 − p)/p)`, and makes the weights integers as PyMatching
+//! does (see [`graph`]). A part with more than two detectors is refused, naming its line
+//! ([`MatchingBuildError::Hyperedge`]). Edges with `p > ½` have negative weight and are
+//! handled by flipping them in advance; `p = 1` is refused.
+//!
+//! # Decoding
+//!
+//! [`MatchingDecoder::decode_packed`] takes one shot in stim's `b8` layout and writes the
+//! predicted observable flips; [`MatchingDecoder::decode_mask`] returns them as a mask with
+//! the matching's weight. A detection event on a detector without edges, and a set of
+//! detection events that no perfect matching explains (an odd number in a part of the graph
+//! without a boundary), are [`MatchFault`]s naming a detector, never a hang.
+//!
+//! ```
+//! use backline_decode::dem::DetectorErrorModel;
+//! use backline_decode::matching::MatchingDecoder;
+//! // A repetition code of 3 detectors with boundaries at both ends; L0 on the left edge.
+//! let dem = DetectorErrorModel::parse(
+//!     "error(0.1) D0 L0\nerror(0.1) D0 D1\nerror(0.1) D1 D2\nerror(0.1) D2\n",
+//!     "rep.dem",
+//! )
+//! .unwrap();
+//! let mut dec = MatchingDecoder::new(&dem).unwrap();
+//! // D0 alone: the left boundary edge (flips L0) is the lightest explanation.
+//! let m = dec.decode_mask(&[0b001]).unwrap();
+//! assert_eq!(m.observables, 1);
+//! // D0 and D1: the edge between them.
+//! assert_eq!(dec.decode_mask(&[0b011]).unwrap().observables, 0);
+//! ```
+
+mod blossom;
+pub mod checks;
+pub mod graph;
+mod path;
+mod queue;
+mod window;
+
+use std::sync::Arc;
+
+use crate::dem::DetectorErrorModel;
+pub use checks::{CheckMatching, ChecksError};
+pub use graph::{BOUNDARY, Edge, MAX_MATCHING_OBSERVABLES, MatchingBuildError, MatchingGraph};
+pub use window::{WindowCommit, WindowSpec};
+
+use blossom::{Blossom, Failure};
+
+/// Why a decode was refused. `Copy`, and returned without allocating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MatchFault {
+    /// A detection event on a detector that no edge touches: nothing can explain it.
+    #[error("detector D{0} fired, and no error of the model flips it")]
+    IsolatedDetector(u32),
+    /// No perfect matching exists: the detection events of the part of the graph holding this
+    /// detector are odd in number and the part has no boundary.
+    #[error(
+        "no matching explains the detection events: the connected part of the graph with \
+         detector D{0} has an odd number of them and no boundary"
+    )]
+    NoPerfectMatching(u32),
+    /// The flooding did not finish within its event budget (a decoder bug, reported instead
+    /// of hanging).
+    #[error("the matching did not finish within its event budget")]
+    Budget,
+    /// A detection-event record of the wrong length.
+    #[error("{what} is {found} bytes, expected {expected}")]
+    Length {
+        /// Detection events or observable flips.
+        what: &'static str,
+        /// Bytes expected.
+        expected: u32,
+        /// Bytes given.
+        found: u32,
+    },
+    /// A detector index past the model's.
+    #[error("detector {index} is beyond the model's {detectors} detectors")]
+    Detector {
+        /// The index given.
+        index: u32,
+        /// Detectors of the model.
+        detectors: u32,
+    },
+}
+
+/// A matching's answer: the observables its paths flip and its weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Matched {
+    /// Bit `l` set when observable `l` is predicted flipped.
+    pub observables: u64,
+    /// The matching's weight in the graph's integer units (divide by
+    /// [`MatchingGraph::scale`] for `Σ ln((1 − p)/p)`), negative edges included.
+    pub weight: i64,
+}
+
+/// Exact minimum-weight perfect matching on a model's graph. Built once; decodes without
+/// allocating. Cloning shares the graph and copies the scratch (one clone per thread), which
+/// keeps its room: a clone does not allocate when it decodes either.
+#[derive(Debug)]
+pub struct MatchingDecoder {
+    graph: Arc<MatchingGraph>,
+    engine: Blossom,
+    /// The shot's detection events (capacity: every detector).
+    events: Vec<u32>,
+    /// The detectors that fired, before the negative edges' toggles (same capacity).
+    fired: Vec<u32>,
+    /// Toggle marks, when the graph has negative edges.
+    marks: Vec<bool>,
+    /// Path searches for windows' commits.
+    paths: path::PathSearch,
+}
+
+impl Clone for MatchingDecoder {
+    fn clone(&self) -> MatchingDecoder {
+        MatchingDecoder {
+            graph: self.graph.clone(),
+            engine: self.engine.clone(),
+            events: blossom::room_of(&self.events),
+            fired: blossom::room_of(&self.fired),
+            marks: self.marks.clone(),
+            paths: self.paths.clone(),
+        }
+    }
+}
+
+impl MatchingDecoder {
+    /// The decoder of `dem`'s graphlike decomposition.
+    pub fn new(dem: &DetectorErrorModel) -> Result<MatchingDecoder, MatchingBuildError> {
+        Ok(MatchingDecoder::from_graph(Arc::new(
+            MatchingGraph::from_dem(dem)?,
+        )))
+    }
+
+    /// The decoder of a graph already built (shared, e.g. between threads).
+    pub fn from_graph(graph: Arc<MatchingGraph>) -> MatchingDecoder {
+        let n = graph.num_nodes();
+        MatchingDecoder {
+            engine: Blossom::new(&graph),
+            paths: path::PathSearch::new(&graph),
+            events: Vec::with_capacity(n + graph.negative_events().len()),
+            fired: Vec::with_capacity(n + graph.negative_events().len()),
+            marks: if graph.negative_events().is_empty() {
+                Vec::new()
+            } else {
+                vec![false; n]
+            },
+            graph,
+        }
+    }
+
+    /// The graph.
+    pub fn graph(&self) -> &Arc<MatchingGraph> {
+        &self.graph
+    }
+
+    /// Detectors (bits per detection-event record).
+    pub fn num_detectors(&self) -> usize {
+        self.graph.num_nodes()
+    }
+
+    /// Observables (bits per prediction).
+    pub fn num_observables(&self) -> usize {
+        self.graph.num_observables()
+    }
+
+    /// Matches one shot given as the detectors that fired (each listed once; a detector
+    /// listed twice cancels).
+    pub fn decode_events(&mut self, fired: &[u32]) -> Result<Matched, MatchFault> {
+        let n = self.graph.num_nodes() as u32;
+        self.events.clear();
+        if let Some(&bad) = fired.iter().find(|&&d| d >= n) {
+            return Err(MatchFault::Detector {
+                index: bad,
+                detectors: n,
+            });
+        }
+        if self.marks.is_empty() {
+            // Without negative edges a toggle only matters for repeats, which are rare:
+            // sort a copy only when one is present.
+            self.events.extend_from_slice(fired);
+            if fired.windows(2).any(|w| w[0] >= w[1]) {
+                self.events.sort_unstable();
+                dedup_pairs(&mut self.events);
+            }
+        } else {
+            for &d in fired {
+                self.marks[d as usize] ^= true;
+            }
+            self.collect_marked(fired.iter().copied());
+        }
+        self.run()
+    }
+
+    /// Matches one shot in stim's `b8` layout (`⌈detectors/8⌉` bytes, bit `i` of byte `i/8`
+    /// for detector `8·(i/8) + i%8`; padding bits are ignored).
+    pub fn decode_mask(&mut self, dets: &[u8]) -> Result<Matched, MatchFault> {
+        let n = self.graph.num_nodes();
+        if dets.len() != n.div_ceil(8) {
+            return Err(MatchFault::Length {
+                what: "detection events",
+                expected: n.div_ceil(8) as u32,
+                found: dets.len() as u32,
+            });
+        }
+        let mut fired = std::mem::take(&mut self.fired);
+        fired.clear();
+        // Eight bytes at a time: most of a shot's bytes are zero.
+        let mut words = dets.chunks_exact(8);
+        let mut base = 0u32;
+        for w in words.by_ref() {
+            let mut x = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+            while x != 0 {
+                fired.push(base + x.trailing_zeros());
+                x &= x - 1;
+            }
+            base += 64;
+        }
+        for (i, &byte) in words.remainder().iter().enumerate() {
+            let mut b = byte;
+            while b != 0 {
+                fired.push(base + 8 * i as u32 + b.trailing_zeros());
+                b &= b - 1;
+            }
+        }
+        // Padding bits past the last detector are ignored.
+        while fired.last().is_some_and(|&d| d as usize >= n) {
+            fired.pop();
+        }
+        if self.marks.is_empty() {
+            std::mem::swap(&mut fired, &mut self.events);
+        } else {
+            for &d in &fired {
+                self.marks[d as usize] ^= true;
+            }
+            self.collect_marked(fired.iter().copied());
+        }
+        self.fired = fired;
+        self.run()
+    }
+
+    /// [`MatchingDecoder::decode_mask`], writing the prediction in the `b8` layout
+    /// (`⌈observables/8⌉` bytes, padding bits zero).
+    pub fn decode_packed(&mut self, dets: &[u8], obs: &mut [u8]) -> Result<Matched, MatchFault> {
+        let k = self.graph.num_observables();
+        if obs.len() != k.div_ceil(8) {
+            return Err(MatchFault::Length {
+                what: "observable flips",
+                expected: k.div_ceil(8) as u32,
+                found: obs.len() as u32,
+            });
+        }
+        let m = self.decode_mask(dets)?;
+        for (i, o) in obs.iter_mut().enumerate() {
+            *o = (m.observables >> (8 * i)) as u8;
+        }
+        Ok(m)
+    }
+
+    /// Marks set by the caller for `fired`, XORed with the negative edges' toggles, become
+    /// the events (ascending order is not needed); every mark is cleared.
+    fn collect_marked(&mut self, fired: impl Iterator<Item = u32>) {
+        for &d in &self.graph.neg_events {
+            self.marks[d as usize] ^= true;
+        }
+        self.events.clear();
+        for d in fired.chain(self.graph.neg_events.iter().copied()) {
+            if std::mem::replace(&mut self.marks[d as usize], false) {
+                self.events.push(d);
+            }
+        }
+    }
+
+    fn run(&mut self) -> Result<Matched, MatchFault> {
+        let t = self.run_engine()?;
+        Ok(Matched {
+            observables: t.obs ^ self.graph.neg_obs,
+            weight: t.weight + self.graph.neg_weight,
+        })
+    }
+
+    /// Matches `self.events` with the engine as it is set (whole graph or a window).
+    fn run_engine(&mut self) -> Result<blossom::Totals, MatchFault> {
+        let g = &*self.graph;
+        for &d in &self.events {
+            if g.start[d as usize] == g.start[d as usize + 1] {
+                return Err(MatchFault::IsolatedDetector(d));
+            }
+        }
+        self.engine.decode(g, &self.events).map_err(|f| match f {
+            Failure::Unmatched(d) => MatchFault::NoPerfectMatching(d),
+            Failure::Budget => MatchFault::Budget,
+        })
+    }
+}
+
+/// Removes pairs of equal neighbours from a sorted list (a detector listed twice cancels).
+fn dedup_pairs(v: &mut Vec<u32>) {
+    let mut w = 0;
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j < v.len() && v[j] == v[i] {
+            j += 1;
+        }
+        if (j - i) % 2 == 1 {
+            v[w] = v[i];
+            w += 1;
+        }
+        i = j;
+    }
+    v.truncate(w);
+}
+
+#[cfg(test)]
+mod tests;

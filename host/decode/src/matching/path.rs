@@ -1,0 +1,145 @@
+//! Shortest paths inside a window of the graph, for the few matches a sliding window must cut
+//! at its commit line: Dijkstra from one detection event to another (or to the boundary) over
+//! the window's nodes, with preallocated arrays (no allocation per search).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::graph::{BOUNDARY, MatchingGraph};
+
+/// The nodes a search may use, and which edges leaving them lead to the boundary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) lo: u32,
+    pub(crate) hi: u32,
+    pub(crate) past_is_boundary: bool,
+    pub(crate) future_is_boundary: bool,
+}
+
+impl Span {
+    #[inline]
+    pub(crate) fn inside(&self, x: u32) -> bool {
+        x != BOUNDARY && x >= self.lo && x < self.hi
+    }
+    /// Whether an edge to `x` (outside the span) leads to the boundary.
+    #[inline]
+    pub(crate) fn leads_to_boundary(&self, x: u32) -> bool {
+        x == BOUNDARY
+            || (x < self.lo && self.past_is_boundary)
+            || (x >= self.hi && self.future_is_boundary)
+    }
+}
+
+/// Dijkstra's scratch for one graph.
+#[derive(Debug)]
+pub(crate) struct PathSearch {
+    /// Distance per node, and the virtual boundary node at index `n`.
+    dist: Vec<i64>,
+    /// The adjacency slot each node was reached over (`u32::MAX`: none).
+    via: Vec<u32>,
+    /// The node that slot belongs to.
+    from: Vec<u32>,
+    touched: Vec<u32>,
+    heap: BinaryHeap<Reverse<(i64, u32)>>,
+    /// The last path: adjacency slots from the source.
+    pub(crate) slots: Vec<u32>,
+}
+
+impl Clone for PathSearch {
+    fn clone(&self) -> PathSearch {
+        PathSearch {
+            dist: self.dist.clone(),
+            via: self.via.clone(),
+            from: self.from.clone(),
+            touched: Vec::with_capacity(self.touched.capacity()),
+            heap: BinaryHeap::with_capacity(self.heap.capacity()),
+            slots: Vec::with_capacity(self.slots.capacity()),
+        }
+    }
+}
+
+impl PathSearch {
+    pub(crate) fn new(g: &MatchingGraph) -> PathSearch {
+        let n = g.num_nodes();
+        PathSearch {
+            dist: vec![i64::MAX; n + 1],
+            via: vec![u32::MAX; n + 1],
+            from: vec![u32::MAX; n + 1],
+            touched: Vec::with_capacity(n + 1),
+            // Each relaxation pushes at most once per directed edge, plus the source.
+            heap: BinaryHeap::with_capacity(g.adj.len() + 2),
+            slots: Vec::with_capacity(n + 1),
+        }
+    }
+
+    fn relax(&mut self, node: u32, d: i64, via: u32, from: u32) {
+        let i = node as usize;
+        if d < self.dist[i] {
+            if self.dist[i] == i64::MAX {
+                self.touched.push(node);
+            }
+            self.dist[i] = d;
+            self.via[i] = via;
+            self.from[i] = from;
+            self.heap.push(Reverse((d, node)));
+        }
+    }
+
+    /// A shortest path inside `span` from `source` to `target` (a node, or [`BOUNDARY`] for
+    /// any edge leading to the boundary), left in `self.slots` as the adjacency slots taken
+    /// from `source`. Returns whether one was found.
+    pub(crate) fn search(
+        &mut self,
+        g: &MatchingGraph,
+        span: Span,
+        source: u32,
+        target: u32,
+    ) -> bool {
+        let n = g.num_nodes() as u32;
+        let goal = if target == BOUNDARY { n } else { target };
+        self.relax(source, 0, u32::MAX, u32::MAX);
+        let mut found = false;
+        while let Some(Reverse((d, x))) = self.heap.pop() {
+            if d > self.dist[x as usize] {
+                continue;
+            }
+            if x == goal {
+                found = true;
+                break;
+            }
+            if x == n {
+                continue;
+            }
+            let (lo, hi) = (
+                g.start[x as usize] as usize,
+                g.start[x as usize + 1] as usize,
+            );
+            for slot in lo..hi {
+                let a = g.adj[slot];
+                let nd = d + a.weight as i64;
+                if span.inside(a.to) {
+                    self.relax(a.to, nd, slot as u32, x);
+                } else if target == BOUNDARY && span.leads_to_boundary(a.to) {
+                    self.relax(n, nd, slot as u32, x);
+                }
+            }
+        }
+        self.slots.clear();
+        if found {
+            let mut y = goal;
+            while self.via[y as usize] != u32::MAX {
+                self.slots.push(self.via[y as usize]);
+                y = self.from[y as usize];
+            }
+            self.slots.reverse();
+        }
+        for &t in &self.touched {
+            self.dist[t as usize] = i64::MAX;
+            self.via[t as usize] = u32::MAX;
+            self.from[t as usize] = u32::MAX;
+        }
+        self.touched.clear();
+        self.heap.clear();
+        found
+    }
+}

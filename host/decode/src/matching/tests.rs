@@ -1,0 +1,417 @@
+//! Exactness: the engine's matching weight against brute force, on every syndrome of small
+//! random graphs (negative, zero and tied weights included) and on random syndromes of stim's
+//! surface-code models; bad input.
+
+use super::*;
+
+/// xorshift64*.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// For every syndrome of a graph of `n ≤ 12` nodes and `edges.len() ≤ 16` edges: the least
+/// total weight of a set of edges with that boundary (`None` if no set has it), and the
+/// observable masks (bit set per mask value < 64) of the sets achieving it.
+fn subset_table(n: usize, edges: &[(u32, u32, i64, u64)]) -> Vec<(Option<i64>, u64)> {
+    let mut best: Vec<(Option<i64>, u64)> = vec![(None, 0); 1 << n];
+    for set in 0u32..(1 << edges.len()) {
+        let (mut syn, mut w, mut obs) = (0usize, 0i64, 0u64);
+        for (i, e) in edges.iter().enumerate() {
+            if set >> i & 1 == 1 {
+                syn ^= 1 << e.0;
+                if e.1 != BOUNDARY {
+                    syn ^= 1 << e.1;
+                }
+                w += e.2;
+                obs ^= e.3;
+            }
+        }
+        let b = &mut best[syn];
+        match b.0 {
+            Some(x) if x < w => {}
+            Some(x) if x == w => b.1 |= 1 << obs,
+            _ => *b = (Some(w), 1 << obs),
+        }
+    }
+    best
+}
+
+/// A random graph: `n` nodes, `m` edges with integer weights in `-2..=6` (some boundary),
+/// observables in two bits.
+fn random_graph(rng: &mut Rng, n: usize, m: usize, boundary: bool) -> Vec<(u32, u32, i64, u64)> {
+    let mut edges = Vec::new();
+    while edges.len() < m {
+        let a = rng.below(n as u64) as u32;
+        let b = if boundary && rng.below(4) == 0 {
+            BOUNDARY
+        } else {
+            rng.below(n as u64) as u32
+        };
+        if a == b
+            || edges
+                .iter()
+                .any(|e: &(u32, u32, i64, u64)| (e.0, e.1) == (a, b) || (e.0, e.1) == (b, a))
+        {
+            continue;
+        }
+        let w = rng.below(9) as i64 - 2;
+        edges.push((a, b, w, rng.below(4)));
+    }
+    edges
+}
+
+fn graph_of(n: usize, edges: &[(u32, u32, i64, u64)]) -> MatchingGraph {
+    let raw: Vec<(u32, u32, f64, u64)> =
+        edges.iter().map(|e| (e.0, e.1, e.2 as f64, e.3)).collect();
+    MatchingGraph::from_weights("random", n, 2, &raw)
+}
+
+#[test]
+fn every_syndrome_of_small_random_graphs_matches_brute_force() {
+    let mut rng = Rng(0x5eed);
+    let mut checked = 0;
+    // MATCHING_STRESS=N runs N graphs of up to 12 nodes instead (release builds).
+    let (trials, max_n) = match std::env::var("MATCHING_STRESS") {
+        Ok(v) => (v.parse().unwrap_or(400), 11),
+        Err(_) => (400, 8),
+    };
+    for trial in 0..trials {
+        let n = 2 + rng.below(max_n) as usize;
+        let boundary = trial % 5 != 0;
+        let possible = n * (n - 1) / 2 + if boundary { n } else { 0 };
+        let m = (n + rng.below(n as u64 + 4) as usize).min(16).min(possible);
+        let edges = random_graph(&mut rng, n, m, boundary);
+        let g = graph_of(n, &edges);
+        // Integer weights: scale 1, doubled.
+        assert_eq!(g.scale(), 2.0);
+        let table = subset_table(n, &edges);
+        let mut dec = MatchingDecoder::from_graph(Arc::new(g));
+        for (syn, want) in table.iter().enumerate() {
+            let fired: Vec<u32> = (0..n as u32).filter(|&d| syn >> d & 1 == 1).collect();
+            let got = dec.decode_events(&fired);
+            match (want.0, got) {
+                (Some(w), Ok(m)) => {
+                    assert_eq!(m.weight, 2 * w, "trial {trial} syndrome {syn:b}: {edges:?}");
+                    assert!(
+                        want.1 >> m.observables & 1 == 1,
+                        "trial {trial} syndrome {syn:b}: observables {} not of a lightest set",
+                        m.observables
+                    );
+                    checked += 1;
+                }
+                (None, Err(MatchFault::NoPerfectMatching(d) | MatchFault::IsolatedDetector(d))) => {
+                    assert!(d < n as u32);
+                }
+                (want, got) => panic!("trial {trial} syndrome {syn:b}: {want:?} vs {got:?}"),
+            }
+        }
+    }
+    assert!(checked > 20_000, "{checked}");
+}
+
+/// Shortest distances between every pair of nodes and to the boundary (Bellman-Ford style
+/// relaxation over the non-negative integer graph).
+fn distances(g: &MatchingGraph) -> (Vec<Vec<i64>>, Vec<i64>) {
+    let n = g.num_nodes();
+    let inf = i64::MAX / 4;
+    let mut d = vec![vec![inf; n]; n];
+    let mut b = vec![inf; n];
+    for s in 0..n {
+        let dist = &mut d[s];
+        dist[s] = 0;
+        // Dijkstra with a simple O(n²) scan: the graphs are small.
+        let mut done = vec![false; n];
+        for _ in 0..n {
+            let Some(u) = (0..n).filter(|&u| !done[u]).min_by_key(|&u| dist[u]) else {
+                break;
+            };
+            if dist[u] >= inf {
+                break;
+            }
+            done[u] = true;
+            for (v, w, _) in g.neighbours(u) {
+                if v == BOUNDARY {
+                    b[s] = b[s].min(dist[u] + w as i64);
+                } else if dist[u] + (w as i64) < dist[v as usize] {
+                    dist[v as usize] = dist[u] + w as i64;
+                }
+            }
+        }
+    }
+    (d, b)
+}
+
+/// The least weight of a perfect matching of `events` (pairs, or one to the boundary), by
+/// dynamic programming over subsets.
+fn dp_matching(events: &[u32], d: &[Vec<i64>], b: &[i64]) -> i64 {
+    let k = events.len();
+    let inf = i64::MAX / 4;
+    let mut best = vec![inf; 1 << k];
+    best[0] = 0;
+    for mask in 1usize..(1 << k) {
+        let i = mask.trailing_zeros() as usize;
+        let rest = mask & !(1 << i);
+        let ei = events[i] as usize;
+        let mut v = best[rest].saturating_add(b[ei]);
+        let mut r = rest;
+        while r != 0 {
+            let j = r.trailing_zeros() as usize;
+            r &= r - 1;
+            let c = best[rest & !(1 << j)].saturating_add(d[ei][events[j] as usize]);
+            v = v.min(c);
+        }
+        best[mask] = v.min(inf);
+    }
+    best[(1 << k) - 1]
+}
+
+fn fixture(name: &str) -> DetectorErrorModel {
+    let path = format!("{}/tests/data/dem/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    DetectorErrorModel::parse(&text, name).unwrap()
+}
+
+#[test]
+fn random_syndromes_of_surface_code_models_match_the_reference() {
+    let mut rng = Rng(42);
+    for name in ["surface_d3_r8_p0.01.dem", "surface_d5_r5_p0.001.dem"] {
+        let dem = fixture(name);
+        let mut dec = MatchingDecoder::new(&dem).unwrap();
+        let g = dec.graph().clone();
+        assert!(g.negative_events().is_empty());
+        let (d, b) = distances(&g);
+        let n = g.num_nodes() as u64;
+        for trial in 0..300 {
+            let k = 1 + rng.below(11) as usize;
+            let mut events: Vec<u32> = Vec::new();
+            while events.len() < k {
+                let e = rng.below(n) as u32;
+                if !events.contains(&e) {
+                    events.push(e);
+                }
+            }
+            // Clustered syndromes too: neighbours of the first event.
+            if trial % 3 == 0 {
+                for (v, _, _) in g.neighbours(events[0] as usize) {
+                    if v != BOUNDARY && !events.contains(&v) && events.len() < 12 {
+                        events.push(v);
+                    }
+                }
+            }
+            let m = dec.decode_events(&events).unwrap();
+            assert_eq!(m.weight, dp_matching(&events, &d, &b), "{name} {events:?}");
+        }
+    }
+}
+
+#[test]
+fn single_mechanisms_are_decoded_to_their_observables() {
+    let dem = fixture("surface_d3_r8_p0.01.dem");
+    let mut dec = MatchingDecoder::new(&dem).unwrap();
+    for e in dem.graphlike_edges() {
+        let mut fired = vec![e.detectors.0];
+        if e.detectors.1 != u32::MAX {
+            fired.push(e.detectors.1);
+        }
+        let m = dec.decode_events(&fired).unwrap();
+        let want = e.observables.iter().fold(0u64, |m, &l| m | 1 << l);
+        // A single edge is a lightest explanation (its weight is at most any other path's).
+        let w = (((1.0 - e.p) / e.p).ln() * dec.graph().scale() / 2.0).round() as i64 * 2;
+        assert!(m.weight <= w, "{e:?}: {} > {w}", m.weight);
+        if m.weight == w && m.observables != want {
+            // A tie between the edge and a path crossing other observables: allowed.
+            continue;
+        }
+        assert_eq!(m.observables, want, "{e:?}");
+    }
+    assert_eq!(dec.decode_events(&[]).unwrap(), Matched::default());
+}
+
+#[test]
+fn bad_models_and_shots_are_errors_naming_what_is_wrong() {
+    let parse = |t: &str| DetectorErrorModel::parse(t, "m.dem").unwrap();
+    let e = MatchingDecoder::new(&parse("error(0.1) D0 D1\nerror(0.1) D0 D1 D2 ^ D3\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("m.dem:2: this error has a part that flips 3 detectors (D0 D1 D2)"),
+        "{e}"
+    );
+    // Decomposed with `^`: fine.
+    assert!(MatchingDecoder::new(&parse("error(0.1) D0 D1 ^ D2\n")).is_ok());
+    let e = MatchingDecoder::new(&parse("error(0.1) D0\nerror(1) D0 D1\n"))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "m.dem:2: an error of probability 1 cannot be matched (it always happens)"
+    );
+    let e = MatchingDecoder::new(&parse("error(0) D0 D1\nerror(0.1) L0\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("nothing to match"), "{e}");
+    let e = MatchingDecoder::new(&parse("error(0.1) D0 L64\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("65 observables"), "{e}");
+
+    // p = 0 parts are left out; a detector with no edge is an error when it fires.
+    let mut dec =
+        MatchingDecoder::new(&parse("error(0.1) D0\nerror(0) D1 D2\ndetector D3\n")).unwrap();
+    assert_eq!(dec.num_detectors(), 4);
+    assert_eq!(
+        dec.decode_events(&[3]),
+        Err(MatchFault::IsolatedDetector(3))
+    );
+    assert_eq!(
+        dec.decode_events(&[1]).unwrap_err().to_string(),
+        "detector D1 fired, and no error of the model flips it"
+    );
+    assert_eq!(dec.decode_events(&[0]).unwrap().observables, 0);
+    assert_eq!(
+        dec.decode_events(&[9]),
+        Err(MatchFault::Detector {
+            index: 9,
+            detectors: 4
+        })
+    );
+    assert!(matches!(
+        dec.decode_mask(&[0, 0]),
+        Err(MatchFault::Length {
+            expected: 1,
+            found: 2,
+            ..
+        })
+    ));
+    assert!(matches!(
+        dec.decode_packed(&[0], &mut [0]),
+        Err(MatchFault::Length { .. })
+    ));
+
+    // A ring without a boundary: an odd number of events has no perfect matching. The
+    // decoder stays usable.
+    let mut ring = MatchingDecoder::new(&parse(
+        "error(0.1) D0 D1\nerror(0.1) D1 D2\nerror(0.1) D2 D0\nerror(0.1) D3\n",
+    ))
+    .unwrap();
+    let e = ring.decode_events(&[0, 1, 2]).unwrap_err();
+    assert!(matches!(e, MatchFault::NoPerfectMatching(0..=2)), "{e:?}");
+    assert!(e.to_string().contains("odd number of them and no boundary"));
+    assert_eq!(
+        ring.decode_events(&[0, 2]).unwrap().weight,
+        ring.decode_events(&[1, 2]).unwrap().weight
+    );
+    assert!(ring.decode_events(&[0, 3]).is_err());
+    assert_eq!(ring.decode_events(&[3]).unwrap().observables, 0);
+}
+
+#[test]
+fn negative_and_half_probabilities_are_handled() {
+    // D0 — D1 with p = 0.9 (negative weight), boundary edges with L0 on D0.
+    let dem = DetectorErrorModel::parse(
+        "error(0.9) D0 D1\nerror(0.1) D0 L0\nerror(0.1) D1\nerror(0.5) D1 D2\nerror(0.2) D2\n",
+        "neg.dem",
+    )
+    .unwrap();
+    let mut dec = MatchingDecoder::new(&dem).unwrap();
+    assert_eq!(dec.graph().negative_events(), &[0, 1]);
+    // Nothing fired: the likeliest explanation is the p = 0.9 edge plus both boundaries,
+    // (0.9 edge) + (D0 L0) + (D1): weight −w9 + w1 + w1 > −w9? No: with D0, D1 unfired the
+    // negative edge alone would fire them, so either leave everything (weight 0) or take the
+    // negative edge and two boundary edges. ln(9) ≈ 2.2 < 2·ln(9): nothing is lighter.
+    let none = dec.decode_events(&[]).unwrap();
+    assert_eq!(none.observables, 0);
+    assert_eq!(none.weight, 0);
+    // D0 and D1 fired: the negative edge explains them with negative weight.
+    let both = dec.decode_events(&[0, 1]).unwrap();
+    assert!(both.weight < 0, "{both:?}");
+    assert_eq!(both.observables, 0);
+    // D0 alone: the negative edge plus D1's boundary beats D0's boundary with L0.
+    let one = dec.decode_events(&[0]).unwrap();
+    assert_eq!(one.observables, 0, "{one:?}");
+    assert_eq!(dec.decode_packed(&[0b011], &mut [0]).unwrap(), both);
+    // The p = 0.5 edge weighs nothing.
+    let free = dec.decode_events(&[1, 2]).unwrap();
+    assert_eq!(free.weight, 0);
+}
+
+#[test]
+fn the_model_graph_keeps_decompositions_and_merges_parts() {
+    let dem = DetectorErrorModel::parse(
+        "error(0.1) D0 D1 ^ D2 L0\nerror(0.2) D1 D0\nerror(0.05) D2 L1\nerror(0.3) L0\n",
+        "g.dem",
+    )
+    .unwrap();
+    let g = MatchingGraph::from_dem(&dem).unwrap();
+    assert_eq!(g.edges().len(), 2);
+    let e = dem.graphlike_edges();
+    assert_eq!(e[0].detectors, (0, 1));
+    assert!((e[0].p - (0.1 * 0.8 + 0.2 * 0.9)).abs() < 1e-15);
+    assert_eq!(e[1].detectors, (2, u32::MAX));
+    // The first part's observables are kept.
+    assert_eq!(e[1].observables, vec![0]);
+    assert!((e[1].p - (0.1 * 0.95 + 0.05 * 0.9)).abs() < 1e-15);
+    assert!(g.has_boundary(2) && !g.has_boundary(0));
+    // The largest |weight| maps to 2·(2^24 − 1).
+    let max = g.edges().iter().map(|e| e.weight).max().unwrap();
+    assert_eq!(max, 2 * ((1 << 24) - 1));
+}
+
+/// `MDEM=model.dem MDETS=dets.b8 cargo test --release -p backline-decode --lib
+/// file_against_reference -- --ignored`: every shot of a file against the subset-DP reference
+/// (shots of at most 16 detection events), through a clone and through `DemDecoder`.
+#[test]
+#[ignore]
+fn file_against_reference() {
+    let dem_path = std::env::var("MDEM").unwrap();
+    let text = std::fs::read_to_string(&dem_path).unwrap();
+    let dem = DetectorErrorModel::parse(&text, &dem_path).unwrap();
+    let bytes = std::fs::read(std::env::var("MDETS").unwrap()).unwrap();
+    let mut dec = MatchingDecoder::new(&dem).unwrap().clone();
+    let (d, b) = distances(dec.graph());
+    let mut dd = crate::dem_decoder::DemDecoder::new(
+        &dem,
+        &crate::dem_decoder::DemDecoderSettings::Matching,
+    )
+    .unwrap();
+    let w = dem.num_detectors().div_ceil(8);
+    let mut o = vec![0u8; dem.num_observables().div_ceil(8)];
+    for (s, row) in bytes.chunks(w).enumerate() {
+        let events: Vec<u32> = (0..dem.num_detectors() as u32)
+            .filter(|&i| row[i as usize / 8] >> (i % 8) & 1 == 1)
+            .collect();
+        let got = dec.decode_mask(row).unwrap();
+        dd.decode_packed(row, &mut o).unwrap();
+        assert_eq!(o[0] & 1, (got.observables & 1) as u8);
+        if events.len() <= 16 {
+            assert_eq!(
+                got.weight,
+                dp_matching(&events, &d, &b),
+                "shot {s}: {events:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_clone_decodes_like_the_original() {
+    let dem = fixture("surface_d5_r5_p0.001.dem");
+    let mut a = MatchingDecoder::new(&dem).unwrap();
+    let mut b = a.clone();
+    let mut rng = Rng(3);
+    for _ in 0..200 {
+        let events: Vec<u32> = (0..4).map(|_| rng.below(120) as u32).collect();
+        assert_eq!(a.decode_events(&events), b.decode_events(&events));
+        b = b.clone();
+    }
+}

@@ -8,7 +8,7 @@ use std::net::UdpSocket;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use backline_wire::{Geometry, Handshake, HandshakeKind};
@@ -162,63 +162,15 @@ fn an_admitted_controller_runs_while_unkeyed_hellos_flood_the_server() {
     let pid = srv.child.id();
     let before = footprint(pid);
 
-    // The flood: unflagged hellos (as an old or unkeyed controller sends), flagged hellos with
-    // a forged proof, floor pings and garbage, from several sockets, spread over the run.
     let answered = Arc::new(AtomicU64::new(0));
     let sent = Arc::new(AtomicU64::new(0));
-    let done = Arc::new(AtomicBool::new(false));
     let target: std::net::SocketAddr = srv.peer.parse().unwrap();
     let flood = {
-        let (answered, sent, done) = (answered.clone(), sent.clone(), done.clone());
-        std::thread::spawn(move || {
-            let sockets: Vec<UdpSocket> = (0..8)
-                .map(|_| {
-                    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-                    s.set_nonblocking(true).unwrap();
-                    s
-                })
-                .collect();
-            let hello = Handshake::new(HandshakeKind::Hello, Geometry::default(), 1).encode();
-            let mut flagged = Handshake::new(HandshakeKind::Hello, Geometry::default(), 1);
-            flagged.flags = backline_wire::HELLO_KEY_PROOF;
-            let mut forged = flagged.encode().to_vec();
-            forged.extend_from_slice(&[0x5a; backline_wire::KEY_PROOF_BYTES]);
-            let mut floor = backline_wire::FLOOR_PING_MAGIC.to_vec();
-            floor.extend_from_slice(&[0; 4]);
-            let frames: [&[u8]; 4] = [&hello, &forged, &floor, b"GET / HTTP/1.0\r\n\r\n"];
-            let mut buf = [0u8; 2048];
-            let t0 = Instant::now();
-            for i in 0..FLOOD {
-                let s = &sockets[i as usize % sockets.len()];
-                if s.send_to(frames[i as usize % frames.len()], target).is_ok() {
-                    sent.fetch_add(1, Ordering::Relaxed);
-                }
-                for s in &sockets {
-                    while s.recv_from(&mut buf).is_ok() {
-                        answered.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                // About 40,000 a second: the whole flood inside the admitted run.
-                if i % 400 == 399 {
-                    let due = Duration::from_micros(25 * (i + 1));
-                    if let Some(wait) = due.checked_sub(t0.elapsed()) {
-                        std::thread::sleep(wait);
-                    }
-                }
-            }
-            // Late answers, if any, still arrive within this.
-            std::thread::sleep(Duration::from_millis(200));
-            for s in &sockets {
-                while s.recv_from(&mut buf).is_ok() {
-                    answered.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            done.store(true, Ordering::Relaxed);
-        })
+        let (answered, sent) = (answered.clone(), sent.clone());
+        std::thread::spawn(move || flood(target, FLOOD, &sent, &answered))
     };
     let (o, _) = wait_bounded(bench(&key, ROUNDS), limit, "bench under the flood");
     flood.join().unwrap();
-    assert!(done.load(Ordering::Relaxed));
     let flooded = json(&o);
     assert_eq!(flooded["completed"], ROUNDS, "{flooded}");
     assert_eq!(answered.load(Ordering::Relaxed), 0, "the flood got answers");
@@ -257,4 +209,50 @@ fn an_admitted_controller_runs_while_unkeyed_hellos_flood_the_server() {
         "{refused} of {sent}: {err}"
     );
     assert!(err.contains("stopped after 2 sessions"), "{err}");
+}
+
+/// Sends `count` datagrams that are not keyed hellos to `target`, about 40,000 a second, and
+/// counts every answer: unflagged hellos (as an old or unkeyed controller sends), flagged hellos
+/// with a forged proof, floor pings and garbage, from several sockets.
+fn flood(target: std::net::SocketAddr, count: u64, sent: &AtomicU64, answered: &AtomicU64) {
+    let sockets: Vec<UdpSocket> = (0..8)
+        .map(|_| {
+            let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+            s.set_nonblocking(true).unwrap();
+            s
+        })
+        .collect();
+    let hello = Handshake::new(HandshakeKind::Hello, Geometry::default(), 1).encode();
+    let mut flagged = Handshake::new(HandshakeKind::Hello, Geometry::default(), 1);
+    flagged.flags = backline_wire::HELLO_KEY_PROOF;
+    let mut forged = flagged.encode().to_vec();
+    forged.extend_from_slice(&[0x5a; backline_wire::KEY_PROOF_BYTES]);
+    let mut floor = backline_wire::FLOOR_PING_MAGIC.to_vec();
+    floor.extend_from_slice(&[0; 4]);
+    let frames: [&[u8]; 4] = [&hello, &forged, &floor, b"GET / HTTP/1.0\r\n\r\n"];
+    let mut buf = [0u8; 2048];
+    let drain = |buf: &mut [u8]| {
+        for s in &sockets {
+            while s.recv_from(buf).is_ok() {
+                answered.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    };
+    let t0 = Instant::now();
+    for i in 0..count {
+        let s = &sockets[i as usize % sockets.len()];
+        if s.send_to(frames[i as usize % frames.len()], target).is_ok() {
+            sent.fetch_add(1, Ordering::Relaxed);
+        }
+        drain(&mut buf);
+        if i % 400 == 399 {
+            let due = Duration::from_micros(25 * (i + 1));
+            if let Some(wait) = due.checked_sub(t0.elapsed()) {
+                std::thread::sleep(wait);
+            }
+        }
+    }
+    // Late answers, if any, still arrive within this.
+    std::thread::sleep(Duration::from_millis(200));
+    drain(&mut buf);
 }

@@ -37,6 +37,9 @@ def serve(argv=None) -> int:
     p.add_argument("--sessions", type=int, default=None, help="exit after this many controller sessions")
     p.add_argument("--rdma-device", default=None, help="RDMA device (rdma)")
     p.add_argument("--gid-index", type=int, default=None, help="GID index (rdma)")
+    p.add_argument("--token-file", default=None,
+                   help="udp/rdma: answer only controllers that prove this pre-shared key "
+                        "(backline token FILE writes one; default BACKLINE_TOKEN_FILE)")
     p.add_argument("--gpu-backend", default=None, choices=["auto", "cuda", "hip", "emu"],
                    help="gpu: functions: the runtime (default BACKLINE_GPU_BACKEND, else auto)")
     p.add_argument("--gpu-device", type=int, default=None, help="gpu: functions: the device number")
@@ -65,6 +68,10 @@ def serve(argv=None) -> int:
             os.environ["BACKLINE_RDMA_GID_INDEX"] = str(a.gid_index)
     import os
 
+    if a.token_file:
+        if a.transport not in ("udp", "rdma"):
+            p.error(f"--token-file admits controllers of udp and rdma, not {a.transport}")
+        os.environ["BACKLINE_TOKEN_FILE"] = a.token_file
     if a.gpu_backend:
         os.environ["BACKLINE_GPU_BACKEND"] = a.gpu_backend
     if a.gpu_device is not None:

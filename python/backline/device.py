@@ -176,6 +176,9 @@ class _Runtime:
         #: Connections that keep coprocessors alive in executors (closed to stop them).
         self.served = []
         tag = f"{os.getpid()}-{next(_keys)}"
+        #: BACKLINE_TOKEN_FILE as it was before this placement's ``token_file`` (restored at
+        #: close; ``False``: not touched).
+        self._saved_token = False
         try:
             if dev.controller.remote:
                 self.controller_exec = _controller_executor(dev.controller)
@@ -194,6 +197,23 @@ class _Runtime:
                         os.environ["BACKLINE_RDMA_DEVICE"] = ep.rdma_device
                     if ep.gid_index is not None:
                         os.environ["BACKLINE_RDMA_GID_INDEX"] = str(ep.gid_index)
+                if ep.token_file is not None:
+                    if t not in ("udp", "rdma"):
+                        raise PlacementError(
+                            f"token_file admits controllers of udp and rdma; {t} is reached only "
+                            "by this user's own processes"
+                        )
+                    path = os.fspath(ep.token_file)
+                    other = os.environ.get("BACKLINE_TOKEN_FILE")
+                    if other and other != path and self._saved_token is not False:
+                        raise PlacementError(
+                            f"coprocessor {i}: token_file {path!r}, another than the placement's "
+                            f"{other!r}: one key per placement"
+                        )
+                    # This process's sessions, and the executors it starts, read it here.
+                    if self._saved_token is False:
+                        self._saved_token = other
+                    os.environ["BACKLINE_TOKEN_FILE"] = path
                 if t == "rdma" and c.remote is False:
                     raise PlacementError(
                         "rdma connects two processes: put the coprocessor in an executor "
@@ -313,6 +333,12 @@ class _Runtime:
             self.controller_exec.close()
         self.servers, self.executors, self.served, self.board = [], [], [], None
         self.controller_exec = self.board_spec = None
+        if self._saved_token is not False:
+            if self._saved_token is None:
+                os.environ.pop("BACKLINE_TOKEN_FILE", None)
+            else:
+                os.environ["BACKLINE_TOKEN_FILE"] = self._saved_token
+            self._saved_token = False
 
 
 def _controller_executor(controller: Controller):

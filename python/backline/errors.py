@@ -43,6 +43,12 @@ class CoprocessorUnreachableError(PlacementError, ConnectionError):
     """A coprocessor of the placement does not answer at its address."""
 
 
+class NotAdmittedError(CoprocessorUnreachableError):
+    """A coprocessor started with a key (``token_file``) did not admit this controller: it
+    holds another key, or none (the server answers nothing, so this comes at the set-up
+    timeout)."""
+
+
 class ExecutorUnreachableError(PlacementError, ConnectionError):
     """The executor process a remote node runs in does not answer at its address (within its
     ``connect_timeout``), or could not be started."""

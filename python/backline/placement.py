@@ -301,6 +301,11 @@ class Endpoint:
     ``address``: udp/rdma ``host:port`` (or host, with ``port``); shm: the segment name
     (``/dev/shm/backline-<name>``); memcpy: a session key (default: one of its own).
     ``rdma_device`` and ``gid_index`` select the RDMA device and GID (rdma only).
+    ``token_file``: udp/rdma: the pre-shared key of admission (``backline token FILE`` writes
+    one): a coprocessor served with it answers only controllers that prove they hold it, and
+    the controller proves it; a coprocessor holding another key raises
+    :class:`~backline.errors.NotAdmittedError` at the set-up timeout. One key per placement
+    (``BACKLINE_TOKEN_FILE`` names it for every endpoint that gives none).
     ``reply_timeout``: seconds to wait for one reply before the run fails with
     :class:`~backline.errors.CoprocessorTimeoutError`; ``setup_timeout``: for the handshake.
     """
@@ -309,6 +314,7 @@ class Endpoint:
     port: int | None = None
     rdma_device: str | None = None
     gid_index: int | None = None
+    token_file: str | None = None
     reply_timeout: float = 1.0
     setup_timeout: float = 5.0
 

@@ -288,3 +288,32 @@ def test_what_needs_no_pennylane_does_not_import_it():
     )
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_keyed_executor_admits_only_the_controller_with_its_key(executor, tmp_path):
+    key, other = tmp_path / "key", tmp_path / "other"
+    for f in (key, other):
+        assert subprocess.run([sys.executable, "-c", "import secrets,sys; print(secrets.token_hex(32))"],
+                              stdout=open(f, "w")).returncode == 0
+        os.chmod(f, 0o600)
+    e = executor("udp", "--fn", "0=steane", "--fn", "1=steane", "--token-file", str(key))
+    # The key: the run completes, as without one.
+    dev = steane_placement("udp", remote=True, endpoint=Endpoint(address=e.peer, token_file=str(key)))
+    assert len(ghz_qnode(dev)()) > 0
+    # Another key, or none: not admitted, at the set-up timeout, never a hang.
+    for token in (str(other), None):
+        dev = steane_placement("udp", remote=True,
+                               endpoint=Endpoint(address=e.peer, token_file=token, setup_timeout=0.5))
+        t0 = time.monotonic()
+        with pytest.raises(errors.NotAdmittedError, match="not admitted"):
+            ghz_qnode(dev)()
+        assert time.monotonic() - t0 < 10
+    # The placement's key does not outlive it; a key file others can read is refused.
+    assert "BACKLINE_TOKEN_FILE" not in os.environ
+    os.chmod(other, 0o644)
+    dev = steane_placement("udp", remote=True, endpoint=Endpoint(address=e.peer, token_file=str(other)))
+    with pytest.raises(errors.PlacementError, match="chmod 600"):
+        ghz_qnode(dev)()
+    # shm has no keyed hello.
+    with pytest.raises(errors.PlacementError, match="udp and rdma"):
+        ghz_qnode(steane_placement("shm", endpoint=Endpoint(token_file=str(key))))()

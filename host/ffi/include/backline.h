@@ -21,6 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The most sessions one fan-out round takes.
+#define BACKLINE_MAX_FANOUT 1024
+
 // Result of every call.
 typedef enum {
   // Success.
@@ -106,6 +109,16 @@ typedef struct {
   // Number of reply bytes.
   size_t payload_len;
 } backline_reply;
+
+// One request of a fan-out round (`backline_post_all`).
+typedef struct {
+  // Payload bytes (may be NULL when `len` is 0).
+  const void *payload;
+  // Number of payload bytes.
+  size_t len;
+  // The decoder id of the coprocessor function that answers it.
+  uint32_t decoder_id;
+} backline_request;
 
 #ifdef __cplusplus
 extern "C" {
@@ -202,6 +215,29 @@ backline_status backline_session_reply_slot(backline_session *session, backline_
 // # Safety
 // `out` is valid for writing.
 backline_status backline_session_collect(backline_session *session, backline_reply *out);
+
+// Fan-out, first half: stages `requests[i]` on `sessions[i]` and posts it, for every `i < n`
+// (distinct controller sessions, 1 ≤ n ≤ `BACKLINE_MAX_FANOUT`). A session that refuses is
+// named; the others are posted all the same. `statuses` (NULL, or room for `n`) receives
+// each session's status; the return value is the first failure's (its message names every
+// failing session).
+//
+// # Safety
+// `sessions` and `requests` are valid for reading `n` elements, each request's payload for
+// its `len` bytes; `statuses` is NULL or valid for writing `n`.
+backline_status backline_post_all(backline_session *const *sessions, size_t n, const backline_request *requests, backline_status *statuses);
+
+// Fan-out, second half: collects one reply from each of `sessions[0..n]` (the oldest
+// outstanding on each), writing it to `replies[i]` as it arrives: the sessions are polled in
+// turn, and when none has answered, the first one still out is waited for as
+// `backline_session_collect` waits. Each reply's payload stays valid until the next call on
+// its session. A session whose reply does not come within its reply timeout, or that fails,
+// is named, with its status in `statuses[i]`; the others' replies are all collected.
+//
+// # Safety
+// `sessions` is valid for reading `n` handles, `replies` for writing `n` replies, `statuses`
+// NULL or valid for writing `n`.
+backline_status backline_collect_all(backline_session *const *sessions, size_t n, backline_reply *replies, backline_status *statuses);
 
 // `stop`: ends the session with its peer. Allowed in any state.
 backline_status backline_session_stop(backline_session *session);

@@ -713,6 +713,194 @@ pub unsafe extern "C" fn backline_session_collect(
     })
 }
 
+/// One request of a fan-out round (`backline_post_all`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct backline_request {
+    /// Payload bytes (may be NULL when `len` is 0).
+    pub payload: *const c_void,
+    /// Number of payload bytes.
+    pub len: usize,
+    /// The decoder id of the coprocessor function that answers it.
+    pub decoder_id: u32,
+}
+
+/// The most sessions one fan-out round takes.
+pub const BACKLINE_MAX_FANOUT: usize = 1024;
+
+/// The controller sessions of a fan-out call, each looked up once: `sessions[0..n]`, distinct.
+///
+/// # Safety
+/// `sessions` is valid for reading `n` handles.
+unsafe fn fanout_sessions(
+    sessions: *const *mut backline_session,
+    n: usize,
+    call: &str,
+) -> Result<Vec<Arc<std::sync::Mutex<backline_transport::ControllerSession>>>, Fail> {
+    if sessions.is_null() {
+        return Err(invalid("sessions is NULL"));
+    }
+    if n == 0 || n > BACKLINE_MAX_FANOUT {
+        return Err(invalid(format!(
+            "n = {n}: a fan-out round takes 1..={BACKLINE_MAX_FANOUT} sessions"
+        )));
+    }
+    // SAFETY: valid for `n` handles by contract.
+    let handles = unsafe { std::slice::from_raw_parts(sessions, n) };
+    let mut out = Vec::with_capacity(n);
+    for (i, &h) in handles.iter().enumerate() {
+        if handles[..i].contains(&h) {
+            return Err(invalid(format!(
+                "sessions[{i}] is sessions[{}] again: one request per session and round",
+                handles[..i].iter().position(|&x| x == h).unwrap_or(0)
+            )));
+        }
+        let at = |e: Fail| match e {
+            Fail::Status(s, m) => Fail::Status(s, format!("sessions[{i}]: {m}")),
+            Fail::Session(e) => Fail::Status(status_of(&e), format!("sessions[{i}]: {e}")),
+        };
+        match handles::lookup(h).map_err(at)?.session {
+            SessionRef::Controller(c) => out.push(c),
+            SessionRef::Coprocessor(_) => {
+                return Err(Fail::Status(
+                    BACKLINE_STATUS_OUT_OF_ORDER,
+                    format!(
+                        "sessions[{i}]: {call} is a controller call; this is a coprocessor session"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The outcome of a fan-out call: `statuses[i]` for each session, and the first failure with
+/// every failing session named in the message.
+fn fanout_outcome(
+    failed: Vec<(usize, backline_status, String)>,
+    statuses: *mut backline_status,
+    n: usize,
+) -> Result<(), Fail> {
+    if !statuses.is_null() {
+        for i in 0..n {
+            let s = failed
+                .iter()
+                .find(|f| f.0 == i)
+                .map_or(BACKLINE_STATUS_OK, |f| f.1);
+            // SAFETY: valid for writing `n` statuses by contract.
+            unsafe { statuses.add(i).write(s) };
+        }
+    }
+    match failed.first() {
+        None => Ok(()),
+        Some(&(_, first, _)) => {
+            let msg: Vec<String> = failed
+                .iter()
+                .map(|(i, _, m)| format!("sessions[{i}]: {m}"))
+                .collect();
+            Err(Fail::Status(first, msg.join("; ")))
+        }
+    }
+}
+
+/// Fan-out, first half: stages `requests[i]` on `sessions[i]` and posts it, for every `i < n`
+/// (distinct controller sessions, 1 ≤ n ≤ `BACKLINE_MAX_FANOUT`). A session that refuses is
+/// named; the others are posted all the same. `statuses` (NULL, or room for `n`) receives
+/// each session's status; the return value is the first failure's (its message names every
+/// failing session).
+///
+/// # Safety
+/// `sessions` and `requests` are valid for reading `n` elements, each request's payload for
+/// its `len` bytes; `statuses` is NULL or valid for writing `n`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn backline_post_all(
+    sessions: *const *mut backline_session,
+    n: usize,
+    requests: *const backline_request,
+    statuses: *mut backline_status,
+) -> backline_status {
+    boundary(|| {
+        // SAFETY: by this function's contract.
+        let list = unsafe { fanout_sessions(sessions, n, "post_all") }?;
+        if requests.is_null() {
+            return Err(invalid("requests is NULL"));
+        }
+        // SAFETY: valid for `n` requests by contract.
+        let requests = unsafe { std::slice::from_raw_parts(requests, n) };
+        let mut failed = Vec::new();
+        for (i, (c, r)) in list.iter().zip(requests).enumerate() {
+            let bytes: &[u8] = if r.len == 0 {
+                &[]
+            } else if r.payload.is_null() {
+                failed.push((
+                    i,
+                    BACKLINE_STATUS_INVALID_ARGUMENT,
+                    "payload is NULL".into(),
+                ));
+                continue;
+            } else {
+                // SAFETY: valid for `len` bytes by contract.
+                unsafe { std::slice::from_raw_parts(r.payload.cast(), r.len) }
+            };
+            let mut c = lock!(c);
+            if let Err(e) = c
+                .stage_payload(bytes, r.decoder_id)
+                .and_then(|()| c.post().map(drop))
+            {
+                failed.push((i, status_of(&e), e.to_string()));
+            }
+        }
+        fanout_outcome(failed, statuses, n)
+    })
+}
+
+/// Fan-out, second half: collects one reply from each of `sessions[0..n]` (the oldest
+/// outstanding on each), writing it to `replies[i]` as it arrives: the sessions are polled in
+/// turn, and when none has answered, the first one still out is waited for as
+/// `backline_session_collect` waits. Each reply's payload stays valid until the next call on
+/// its session. A session whose reply does not come within its reply timeout, or that fails,
+/// is named, with its status in `statuses[i]`; the others' replies are all collected.
+///
+/// # Safety
+/// `sessions` is valid for reading `n` handles, `replies` for writing `n` replies, `statuses`
+/// NULL or valid for writing `n`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn backline_collect_all(
+    sessions: *const *mut backline_session,
+    n: usize,
+    replies: *mut backline_reply,
+    statuses: *mut backline_status,
+) -> backline_status {
+    boundary(|| {
+        // SAFETY: by this function's contract.
+        let list = unsafe { fanout_sessions(sessions, n, "collect_all") }?;
+        if replies.is_null() {
+            return Err(invalid("replies is NULL"));
+        }
+        // The sessions are distinct, so their locks are taken once each.
+        let mut guards: Vec<_> = list.iter().map(|c| lock!(c)).collect();
+        let mut posted = vec![true; n];
+        let mut failed = Vec::new();
+        let r = backline_transport::collect_posted(&mut guards, &mut posted, |i, reply, _| {
+            // SAFETY: `i < n`; `replies` is valid for writing `n` by contract.
+            match write_reply(unsafe { replies.add(i) }, &reply) {
+                Ok(()) => {}
+                Err(Fail::Status(s, m)) => failed.push((i, s, m)),
+                Err(Fail::Session(e)) => failed.push((i, status_of(&e), e.to_string())),
+            }
+        });
+        if let Err(e) = r {
+            failed.extend(
+                e.failed
+                    .into_iter()
+                    .map(|(i, _, e)| (i, status_of(&e), e.to_string())),
+            );
+        }
+        failed.sort_by_key(|f| f.0);
+        fanout_outcome(failed, statuses, n)
+    })
+}
+
 /// `stop`: ends the session with its peer. Allowed in any state.
 #[unsafe(no_mangle)]
 pub extern "C" fn backline_session_stop(session: *mut backline_session) -> backline_status {

@@ -101,3 +101,10 @@ fn several_controllers_share_one_coprocessor() {
     );
     assert!(out.contains("many controllers ok"), "{out}");
 }
+
+#[test]
+fn one_round_fans_out_to_several_coprocessors() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let out = build_and_run(Path::new(&format!("{dir}/tests/c/fanout.c")), "fanout");
+    assert!(out.contains("fan-out ok"), "{out}");
+}

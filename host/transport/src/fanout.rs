@@ -138,67 +138,97 @@ impl FanOut {
     }
 
     /// Collects the reply of every coprocessor posted to by the last [`FanOut::post_all`],
-    /// handing each to `f(index, reply, arrival)` as it arrives: the sessions are polled in
-    /// turn, and when a pass finds nothing, the first one still out is waited for as
-    /// [`Controller::collect`] waits (spin, then block), so a slow one does not hold back the
-    /// others' hand-over and a waiting controller leaves its CPU to the coprocessors. A reply
-    /// that does not come within its session's reply timeout, and any failed collect, is
-    /// named in the error; the rest are handed over.
+    /// handing each to `f(index, reply, arrival)` as it arrives ([`collect_posted`]).
     pub fn collect_all(
         &mut self,
-        mut f: impl FnMut(usize, Reply<'_>, Instant),
+        f: impl FnMut(usize, Reply<'_>, Instant),
     ) -> Result<(), FanOutError> {
-        let mut pending = self.posted.iter().filter(|&&p| p).count();
-        let mut failed = Vec::new();
-        while pending > 0 {
-            let mut progress = false;
-            for (i, s) in self.sessions.iter_mut().enumerate() {
-                if !self.posted[i] {
+        collect_posted(&mut self.sessions, &mut self.posted, f)
+    }
+}
+
+/// A controller session as [`collect_posted`] reaches it: owned, or behind a lock (the C ABI's
+/// sessions).
+pub trait ControllerMut {
+    /// The session.
+    fn controller(&mut self) -> &mut ControllerSession;
+}
+
+impl ControllerMut for ControllerSession {
+    fn controller(&mut self) -> &mut ControllerSession {
+        self
+    }
+}
+
+impl ControllerMut for std::sync::MutexGuard<'_, ControllerSession> {
+    fn controller(&mut self) -> &mut ControllerSession {
+        self
+    }
+}
+
+/// Collects one reply from each session `i` with `posted[i]` set (clearing it), handing each
+/// to `f(index, reply, arrival)` as it arrives: the sessions are polled in turn, and when a
+/// pass finds nothing, the first one still out is waited for as [`Controller::collect`] waits
+/// (spin, then block), so a slow one does not hold back the others' hand-over and a waiting
+/// controller leaves its CPU to the coprocessors. A reply that does not come within its
+/// session's reply timeout, and any failed collect, is named in the error; the rest are handed
+/// over.
+pub fn collect_posted<S: ControllerMut>(
+    sessions: &mut [S],
+    posted: &mut [bool],
+    mut f: impl FnMut(usize, Reply<'_>, Instant),
+) -> Result<(), FanOutError> {
+    let mut pending = posted.iter().filter(|&&p| p).count();
+    let mut failed = Vec::new();
+    while pending > 0 {
+        let mut progress = false;
+        for (i, s) in sessions.iter_mut().enumerate() {
+            if !posted[i] {
+                continue;
+            }
+            let s = s.controller();
+            let arrived = match s.reply_slot() {
+                Ok(Some(_)) => true,
+                Ok(None) => false,
+                Err(e) => {
+                    posted[i] = false;
+                    pending -= 1;
+                    failed.push((i, s.peer().to_string(), e));
                     continue;
                 }
-                let arrived = match s.reply_slot() {
-                    Ok(Some(_)) => true,
-                    Ok(None) => false,
-                    Err(e) => {
-                        self.posted[i] = false;
-                        pending -= 1;
-                        failed.push((i, s.peer().to_string(), e));
-                        continue;
-                    }
-                };
-                if !arrived {
-                    continue;
-                }
-                let at = Instant::now();
-                self.posted[i] = false;
+            };
+            if !arrived {
+                continue;
+            }
+            let at = Instant::now();
+            posted[i] = false;
+            pending -= 1;
+            progress = true;
+            match s.collect() {
+                Ok(reply) => f(i, reply, at),
+                Err(e) => failed.push((i, s.peer().to_string(), e)),
+            }
+        }
+        if pending > 0 && !progress {
+            // Nothing arrived in a pass: wait on the first one still out, as a collect waits
+            // (its spin budget, then blocking, up to its reply timeout), so that a controller
+            // short of CPUs leaves them to the coprocessors; a timeout names it.
+            if let Some(i) = posted.iter().position(|&p| p) {
+                posted[i] = false;
                 pending -= 1;
-                progress = true;
+                let s = sessions[i].controller();
                 match s.collect() {
-                    Ok(reply) => f(i, reply, at),
+                    Ok(reply) => f(i, reply, Instant::now()),
                     Err(e) => failed.push((i, s.peer().to_string(), e)),
                 }
             }
-            if pending > 0 && !progress {
-                // Nothing arrived in a pass: wait on the first one still out, as a collect
-                // waits (its spin budget, then blocking, up to its reply timeout), so that a
-                // controller short of CPUs leaves them to the coprocessors; a timeout names it.
-                if let Some(i) = self.posted.iter().position(|&p| p) {
-                    self.posted[i] = false;
-                    pending -= 1;
-                    let s = &mut self.sessions[i];
-                    match s.collect() {
-                        Ok(reply) => f(i, reply, Instant::now()),
-                        Err(e) => failed.push((i, s.peer().to_string(), e)),
-                    }
-                }
-            }
         }
-        if failed.is_empty() {
-            Ok(())
-        } else {
-            failed.sort_by_key(|e| e.0);
-            Err(FanOutError { failed })
-        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        failed.sort_by_key(|e| e.0);
+        Err(FanOutError { failed })
     }
 }
 

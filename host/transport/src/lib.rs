@@ -51,7 +51,7 @@ pub use admit::{AdmissionKey, TokenFileError};
 pub use backline_ring::{SpinBudget, WaitPolicy};
 pub use config::{RdmaOptions, SessionConfig, TransportKind};
 pub use error::{Error, ReplyProblem, Result};
-pub use fanout::{FanOut, FanOutError};
+pub use fanout::{ControllerMut, FanOut, FanOutError, collect_posted};
 pub use link::StopFlag;
 pub use registry::{Entry, Handle, Hardware, Registry, SessionRef};
 pub use server::{DEFAULT_MAX_SESSIONS, ServeOptions, ServerStats, SessionReport};

@@ -358,6 +358,7 @@ pub fn serve(
         }
     }
     let mut threads: Vec<JoinHandle<()>> = Vec::new();
+    let mut oversubscribed = Oversubscribed::default();
     let mut accepted = 0u64;
     let mut outcome = Ok(());
     while !stop.is_set() && options.total_sessions.is_none_or(|m| accepted < m) {
@@ -391,6 +392,7 @@ pub fn serve(
             }
         }
         threads.retain(|t| !t.is_finished());
+        oversubscribed.check(threads.len(), wait);
     }
     // The listener goes first (no new controllers); sessions end when their controllers
     // leave, or at once when stopping.
@@ -403,6 +405,42 @@ pub fn serve(
         let _ = h.join();
     }
     outcome
+}
+
+/// The warning, once per server, that its sessions' threads spin on more CPUs than there are.
+#[derive(Default)]
+struct Oversubscribed {
+    said: bool,
+}
+
+impl Oversubscribed {
+    /// Says so the first time `spinning` session threads outnumber the CPUs.
+    fn check(&mut self, spinning: usize, wait: &WaitPolicy) {
+        if self.said || wait.spin == backline_ring::SpinBudget::AlwaysBlock {
+            return;
+        }
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if spinning > cpus {
+            self.said = true;
+            log::warn!("{}", oversubscription(spinning, cpus, wait));
+        }
+    }
+}
+
+/// What a server with `threads` spinning threads on `cpus` CPUs does about it (the rule of
+/// docs/runtime.md, "Waiting").
+pub fn oversubscription(threads: usize, cpus: usize, wait: &WaitPolicy) -> String {
+    let rule = if wait.spin == backline_ring::SpinBudget::NeverBlock {
+        "they never block (spin budget -1), so each busy one holds its CPU until the scheduler \
+         takes it away: give a spin budget, or --serve-threads"
+    } else {
+        "they take turns: each yields after 5 µs of spinning and blocks after a yield that ran \
+         another thread, so rounds wait for a wake-up (tens of µs) instead of spinning"
+    };
+    format!(
+        "{threads} serving threads spin on {cpus} CPUs: {rule} (--serve-threads {cpus} polls the \
+         sessions from one thread per CPU)"
+    )
 }
 
 #[cfg(test)]

@@ -90,6 +90,17 @@ pub fn session_config(
             c.rdma.gid_index = Some(i);
         }
     }
+    // The pre-shared key of admission, as `Endpoint(token_file=…)` or `python -m backline
+    // serve --token-file …` names it: both sides of a udp or rdma session prove or check it.
+    if matches!(transport, TransportKind::Udp | TransportKind::Rdma)
+        && let Some(path) = std::env::var_os("BACKLINE_TOKEN_FILE")
+        && !path.is_empty()
+    {
+        c.key = Some(
+            backline_transport::AdmissionKey::from_file(std::path::Path::new(&path))
+                .map_err(|e| PlacementError::Invalid(e.to_string()))?,
+        );
+    }
     c.validate()
         .map_err(|e| PlacementError::Invalid(e.to_string()))?;
     Ok(c)

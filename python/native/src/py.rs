@@ -47,6 +47,11 @@ fn placement_err(py: Python<'_>, e: PlacementError) -> PyErr {
 
 fn run_err(py: Python<'_>, e: RunError) -> PyErr {
     let class = match &e {
+        RunError::Unreachable { source, .. } | RunError::Timeout { source, .. }
+            if matches!(source, backline_transport::Error::NotAdmitted { .. }) =>
+        {
+            "NotAdmittedError"
+        }
         RunError::Unreachable { .. } => "CoprocessorUnreachableError",
         RunError::Timeout { .. } => "CoprocessorTimeoutError",
         RunError::UnservedDecoder { .. } => "DecoderIdError",

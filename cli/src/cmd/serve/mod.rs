@@ -351,9 +351,23 @@ impl BacklineSettings {
                 );
             } else if k > cpus {
                 eprintln!(
-                    "backline serve: --serve-threads {k} is more than the {cpus} CPUs: the threads with sessions share them"
+                    "backline serve: --serve-threads {k}: {}",
+                    backline_transport::server::oversubscription(
+                        k as usize,
+                        cpus as usize,
+                        &session.wait
+                    )
                 );
             }
+        } else if session.wait.spin == backline_transport::SpinBudget::NeverBlock
+            && a.max_sessions > cpus
+        {
+            eprintln!(
+                "backline serve: up to --max-sessions {} sessions, each on its own thread, never blocking \
+                 (--spin-us -1) on {cpus} CPUs: more than {cpus} busy at once hold their CPUs until the \
+                 scheduler takes them away; --serve-threads {cpus} polls them from one thread per CPU",
+                a.max_sessions
+            );
         }
         Ok(BacklineSettings {
             session,

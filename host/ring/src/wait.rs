@@ -157,7 +157,35 @@ const YIELD_GAVE_CPU_AWAY: Duration = Duration::from_micros(2);
 /// every 5 µs; two in a row are what a shared CPU gives, every time.
 const LONG_YIELDS_TO_BLOCK: u8 = 2;
 
+/// A block that comes this soon after the thread's previous one did not find it a CPU of its
+/// own: the waits in between shared the CPU again.
+const FUTILE_BLOCK_WITHIN: Duration = Duration::from_millis(1);
+
+/// Futile blocks in a row that show every CPU busy (more spinning threads than CPUs).
+const FUTILE_BLOCKS_TO_STOP: u8 = 2;
+
+/// How long a thread that found every CPU busy only yields before it tries blocking again:
+/// blocking cannot move it to an idle CPU when there is none, and a wake-up costs more than a
+/// yield's hand-over (two benches against one udp server on the 2-vCPU VM, four busy threads:
+/// a median of 14.0–14.3 µs a round blocking, 4.4–5.9 µs yielding; docs/runtime.md).
+const YIELD_ONLY_FOR: Duration = Duration::from_millis(50);
+
+/// Whether a thread's blocks still help, as [`SpinPhase`] judges them.
+#[derive(Debug, Clone, Copy)]
+struct Blocks {
+    /// When this thread last ended a spin early to block.
+    last: Option<Instant>,
+    /// Blocks in a row that came within `FUTILE_BLOCK_WITHIN` of the one before.
+    futile: u8,
+    /// Until then the thread only yields (every CPU was busy).
+    yield_only_until: Option<Instant>,
+}
+
 thread_local! {
+    /// This thread's blocks, and whether they still find it an idle CPU.
+    static BLOCKS: std::cell::Cell<Blocks> = const {
+        std::cell::Cell::new(Blocks { last: None, futile: 0, yield_only_until: None })
+    };
     /// This thread's last yields in a row that ran another thread on its CPU. From
     /// `LONG_YIELDS_TO_BLOCK` on, the thread shares its CPU, likely with the peer it waits
     /// for, and its next wait that lasts `YIELD_EVERY` blocks (when its policy lets it)
@@ -185,9 +213,17 @@ impl SpinPhase {
     /// (a futex with a doorbell, a socket's `poll`), so ending the spin early costs no round.
     pub fn new(policy: &WaitPolicy, start: Instant, deadline: Instant, may_block: bool) -> Self {
         let until = policy.spin_until(start, deadline);
+        // A thread whose last yield ran another thread shares its CPU: the thread it waits for
+        // is likely queued behind it, so it hands the CPU over at once instead of after
+        // `YIELD_EVERY` of spinning that cannot end the wait.
+        let first_yield = if LONG_YIELDS.get() > 0 {
+            Duration::ZERO
+        } else {
+            YIELD_EVERY
+        };
         SpinPhase {
             until,
-            next_yield: start + YIELD_EVERY,
+            next_yield: start + first_yield,
             may_block: may_block && until < deadline,
         }
     }
@@ -221,7 +257,7 @@ impl SpinPhase {
 
     #[inline(never)]
     fn courtesy(&mut self, now: Instant) -> bool {
-        if self.may_block && LONG_YIELDS.get() >= LONG_YIELDS_TO_BLOCK {
+        if self.may_block && LONG_YIELDS.get() >= LONG_YIELDS_TO_BLOCK && block_helps(now) {
             LONG_YIELDS.set(0);
             self.until = now;
             return false;
@@ -237,6 +273,38 @@ impl SpinPhase {
         self.next_yield = back + YIELD_EVERY;
         true
     }
+}
+
+/// Whether a thread whose yields keep running other threads should block now: yes, unless
+/// its last blocks did not find it an idle CPU (each came within `FUTILE_BLOCK_WITHIN` of the
+/// one before, `FUTILE_BLOCKS_TO_STOP` times in a row): then every CPU is busy, and for
+/// `YIELD_ONLY_FOR` it only yields.
+fn block_helps(now: Instant) -> bool {
+    let mut b = BLOCKS.get();
+    if b.yield_only_until.is_some_and(|t| now < t) {
+        return false;
+    }
+    b.yield_only_until = None;
+    let futile = b
+        .last
+        .is_some_and(|t| now.duration_since(t) < FUTILE_BLOCK_WITHIN);
+    b.futile = if futile {
+        b.futile.saturating_add(1)
+    } else {
+        0
+    };
+    let helps = b.futile < FUTILE_BLOCKS_TO_STOP;
+    if helps {
+        b.last = Some(now);
+    } else {
+        b = Blocks {
+            last: None,
+            futile: 0,
+            yield_only_until: Some(now + YIELD_ONLY_FOR),
+        };
+    }
+    BLOCKS.set(b);
+    helps
 }
 
 /// Blocks until `*word != expected`, a wake-up, or `timeout`. Spurious returns are fine.
@@ -354,6 +422,29 @@ pub(crate) fn wait_on<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blocks_stop_while_they_find_no_idle_cpu_and_resume_later() {
+        // Its own thread: the judgement is per thread.
+        std::thread::spawn(|| {
+            let t0 = Instant::now();
+            let ms = |m: u64| t0 + Duration::from_millis(m);
+            assert!(block_helps(t0), "a first block helps");
+            // Blocks far apart each found a CPU.
+            assert!(block_helps(ms(10)));
+            assert!(block_helps(ms(20)));
+            // Two more within 1 ms of the one before: every CPU is busy.
+            assert!(block_helps(ms(20) + Duration::from_micros(100)));
+            assert!(!block_helps(ms(20) + Duration::from_micros(200)));
+            // Yield only, for YIELD_ONLY_FOR …
+            assert!(!block_helps(ms(30)));
+            assert!(!block_helps(ms(69)));
+            // … then blocking is tried again.
+            assert!(block_helps(ms(71)));
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn policy_flag_convention() {

@@ -13,7 +13,7 @@ use backline_decode::steane;
 use backline_stabvm::{Channel, Pauli};
 
 use crate::CompileError;
-use crate::ir::{Block, Code, Gate, Module, Op};
+use crate::ir::{Block, Code, Gate, Module, Op, Word};
 
 /// One transformation of a module.
 pub trait Pass {
@@ -676,7 +676,12 @@ impl Pass for InsertSessions {
     }
 }
 
-/// `lower-decode`.
+/// `lower-decode`: each decode becomes a session's stage, post and collect. Consecutive decodes
+/// on different coprocessors (the logical qubits of one syndrome-extraction round, decoded by
+/// different coprocessors) are fanned out: every request is posted before the first reply is
+/// collected, so the round costs the slowest coprocessor's round trip, not the sum. (A decode's
+/// syndrome bits are measurement results, never another decode's answer, so posting it before
+/// an earlier decode's collect changes no value.)
 pub struct LowerDecode;
 
 impl Pass for LowerDecode {
@@ -686,6 +691,14 @@ impl Pass for LowerDecode {
 
     fn run(&self, m: &mut Module) -> Result<(), CompileError> {
         let mut body = Vec::with_capacity(m.body.len());
+        // The decodes of the fan-out being built: (session, word), in program order.
+        let mut fan: Vec<(u32, Word)> = Vec::new();
+        let flush = |body: &mut Vec<Op>, fan: &mut Vec<(u32, Word)>| {
+            body.extend(
+                fan.drain(..)
+                    .map(|(session, word)| Op::Collect { session, word }),
+            );
+        };
         for op in std::mem::take(&mut m.body) {
             match op {
                 Op::Decode {
@@ -700,6 +713,10 @@ impl Pass for LowerDecode {
                         )));
                     }
                     let s = coprocessor;
+                    // One request per session in a fan-out.
+                    if fan.iter().any(|&(f, _)| f == s) {
+                        flush(&mut body, &mut fan);
+                    }
                     body.extend([
                         Op::GetSession { session: s },
                         Op::Stage {
@@ -708,13 +725,78 @@ impl Pass for LowerDecode {
                             bits,
                         },
                         Op::Post { session: s },
-                        Op::Collect { session: s, word },
                     ]);
+                    fan.push((s, word));
                 }
-                op => body.push(op),
+                op => {
+                    flush(&mut body, &mut fan);
+                    body.push(op);
+                }
             }
         }
+        flush(&mut body, &mut fan);
         m.body = body;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod lower_decode_tests {
+    use super::*;
+
+    /// The transport ops of the body, as `post 0`, `collect 1`, … (stages and session look-ups
+    /// left out), with a `|` for any other op.
+    fn transport(m: &Module) -> Vec<String> {
+        m.body
+            .iter()
+            .filter_map(|op| match op {
+                Op::Post { session } => Some(format!("post {session}")),
+                Op::Collect { session, .. } => Some(format!("collect {session}")),
+                Op::GetSession { .. } | Op::Stage { .. } => None,
+                _ => Some("|".into()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn decodes_on_different_coprocessors_fan_out_and_one_coprocessor_gets_one_request_at_a_time() {
+        let mut m = Module::new("fan", 2);
+        m.num_sessions = 3;
+        let (a, b) = (m.measure(0), m.measure(1));
+        let w0 = m.decode(&[a], 0, 0);
+        let w1 = m.decode(&[b], 0, 1);
+        let w2 = m.decode(&[a, b], 1, 0); // coprocessor 0 again: a new fan-out
+        let w3 = m.decode(&[b], 0, 2);
+        m.measure(0); // ends the fan-out
+        let w4 = m.decode(&[a], 0, 1);
+        LowerDecode.run(&mut m).unwrap();
+        assert_eq!(
+            transport(&m),
+            [
+                "|",
+                "|",
+                "post 0",
+                "post 1",
+                "collect 0",
+                "collect 1",
+                "post 0",
+                "post 2",
+                "collect 0",
+                "collect 2",
+                "|",
+                "post 1",
+                "collect 1"
+            ]
+        );
+        // Every answer is collected into its own word, each once.
+        let words: Vec<Word> = m
+            .body
+            .iter()
+            .filter_map(|op| match op {
+                Op::Collect { word, .. } => Some(*word),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(words, [w0, w1, w2, w3, w4]);
     }
 }

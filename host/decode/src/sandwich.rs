@@ -219,21 +219,7 @@ impl SandwichStream {
             });
         }
         let dets = self.round_start[round as usize]..self.round_start[round as usize + 1];
-        let n = dets.len();
-        if bits.len() != n.div_ceil(8) {
-            return Err(StreamFault::RoundLength {
-                round,
-                expected: n as u32,
-                bytes: n.div_ceil(8) as u32,
-                found: bits.len() as u32,
-            });
-        }
-        if !n.is_multiple_of(8) && bits[n / 8] >> (n % 8) != 0 {
-            return Err(StreamFault::Padding {
-                round,
-                detectors: n as u32,
-            });
-        }
+        crate::stream::check_round_bits(round, dets.len(), bits)?;
         for (i, d) in st.dets[dets].iter_mut().enumerate() {
             *d = bits[i / 8] >> (i % 8) & 1;
         }
@@ -467,7 +453,7 @@ fn worker(s: &Shared, mut decoder: MatchingDecoder) {
         if !w.is_a {
             // Toggles and events may name a detector twice: keep the odd ones.
             events.sort_unstable();
-            dedup_pairs(&mut events);
+            crate::matching::dedup_pairs(&mut events);
         }
         commit.clear();
         // A panic (a bug) fails the window instead of leaving `finish` waiting for it.
@@ -506,24 +492,6 @@ fn queue_ready_gaps(s: &Shared, st: &mut State) -> bool {
         }
     }
     woke
-}
-
-/// Removes pairs of equal neighbours from a sorted list.
-fn dedup_pairs(v: &mut Vec<u32>) {
-    let mut w = 0;
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i;
-        while j < v.len() && v[j] == v[i] {
-            j += 1;
-        }
-        if (j - i) % 2 == 1 {
-            v[w] = v[i];
-            w += 1;
-        }
-        i = j;
-    }
-    v.truncate(w);
 }
 
 #[cfg(test)]

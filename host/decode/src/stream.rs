@@ -461,21 +461,7 @@ impl StreamDecoder {
     /// ([`StreamDecoder::decode_ready`]); the last window waits for [`StreamDecoder::finish`].
     pub fn push_round(&mut self, round: u32, bits: &[u8]) -> Result<bool, StreamFault> {
         let dets = self.next_round(round)?;
-        let n = dets.len();
-        if bits.len() != n.div_ceil(8) {
-            return Err(StreamFault::RoundLength {
-                round,
-                expected: n as u32,
-                bytes: n.div_ceil(8) as u32,
-                found: bits.len() as u32,
-            });
-        }
-        if !n.is_multiple_of(8) && bits[n / 8] >> (n % 8) != 0 {
-            return Err(StreamFault::Padding {
-                round,
-                detectors: n as u32,
-            });
-        }
+        check_round_bits(round, dets.len(), bits)?;
         for (i, d) in self.dets[dets].iter_mut().enumerate() {
             *d ^= bits[i / 8] >> (i % 8) & 1;
         }
@@ -733,6 +719,26 @@ fn matching_windows(dem: &DetectorErrorModel) -> Result<MatchingWindows, StreamB
         events: Vec::with_capacity(n),
         commit: WindowCommit::with_room(n),
     })
+}
+
+/// Checks round `round`'s bit-packed detection events for its `n` detectors: `⌈n/8⌉` bytes,
+/// padding bits 0.
+pub(crate) fn check_round_bits(round: u32, n: usize, bits: &[u8]) -> Result<(), StreamFault> {
+    if bits.len() != n.div_ceil(8) {
+        return Err(StreamFault::RoundLength {
+            round,
+            expected: n as u32,
+            bytes: n.div_ceil(8) as u32,
+            found: bits.len() as u32,
+        });
+    }
+    if !n.is_multiple_of(8) && bits[n / 8] >> (n % 8) != 0 {
+        return Err(StreamFault::Padding {
+            round,
+            detectors: n as u32,
+        });
+    }
+    Ok(())
 }
 
 /// The rounds of a model, as [`StreamDecoder`] takes them: the detectors of each, in order

@@ -313,7 +313,7 @@ impl MatchingDecoder {
 }
 
 /// Removes pairs of equal neighbours from a sorted list (a detector listed twice cancels).
-fn dedup_pairs(v: &mut Vec<u32>) {
+pub(crate) fn dedup_pairs(v: &mut Vec<u32>) {
     let mut w = 0;
     let mut i = 0;
     while i < v.len() {

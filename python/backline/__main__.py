@@ -9,18 +9,11 @@ controller gives as ``Endpoint(address=<peer>)``), like ``backline serve``.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import signal
 import sys
 import time
 
-
-def _exit_with_parent():
-    # prctl(PR_SET_PDEATHSIG, SIGTERM): the kernel signals us when the parent exits.
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+from ._process import exit_with_parent as _exit_with_parent
 
 
 def serve(argv=None) -> int:

@@ -228,7 +228,7 @@ def main(argv=None) -> int:
     p.add_argument("--exit-with-parent", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.exit_with_parent:
-        from .__main__ import _exit_with_parent
+        from ._process import exit_with_parent as _exit_with_parent
 
         _exit_with_parent()
     stop = threading.Event()

@@ -238,7 +238,7 @@ def css_bp_decoder(
             f"css_bp_decoder: postprocess={postprocess!r} (expected 'osd', 'osd0' or None)"
         )
     if platform is not None:
-        from .triton import check_platform
+        from ._platforms import check_platform
 
         check_platform(platform)
     if not isinstance(num_iters, int) or num_iters < 1:

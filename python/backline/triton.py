@@ -36,6 +36,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from ._platforms import PLATFORMS, check_platform  # noqa: F401  (PLATFORMS: part of this module's API)
 from .errors import CoprocessorFunctionError
 from .placement import CoprocessorFunction
 
@@ -51,24 +52,6 @@ SIGNATURE = {
 
 #: The GPU architecture the PTX targets by default.
 ARCH = 80
-
-#: The platforms a decoder compiles for: ``(backend, arch, warp size)`` of Triton's target.
-PLATFORMS = {
-    "cuda:sm_80": ("cuda", 80, 32),
-    "cuda:sm_90": ("cuda", 90, 32),
-    "hip:gfx90a:64": ("hip", "gfx90a", 64),
-}
-
-
-def check_platform(platform: str) -> tuple:
-    """Triton's target for a platform string, or a named error listing the known ones."""
-    target = PLATFORMS.get(platform)
-    if target is None:
-        raise CoprocessorFunctionError(
-            f"platform={platform!r} names no target (known: {', '.join(PLATFORMS)})"
-        )
-    return target
-
 
 def compile_ptx(fn, num_warps: int = 1, platform: str = "cuda:sm_80") -> tuple[str, str]:
     """``(kernel name, assembly)`` of a ``@triton.jit`` decoder, compiled for ``platform``

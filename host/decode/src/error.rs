@@ -125,10 +125,10 @@ pub enum DecoderError {
     /// A detector error model a matching decoder cannot take (a hyperedge, `p = 1`, too many
     /// observables, no edges).
     #[error(transparent)]
-    MatchingModel(#[from] crate::matching::MatchingBuildError),
+    MatchingModel(#[from] crate::matching::errors::MatchingBuildError),
     /// A matching decode refused its shot (a `Copy` fault: returning it does not allocate).
     #[error(transparent)]
-    Match(#[from] crate::matching::MatchFault),
+    Match(#[from] crate::matching::errors::MatchFault),
     /// An output buffer whose length is not the number of bits.
     #[error("correction buffer has {found} entries, the checks have {expected} columns")]
     OutputLength {

@@ -17,3 +17,5 @@ pub mod program;
 mod py;
 #[cfg(feature = "python")]
 mod py_cuqr;
+#[cfg(feature = "python")]
+mod pyerr;

@@ -8,25 +8,12 @@ use backline_compiler::NoiseDefaults;
 use backline_decode::dem::DemLimits;
 use backline_decode::io::excerpt;
 use backline_stabvm::Endpoint;
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyType};
+use pyo3::types::PyBytes;
 
 use crate::placement::{self, PlacementError, RunError, Server as RustServer};
 use crate::program::{self, FrontError, Header, OpSpec};
-
-/// An exception of `backline.errors` by class name.
-pub(crate) fn err(py: Python<'_>, class: &str, msg: impl Into<String>) -> PyErr {
-    let msg = msg.into();
-    match py
-        .import("backline.errors")
-        .and_then(|m| m.getattr(class))
-        .and_then(|c| c.cast_into::<PyType>().map_err(PyErr::from))
-    {
-        Ok(ty) => PyErr::from_type(ty, msg),
-        Err(_) => PyRuntimeError::new_err(msg),
-    }
-}
+use crate::pyerr::err;
 
 fn front_err(py: Python<'_>, e: FrontError) -> PyErr {
     match e {

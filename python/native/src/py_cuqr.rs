@@ -8,7 +8,7 @@ use backline_responder::cuqr::{CuqrOptions, CuqrServer as RustServer, RingSpec};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::py::err;
+use crate::pyerr::err;
 
 /// A CUQR server: `stream:` functions answered over UDP, one ring per decoder or one for all.
 #[pyclass(module = "backline._native", frozen)]

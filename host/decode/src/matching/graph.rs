@@ -19,58 +19,13 @@
 //! rule). `p = ½` is a free edge (weight 0); `p = 1` is refused.
 
 use crate::dem::DetectorErrorModel;
+pub use crate::matching::errors::{MAX_MATCHING_OBSERVABLES, MatchingBuildError};
 
 /// The node an edge to the boundary leads to.
 pub const BOUNDARY: u32 = u32::MAX;
 
 /// The largest half-edge weight, PyMatching's `NUM_DISTINCT_WEIGHTS − 1`.
 const MAX_HALF_WEIGHT: f64 = ((1u32 << 24) - 1) as f64;
-
-/// Observables a matching decoder tracks (one `u64` mask per path).
-pub const MAX_MATCHING_OBSERVABLES: usize = 64;
-
-/// Why a model cannot be matched.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum MatchingBuildError {
-    /// A part of an `error` flips more than two detectors.
-    #[error(
-        "{file}:{line}: this error has a part that flips {count} detectors ({dets}); matching \
-         needs edges of one or two detectors: decompose the model's errors (stim's \
-         `decompose_errors=True` separates them with `^`)"
-    )]
-    Hyperedge {
-        /// The model's name.
-        file: String,
-        /// The line of the `error`.
-        line: u32,
-        /// How many detectors the part flips.
-        count: usize,
-        /// Its first detectors, as `D3 D7 D9`.
-        dets: String,
-    },
-    /// An edge of probability 1 (an infinitely negative weight).
-    #[error("{file}:{line}: an error of probability {p} cannot be matched (it always happens)")]
-    Certain {
-        /// The model's name.
-        file: String,
-        /// The line of its first `error`.
-        line: u32,
-        /// Its probability.
-        p: f64,
-    },
-    /// More observables than a matching decoder tracks.
-    #[error("{file}: {count} observables; matching tracks at most {MAX_MATCHING_OBSERVABLES}")]
-    TooManyObservables {
-        /// The model's name.
-        file: String,
-        /// Observables of the model.
-        count: usize,
-    },
-    /// No graphlike part with `p > 0` flips a detector.
-    #[error("{0}: no error with p > 0 flips one or two detectors; there is nothing to match")]
-    NoEdges(String),
-}
 
 /// One undirected edge, as built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

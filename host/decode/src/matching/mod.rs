@@ -50,6 +50,7 @@
 
 mod blossom;
 pub mod checks;
+pub mod errors;
 pub mod graph;
 mod path;
 mod queue;
@@ -59,48 +60,11 @@ use std::sync::Arc;
 
 use crate::dem::DetectorErrorModel;
 pub use checks::{CheckMatching, ChecksError};
+pub use errors::MatchFault;
 pub use graph::{BOUNDARY, Edge, MAX_MATCHING_OBSERVABLES, MatchingBuildError, MatchingGraph};
 pub use window::{WindowCommit, WindowSpec};
 
 use blossom::{Blossom, Failure};
-
-/// Why a decode was refused. `Copy`, and returned without allocating.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum MatchFault {
-    /// A detection event on a detector that no edge touches: nothing can explain it.
-    #[error("detector D{0} fired, and no error of the model flips it")]
-    IsolatedDetector(u32),
-    /// No perfect matching exists: the detection events of the part of the graph holding this
-    /// detector are odd in number and the part has no boundary.
-    #[error(
-        "no matching explains the detection events: the connected part of the graph with \
-         detector D{0} has an odd number of them and no boundary"
-    )]
-    NoPerfectMatching(u32),
-    /// The flooding did not finish within its event budget (a decoder bug, reported instead
-    /// of hanging).
-    #[error("the matching did not finish within its event budget")]
-    Budget,
-    /// A detection-event record of the wrong length.
-    #[error("{what} is {found} bytes, expected {expected}")]
-    Length {
-        /// Detection events or observable flips.
-        what: &'static str,
-        /// Bytes expected.
-        expected: u32,
-        /// Bytes given.
-        found: u32,
-    },
-    /// A detector index past the model's.
-    #[error("detector {index} is beyond the model's {detectors} detectors")]
-    Detector {
-        /// The index given.
-        index: u32,
-        /// Detectors of the model.
-        detectors: u32,
-    },
-}
 
 /// A matching's answer: the observables its paths flip and its weight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -68,7 +68,7 @@ pub struct SplitMedians {
 
 impl SplitMedians {
     /// One line for a summary: `RTT split (median of 9999 rounds): engine 52 cycles
-    /// (simulated) + fabric 460 cycles (model) + service 3010 cycles (measured: …)`.
+    /// (simulated) + fabric 404 cycles (model) + service 3010 cycles (measured: …)`.
     pub fn line(&self, service: &str) -> String {
         format!(
             "RTT split (median of {} rounds): engine {} cycles (simulated) + fabric {} cycles \

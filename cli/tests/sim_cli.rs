@@ -199,9 +199,9 @@ fn bposd_replies_equal_the_cpu_decoders_through_a_real_serve_over_udp_and_shm() 
         assert!(timeouts < 300, "{transport}: {j}");
         assert_eq!(o.status.success(), timeouts == 0, "{transport}: {err}");
         assert_eq!(j["coprocessor"], format!("{transport}:{}", srv.peer), "{j}");
-        // The summary's split: engine + fabric (two legs of 230 cycles) + measured service.
+        // The summary's split: engine + fabric (two legs of 202 cycles) + measured service.
         let s = &j["split"];
-        assert_eq!(s["fabric_cycles"], 460.0, "{j}");
+        assert_eq!(s["fabric_cycles"], 404.0, "{j}");
         assert!(s["service_cycles"].as_f64().unwrap() > 0.0, "{j}");
         assert!(s["engine_cycles"].as_f64().unwrap() > 0.0, "{j}");
         assert!(
@@ -222,7 +222,7 @@ fn bposd_replies_equal_the_cpu_decoders_through_a_real_serve_over_udp_and_shm() 
                     e.unwrap() + f.unwrap() + s.unwrap(),
                     "{status}"
                 );
-                assert_eq!(f.unwrap(), 460);
+                assert_eq!(f.unwrap(), 404);
                 checked += 1;
             }
         }
@@ -244,7 +244,7 @@ fn bposd_replies_equal_the_cpu_decoders_through_a_real_serve_over_udp_and_shm() 
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("RTT split (median of"), "{out}");
     assert!(
-        out.contains("(simulated) + fabric 460 cycles (model) + service"),
+        out.contains("(simulated) + fabric 404 cycles (model) + service"),
         "{out}"
     );
     assert!(out.contains("mismatches 0  timeouts "), "{out}");
@@ -587,4 +587,70 @@ fn the_build_says_whether_it_has_the_simulator() {
     }
     assert!(h.contains("--coprocessor <ADDR>"), "{h}");
     assert!(h.contains("--fabric-latency-ns"), "{h}");
+}
+
+#[test]
+fn the_fabric_model_shows_its_parts_and_a_switch_adds_to_both_legs() {
+    if no_simulator() {
+        return;
+    }
+    let o = sim(&["--mode", "hw-loop", "--rounds", "300"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for part in [
+        "MAC, PCS and transceiver at both ends (estimate)",
+        "RS(528,514) FEC encode and decode (estimate)",
+        "serialization of the frame (physics)",
+        "host NIC receive: parse, QP look-up, PCIe write into host memory (calibrated)",
+        "host NIC send: doorbell over PCIe, WQE and data, transmit pipeline (calibrated)",
+        "(the reference measured 2305 ns)",
+    ] {
+        assert!(out.contains(part), "{part}: {out}");
+    }
+    // A 300 ns switch each way and no FEC: +2 × 200 ns on the round trip, in the JSON too.
+    let j = |args: &[&str]| -> serde_json::Value {
+        let mut v = vec!["--mode", "hw-loop", "--rounds", "300", "--json"];
+        v.extend(args);
+        let o = sim(&v);
+        serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim()).unwrap()
+    };
+    let (base, switched) = (j(&[]), j(&["--switch-ns", "300", "--fec", "none"]));
+    let rt = |v: &serde_json::Value| v["fabric_round_trip_ns"].as_i64().unwrap();
+    assert_eq!(rt(&switched) - rt(&base), 400, "{switched}");
+    let parts = switched["fabric_parts"].as_array().unwrap();
+    assert_eq!(parts.iter().filter(|p| p["part"] == "switch").count(), 2);
+    assert!(
+        parts
+            .iter()
+            .all(|p| p["part"] != "RS(528,514) FEC encode and decode")
+    );
+    let med = |v: &serde_json::Value| v["median_ns"].as_f64().unwrap();
+    assert!(
+        (med(&switched) - med(&base) - 400.0).abs() <= 10.0,
+        "{base} {switched}"
+    );
+    // Out of range, or mixed with a fixed latency: one line naming the flag.
+    for (args, says) in [
+        (vec!["--cable-m=-3"], "--cable-m -3"),
+        (
+            vec!["--link-gbps", "40"],
+            "--link-gbps 40: 10, 25, 50 or 100",
+        ),
+        (vec!["--switch-ns", "1000000"], "--switch-ns 1000000"),
+        (
+            vec!["--fabric-latency-ns", "1000", "--switch-ns", "5"],
+            "--fabric-latency-ns",
+        ),
+    ] {
+        let mut v = vec!["--mode", "hw-loop", "--rounds", "10"];
+        v.extend(&args);
+        let o = sim(&v);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
 }

@@ -136,8 +136,8 @@ def test_fpga_controller_through_the_simulated_board_gives_the_same_samples():
     np.testing.assert_array_equal(s, host)
     lat = dev.last_run.latency()
     assert lat["count"] == 100 * 13 - 1 and lat["median_ns"] > 0
-    # RTT = engine + fabric (two legs of the reference's 1,152 ns) + measured service.
-    assert lat["min_ns"] > 2 * 1152
+    # RTT = engine + fabric (two legs of the default fabric model's 1,012 ns) + measured service.
+    assert lat["min_ns"] > 2 * 1012
 
 
 @pytest.mark.parametrize("transport", ["udp", "shm"])

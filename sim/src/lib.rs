@@ -33,6 +33,7 @@
 mod backend;
 pub mod board;
 pub mod bridge;
+pub mod fabric;
 pub mod model;
 pub mod run;
 

@@ -29,6 +29,7 @@ use anyhow::{Context, bail};
 use backline_bench::progress::{Progress, Show};
 use backline_bench::{Clock, Outputs, RunName, Table, Trace};
 use backline_regmap as rm;
+use backline_sim::fabric::{FabricModel, FabricSettings, Fec};
 use backline_sim::run::RunReport;
 use backline_sim::workload::{self, Workload};
 use backline_sim::{
@@ -113,10 +114,26 @@ pub struct Args {
     /// --coprocessor and a decoder function).
     #[arg(long, default_value = "0.05")]
     error_rate: f64,
-    /// One-way fabric latency modelled on top of the engine, ns (rounded to cycles of the
-    /// 200 MHz clock; default: the reference board's measured one-way RoCE figure).
-    #[arg(long, alias = "wire-latency-ns", default_value_t = backline_sim::model::REFERENCE_ONE_WAY_NS)]
-    fabric_latency_ns: u64,
+    /// One fixed fabric latency each way, ns, instead of the fabric model of parts (rounded
+    /// to cycles of the 200 MHz clock).
+    #[arg(long, alias = "wire-latency-ns", conflicts_with_all = ["link_gbps", "cable_m", "switch_ns", "fec", "host_nic_ns"])]
+    fabric_latency_ns: Option<u64>,
+    /// Fabric model: the link's rate, Gb/s (10, 25, 50 or 100) [default: 100].
+    #[arg(long, value_name = "GBPS")]
+    link_gbps: Option<u32>,
+    /// Fabric model: cable length each way, m (0 to 1000) [default: 1].
+    #[arg(long, value_name = "M")]
+    cable_m: Option<f64>,
+    /// Fabric model: a switch's latency each way, ns (0 to 100000) [default: 0, a direct cable].
+    #[arg(long, value_name = "NS")]
+    switch_ns: Option<u64>,
+    /// Fabric model: forward error correction on the link [default: rs528].
+    #[arg(long, value_enum)]
+    fec: Option<FecArg>,
+    /// Fabric model: the host NIC's receive and send paths each, ns, instead of the values
+    /// calibrated to the reference's 2.305 µs round trip (0 to 100000).
+    #[arg(long, value_name = "NS")]
+    host_nic_ns: Option<u64>,
     /// In-simulation responder service time, ns (with --coprocessor the service is measured).
     #[arg(long, default_value = "200")]
     service_ns: u64,
@@ -163,6 +180,8 @@ pub struct SimConfig {
     pub bridge: Option<BridgeConfig>,
     /// `--service-ns` of the in-simulation responder.
     pub service_ns: u64,
+    /// The fabric model of parts (`None`: a fixed `--fabric-latency-ns`).
+    pub fabric: Option<FabricModel>,
     /// The CSV trace (`--csv`), its path checked writable.
     pub outputs: Outputs,
     /// One JSON object instead of the table.
@@ -207,6 +226,7 @@ impl SimConfig {
             run,
             bridge,
             service_ns: a.service_ns,
+            fabric: fabric_model(a)?,
             outputs,
             json: a.json,
             quiet: a.quiet,
@@ -281,6 +301,35 @@ fn remote_side(a: &Args) -> anyhow::Result<(Responder, Option<Workload>, Option<
     Ok((Responder::Echo, Some(w), Some(b)))
 }
 
+/// `--fec`. (Plain comments: clap lists the values in one line.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum FecArg {
+    // No FEC.
+    None,
+    // RS(528,514), IEEE 802.3 clause 91.
+    Rs528,
+}
+
+/// The fabric model of the flags, or `None` for a fixed `--fabric-latency-ns`.
+fn fabric_model(a: &Args) -> anyhow::Result<Option<FabricModel>> {
+    if a.fabric_latency_ns.is_some() {
+        return Ok(None);
+    }
+    let r = FabricSettings::REFERENCE;
+    let s = FabricSettings {
+        link_gbps: a.link_gbps.unwrap_or(r.link_gbps),
+        cable_m: a.cable_m.unwrap_or(r.cable_m),
+        switch_ns: a.switch_ns.unwrap_or(r.switch_ns),
+        fec: match a.fec {
+            None => r.fec,
+            Some(FecArg::None) => Fec::None,
+            Some(FecArg::Rs528) => Fec::Rs528,
+        },
+        host_nic_ns: a.host_nic_ns,
+    };
+    Ok(Some(FabricModel::new(&s)?))
+}
+
 /// Turns the flags into a validated run configuration (the bridge is connected later).
 fn run_config(a: &Args) -> anyhow::Result<(RunConfig, Option<BridgeConfig>)> {
     let pacer = pacer_config(a)?;
@@ -290,8 +339,12 @@ fn run_config(a: &Args) -> anyhow::Result<(RunConfig, Option<BridgeConfig>)> {
         Cadence::RandomDelayed => 10_000,
     });
     let (responder, workload, bridge) = remote_side(a)?;
+    let fabric = fabric_model(a)?;
     let model = ModelConfig {
-        fabric_latency_cycles: rm::ns_to_cycles(a.fabric_latency_ns),
+        fabric_latency_cycles: match &fabric {
+            Some(m) => m.one_way_cycles(),
+            None => rm::ns_to_cycles(a.fabric_latency_ns.unwrap_or(0)),
+        },
         service_cycles: rm::ns_to_cycles(a.service_ns),
         jitter_cycles: rm::ns_to_cycles(a.jitter_ns),
         jitter_seed: u64::from(a.seed),
@@ -477,6 +530,22 @@ fn json_line(c: &SimConfig, rep: &RunReport, trace: &Trace, service_note: &str) 
         cfg.model.fabric_latency_cycles.into(),
     );
     extra.insert("service".into(), service_note.into());
+    if let Some(f) = &c.fabric {
+        let parts: Vec<serde_json::Value> = f
+            .parts()
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "leg": p.leg.name(),
+                    "part": p.name,
+                    "ns": p.ns,
+                    "source": p.source.name(),
+                })
+            })
+            .collect();
+        extra.insert("fabric_parts".into(), parts.into());
+        extra.insert("fabric_round_trip_ns".into(), f.round_trip_ns().into());
+    }
     if let Some(b) = &c.bridge {
         extra.insert("coprocessor".into(), b.addr.to_string().into());
     }
@@ -515,6 +584,14 @@ fn print_table(c: &SimConfig, rep: &RunReport, trace: &Trace, service_note: &str
     print!("{}", t.render());
     if let Some(m) = trace.split_medians() {
         println!("{}", m.line(service_note));
+    }
+    if let Some(f) = &c.fabric {
+        println!(
+            "fabric model (each leg half the round trip; docs/firmware.md gives the sources):"
+        );
+        for line in f.lines() {
+            println!("{line}");
+        }
     }
     if let Some((relayed, mean_ns)) = rep.bridged {
         println!(
@@ -609,8 +686,8 @@ mod tests {
             (c.mode, c.rounds, c.pacer.is_b2b()),
             (Mode::SwLoop, 1_000_000, true)
         );
-        // 1,152 ns one way: 230 cycles of the 200 MHz clock.
-        assert_eq!(c.model.fabric_latency_cycles, 230);
+        // The default fabric model's leg: 1,012 ns one way, 202 cycles of the 200 MHz clock.
+        assert_eq!(c.model.fabric_latency_cycles, 202);
         assert_eq!(c.timeout_cycles, 200_000);
         let (c, _) = cfg(&["--cadence", "random-delayed", "--mode", "hw-loop"]).unwrap();
         assert_eq!(

@@ -51,11 +51,12 @@ truncate -s 256 "$W/hwhs.bin"
 poke() { printf "$3" | dd of="$W/$1" bs=1 seek=$(( $2 )) conv=notrunc status=none; }
 peek() { od -An -tx4 -j $(( $2 )) -N4 "$W/$1" | tr -d ' '; }
 poke ernic.bin 0x20000 '\x01\x04\x00\x00'      # XRNICCONF: enabled, 4 QPs (little-endian)
-poke hwhs.bin 0x90 '\x02\x00\x4c\x42'          # VERSION = 0x424C0002
+poke hwhs.bin 0x90 '\x03\x00\x4c\x42'          # VERSION = 0x424C0003 (register map v3)
 BE="file:$W/ernic.bin,$W/hwhs.bin"
 out=$(run --backend "$BE" info)
-expect_in "ERNIC          ERNIC v3.x register space (PG332 v3.1), enabled, 4 QPs" "$out"
-expect_in "HWHS           VERSION 0x424c0002, STATUS 0x0 (state IDLE)" "$out"
+expect_in "ERNIC layout   ERNIC v3.x register space (PG332 v3.1)" "$out"
+expect_in "ERNIC          v3.x, enabled, 4 QPs" "$out"
+expect_in "HWHS           VERSION 0x424c0003, STATUS 0x0 (state IDLE)" "$out"
 expect_in '"ernic_layout":"ERNIC v3.x register space (PG332 v3.1)"' "$(run --backend "$BE" info --json)"
 out=$(run --backend "$BE" reset)
 expect_in "board reset: no QP torn down" "$out"
@@ -75,7 +76,7 @@ set +e
 err=$(run --backend "$BE" info 2>&1); rc=$?
 set -e
 [ $rc = 2 ] || fail "an older bitstream: exit $rc, expected 2"
-expect_in "HWHS VERSION reads 0x424c0001: expected 0x424c0002" "$err"
+expect_in "HWHS VERSION reads 0x424c0001: expected 0x424c0003" "$err"
 sed 's/^number = 2 /number = 1 /' firmware/examples/sim-board.toml > "$W/qp1.toml"
 set +e
 err=$(run --backend "$BE" setup --config "$W/qp1.toml" 2>&1); rc=$?

@@ -1112,6 +1112,7 @@ mod tests {
                     peer: text(),
                     keyed: true,
                     waited: std::time::Duration::from_secs(5),
+                    closed: false,
                 },
                 BACKLINE_STATUS_NOT_ADMITTED,
             ),

@@ -131,15 +131,19 @@ pub enum Error {
     /// nothing answers there. A keyed coprocessor answers a refused hello with nothing, so
     /// the controller learns no more than this.
     #[error(
-        "not admitted by {peer}: no answer to our {} within {} ms ({})",
+        "not admitted by {peer}: {} our {} ({})",
+        if *closed {
+            format!("it closed the set-up connection after {} ms without answering", waited.as_millis())
+        } else {
+            format!("no answer within {} ms to", waited.as_millis())
+        },
         if *keyed { "keyed hello" } else { "hello" },
-        waited.as_millis(),
         if *keyed {
             "the coprocessor's token file differs from ours, the two clocks differ by more \
-             than 30 s, or nothing serves there"
+             than 30 s, or it failed, or nothing serves there"
         } else {
             "a coprocessor started with --token-file answers only controllers that hold its \
-             key: pass the same --token-file; or nothing serves there"
+             key: pass the same --token-file; or it failed, or nothing serves there"
         }
     )]
     NotAdmitted {
@@ -149,6 +153,8 @@ pub enum Error {
         keyed: bool,
         /// How long we waited.
         waited: Duration,
+        /// The peer closed the set-up connection (rdma's TCP) instead of staying silent (udp).
+        closed: bool,
     },
     /// A token file cannot be used as a key.
     #[error("token file {}: {problem}", path.display())]

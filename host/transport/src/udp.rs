@@ -743,6 +743,7 @@ impl UdpClient {
             peer: format!("udp:{}", self.peer),
             keyed: key.is_some(),
             waited: t0.elapsed(),
+            closed: false,
         })
     }
 

@@ -219,6 +219,7 @@ impl RdmaClient {
                 peer: self.peer.clone(),
                 keyed: key.is_some(),
                 waited: t0.elapsed(),
+                closed: true,
             },
             e => oob_error(e, &self.peer, "the answer to our hello"),
         })?;

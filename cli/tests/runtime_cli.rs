@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{BIN, json, out_dir, serve};
+use common::{BIN, backline, json, out_dir, serve};
 
 #[test]
 fn two_benches_run_at_once_against_one_server_with_every_reply_checked() {
@@ -280,4 +280,76 @@ fn more_serving_threads_than_sessions_and_a_missing_hop_are_said_once_and_serve_
     assert_eq!(said("--serve-threads 1024 is more than"), 1, "{err}");
     assert_eq!(said("has no transport hop of its own"), 1, "{err}");
     assert_eq!(said("500 rounds, 0 with an error status"), 2, "{err}");
+}
+
+#[test]
+fn fan_out_rounds_to_two_servers_and_peers_that_cannot_fan_out() {
+    let tag = std::process::id();
+    let (a, b, wide) = (
+        format!("fan-a-{tag}"),
+        format!("fan-b-{tag}"),
+        format!("fan-w-{tag}"),
+    );
+    let srv_a = serve(&["--transport", "shm", "--name", &a, "--fn", "0=echo"]);
+    let srv_b = serve(&["--transport", "shm", "--name", &b, "--fn", "0=echo"]);
+    let srv_w = serve(&[
+        "--transport",
+        "shm",
+        "--name",
+        &wide,
+        "--fn",
+        "0=echo",
+        "--slot-bytes",
+        "128",
+    ]);
+    let dir = out_dir("fan-out");
+    let peers = format!("{a},shm:{b}");
+    let fan = |peers: &str| {
+        backline(&[
+            "bench",
+            "--transport",
+            "shm",
+            "--peers",
+            peers,
+            "--responder",
+            "echo",
+            "--rounds",
+            "2000",
+            "--json",
+            "--no-plots",
+            "--quiet",
+            "--out-dir",
+            &dir,
+        ])
+    };
+    let j = json(&fan(&peers));
+    assert_eq!(j["mode"], "fan-out", "{j}");
+    assert_eq!(j["peers"].as_array().unwrap().len(), 2, "{j}");
+    let slowest = j["slowest_alone_median_ns"].as_f64().unwrap();
+    let ratio = j["ratio_to_slowest_median"].as_f64().unwrap();
+    assert!(slowest > 0.0 && ratio > 0.0, "{j}");
+    // Bad peers: one error line each, naming what is wrong.
+    for (peers, says) in [
+        (
+            format!("{a},shm:{a}"),
+            format!("--peers names shm:{a} twice"),
+        ),
+        (a.clone(), "--peers names one coprocessor".to_string()),
+        (
+            format!("{a},{wide}"),
+            format!("coprocessor 1 of --peers (shm:{wide}): ring geometry mismatch"),
+        ),
+        (
+            format!("{a},memcpy:x"),
+            "memcpy keeps its coprocessor in this process".to_string(),
+        ),
+    ] {
+        let o = fan(&peers);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{peers}: {err}");
+        assert!(err.contains(&says), "{peers}: {err}");
+    }
+    for s in [srv_a, srv_b, srv_w] {
+        s.stop();
+    }
 }

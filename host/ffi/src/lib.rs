@@ -144,6 +144,16 @@ enum Fail {
     Session(Error),
 }
 
+impl Fail {
+    /// Its status and message.
+    fn parts(self) -> (backline_status, String) {
+        match self {
+            Fail::Status(s, m) => (s, m),
+            Fail::Session(e) => (status_of(&e), e.to_string()),
+        }
+    }
+}
+
 impl From<Error> for Fail {
     fn from(e: Error) -> Fail {
         Fail::Session(e)
@@ -194,13 +204,9 @@ fn status_of(e: &Error) -> backline_status {
 fn boundary(f: impl FnOnce() -> Result<(), Fail>) -> backline_status {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => BACKLINE_STATUS_OK,
-        Ok(Err(Fail::Status(s, msg))) => {
+        Ok(Err(fail)) => {
+            let (s, msg) = fail.parts();
             set_error(msg);
-            s
-        }
-        Ok(Err(Fail::Session(e))) => {
-            let s = status_of(&e);
-            set_error(e.to_string());
             s
         }
         Err(p) => {
@@ -627,16 +633,25 @@ pub unsafe extern "C" fn backline_session_stage_payload(
     decoder_id: u32,
 ) -> backline_status {
     controller(session, "stage_payload", |c| {
-        let bytes: &[u8] = if len == 0 {
-            &[]
-        } else if payload.is_null() {
-            return Err(invalid("payload is NULL"));
-        } else {
-            // SAFETY: valid for `len` bytes by contract.
-            unsafe { std::slice::from_raw_parts(payload.cast(), len) }
-        };
+        // SAFETY: `payload` is valid for `len` bytes by this function's contract.
+        let bytes = unsafe { payload_bytes(payload, len) }?;
         Ok(c.stage_payload(bytes, decoder_id)?)
     })
+}
+
+/// The `len` bytes at `payload` (none when `len` is 0, whatever `payload` is).
+///
+/// # Safety
+/// `payload` is valid for reading `len` bytes when `len` is not 0, for the lifetime chosen.
+unsafe fn payload_bytes<'a>(payload: *const c_void, len: usize) -> Result<&'a [u8], Fail> {
+    if len == 0 {
+        Ok(&[])
+    } else if payload.is_null() {
+        Err(invalid("payload is NULL"))
+    } else {
+        // SAFETY: non-null and valid for `len` bytes by the caller's contract.
+        Ok(unsafe { std::slice::from_raw_parts(payload.cast(), len) })
+    }
 }
 
 /// Publishes the staged request; writes its round number to `*round` when not NULL.
@@ -755,9 +770,9 @@ unsafe fn fanout_sessions(
                 handles[..i].iter().position(|&x| x == h).unwrap_or(0)
             )));
         }
-        let at = |e: Fail| match e {
-            Fail::Status(s, m) => Fail::Status(s, format!("sessions[{i}]: {m}")),
-            Fail::Session(e) => Fail::Status(status_of(&e), format!("sessions[{i}]: {e}")),
+        let at = |e: Fail| {
+            let (s, m) = e.parts();
+            Fail::Status(s, format!("sessions[{i}]: {m}"))
         };
         match handles::lookup(h).map_err(at)?.session {
             SessionRef::Controller(c) => out.push(c),
@@ -829,18 +844,14 @@ pub unsafe extern "C" fn backline_post_all(
         let requests = unsafe { std::slice::from_raw_parts(requests, n) };
         let mut failed = Vec::new();
         for (i, (c, r)) in list.iter().zip(requests).enumerate() {
-            let bytes: &[u8] = if r.len == 0 {
-                &[]
-            } else if r.payload.is_null() {
-                failed.push((
-                    i,
-                    BACKLINE_STATUS_INVALID_ARGUMENT,
-                    "payload is NULL".into(),
-                ));
-                continue;
-            } else {
-                // SAFETY: valid for `len` bytes by contract.
-                unsafe { std::slice::from_raw_parts(r.payload.cast(), r.len) }
+            // SAFETY: each request's payload is valid for its `len` bytes by contract.
+            let bytes = match unsafe { payload_bytes(r.payload, r.len) } {
+                Ok(b) => b,
+                Err(e) => {
+                    let (s, m) = e.parts();
+                    failed.push((i, s, m));
+                    continue;
+                }
             };
             let mut c = lock!(c);
             if let Err(e) = c
@@ -883,10 +894,9 @@ pub unsafe extern "C" fn backline_collect_all(
         let mut failed = Vec::new();
         let r = backline_transport::collect_posted(&mut guards, &mut posted, |i, reply, _| {
             // SAFETY: `i < n`; `replies` is valid for writing `n` by contract.
-            match write_reply(unsafe { replies.add(i) }, &reply) {
-                Ok(()) => {}
-                Err(Fail::Status(s, m)) => failed.push((i, s, m)),
-                Err(Fail::Session(e)) => failed.push((i, status_of(&e), e.to_string())),
+            if let Err(e) = write_reply(unsafe { replies.add(i) }, &reply) {
+                let (s, m) = e.parts();
+                failed.push((i, s, m));
             }
         });
         if let Err(e) = r {

@@ -845,6 +845,10 @@ impl Exec {
                     }
                     self.det_offset = self.det_offset.saturating_add(*n);
                 }
+                // A body that executes nothing (empty, comments, empty blocks) changes nothing
+                // however often it repeats: not walked (AFL: `repeat 3333333333333333 { # … }`
+                // ran for hours).
+                Op::Repeat(_, b) if expanded_size(b) == 0 => {}
                 Op::Repeat(n, b) => {
                     for _ in 0..*n {
                         self.run(b)?;
@@ -1364,6 +1368,16 @@ mod tests {
             dem.observable_matrix().to_dense().to_picture(),
             "...\n1..\n"
         );
+    }
+
+    #[test]
+    fn an_empty_block_repeated_almost_forever_is_read_at_once() {
+        let t0 = std::time::Instant::now();
+        let text = "repeat 3333333333333333 { # detector(0, 1) D0\n}\n\
+                    error(0.1) D0 L0\ndetector(0, 0) D0\n";
+        let dem = DetectorErrorModel::parse(text, "empty.dem").unwrap();
+        assert_eq!(dem.num_detectors(), 1);
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5));
     }
 
     #[test]

@@ -156,7 +156,7 @@ impl backline_ring::RingServer for BareServer {
             for r in 0..n {
                 let s = Seq::of_round(r);
                 let m = rq.wait(s, &pol, Duration::from_secs(5), None).unwrap();
-                out[0] = backline_decode::steane::decode(m.payload[0]);
+                out[0] = backline_decoders::steane::decode(m.payload[0]);
                 rp.publish(s, Kind::Reply, m.header.decoder_id, 0, &out)
                     .unwrap();
             }

@@ -32,7 +32,7 @@ pub fn parse<T: clap::FromArgMatches>(prog: &str, command: clap::Command) -> Res
 
 /// A clap error as one line, like every other error of `prog`: clap's first line without its
 /// `error: ` prefix, `PROG: error: … (see --help)`. A value clap quotes (`invalid value
-/// '…' for '--flag'`) is cut to an excerpt ([`backline_decode::io::excerpt`]), so that a
+/// '…' for '--flag'`) is cut to an excerpt ([`backline_decoders::io::excerpt`]), so that a
 /// 100,000-character argument is not echoed whole.
 pub fn usage_line(prog: &str, clap_message: &str) -> String {
     let first = clap_message.lines().next().unwrap_or("bad arguments");
@@ -44,7 +44,7 @@ pub fn usage_line(prog: &str, clap_message: &str) -> String {
 
 /// `line` with every `'…'`-quoted part cut to an excerpt; a quote left open is cut too.
 fn quoted_excerpts(line: &str) -> String {
-    use backline_decode::io::excerpt;
+    use backline_decoders::io::excerpt;
     let mut out = String::new();
     let mut rest = line;
     while let Some(open) = rest.find('\'') {

@@ -180,7 +180,7 @@ impl Outputs {
             && files.iter().any(|(_, p)| p.starts_with(d))
         {
             std::fs::create_dir_all(d).map_err(|source| OutputError::Dir {
-                path: backline_decode::io::excerpt_path(d),
+                path: backline_decoders::io::excerpt_path(d),
                 source,
             })?;
         }
@@ -188,7 +188,7 @@ impl Outputs {
             let (flag, p) = (*flag, p.as_path());
             let err = |source| OutputError::File {
                 flag,
-                path: backline_decode::io::excerpt_path(p),
+                path: backline_decoders::io::excerpt_path(p),
                 source,
             };
             if p.exists() {

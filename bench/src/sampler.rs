@@ -11,9 +11,9 @@
 //! anticommutes with a logical of the other type. Logical failures are decoding outcomes, not
 //! transport faults, and are counted apart.
 
-use backline_decode::BitMatrix;
-use backline_decode::codes::CssCode;
-use backline_decode::noise::CodeCapacity;
+use backline_decoders::BitMatrix;
+use backline_decoders::codes::CssCode;
+use backline_decoders::noise::CodeCapacity;
 
 /// Which checks of a CSS code a sampler serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,7 +138,7 @@ fn pack(bits: &[u8], out: &mut [u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use backline_decode::{BpOsdConfig, CssDecoder};
+    use backline_decoders::{BpOsdConfig, CssDecoder};
 
     #[test]
     fn syndromes_are_sized_by_the_code_and_replies_checked() {

@@ -28,11 +28,11 @@ use std::net::UdpSocket;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use backline_decode::dem::DetectorErrorModel;
-use backline_decode::dem_decoder::{DemDecoder, DemDecoderSettings, decode_batch};
-use backline_decode::noise::DemNoise;
-use backline_decode::shots::ShotTable;
-use backline_decode::stream::{StreamBuildError, round_layout};
+use backline_decoders::dem::DetectorErrorModel;
+use backline_decoders::dem_decoder::{DemDecoder, DemDecoderSettings, decode_batch};
+use backline_decoders::noise::DemNoise;
+use backline_decoders::shots::ShotTable;
+use backline_decoders::stream::{StreamBuildError, round_layout};
 use backline_transport::{Controller as _, ControllerSession, Session as _};
 use backline_wire::cuqr::{self, Call, CallStatus};
 use backline_wire::stream::{FLAG_FINAL, StreamRequest};
@@ -708,7 +708,7 @@ pub fn whole_history(
     decoder: &DemDecoderSettings,
     cfg: &StreamRun,
     stream: &StreamOutcome,
-) -> Result<WholeHistory, backline_decode::DecoderError> {
+) -> Result<WholeHistory, backline_decoders::DecoderError> {
     let dec = DemDecoder::new(dem, decoder)?;
     let mut noise = DemNoise::new(dem, cfg.seed);
     let n = stream.completed.len();
@@ -798,7 +798,7 @@ mod tests {
     fn shots_stream_and_match_the_whole_history() {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../host/decode/tests/data/dem/surface_d3_r8_p0.01.dem"
+            "/../decoders/tests/data/dem/surface_d3_r8_p0.01.dem"
         );
         let spec = format!(
             "stream:{path}:bposd:window=4;commit=2;max_iter=30;ms_scaling_factor=0.625;\

@@ -8,13 +8,13 @@
 //! errors — of the CSS code of a `bposd:` function (X checks for decoder id 0, Z checks for
 //! 1), or of the Steane code for everything else (`steane`, `LIB:SYMBOL` functions of the
 //! Steane lookup's signature) — or random words for `echo`; errors come from
-//! `backline-decode`'s seeded code-capacity noise. The expected replies are what the same
+//! `backline-decoders`'s seeded code-capacity noise. The expected replies are what the same
 //! function answers when run here, in this process, on the same syndrome: "every reply
 //! equals the CPU decoder's answer for the same syndrome" is then the engine's own mismatch
 //! counter at 0. Fixed tables (the simulator's in-simulation responders with their eight
 //! 3-bit syndromes) are [`Workload::table`].
 
-use backline_decode::noise::CodeCapacity;
+use backline_decoders::noise::CodeCapacity;
 use backline_regmap as rm;
 
 /// Reference entries the engine holds (`REF_ADDR` is 8 bits).
@@ -209,13 +209,13 @@ impl Workload {
             let (hx, hz) = match code_name.split_once('+') {
                 Some((a, b)) => {
                     let load = |p: &str| {
-                        backline_decode::io::load_matrix(std::path::Path::new(p), None)
+                        backline_decoders::io::load_matrix(std::path::Path::new(p), None)
                             .map_err(|e| err(e.to_string()))
                     };
                     (load(a)?, load(b)?)
                 }
                 None => {
-                    let c = backline_decode::codes::CssCode::by_name(code_name)
+                    let c = backline_decoders::codes::CssCode::by_name(code_name)
                         .map_err(|e| err(e.to_string()))?;
                     (c.hx, c.hz)
                 }
@@ -240,14 +240,14 @@ impl Workload {
                 payloads.push(pack(&bits));
             }
         } else {
-            let mut e = [0u8; backline_decode::steane::N];
+            let mut e = [0u8; backline_decoders::steane::N];
             for _ in 0..entries {
                 noise.sample(&mut e);
                 let pattern = e
                     .iter()
                     .enumerate()
                     .fold(0u8, |acc, (j, &b)| acc | (b << j));
-                payloads.push(vec![backline_decode::steane::syndrome_of(pattern)]);
+                payloads.push(vec![backline_decoders::steane::syndrome_of(pattern)]);
             }
         }
         let mut out = [0u8; rm::SLOT_BYTES as usize - backline_wire::HEADER_BYTES];
@@ -324,7 +324,7 @@ mod tests {
         assert_eq!((s.payload_len, s.reply_len), (1, 1));
         for (syn, exp) in &s.entries {
             assert!(*syn < 8);
-            assert_eq!(*exp, u32::from(backline_decode::steane::decode(*syn as u8)));
+            assert_eq!(*exp, u32::from(backline_decoders::steane::decode(*syn as u8)));
         }
         let e = Workload::for_function("echo", 3, 16, 0.1, 1).unwrap();
         assert!(e.entries.iter().all(|(a, b)| a == b));

@@ -10,9 +10,9 @@ use std::net::UdpSocket;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use backline_decode::dem::DetectorErrorModel;
-use backline_decode::noise::DemNoise;
-use backline_decode::stream::round_layout;
+use backline_decoders::dem::DetectorErrorModel;
+use backline_decoders::noise::DemNoise;
+use backline_decoders::stream::round_layout;
 
 const BIN: &str = env!("CARGO_BIN_EXE_backline");
 const SLOT: usize = 256;
@@ -21,7 +21,7 @@ const SHOTS: usize = 1000;
 fn model() -> String {
     concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../host/decode/tests/data/dem/surface_d5_r5_p0.001.dem"
+        "/../decoders/tests/data/dem/surface_d5_r5_p0.001.dem"
     )
     .to_string()
 }
@@ -221,7 +221,7 @@ fn shot_files(dem: &DetectorErrorModel, dir: &std::path::Path) -> (String, Strin
 }
 
 #[test]
-fn nvidias_client_streams_two_decoders_on_two_rings_like_backline_decode() {
+fn nvidias_client_streams_two_decoders_on_two_rings_like_backline_decoders() {
     let m = model();
     let dem = DetectorErrorModel::parse(&std::fs::read_to_string(&m).unwrap(), &m).unwrap();
     // The whole-history window: the answers are bit for bit `backline decode --dem`'s.

@@ -1,23 +1,23 @@
 //! `backline decode` as a user runs it: files in, corrections and one JSON object out, and
 //! one-line errors naming the file and line for bad input. Code capacity (`--checks`) on
-//! seeded surface-5 shots; circuit level (`--dem`) on the stim fixture of backline-decode
-//! (`host/decode/tests/data/dem/`): predictions in both shot formats, logical errors counted
+//! seeded surface-5 shots; circuit level (`--dem`) on the stim fixture of backline-decoders
+//! (`decoders/tests/data/dem/`): predictions in both shot formats, logical errors counted
 //! against the true flips, the same answers on any thread count, and every bad input of
 //! issue 10.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use backline_decode::codes::CssCode;
-use backline_decode::io::{MatrixFormat, save_matrix, write_dense};
-use backline_decode::noise::CodeCapacity;
+use backline_decoders::codes::CssCode;
+use backline_decoders::io::{MatrixFormat, save_matrix, write_dense};
+use backline_decoders::noise::CodeCapacity;
 
 struct Dir(PathBuf);
 
 impl Dir {
     fn new(tag: &str) -> Dir {
         let d =
-            std::env::temp_dir().join(format!("backline-decode-cli-{tag}-{}", std::process::id()));
+            std::env::temp_dir().join(format!("backline-decoders-cli-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
         Dir(d)
     }
@@ -283,7 +283,7 @@ fn bad_input_gives_one_line_errors_naming_file_and_line() {
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../host/decode/tests/data/dem")
+        .join("../decoders/tests/data/dem")
         .join(name)
 }
 

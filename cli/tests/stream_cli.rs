@@ -11,7 +11,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_backline");
 fn model() -> String {
     concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../host/decode/tests/data/dem/surface_d3_r8_p0.01.dem"
+        "/../decoders/tests/data/dem/surface_d3_r8_p0.01.dem"
     )
     .to_string()
 }

@@ -38,7 +38,7 @@ impl Expect {
     /// The expected reply word for request word `syndrome` (of the 8-syndrome table).
     pub fn reply_for(&self, syndrome: u32) -> u32 {
         match self {
-            Expect::Steane => u32::from(backline_decode::steane::correction(syndrome as u8)),
+            Expect::Steane => u32::from(backline_decoders::steane::correction(syndrome as u8)),
             _ => syndrome,
         }
     }

@@ -19,7 +19,7 @@
 #define BL_STATUS_UNKNOWN_DECODER 1u
 #define BL_STATUS_BAD_LENGTH 2u
 #define BL_STATUS_DECODER_FAILED 3u
-// The Steane lookup (backline-decode): syndrome -> qubit, 15 = none.
+// The Steane lookup (backline-decoders): syndrome -> qubit, 15 = none.
 #define BL_STEANE_TABLE {15, 0, 1, 2, 3, 4, 5, 6}
 
 // Function kinds, BP and OSD methods (src/abi.rs).

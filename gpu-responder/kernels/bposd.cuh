@@ -1,8 +1,8 @@
 // BP+OSD on the GPU: belief propagation (min-sum or product-sum, flooding schedule) and
 // ordered-statistics decoding (OSD-0, OSD-CS) with GF(2) elimination on bit-packed rows,
 // run by one block. The update rules, their floating-point operations and their order are
-// those of backline-decode (which follows ldpc 2.x), so the corrections are the same bit for
-// bit; see backline-decode's bp.rs and osd.rs for the derivation. Parallelism is across
+// those of backline-decoders (which follows ldpc 2.x), so the corrections are the same bit for
+// bit; see backline-decoders's bp.rs and osd.rs for the derivation. Parallelism is across
 // checks, bits, rows and candidates: every value is computed by exactly one thread in the
 // same order as on the CPU, so the result does not depend on the number of threads.
 //
@@ -414,7 +414,7 @@ BL_DEV void bl_osd(const BlBposd *d, BlShared *sh) {
     bl_sync();
 }
 
-// The CSS decoder's coprocessor function for one check type (backline-decode's
+// The CSS decoder's coprocessor function for one check type (backline-decoders's
 // CssDecoder::respond): the syndrome bit-packed LSB-first, ceil(m/8) bytes with zero padding
 // bits (or more, every byte after them zero: a fixed-size message), in; the correction
 // bit-packed, ceil(n/8) bytes, out.

@@ -241,7 +241,7 @@ static inline bl_u32 bl_atomic_add_u32(bl_u32 *p, bl_u32 v) {
     return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
 }
 
-// glibc's tanh and log: the same functions backline-decode calls from Rust.
+// glibc's tanh and log: the same functions backline-decoders calls from Rust.
 static inline double bl_tanh(double x) { return std::tanh(x); }
 static inline double bl_log(double x) { return std::log(x); }
 static inline bl_u64 bl_double_bits(double x) {

@@ -307,13 +307,13 @@ pub fn write_header(out: &mut dyn Write) -> fmt::Result {
             s as u16
         )?;
     }
-    let table: Vec<String> = backline_decode::steane::TABLE
+    let table: Vec<String> = backline_decoders::steane::TABLE
         .iter()
         .map(|q| q.to_string())
         .collect();
     writeln!(
         out,
-        "// The Steane lookup (backline-decode): syndrome -> qubit, 15 = none."
+        "// The Steane lookup (backline-decoders): syndrome -> qubit, 15 = none."
     )?;
     writeln!(out, "#define BL_STEANE_TABLE {{{}}}", table.join(", "))?;
     writeln!(out)?;

@@ -1,9 +1,9 @@
 //! The tables a BP+OSD kernel decodes from: built on the host from a check matrix and
-//! `backline-decode`'s settings, with every number computed exactly as the CPU decoder
+//! `backline-decoders`'s settings, with every number computed exactly as the CPU decoder
 //! computes it (priors, OSD weights, the min-sum factor per iteration), so the kernel only
 //! repeats the CPU's arithmetic.
 
-use backline_decode::{BitMatrix, BpMethod, BpOsdConfig, BpOsdDecoder, OsdMethod, Schedule};
+use backline_decoders::{BitMatrix, BpMethod, BpOsdConfig, BpOsdDecoder, OsdMethod, Schedule};
 
 use crate::abi::{self, BlBposd};
 use crate::{Error, Result};
@@ -80,7 +80,7 @@ impl BposdImage {
         let bp = cpu.bp();
         let max_iter = bp.max_iter();
         let channel = bp.channel();
-        let rank = backline_decode::gf2::rank(h);
+        let rank = backline_decoders::gf2::rank(h);
         let order = match config.osd_method {
             OsdMethod::OsdCs => config.osd_order.min(n - rank),
             _ => 0,

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use backline_decode::{BitMatrix, BpOsdConfig};
+use backline_decoders::{BitMatrix, BpOsdConfig};
 use backline_ring::{AttachError, AttachedRings, RingServer, RingView, WaitPolicy};
 use backline_wire::{DecoderId, Geometry, Kind, MAX_SLOT_BYTES, Seq, Status};
 
@@ -89,7 +89,7 @@ pub enum GpuFunction {
     Echo,
     /// The Steane [[7,1,3]] lookup.
     Steane,
-    /// BP+OSD on one check matrix (the payloads of `backline-decode`'s `CssDecoder`).
+    /// BP+OSD on one check matrix (the payloads of `backline-decoders`'s `CssDecoder`).
     BpOsd {
         /// The checks.
         checks: BitMatrix,

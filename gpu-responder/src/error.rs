@@ -73,7 +73,7 @@ pub enum Error {
     },
     /// The BP+OSD settings or checks, refused as the CPU decoder refuses them.
     #[error(transparent)]
-    Decoder(#[from] backline_decode::DecoderError),
+    Decoder(#[from] backline_decoders::DecoderError),
     /// The kernel did not answer in time; it is considered hung.
     #[error("the GPU kernel did not answer within {0:?} (it is considered hung)")]
     Timeout(Duration),

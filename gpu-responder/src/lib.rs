@@ -1,6 +1,6 @@
 //! GPU coprocessors: a persistent kernel, launched once, polls its request ring in mapped host
 //! memory for the next `seq`, runs the function the message's `decoder_id` selects — echo, the
-//! Steane lookup, BP+OSD (bit-identical to `backline-decode`), or a user's device function
+//! Steane lookup, BP+OSD (bit-identical to `backline-decoders`), or a user's device function
 //! compiled into the same template — and writes the reply with its `seq` last, released at
 //! system scope.
 //!

@@ -24,22 +24,22 @@ fn echo_and_steane_answer_and_unknown_ids_get_an_error_reply() {
 }
 
 #[test]
-fn bposd_is_bit_identical_to_backline_decode_on_hgp13() {
+fn bposd_is_bit_identical_to_backline_decoders_on_hgp13() {
     common::code_checks(emu, "hgp13", true);
 }
 
 #[test]
-fn bposd_is_bit_identical_to_backline_decode_on_surface5() {
+fn bposd_is_bit_identical_to_backline_decoders_on_surface5() {
     common::code_checks(emu, "surface5", true);
 }
 
 #[test]
-fn bposd_is_bit_identical_to_backline_decode_on_bb72() {
+fn bposd_is_bit_identical_to_backline_decoders_on_bb72() {
     common::code_checks(emu, "bb72", true);
 }
 
 #[test]
-fn bposd_is_bit_identical_to_backline_decode_on_bb144() {
+fn bposd_is_bit_identical_to_backline_decoders_on_bb144() {
     common::code_checks(emu, "bb144", true);
 }
 

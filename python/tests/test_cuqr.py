@@ -17,7 +17,7 @@ import backline
 from backline import _native, cuqr
 from backline.errors import StreamError
 
-DEM = Path(__file__).resolve().parents[2] / "host/decode/tests/data/dem/surface_d5_r5_p0.001.dem"
+DEM = Path(__file__).resolve().parents[2] / "decoders/tests/data/dem/surface_d5_r5_p0.001.dem"
 SLOT = 256
 SHOTS = 1000
 

@@ -15,7 +15,7 @@ ratio of those counts is printed too.
   # the baseline: a worktree at the old commit, built in its own target directory
   git worktree add --detach ../base <commit>
   (cd ../base && CARGO_TARGET_DIR=$PWD/target cargo build --release -p backline --bin backline)
-  cargo build --release -p backline --bin backline -p backline-decode --examples
+  cargo build --release -p backline --bin backline -p backline-decoders --examples
   scripts/dev/compare_builds.py --base ../base/target/release --new target/release --callgrind
 
 Cases: every library code at p (default 0.05) with min-sum (alpha 0.625, 10 iterations) and
@@ -114,7 +114,7 @@ def main():
     ap.add_argument("--callgrind-shots", type=int, default=500)
     ap.add_argument("--write-vectors", type=pathlib.Path, metavar="FILE",
                     help="write the baseline's corrections of the first non-zero syndromes of every case "
-                         "(the CI test host/decode/tests/baseline.rs reads them) and stop")
+                         "(the CI test decoders/tests/baseline.rs reads them) and stop")
     ap.add_argument("--vector-shots", type=int, default=60)
     ap.add_argument("--label", default="the baseline", help="names the baseline in the vectors' header")
     args = ap.parse_args()

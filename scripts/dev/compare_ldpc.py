@@ -23,7 +23,7 @@ and re-runs itself there. Usage:
 
   scripts/dev/compare_ldpc.py                       # everything (takes a while)
   scripts/dev/compare_ldpc.py --codes hgp13 bb72 --ps 0.05 --shots 500
-  scripts/dev/compare_ldpc.py --write-reference host/decode/tests/data/ldpc
+  scripts/dev/compare_ldpc.py --write-reference decoders/tests/data/ldpc
 """
 
 import argparse
@@ -99,7 +99,7 @@ def target_dir():
 
 def build():
     subprocess.run(
-        ["cargo", "build", "--release", "-q", "-p", "backline", "-p", "backline-decode",
+        ["cargo", "build", "--release", "-q", "-p", "backline", "-p", "backline-decoders",
          "--example", "css_shots", "--bin", "backline"],
         cwd=ROOT,
         check=True,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Dev-only: writes the detector-error-model fixtures of host/decode/tests/data/dem/ with stim.
+"""Dev-only: writes the detector-error-model fixtures of decoders/tests/data/dem/ with stim.
 
 For a rotated surface code Z-memory circuit (stim.Circuit.generated("surface_code:rotated_memory_z",
 distance=3, rounds=8) with after_clifford_depolarization, before_measure_flip_probability and
@@ -25,7 +25,7 @@ import sys
 import stim
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-OUT = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "host/decode/tests/data/dem"
+OUT = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "decoders/tests/data/dem"
 P = 0.01
 NAME = "surface_d3_r8_p0.01"
 

@@ -46,7 +46,7 @@ impl CoprocessorAddr {
     /// Parses `udp:HOST:PORT`, `shm:NAME` or `rdma:HOST:PORT`.
     pub fn parse(spec: &str) -> Result<CoprocessorAddr, String> {
         // Errors quote an excerpt of the address.
-        let s = &backline_decode::io::excerpt(spec);
+        let s = &backline_decoders::io::excerpt(spec);
         let (kind, rest) = spec.split_once(':').ok_or_else(|| {
             format!("coprocessor `{s}`: expected udp:HOST:PORT, shm:NAME or rdma:HOST:PORT")
         })?;
@@ -62,7 +62,7 @@ impl CoprocessorAddr {
             _ => {
                 return Err(format!(
                     "coprocessor `{s}`: unknown transport `{}` (udp, shm or rdma)",
-                    backline_decode::io::excerpt(kind)
+                    backline_decoders::io::excerpt(kind)
                 ));
             }
         };

@@ -83,7 +83,7 @@ impl Responder {
         match self {
             Responder::Echo | Responder::Silent => request_word0,
             Responder::Steane => {
-                u32::from(backline_decode::steane::correction(request_word0 as u8))
+                u32::from(backline_decoders::steane::correction(request_word0 as u8))
             }
         }
     }

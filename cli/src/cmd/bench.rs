@@ -583,7 +583,7 @@ fn requests_of(
                 bail!(
                     "--payload-bytes {given}: {} needs {need} bytes (an enqueue of its widest \
                      round of {} detectors); leave --payload-bytes out",
-                    backline_decode::io::excerpt(spec),
+                    backline_decoders::io::excerpt(spec),
                     p.widest_round
                 );
             }
@@ -605,12 +605,12 @@ fn requests_of(
             a.in_flight as usize,
             builtin_name(spec).map(str::to_string),
         )
-        .with_context(|| format!("responder `{}`", backline_decode::io::excerpt(spec)))?;
+        .with_context(|| format!("responder `{}`", backline_decoders::io::excerpt(spec)))?;
         let bytes = match (r.request_bytes(), a.payload_bytes) {
             (Some(need), Some(given)) if need != given => bail!(
                 "--payload-bytes {given}: {} takes {need}-byte syndromes (its checks, \
                  bit-packed); leave --payload-bytes out",
-                backline_decode::io::excerpt(spec)
+                backline_decoders::io::excerpt(spec)
             ),
             (Some(need), _) => need,
             (None, given) => given.unwrap_or(8),

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use backline_bench::stats::wilson_interval;
 use backline_bench::stream::{self as sb, StreamLink, StreamOutcome, StreamRun, WholeHistory};
-use backline_decode::dem::DetectorErrorModel;
-use backline_decode::dem_decoder::DemDecoderSettings;
+use backline_decoders::dem::DetectorErrorModel;
+use backline_decoders::dem_decoder::DemDecoderSettings;
 use backline_wire::stream::STREAM_HEADER_BYTES;
 
 /// Whether a spec is a streaming decoder.
@@ -86,7 +86,7 @@ pub struct StreamResult {
     /// coprocessor in this process: memcpy).
     pub windows: Option<backline_responder::stream::WindowTimes>,
     /// Windows that reached the spec's `deadline_us` (same source).
-    pub deadline: Option<backline_decode::stream::DeadlineMisses>,
+    pub deadline: Option<backline_decoders::stream::DeadlineMisses>,
 }
 
 /// Streams `shots` shots of `plan` through `link`; with `whole`, decodes them again with the

@@ -1,6 +1,6 @@
 //! Flags and helpers shared by `bench`, `serve` and `sim`.
 
-use backline_decode::io::excerpt;
+use backline_decoders::io::excerpt;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 

@@ -20,7 +20,7 @@
 //!
 //! The flags ([`Args`]) first become a validated [`DecodeConfig`] (the other mode's flags
 //! refused, every input read, the decoder built), and the run works from that alone; the
-//! code-capacity loop is [`backline_decode::dem_decoder::decode_syndromes`].
+//! code-capacity loop is [`backline_decoders::dem_decoder::decode_syndromes`].
 //!
 //! `--json` prints exactly one JSON object on stdout ([`JsonSummary`] or [`DemSummary`]).
 //! Without it a short human summary goes to stdout (to stderr when the corrections go to
@@ -40,16 +40,16 @@ use anyhow::{Context, bail};
 use backline_bench::Summary;
 use backline_bench::progress::{Progress, Show};
 use backline_bench::stats::wilson_interval;
-use backline_decode::bp::MAX_ITER;
-use backline_decode::dem::{DemLimits, DetectorErrorModel};
-use backline_decode::dem_decoder::{
+use backline_decoders::bp::MAX_ITER;
+use backline_decoders::dem::{DemLimits, DetectorErrorModel};
+use backline_decoders::dem_decoder::{
     DemDecoder, DemDecoderSettings, MAX_THREADS, decode_batch_counted, decode_syndromes,
 };
-use backline_decode::io::{self as dio, MatrixFormat, excerpt};
-use backline_decode::osd::MAX_OSD_ORDER;
-use backline_decode::relay::RelayConfig;
-use backline_decode::shots::{ShotFormat, ShotTable};
-use backline_decode::{
+use backline_decoders::io::{self as dio, MatrixFormat, excerpt};
+use backline_decoders::osd::MAX_OSD_ORDER;
+use backline_decoders::relay::RelayConfig;
+use backline_decoders::shots::{ShotFormat, ShotTable};
+use backline_decoders::{
     BitMatrix, BpMethod, BpOsdConfig, BpOsdDecoder, DecoderError, OsdMethod, Schedule,
 };
 use serde::Serialize;
@@ -379,7 +379,7 @@ pub struct DemConfig {
 
 /// Runs `backline decode`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    backline_decode::osd::report_clamp_myself();
+    backline_decoders::osd::report_clamp_myself();
     match DecodeConfig::from_args(&args)? {
         DecodeConfig::Checks(c) => run_checks(&c),
         DecodeConfig::Dem(c) => run_dem(&c),
@@ -721,7 +721,7 @@ impl DemConfig {
             }
         }
         let settings = dem_settings(args)?;
-        let text = backline_decode::io::read_text(dem_path)
+        let text = backline_decoders::io::read_text(dem_path)
             .with_context(|| format!("reading the detector error model: {dem_name}"))?;
         let limits = args.dem_limits.unwrap_or_default();
         let dem = DetectorErrorModel::parse_with(&text, &dem_name, &limits)?;
@@ -818,7 +818,7 @@ fn run_dem(c: &DemConfig) -> anyhow::Result<ExitCode> {
     }
     drop(warm);
 
-    let threads = backline_decode::dem_decoder::threads_for(c.threads);
+    let threads = backline_decoders::dem_decoder::threads_for(c.threads);
     let total = dets.shots() as u64;
     let progress = Progress::start("backline decode", "shots", total, Show::unless(c.json));
     let done = progress.counter();

@@ -196,7 +196,7 @@ fn model_responder(spec: &str) -> anyhow::Result<Responder> {
         "echo" => Responder::Echo,
         "steane" => Responder::Steane,
         other => {
-            let other = backline_decode::io::excerpt(other);
+            let other = backline_decoders::io::excerpt(other);
             bail!(
                 "--responder {other}: the in-simulation responder is `echo` or `steane`; a \
                  decoder function needs a real coprocessor: start `backline serve --responder \

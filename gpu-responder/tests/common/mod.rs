@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use backline_decode::codes::CssCode;
-use backline_decode::{BpMethod, BpOsdConfig, CssDecoder, OsdMethod};
+use backline_decoders::codes::CssCode;
+use backline_decoders::{BpMethod, BpOsdConfig, CssDecoder, OsdMethod};
 use backline_gpu::{GpuCoprocessor, GpuFloor, GpuFunction, GpuOptions};
 use backline_ring::{RingServer, WaitPolicy};
 use backline_wire::{Geometry, Kind, Seq, Status};
@@ -97,7 +97,7 @@ pub fn echo_and_steane(o: impl Fn(u32) -> GpuOptions) {
     for syn in 0u8..8 {
         let (s, n) = gpu.call(7, &[syn, 0xFF], &mut out, &spin()).unwrap();
         assert_eq!(s, Status::Ok);
-        assert_eq!(&out[..n], &[backline_decode::steane::decode(syn)]);
+        assert_eq!(&out[..n], &[backline_decoders::steane::decode(syn)]);
     }
     assert_eq!(
         gpu.call(7, &[], &mut out, &spin()).unwrap(),
@@ -124,7 +124,7 @@ pub fn echo_and_steane(o: impl Fn(u32) -> GpuOptions) {
 
 /// Syndromes that exercise every path: code-capacity errors (BP converges, or OSD runs), and
 /// arbitrary bit patterns (often outside the column space: OSD-0 of the consistent part).
-pub fn syndromes(h: &backline_decode::BitMatrix, count: usize, seed: u64) -> Vec<Vec<u8>> {
+pub fn syndromes(h: &backline_decoders::BitMatrix, count: usize, seed: u64) -> Vec<Vec<u8>> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let (m, n) = (h.rows(), h.cols());
     (0..count)

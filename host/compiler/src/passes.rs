@@ -9,7 +9,7 @@
 //! | `insert-sessions` | session open/close in set-up/tear-down code for every coprocessor used |
 //! | `lower-decode` | each decode becomes one transport round: get_session, stage_payload, post, collect |
 
-use backline_decode::steane;
+use backline_decoders::steane;
 use backline_stabvm::{Channel, Pauli};
 
 use crate::CompileError;

@@ -69,7 +69,7 @@ impl Rounds for Lookup {
     }
     fn collect(&mut self, _: u32) -> Result<u64, RoundError> {
         let p = self.0.pop().unwrap();
-        Ok(backline_decode::steane::decode(p[0]) as u64)
+        Ok(backline_decoders::steane::decode(p[0]) as u64)
     }
     fn close(&mut self, _: u32) -> Result<(), RoundError> {
         Ok(())

@@ -1,5 +1,5 @@
 //! BP+OSD decoding from a CSS code's Tanner graph as coprocessor functions (the third route
-//! of SPEC §3): one [`backline_decode::CssDecoder`] serves decoder id `base` with the X checks
+//! of SPEC §3): one [`backline_decoders::CssDecoder`] serves decoder id `base` with the X checks
 //! (Hx) and `base + 1` with the Z checks (Hz).
 //!
 //! Spec strings: `bposd:CODE[:SETTINGS]` with CODE a library code (`steane`, `hgp13`,
@@ -14,8 +14,8 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use backline_decode::codes::CssCode;
-use backline_decode::{BpOsdConfig, CssDecoder, RespondError};
+use backline_decoders::codes::CssCode;
+use backline_decoders::{BpOsdConfig, CssDecoder, RespondError};
 
 use crate::{Responder, ResponderError};
 
@@ -71,7 +71,7 @@ impl Responder for CssHalf {
 
 fn settings(spec: &str, text: &str) -> Result<BpOsdConfig, BpOsdSpecError> {
     let bad = |msg: String| BpOsdSpecError::Spec {
-        spec: backline_decode::io::excerpt(spec),
+        spec: backline_decoders::io::excerpt(spec),
         msg,
     };
     let mut c = BpOsdConfig::default();
@@ -93,7 +93,7 @@ pub fn bposd_code(spec: &str) -> Result<(CssCode, BpOsdConfig), BpOsdSpecError> 
         .unwrap_or(spec)
         .strip_prefix("bposd:")
         .ok_or_else(|| BpOsdSpecError::Spec {
-            spec: backline_decode::io::excerpt(spec),
+            spec: backline_decoders::io::excerpt(spec),
             msg: "expected bposd:CODE[:SETTINGS]".into(),
         })?;
     // The code may itself contain ':' only in file paths; settings always contain '='.
@@ -103,7 +103,7 @@ pub fn bposd_code(spec: &str) -> Result<(CssCode, BpOsdConfig), BpOsdSpecError> 
     };
     let config = settings(spec, set)?;
     let build = |msg: String| BpOsdSpecError::Build {
-        spec: backline_decode::io::excerpt(spec),
+        spec: backline_decoders::io::excerpt(spec),
         msg,
     };
     let code = load_code(code).map_err(build)?;
@@ -116,9 +116,9 @@ pub(crate) fn load_code(code: &str) -> Result<CssCode, String> {
     match code.split_once('+') {
         Some((hx, hz)) => {
             let hx =
-                backline_decode::io::load_matrix(Path::new(hx), None).map_err(|e| e.to_string())?;
+                backline_decoders::io::load_matrix(Path::new(hx), None).map_err(|e| e.to_string())?;
             let hz =
-                backline_decode::io::load_matrix(Path::new(hz), None).map_err(|e| e.to_string())?;
+                backline_decoders::io::load_matrix(Path::new(hz), None).map_err(|e| e.to_string())?;
             CssCode::new(code, hx, hz).map_err(|e| e.to_string())
         }
         None => CssCode::by_name(code).map_err(|e| e.to_string()),
@@ -129,7 +129,7 @@ pub(crate) fn load_code(code: &str) -> Result<CssCode, String> {
 pub fn bposd_functions(spec: &str, base: u32) -> Result<crate::Functions, BpOsdSpecError> {
     let (code, config) = bposd_code(spec)?;
     let dec = CssDecoder::from_code(&code, &config).map_err(|e| BpOsdSpecError::Build {
-        spec: backline_decode::io::excerpt(spec),
+        spec: backline_decoders::io::excerpt(spec),
         msg: e.to_string(),
     })?;
     let dec = Arc::new(Mutex::new(dec));
@@ -154,7 +154,7 @@ mod tests {
         let f =
             bposd_functions("bposd:hgp13:max_iter=10;osd_method=osd_cs;osd_order=2", 0).unwrap();
         assert_eq!(f.len(), 2);
-        let code = backline_decode::codes::CssCode::hgp13();
+        let code = backline_decoders::codes::CssCode::hgp13();
         for (id, r) in &f {
             let h = if *id == 0 { &code.hx } else { &code.hz };
             // Syndrome of an error on qubit 4.

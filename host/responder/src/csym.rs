@@ -11,7 +11,7 @@
 //! value above `out_cap`. Either yields a `decoder_failed` reply and the server carries on.
 //! `ctx` is the pointer given when the function was registered (NULL when loaded by name).
 
-use backline_decode::io::{PATH_EXCERPT_CHARS, excerpt, excerpt_path, excerpt_to};
+use backline_decoders::io::{PATH_EXCERPT_CHARS, excerpt, excerpt_path, excerpt_to};
 use std::ffi::c_void;
 use std::path::Path;
 use std::sync::Arc;
@@ -28,7 +28,7 @@ pub type CoprocessorFn = unsafe extern "C" fn(
 ) -> usize;
 
 /// Why a C function could not be loaded. Paths, symbols and the loader's message (which
-/// repeats the path) are quoted as excerpts ([`backline_decode::io::excerpt`]).
+/// repeats the path) are quoted as excerpts ([`backline_decoders::io::excerpt`]).
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// `dlopen` failed.

@@ -114,7 +114,7 @@ pub fn gpu_functions(
     let rest = spec
         .strip_prefix("gpu:")
         .ok_or_else(|| GpuSpecError::Spec {
-            spec: backline_decode::io::excerpt(spec),
+            spec: backline_decoders::io::excerpt(spec),
             msg: "expected gpu:echo, gpu:steane, gpu:bposd:CODE[:SETTINGS], gpu:FILE:FUNCTION or gpu:triton:FILE"
                 .into(),
         })?;
@@ -130,9 +130,9 @@ pub fn gpu_functions(
         r if r.starts_with("bposd:") => {
             let (code, config) = crate::bposd::bposd_code(spec)?;
             // The CPU decoder validates the code and the settings, with its messages.
-            backline_decode::CssDecoder::from_code(&code, &config).map_err(|e| {
+            backline_decoders::CssDecoder::from_code(&code, &config).map_err(|e| {
                 crate::BpOsdSpecError::Build {
-                    spec: backline_decode::io::excerpt(spec),
+                    spec: backline_decoders::io::excerpt(spec),
                     msg: e.to_string(),
                 }
             })?;
@@ -165,7 +165,7 @@ pub fn gpu_functions(
             }
             _ => {
                 return Err(GpuSpecError::Spec {
-                    spec: backline_decode::io::excerpt(spec),
+                    spec: backline_decoders::io::excerpt(spec),
                     msg: "expected gpu:echo, gpu:steane, gpu:bposd:CODE[:SETTINGS], \
                           gpu:FILE:FUNCTION or gpu:triton:FILE"
                         .into(),
@@ -187,7 +187,7 @@ pub fn gpu_functions(
     let gpu = Arc::new(
         GpuCoprocessor::launch(spec, options.clone(), functions).map_err(|error| {
             GpuSpecError::Gpu {
-                spec: backline_decode::io::excerpt(spec),
+                spec: backline_decoders::io::excerpt(spec),
                 error,
             }
         })?,
@@ -225,7 +225,7 @@ mod tests {
         let mut out = [0u8; 48];
         assert_eq!(f[0].0, 3);
         assert_eq!(f[0].1.respond(&[0b110], &mut out), Ok(1));
-        assert_eq!(out[0], backline_decode::steane::decode(0b110));
+        assert_eq!(out[0], backline_decoders::steane::decode(0b110));
         assert!(f[0].1.ring_server().is_some());
         assert!(f[0].1.report().unwrap().contains("1 requests served"));
 

@@ -47,7 +47,7 @@ static STEANE_MAP: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut s = 0;
     while s < 256 {
-        t[s] = backline_decode::steane::decode(s as u8);
+        t[s] = backline_decoders::steane::decode(s as u8);
         s += 1;
     }
     t
@@ -69,7 +69,7 @@ impl Responder for Steane {
         let o = out
             .first_mut()
             .ok_or(ResponderError::Failed("no room for the reply"))?;
-        *o = backline_decode::steane::decode(s);
+        *o = backline_decoders::steane::decode(s);
         Ok(1)
     }
 }
@@ -81,7 +81,7 @@ pub fn expected_reply(responder: &str, request: &[u8], out: &mut Vec<u8>) -> Opt
     out.clear();
     match responder.strip_prefix("gpu:").unwrap_or(responder) {
         "echo" => out.extend_from_slice(request),
-        "steane" => out.push(backline_decode::steane::decode(*request.first()?)),
+        "steane" => out.push(backline_decoders::steane::decode(*request.first()?)),
         _ => return None,
     }
     Some(())
@@ -97,7 +97,7 @@ mod tests {
         let mut out = [0u8; 8];
         for s in 0u8..8 {
             assert_eq!(Steane.respond(&[s, 0xAA, 0, 0], &mut out), Ok(1));
-            assert_eq!(out[0], backline_decode::steane::decode(s));
+            assert_eq!(out[0], backline_decoders::steane::decode(s));
         }
         assert_eq!(out[0], 6, "syndrome 7 flips qubit 6");
         // The table's inline path answers as the function does, for every first byte.

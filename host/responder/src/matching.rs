@@ -1,7 +1,7 @@
 //! Minimum-weight perfect matching from a CSS code's checks as coprocessor functions (the
 //! code-capacity twin of [`crate::bposd_functions`]): decoder id `base` matches the X checks
 //! (Hx, Z errors), `base + 1` the Z checks (Hz, X errors), each with
-//! [`backline_decode::matching::CheckMatching`].
+//! [`backline_decoders::matching::CheckMatching`].
 //!
 //! Spec strings: `matching:CODE` with CODE a library code whose every qubit is in at most two
 //! checks of each type (`surface3`, `surface5`, …; `hgp13`) or `HX_FILE+HZ_FILE`. A code with
@@ -12,8 +12,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use backline_decode::codes::CssCode;
-use backline_decode::matching::CheckMatching;
+use backline_decoders::codes::CssCode;
+use backline_decoders::matching::CheckMatching;
 
 use crate::{Responder, ResponderError};
 
@@ -101,7 +101,7 @@ impl Responder for MatchingHalf {
 /// Builds the two halves of a `matching:` spec, for decoder ids `base` and `base + 1`.
 pub fn matching_functions(spec: &str, base: u32) -> Result<crate::Functions, MatchingSpecError> {
     let code = matching_code(spec)?;
-    let half = |h: &backline_decode::BitMatrix, what: &str| {
+    let half = |h: &backline_decoders::BitMatrix, what: &str| {
         let decoder = CheckMatching::new(h, &format!("{spec} ({what} checks)")).map_err(|e| {
             MatchingSpecError {
                 spec: spec.to_string(),

@@ -101,7 +101,7 @@ pub fn functions_of_with(
         #[cfg(not(feature = "gpu"))]
         {
             let _ = ctx;
-            return Err(SpecError::NoGpu(backline_decode::io::excerpt(spec)));
+            return Err(SpecError::NoGpu(backline_decoders::io::excerpt(spec)));
         }
     }
     if spec.starts_with("bposd:") {
@@ -131,7 +131,7 @@ pub fn parse_spec(spec: &str) -> Result<Arc<dyn Responder>, SpecError> {
             Some((lib, sym)) if !lib.is_empty() && !sym.is_empty() => {
                 Ok(Arc::new(CSymbol::load(Path::new(lib), sym)?))
             }
-            _ => Err(SpecError::Unknown(backline_decode::io::excerpt(spec))),
+            _ => Err(SpecError::Unknown(backline_decoders::io::excerpt(spec))),
         },
     }
 }

@@ -1,6 +1,6 @@
 //! Streaming decoders as coprocessor functions: `stream:FILE.dem[:DECODER[:SETTINGS]]`, one
 //! [`StreamFunction`] per decoder id, each holding the shot of one logical qubit in a
-//! [`backline_decode::stream::StreamDecoder`].
+//! [`backline_decoders::stream::StreamDecoder`].
 //!
 //! DECODER is `bposd` (default), `relay-bp` or `matching`; SETTINGS are `key=value` pairs
 //! separated by `;`: `window` and `commit` (rounds, 1..=1048576; default one window over the
@@ -11,7 +11,7 @@
 //! settings with `ldpc`'s or `relay-bp`'s names (`max_iter` 0..=1048576, `osd_method`, …,
 //! `gamma0`, …). Example: `stream:surface.dem:bposd:window=5;commit=3;max_iter=30`. The model is
 //! read within the bounds of `BACKLINE_DEM_LIMITS`
-//! ([`backline_decode::dem::DemLimits::from_env`]); errors quote at most an excerpt of the spec
+//! ([`backline_decoders::dem::DemLimits::from_env`]); errors quote at most an excerpt of the spec
 //! and of the model.
 //!
 //! Each request is one operation of [`backline_wire::stream`] (enqueue a round, get the
@@ -42,12 +42,12 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use backline_decode::BpOsdConfig;
-use backline_decode::dem::{DemLimits, DetectorErrorModel};
-use backline_decode::dem_decoder::DemDecoderSettings;
-use backline_decode::io::excerpt;
-use backline_decode::relay::RelayConfig;
-use backline_decode::stream::{StreamDecoder, StreamFault, StreamSettings};
+use backline_decoders::BpOsdConfig;
+use backline_decoders::dem::{DemLimits, DetectorErrorModel};
+use backline_decoders::dem_decoder::DemDecoderSettings;
+use backline_decoders::io::excerpt;
+use backline_decoders::relay::RelayConfig;
+use backline_decoders::stream::{StreamDecoder, StreamFault, StreamSettings};
 use backline_probe::{Hop, mark};
 use backline_wire::cuqr::CallStatus;
 use backline_wire::stream::{
@@ -66,7 +66,7 @@ pub fn realtime_bposd() -> BpOsdConfig {
     BpOsdConfig {
         max_iter: 30,
         ms_scaling_factor: 0.625,
-        osd_method: backline_decode::OsdMethod::Osd0,
+        osd_method: backline_decoders::OsdMethod::Osd0,
         osd_order: 0,
         ..BpOsdConfig::default()
     }
@@ -76,7 +76,7 @@ pub fn realtime_bposd() -> BpOsdConfig {
 #[derive(Debug, thiserror::Error)]
 #[error("stream spec `{spec}`: {msg}")]
 pub struct StreamSpecError {
-    /// The spec (an excerpt of it: [`backline_decode::io::excerpt`]).
+    /// The spec (an excerpt of it: [`backline_decoders::io::excerpt`]).
     pub spec: String,
     /// What is wrong (the model's or the decoder's error, rendered).
     pub msg: String,
@@ -194,7 +194,7 @@ pub fn stream_decoder_of(spec: &str) -> Result<(StreamSpec, StreamDecoder), Stre
         spec: excerpt(spec),
         msg,
     };
-    let text = backline_decode::io::read_text(Path::new(&s.path))
+    let text = backline_decoders::io::read_text(Path::new(&s.path))
         .map_err(|e| bad(format!("reading {}: {e}", excerpt(&s.path))))?;
     let dem = DetectorErrorModel::parse_with(&text, &excerpt(&s.path), &s.settings.limits)
         .map_err(|e| bad(e.to_string()))?;
@@ -444,7 +444,7 @@ impl StreamFunction {
     }
 
     /// The windows (and their rounds) whose inner decode reached the spec's `deadline_us`.
-    pub fn deadline_misses(&self) -> backline_decode::stream::DeadlineMisses {
+    pub fn deadline_misses(&self) -> backline_decoders::stream::DeadlineMisses {
         self.lock().dec.deadline_misses()
     }
 

@@ -272,7 +272,7 @@ mod tests {
             let mut got = vec![Vec::new(); 2];
             fan.collect_all(|i, r, _| got[i] = r.payload.to_vec())
                 .unwrap();
-            assert_eq!(got[0], [backline_decode::steane::decode(s)]);
+            assert_eq!(got[0], [backline_decoders::steane::decode(s)]);
             assert_eq!(got[1], [round, 7, 9]);
         }
     }

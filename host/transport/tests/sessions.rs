@@ -98,7 +98,7 @@ fn every_responder_over_every_transport() {
                 let r = c.collect().unwrap();
                 assert_eq!(r.status, Status::Ok, "{t} steane");
                 assert_eq!(r.decoder_id, 1);
-                assert_eq!(r.payload, &[backline_decode::steane::decode(s)]);
+                assert_eq!(r.payload, &[backline_decoders::steane::decode(s)]);
             }
             assert_eq!(c.collected(), 600);
         }
@@ -662,7 +662,7 @@ fn rdma_every_responder_and_wait_policy() {
             c.post().unwrap();
             let r = c.collect().unwrap();
             assert_eq!((r.status, r.decoder_id), (Status::Ok, 1));
-            assert_eq!(r.payload, &[backline_decode::steane::decode(s)]);
+            assert_eq!(r.payload, &[backline_decoders::steane::decode(s)]);
         }
         assert_eq!(c.collected(), 600);
         assert_eq!(

@@ -5,8 +5,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use backline_compiler::NoiseDefaults;
-use backline_decode::dem::DemLimits;
-use backline_decode::io::excerpt;
+use backline_decoders::dem::DemLimits;
+use backline_decoders::io::excerpt;
 use backline_stabvm::Endpoint;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -432,7 +432,7 @@ fn latency_summary(rtts_ns: Vec<f64>) -> Option<Vec<(&'static str, f64)>> {
 /// `RunError`: every exception derives from `Exception`, none is pyo3's `PanicException`.
 #[pyclass(module = "backline._native", frozen)]
 pub struct DemDecoder {
-    inner: Mutex<backline_decode::dem_decoder::DemDecoder>,
+    inner: Mutex<backline_decoders::dem_decoder::DemDecoder>,
     threads: usize,
 }
 
@@ -454,11 +454,11 @@ fn dem_settings(
     py: Python<'_>,
     decoder: &str,
     settings: &[(String, String)],
-) -> PyResult<backline_decode::dem_decoder::DemDecoderSettings> {
-    use backline_decode::dem_decoder::DemDecoderSettings;
-    use backline_decode::relay::RelayConfig;
+) -> PyResult<backline_decoders::dem_decoder::DemDecoderSettings> {
+    use backline_decoders::dem_decoder::DemDecoderSettings;
+    use backline_decoders::relay::RelayConfig;
     let mut s = match decoder {
-        "bposd" => DemDecoderSettings::BpOsd(backline_decode::BpOsdConfig::default()),
+        "bposd" => DemDecoderSettings::BpOsd(backline_decoders::BpOsdConfig::default()),
         "relay-bp" => DemDecoderSettings::RelayBp(RelayConfig::default()),
         "matching" => DemDecoderSettings::Matching,
         other => {
@@ -476,7 +476,7 @@ fn dem_settings(
         let r = match &mut s {
             DemDecoderSettings::BpOsd(c) => c.set(k, v),
             DemDecoderSettings::RelayBp(c) => c.set(k, v),
-            DemDecoderSettings::Matching => Err(backline_decode::SettingError::Unknown {
+            DemDecoderSettings::Matching => Err(backline_decoders::SettingError::Unknown {
                 key: excerpt(k),
                 known: "(matching has no settings)",
             }),
@@ -488,7 +488,7 @@ fn dem_settings(
 
 /// `BACKLINE_DEM_LIMITS` with `limits` (`[(name, value)]`) applied.
 fn dem_limits(py: Python<'_>, limits: &[(String, String)]) -> PyResult<DemLimits> {
-    let bad = |e: backline_decode::SettingError| {
+    let bad = |e: backline_decoders::SettingError| {
         err(py, "DecoderSettingsError", format!("dem_limits: {e}"))
     };
     let mut l = DemLimits::from_env().map_err(bad)?;
@@ -517,8 +517,8 @@ impl DemDecoder {
         name: &str,
         limits: Vec<(String, String)>,
     ) -> PyResult<DemDecoder> {
-        use backline_decode::dem::DetectorErrorModel;
-        use backline_decode::dem_decoder::{DemDecoder as Dec, check_threads};
+        use backline_decoders::dem::DetectorErrorModel;
+        use backline_decoders::dem_decoder::{DemDecoder as Dec, check_threads};
         no_panic(py, || {
             let s = dem_settings(py, decoder, &settings)?;
             let limits = dem_limits(py, &limits)?;
@@ -562,7 +562,7 @@ impl DemDecoder {
         data: &[u8],
         shots: usize,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        use backline_decode::shots::ShotTable;
+        use backline_decoders::shots::ShotTable;
         no_panic(py, || {
             let dec = self.lock();
             let per = dec.num_detectors().div_ceil(8);
@@ -586,10 +586,10 @@ impl DemDecoder {
                 .ok_or_else(|| err(py, "RunError", "detection events of the wrong length"))?;
             let threads = self.threads;
             let r = py.detach(|| {
-                backline_decode::dem_decoder::decode_batch(&dec, &table, threads, false)
+                backline_decoders::dem_decoder::decode_batch(&dec, &table, threads, false)
             });
             let batch = r.map_err(|e| match e {
-                backline_decode::DecoderError::Memory(_) => {
+                backline_decoders::DecoderError::Memory(_) => {
                     pyo3::exceptions::PyMemoryError::new_err(e.to_string())
                 }
                 e => err(py, "RunError", e.to_string()),
@@ -600,7 +600,7 @@ impl DemDecoder {
 }
 
 impl DemDecoder {
-    fn lock(&self) -> std::sync::MutexGuard<'_, backline_decode::dem_decoder::DemDecoder> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, backline_decoders::dem_decoder::DemDecoder> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

@@ -46,12 +46,12 @@ pub const TARGETS: &[Target] = &[
     },
     Target {
         name: "matrix",
-        what: "backline_decode alist, dense and syndrome readers",
+        what: "backline_decoders alist, dense and syndrome readers",
         run: parsers::matrix,
     },
     Target {
         name: "dem",
-        what: "backline_decode::dem::DetectorErrorModel::parse (stim detector error models)",
+        what: "backline_decoders::dem::DetectorErrorModel::parse (stim detector error models)",
         run: parsers::dem,
     },
     Target {

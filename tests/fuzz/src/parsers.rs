@@ -156,7 +156,7 @@ fn check_pacer(cfg: PacerConfig) {
 /// Matrix and syndrome files: alist, dense, and lines of bits. A matrix that parses writes
 /// back to text that parses to the same matrix.
 pub fn matrix(data: &[u8]) {
-    use backline_decode::io;
+    use backline_decoders::io;
     let Some((&which, rest)) = data.split_first() else {
         return;
     };
@@ -192,7 +192,7 @@ pub fn matrix(data: &[u8]) {
 /// The bounds the `dem` target parses within: a sixteenth of the defaults, so that the largest
 /// model an input may unroll to parses in a fraction of AFL's 2 s (at the defaults a 258-byte
 /// `repeat 666662 { … }` legitimately takes 2.4 s, which AFL reports as a hang).
-const FUZZ_DEM_LIMITS: backline_decode::dem::DemLimits = backline_decode::dem::DemLimits {
+const FUZZ_DEM_LIMITS: backline_decoders::dem::DemLimits = backline_decoders::dem::DemLimits {
     targets: 1 << 20,
     coords: 1 << 20,
     mechanisms: 1 << 18,
@@ -201,7 +201,7 @@ const FUZZ_DEM_LIMITS: backline_decode::dem::DemLimits = backline_decode::dem::D
 /// A stim detector error model: one that parses has matrices of its declared sizes, finite
 /// priors in (0, 1] and finite detector times, and a window over all of it is itself.
 pub fn dem(data: &[u8]) {
-    use backline_decode::dem::DetectorErrorModel;
+    use backline_decoders::dem::DetectorErrorModel;
     let text = String::from_utf8_lossy(data);
     let Ok(dem) = DetectorErrorModel::parse_with(&text, "fuzz.dem", &FUZZ_DEM_LIMITS) else {
         return;
@@ -228,7 +228,7 @@ pub fn dem(data: &[u8]) {
 }
 
 /// The longest error message any parser may give: errors quote at most an excerpt of their
-/// input (`backline_decode::io::excerpt`), whatever its length.
+/// input (`backline_decoders::io::excerpt`), whatever its length.
 const MAX_ERROR_BYTES: usize = 1024;
 
 /// A stim detector error model parsed with small resource bounds (the first six input bytes
@@ -236,7 +236,7 @@ const MAX_ERROR_BYTES: usize = 1024;
 /// `repeat` blocks unroll, parses within the bounds or is refused with a short error naming
 /// its line — so the expansion's memory and time stay bounded for every input.
 pub fn dem_limits(data: &[u8]) {
-    use backline_decode::dem::{DemErrorKind, DemLimits, DetectorErrorModel};
+    use backline_decoders::dem::{DemErrorKind, DemLimits, DetectorErrorModel};
     let mut b = Bytes::new(data);
     let limits = DemLimits {
         targets: u64::from(b.u16()) + 1,
@@ -276,9 +276,9 @@ pub fn dem_limits(data: &[u8]) {
 /// iterations, OSD order, streams — and builds a streaming decoder of a small model (or is a
 /// short error) that runs a shot of zero rounds; a spec that does not is a short error.
 pub fn stream_settings(data: &[u8]) {
-    use backline_decode::bp::MAX_ITER;
-    use backline_decode::dem_decoder::DemDecoderSettings;
-    use backline_decode::stream::{MAX_WINDOW, StreamDecoder};
+    use backline_decoders::bp::MAX_ITER;
+    use backline_decoders::dem_decoder::DemDecoderSettings;
+    use backline_decoders::stream::{MAX_WINDOW, StreamDecoder};
     let text = String::from_utf8_lossy(data);
     let (decoder, set) = text.split_once('\n').unwrap_or(("bposd", &text));
     let spec = format!("stream:fuzz.dem:{decoder}:{set}");
@@ -299,7 +299,7 @@ pub fn stream_settings(data: &[u8]) {
         assert!((1..=MAX_WINDOW).contains(&w), "{w}");
     }
     if let DemDecoderSettings::BpOsd(c) = &st.decoder {
-        assert!(c.max_iter <= MAX_ITER && c.osd_order <= backline_decode::osd::MAX_OSD_ORDER);
+        assert!(c.max_iter <= MAX_ITER && c.osd_order <= backline_decoders::osd::MAX_OSD_ORDER);
     }
     let dem = stream_model();
     match StreamDecoder::new(&dem, st) {
@@ -329,8 +329,8 @@ pub fn stream_settings(data: &[u8]) {
 }
 
 /// A repetition code of 4 rounds (2 detectors each): the model [`stream_settings`] builds on.
-fn stream_model() -> backline_decode::dem::DetectorErrorModel {
-    backline_decode::dem::DetectorErrorModel::parse(
+fn stream_model() -> backline_decoders::dem::DetectorErrorModel {
+    backline_decoders::dem::DetectorErrorModel::parse(
         "repeat 3 {\n error(0.05) D0 L0\n error(0.05) D0 D1\n error(0.05) D1\n \
          error(0.02) D0 D2\n error(0.02) D1 D3\n detector(0, 0) D0\n detector(1, 0) D1\n \
          shift_detectors(0, 1) 2\n}\nerror(0.05) D0 L0\nerror(0.05) D0 D1\nerror(0.05) D1\n\

@@ -46,7 +46,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use backline_decode::stream::StreamDecoder;
+use backline_decoders::stream::StreamDecoder;
 use backline_probe::{Hop, mark};
 use backline_ring::{MAX_NAP, SpinPhase, WaitPolicy};
 use backline_wire::cuqr::CallStatus;

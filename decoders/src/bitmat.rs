@@ -10,7 +10,7 @@
 //! for a clear one (`0` is accepted when parsing):
 //!
 //! ```
-//! use backline_decode::bitmat::BitMatrix;
+//! use backline_decoders::bitmat::BitMatrix;
 //! let h = BitMatrix::from_picture("11.\n.11").unwrap();
 //! assert_eq!(h.rows(), 2);
 //! assert_eq!(h.to_picture(), "11.\n.11\n");

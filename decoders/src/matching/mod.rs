@@ -32,8 +32,8 @@
 //! without a boundary), are [`MatchFault`]s naming a detector, never a hang.
 //!
 //! ```
-//! use backline_decode::dem::DetectorErrorModel;
-//! use backline_decode::matching::MatchingDecoder;
+//! use backline_decoders::dem::DetectorErrorModel;
+//! use backline_decoders::matching::MatchingDecoder;
 //! // A repetition code of 3 detectors with boundaries at both ends; L0 on the left edge.
 //! let dem = DetectorErrorModel::parse(
 //!     "error(0.1) D0 L0\nerror(0.1) D0 D1\nerror(0.1) D1 D2\nerror(0.1) D2\n",

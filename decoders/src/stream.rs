@@ -55,8 +55,8 @@
 //! and go on.
 //!
 //! ```
-//! use backline_decode::dem::DetectorErrorModel;
-//! use backline_decode::stream::{StreamDecoder, StreamSettings};
+//! use backline_decoders::dem::DetectorErrorModel;
+//! use backline_decoders::stream::{StreamDecoder, StreamSettings};
 //! // A repetition code, 3 rounds of 2 detectors, with measurement errors.
 //! let dem = DetectorErrorModel::parse(
 //!     "repeat 2 {\n error(0.05) D0 L0\n error(0.05) D0 D1\n error(0.05) D1\n\

@@ -26,7 +26,7 @@
 //! the decoder and the correction is written into the caller's buffer.
 //!
 //! ```
-//! use backline_decode::{BpOsdConfig, BpOsdDecoder, OsdMethod, codes::CssCode};
+//! use backline_decoders::{BpOsdConfig, BpOsdDecoder, OsdMethod, codes::CssCode};
 //! let code = CssCode::rotated_surface(5).unwrap();
 //! let config = BpOsdConfig {
 //!     error_rate: 0.05,

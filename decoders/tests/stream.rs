@@ -4,13 +4,13 @@
 
 use std::path::PathBuf;
 
-use backline_decode::dem::DetectorErrorModel;
-use backline_decode::dem_decoder::{DemDecoder, DemDecoderSettings};
-use backline_decode::noise::DemNoise;
-use backline_decode::relay::RelayConfig;
-use backline_decode::shots::{ShotFormat, ShotTable};
-use backline_decode::stream::{StreamDecoder, StreamSettings};
-use backline_decode::{BpOsdConfig, OsdMethod};
+use backline_decoders::dem::DetectorErrorModel;
+use backline_decoders::dem_decoder::{DemDecoder, DemDecoderSettings};
+use backline_decoders::noise::DemNoise;
+use backline_decoders::relay::RelayConfig;
+use backline_decoders::shots::{ShotFormat, ShotTable};
+use backline_decoders::stream::{StreamDecoder, StreamSettings};
+use backline_decoders::{BpOsdConfig, OsdMethod};
 
 fn model(name: &str) -> DetectorErrorModel {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -84,7 +84,7 @@ fn windows_match_the_whole_history_on_stims_shots() {
         let (mut a, mut b) = ([0u8; 1], [0u8; 1]);
         let (mut fails_whole, mut fails_stream, mut differ) = (0u32, 0u32, 0u32);
         for shot in 0..dets.shots() {
-            backline_decode::shots::unpack_into(dets.row(shot), &mut events);
+            backline_decoders::shots::unpack_into(dets.row(shot), &mut events);
             let truth = obs.get(shot, 0) as u8;
             whole.decode(&events, &mut a).unwrap();
             s.decode_shot(&events, &mut b).unwrap();

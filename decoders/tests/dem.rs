@@ -5,11 +5,11 @@
 
 use std::path::PathBuf;
 
-use backline_decode::dem::DetectorErrorModel;
-use backline_decode::dem_decoder::{DemDecoder, DemDecoderSettings, decode_batch};
-use backline_decode::relay::RelayConfig;
-use backline_decode::shots::{ShotFormat, ShotTable};
-use backline_decode::{BpMethod, BpOsdConfig, OsdMethod};
+use backline_decoders::dem::DetectorErrorModel;
+use backline_decoders::dem_decoder::{DemDecoder, DemDecoderSettings, decode_batch};
+use backline_decoders::relay::RelayConfig;
+use backline_decoders::shots::{ShotFormat, ShotTable};
+use backline_decoders::{BpMethod, BpOsdConfig, OsdMethod};
 
 fn data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -141,7 +141,7 @@ fn both_decoders_correct_most_shots() {
 /// `../shared/data/gross_code_memory_z/` beside the repository, if it is there.
 fn gross_dir() -> Option<PathBuf> {
     let d =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/gross_code_memory_z");
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/gross_code_memory_z");
     if d.join("dem_z_detectors.dem").exists() {
         Some(d)
     } else {

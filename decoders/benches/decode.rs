@@ -2,8 +2,8 @@
 //! seeds), printed with a ratio to each benchmark's goal where it has one.
 //!
 //! ```text
-//! cargo bench -p backline-decode --bench decode            # every case
-//! cargo bench -p backline-decode --bench decode -- hgp13   # names containing "hgp13"
+//! cargo bench -p backline-decoders --bench decode            # every case
+//! cargo bench -p backline-decoders --bench decode -- hgp13   # names containing "hgp13"
 //! ```
 //!
 //! Each case first checks its decoder: every correction must reproduce its syndrome (else the
@@ -15,9 +15,9 @@
 
 use std::time::Instant;
 
-use backline_decode::codes::CssCode;
-use backline_decode::noise::CodeCapacity;
-use backline_decode::{BpMethod, BpOsdConfig, BpOsdDecoder, OsdMethod, gf2};
+use backline_decoders::codes::CssCode;
+use backline_decoders::noise::CodeCapacity;
+use backline_decoders::{BpMethod, BpOsdConfig, BpOsdDecoder, OsdMethod, gf2};
 
 struct Case {
     code: &'static str,

@@ -2,7 +2,7 @@
 //! `ldpc` comparison (`scripts/dev/compare_ldpc.py`) and for making test data.
 //!
 //! ```text
-//! cargo run --release -p backline-decode --example css_shots -- \
+//! cargo run --release -p backline-decoders --example css_shots -- \
 //!     --code bb72 --p 0.05 --shots 2000 --seed 1 --out DIR
 //! ```
 //!
@@ -13,10 +13,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use backline_decode::codes::CssCode;
-use backline_decode::gf2;
-use backline_decode::io::{self as dio, MatrixFormat};
-use backline_decode::noise::CodeCapacity;
+use backline_decoders::codes::CssCode;
+use backline_decoders::gf2;
+use backline_decoders::io::{self as dio, MatrixFormat};
+use backline_decoders::noise::CodeCapacity;
 
 struct Opts {
     code: String,
@@ -57,7 +57,7 @@ fn run() -> Result<(), String> {
     let o = parse()?;
     let code = CssCode::by_name(&o.code).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
-    let save = |name: &str, m: &backline_decode::BitMatrix, f: MatrixFormat| {
+    let save = |name: &str, m: &backline_decoders::BitMatrix, f: MatrixFormat| {
         dio::save_matrix(&o.out.join(name), m, f).map_err(|e| e.to_string())
     };
     save("hz.alist", &code.hz, MatrixFormat::Alist)?;

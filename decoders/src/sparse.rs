@@ -6,7 +6,7 @@
 //! [`SparseMatrix::rows_of`] gives the compressed-row form (CSR) when a caller walks rows.
 //!
 //! ```
-//! use backline_decode::sparse::SparseMatrix;
+//! use backline_decoders::sparse::SparseMatrix;
 //! let h = SparseMatrix::from_columns(2, &[vec![0], vec![0, 1], vec![1]]).unwrap();
 //! assert_eq!(h.col(1), &[0, 1]);
 //! assert_eq!(h.to_dense().to_picture(), "11.\n.11\n");

@@ -8,8 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
-use backline_decode::io::{MatrixFormat, load_matrix};
-use backline_decode::{BpMethod, BpOsdConfig, BpOsdDecoder, OsdMethod, Schedule};
+use backline_decoders::io::{MatrixFormat, load_matrix};
+use backline_decoders::{BpMethod, BpOsdConfig, BpOsdDecoder, OsdMethod, Schedule};
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/ldpc")

@@ -2,7 +2,7 @@
 //! (Phys. Rev. Research 2, 043423, 2020), with `ldpc`'s parameter names.
 //!
 //! ```
-//! use backline_decode::{BitMatrix, BpOsdConfig, BpOsdDecoder, OsdMethod};
+//! use backline_decoders::{BitMatrix, BpOsdConfig, BpOsdDecoder, OsdMethod};
 //! let h = BitMatrix::from_picture("1.1.1.1\n.11..11\n...1111").unwrap();
 //! let config = BpOsdConfig {
 //!     error_rate: 0.05,

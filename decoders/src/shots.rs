@@ -15,7 +15,7 @@
 //! `decode_shots_bit_packed` — so a row is a byte slice a decoder reads directly.
 //!
 //! ```
-//! use backline_decode::shots::{ShotFormat, ShotTable};
+//! use backline_decoders::shots::{ShotFormat, ShotTable};
 //! let t = ShotTable::read(b"0110\n1000\n", ShotFormat::Ascii01, 4, "dets.01").unwrap();
 //! assert_eq!((t.shots(), t.row(0)), (2, &[0b0110][..]));
 //! assert_eq!(t.to_bytes(ShotFormat::B8), vec![0b0110, 0b0001]);

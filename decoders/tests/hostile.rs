@@ -3,10 +3,10 @@
 //! on the 62 GB allocation of `surface1000`, and an alist header whose dimensions would not fit
 //! in memory. Each is now a typed error or a correct decode.
 
-use backline_decode::bitmat::{BitMatrix, MAX_DENSE_BITS};
-use backline_decode::codes::{CodeError, CssCode, Polynomial};
-use backline_decode::io::{ParseErrorKind, read_alist};
-use backline_decode::{BpMethod, BpOsdConfig, BpOsdDecoder, OsdMethod, Schedule};
+use backline_decoders::bitmat::{BitMatrix, MAX_DENSE_BITS};
+use backline_decoders::codes::{CodeError, CssCode, Polynomial};
+use backline_decoders::io::{ParseErrorKind, read_alist};
+use backline_decoders::{BpMethod, BpOsdConfig, BpOsdDecoder, OsdMethod, Schedule};
 
 /// Every BP method, schedule and OSD method on `h`, over every syndrome of its rows (up to
 /// 2^8): decoding returns, and a correction that claims convergence reproduces the syndrome.
@@ -116,7 +116,7 @@ fn try_zeros_checks_before_allocating() {
 
 #[test]
 fn a_model_with_an_infinite_number_is_refused_with_its_line() {
-    use backline_decode::dem::DetectorErrorModel;
+    use backline_decoders::dem::DetectorErrorModel;
     for text in [
         "error(1e999) D0\n",
         "error(0.1) D0\ndetector(0, 1e999) D0\n",
@@ -134,7 +134,7 @@ fn a_model_with_an_infinite_number_is_refused_with_its_line() {
 
 #[test]
 fn an_endless_file_is_an_error_not_a_hang() {
-    use backline_decode::io::{MAX_FILE_BYTES, load_matrix};
+    use backline_decoders::io::{MAX_FILE_BYTES, load_matrix};
     // /dev/zero never ends: the reader stops at its cap.
     let e = load_matrix(std::path::Path::new("/dev/zero"), None).unwrap_err();
     assert!(
@@ -146,7 +146,7 @@ fn an_endless_file_is_an_error_not_a_hang() {
 
 // Issue 27: circuit-level inputs that cannot take the process down.
 
-use backline_decode::dem::{DemErrorKind, DemLimits, DetectorErrorModel};
+use backline_decoders::dem::{DemErrorKind, DemLimits, DetectorErrorModel};
 
 /// `repeat 20000 { error(0.1) D0 … D99999  shift_detectors 1 }`: 689 KB of text, two billion
 /// targets once unrolled (it aborted `decode --dem` after 14 s and 13 GB).
@@ -281,7 +281,7 @@ fn errors_quote_a_bounded_excerpt_of_their_input() {
         assert!(e.len() < 300 && e.contains('…'), "{e}");
     }
     // Settings and matrix files too.
-    let mut c = backline_decode::BpOsdConfig::default();
+    let mut c = backline_decoders::BpOsdConfig::default();
     let e = c.set(&long, "1").unwrap_err().to_string();
     assert!(e.len() < 300, "{e}");
     let e = c.set("osd_method", &long).unwrap_err().to_string();
@@ -294,8 +294,8 @@ fn errors_quote_a_bounded_excerpt_of_their_input() {
 
 #[test]
 fn iteration_and_size_settings_have_upper_bounds() {
-    use backline_decode::relay::RelayConfig;
-    use backline_decode::sparse::SparseMatrix;
+    use backline_decoders::relay::RelayConfig;
+    use backline_decoders::sparse::SparseMatrix;
     let mut c = BpOsdConfig::default();
     let e = c
         .set("max_iter", "18446744073709551615")
@@ -360,8 +360,8 @@ fn iteration_and_size_settings_have_upper_bounds() {
 
 #[test]
 fn thread_counts_have_an_upper_bound() {
-    use backline_decode::dem_decoder::{DemDecoder, DemDecoderSettings, MAX_THREADS, decode_batch};
-    use backline_decode::shots::ShotTable;
+    use backline_decoders::dem_decoder::{DemDecoder, DemDecoderSettings, MAX_THREADS, decode_batch};
+    use backline_decoders::shots::ShotTable;
     let dem = DetectorErrorModel::parse("error(0.1) D0 L0\nerror(0.1) D0 D1\n", "t.dem").unwrap();
     let dec = DemDecoder::new(&dem, &DemDecoderSettings::relay_bp_default()).unwrap();
     let shots = ShotTable::zeros(4, 2);

@@ -7,7 +7,7 @@
 //! `lz · (e + c) ≠ 0` ([`CssCode::is_logical_x_error`]).
 //!
 //! ```
-//! use backline_decode::codes::CssCode;
+//! use backline_decoders::codes::CssCode;
 //! let code = CssCode::bivariate_bicycle(6, 6, "x^3+y+y^2", "y^3+x+x^2").unwrap();
 //! assert_eq!((code.n(), code.k()), (72, 12));
 //! ```

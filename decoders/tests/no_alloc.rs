@@ -6,9 +6,9 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use backline_decode::codes::CssCode;
-use backline_decode::noise::CodeCapacity;
-use backline_decode::{
+use backline_decoders::codes::CssCode;
+use backline_decoders::noise::CodeCapacity;
+use backline_decoders::{
     BpMethod, BpOsdConfig, BpOsdDecoder, CssDecoder, LookupDecoder, OsdMethod, Schedule,
 };
 
@@ -146,10 +146,10 @@ fn decoders_do_not_allocate_after_construction() {
 
 #[test]
 fn dem_decoders_do_not_allocate_after_construction() {
-    use backline_decode::dem::DetectorErrorModel;
-    use backline_decode::dem_decoder::{DemDecoder, DemDecoderSettings};
-    use backline_decode::relay::RelayConfig;
-    use backline_decode::shots::{ShotFormat, ShotTable};
+    use backline_decoders::dem::DetectorErrorModel;
+    use backline_decoders::dem_decoder::{DemDecoder, DemDecoderSettings};
+    use backline_decoders::relay::RelayConfig;
+    use backline_decoders::shots::{ShotFormat, ShotTable};
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/dem/");
     let text = std::fs::read_to_string(format!("{dir}surface_d3_r8_p0.01.dem")).unwrap();
     let dem = DetectorErrorModel::parse(&text, "fixture.dem").unwrap();
@@ -183,7 +183,7 @@ fn dem_decoders_do_not_allocate_after_construction() {
             let info = dec.decode_packed(dets.row(s), &mut out).unwrap();
             unconverged += !info.converged as u32;
             legs += info.legs;
-            backline_decode::shots::unpack_into(dets.row(s), &mut unpacked);
+            backline_decoders::shots::unpack_into(dets.row(s), &mut unpacked);
             dec.decode(&unpacked, &mut out).unwrap();
             // A refused call allocates nothing either.
             assert!(dec.decode_packed(&dets.row(s)[1..], &mut out).is_err());
@@ -196,7 +196,7 @@ fn dem_decoders_do_not_allocate_after_construction() {
 
 #[test]
 fn streaming_decoders_do_not_allocate_after_construction() {
-    streaming_does_not_allocate(backline_decode::dem_decoder::DemDecoderSettings::BpOsd(
+    streaming_does_not_allocate(backline_decoders::dem_decoder::DemDecoderSettings::BpOsd(
         BpOsdConfig {
             max_iter: 20,
             osd_method: OsdMethod::OsdCs,
@@ -204,13 +204,13 @@ fn streaming_decoders_do_not_allocate_after_construction() {
             ..BpOsdConfig::default()
         },
     ));
-    streaming_does_not_allocate(backline_decode::dem_decoder::DemDecoderSettings::Matching);
+    streaming_does_not_allocate(backline_decoders::dem_decoder::DemDecoderSettings::Matching);
 }
 
-fn streaming_does_not_allocate(decoder: backline_decode::dem_decoder::DemDecoderSettings) {
-    use backline_decode::dem::DetectorErrorModel;
-    use backline_decode::shots::{ShotFormat, ShotTable};
-    use backline_decode::stream::{StreamDecoder, StreamSettings};
+fn streaming_does_not_allocate(decoder: backline_decoders::dem_decoder::DemDecoderSettings) {
+    use backline_decoders::dem::DetectorErrorModel;
+    use backline_decoders::shots::{ShotFormat, ShotTable};
+    use backline_decoders::stream::{StreamDecoder, StreamSettings};
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/dem/");
     let text = std::fs::read_to_string(format!("{dir}surface_d3_r8_p0.01.dem")).unwrap();
     let dem = DetectorErrorModel::parse(&text, "fixture.dem").unwrap();
@@ -230,12 +230,12 @@ fn streaming_does_not_allocate(decoder: backline_decode::dem_decoder::DemDecoder
     let mut decoded = 0;
     let before = allocations();
     for shot in 0..150 {
-        backline_decode::shots::unpack_into(dets.row(shot), &mut events);
+        backline_decoders::shots::unpack_into(dets.row(shot), &mut events);
         s.reset();
         for r in 0..s.rounds() {
             let d = s.round_detectors(r);
             let n = d.len().div_ceil(8);
-            backline_decode::shots::pack_into(&events[d], &mut packed[..n]);
+            backline_decoders::shots::pack_into(&events[d], &mut packed[..n]);
             if s.push_round(r as u32, &packed[..n]).unwrap() {
                 decoded += s.decode_ready().unwrap() as u32;
             }
@@ -251,10 +251,10 @@ fn streaming_does_not_allocate(decoder: backline_decode::dem_decoder::DemDecoder
 
 #[test]
 fn matching_does_not_allocate_after_construction() {
-    use backline_decode::dem::DetectorErrorModel;
-    use backline_decode::dem_decoder::{DemDecoder, DemDecoderSettings};
-    use backline_decode::matching::{MatchFault, MatchingDecoder};
-    use backline_decode::shots::{ShotFormat, ShotTable};
+    use backline_decoders::dem::DetectorErrorModel;
+    use backline_decoders::dem_decoder::{DemDecoder, DemDecoderSettings};
+    use backline_decoders::matching::{MatchFault, MatchingDecoder};
+    use backline_decoders::shots::{ShotFormat, ShotTable};
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/dem/");
     let text = std::fs::read_to_string(format!("{dir}surface_d3_r8_p0.01.dem")).unwrap();
     let dem = DetectorErrorModel::parse(&text, "fixture.dem").unwrap();
@@ -281,7 +281,7 @@ fn matching_does_not_allocate_after_construction() {
     for s in 0..dets.shots() {
         weight += m.decode_mask(dets.row(s)).unwrap().weight;
         dec.decode_packed(dets.row(s), &mut out).unwrap();
-        backline_decode::shots::unpack_into(dets.row(s), &mut unpacked);
+        backline_decoders::shots::unpack_into(dets.row(s), &mut unpacked);
         dec.decode(&unpacked, &mut out).unwrap();
         assert!(dec.decode_packed(&dets.row(s)[1..], &mut out).is_err());
         n.decode_mask(&[(s % 8) as u8]).unwrap();

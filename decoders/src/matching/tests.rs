@@ -367,7 +367,7 @@ fn the_model_graph_keeps_decompositions_and_merges_parts() {
     assert_eq!(max, 2 * ((1 << 24) - 1));
 }
 
-/// `MDEM=model.dem MDETS=dets.b8 cargo test --release -p backline-decode --lib
+/// `MDEM=model.dem MDETS=dets.b8 cargo test --release -p backline-decoders --lib
 /// file_against_reference -- --ignored`: every shot of a file against the subset-DP reference
 /// (shots of at most 16 detection events), through a clone and through `DemDecoder`.
 #[test]

@@ -15,7 +15,7 @@
 //! bits are zero. [`CssDecoder::respond`] returns the reply length `⌈n/8⌉`.
 //!
 //! ```
-//! use backline_decode::{BpOsdConfig, CssDecoder, codes::CssCode};
+//! use backline_decoders::{BpOsdConfig, CssDecoder, codes::CssCode};
 //! let code = CssCode::steane();
 //! let mut dec = CssDecoder::from_code(&code, &BpOsdConfig { error_rate: 0.05, ..Default::default() }).unwrap();
 //! let mut out = [0u8; 1];

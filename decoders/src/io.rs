@@ -113,7 +113,7 @@ pub const EXCERPT_CHARS: usize = 80;
 /// so that quoted input cannot break the message's line or drive a terminal.
 ///
 /// ```
-/// use backline_decode::io::excerpt;
+/// use backline_decoders::io::excerpt;
 /// assert_eq!(excerpt("flip"), "flip");
 /// assert_eq!(excerpt(&"a".repeat(1000)), format!("{}…", "a".repeat(80)));
 /// assert_eq!(excerpt("a\nb"), "a\\nb");
@@ -705,7 +705,7 @@ mod tests {
 
     #[test]
     fn files_round_trip() {
-        let dir = std::env::temp_dir().join(format!("backline-decode-io-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("backline-decoders-io-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let h = hamming();
         for (name, fmt) in [

@@ -41,7 +41,7 @@
 //! (`backline decode --dem-limits`, `stream:` functions, Python's `dem_limits=`).
 //!
 //! ```
-//! use backline_decode::dem::DetectorErrorModel;
+//! use backline_decoders::dem::DetectorErrorModel;
 //! let dem = DetectorErrorModel::parse(
 //!     "error(0.1) D0 D1\n\
 //!      repeat 2 {\n    error(0.1) D1 D2 L0\n    shift_detectors(0, 1) 1\n}\n\

@@ -2,9 +2,9 @@
 //! reproduces its syndrome, logical failure rates sit within physical bounds and fall with
 //! distance, and BP+OSD corrects what a distance-3 code must.
 
-use backline_decode::codes::CssCode;
-use backline_decode::noise::CodeCapacity;
-use backline_decode::{
+use backline_decoders::codes::CssCode;
+use backline_decoders::noise::CodeCapacity;
+use backline_decoders::{
     BpMethod, BpOsdConfig, BpOsdDecoder, DecoderError, LookupDecoder, OsdMethod, Schedule, gf2,
 };
 

@@ -13,8 +13,8 @@
 //! [`BpOsdDecoder`], each timed and its correction checked against its syndrome.
 //!
 //! ```
-//! use backline_decode::dem::DetectorErrorModel;
-//! use backline_decode::dem_decoder::{DemDecoder, DemDecoderSettings};
+//! use backline_decoders::dem::DetectorErrorModel;
+//! use backline_decoders::dem_decoder::{DemDecoder, DemDecoderSettings};
 //! let dem = DetectorErrorModel::parse(
 //!     "error(0.1) D0 L0\nerror(0.1) D0 D1\nerror(0.1) D1\n",
 //!     "chain.dem",

@@ -4,7 +4,7 @@
 //! same run.
 //!
 //! ```text
-//! cargo bench -p backline-decode --bench stream [-- SHOTS]
+//! cargo bench -p backline-decoders --bench stream [-- SHOTS]
 //! ```
 //!
 //! Per round: `push_round` and the decode of a window it made ready; per shot: `finish` (the
@@ -15,11 +15,11 @@
 
 use std::time::Instant;
 
-use backline_decode::dem::DetectorErrorModel;
-use backline_decode::dem_decoder::{DemDecoder, DemDecoderSettings};
-use backline_decode::noise::DemNoise;
-use backline_decode::stream::{StreamDecoder, StreamSettings};
-use backline_decode::{BpOsdConfig, OsdMethod};
+use backline_decoders::dem::DetectorErrorModel;
+use backline_decoders::dem_decoder::{DemDecoder, DemDecoderSettings};
+use backline_decoders::noise::DemNoise;
+use backline_decoders::stream::{StreamDecoder, StreamSettings};
+use backline_decoders::{BpOsdConfig, OsdMethod};
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);

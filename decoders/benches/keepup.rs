@@ -14,7 +14,7 @@
 //! checked against the whole-history matching decoder's (shots that differ printed).
 //!
 //! ```text
-//! cargo bench -p backline-decode --bench keepup -- MODEL.dem [--rounds N] [--cycle-ns 1000]
+//! cargo bench -p backline-decoders --bench keepup -- MODEL.dem [--rounds N] [--cycle-ns 1000]
 //!     [--window W --commit C] [--core C --buffer B --threads K] [--seed S]
 //! ```
 //!
@@ -22,11 +22,11 @@
 
 use std::time::{Duration, Instant};
 
-use backline_decode::dem::DetectorErrorModel;
-use backline_decode::dem_decoder::{DemDecoder, DemDecoderSettings};
-use backline_decode::noise::DemNoise;
-use backline_decode::sandwich::{SandwichSettings, SandwichStream};
-use backline_decode::stream::{StreamDecoder, StreamSettings};
+use backline_decoders::dem::DetectorErrorModel;
+use backline_decoders::dem_decoder::{DemDecoder, DemDecoderSettings};
+use backline_decoders::noise::DemNoise;
+use backline_decoders::sandwich::{SandwichSettings, SandwichStream};
+use backline_decoders::stream::{StreamDecoder, StreamSettings};
 
 struct Args {
     model: String,

@@ -3,8 +3,8 @@
 //! syndromes of seeded code-capacity shots (`tests/data/baseline_2d22b02.txt`, written by
 //! `scripts/dev/compare_builds.py --write-vectors` with that build).
 
-use backline_decode::codes::CssCode;
-use backline_decode::{BpOsdConfig, BpOsdDecoder};
+use backline_decoders::codes::CssCode;
+use backline_decoders::{BpOsdConfig, BpOsdDecoder};
 
 fn unhex(s: &str, bits: usize) -> Vec<u8> {
     let bytes: Vec<u8> = (0..s.len() / 2)

@@ -16,8 +16,10 @@ struct Dir(PathBuf);
 
 impl Dir {
     fn new(tag: &str) -> Dir {
-        let d =
-            std::env::temp_dir().join(format!("backline-decoders-cli-{tag}-{}", std::process::id()));
+        let d = std::env::temp_dir().join(format!(
+            "backline-decoders-cli-{tag}-{}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&d).unwrap();
         Dir(d)
     }
@@ -510,7 +512,7 @@ fn bad_inputs_are_one_line_errors() {
         (&["--gamma0", "0.2"], "--gamma0 is a Relay-BP setting"),
         (
             &["--decoder", "matching", "--max-iter", "3"],
-            "--max-iter is a setting of another decoder; --decoder matching has none",
+            "--max-iter is a BP+OSD setting; --decoder matching has none",
         ),
         (&["--shots", "5000"], "--shots 5000"),
         (&["--error-rate", "0.1"], "--error-rate is for --checks"),

@@ -1,5 +1,15 @@
 //! Median per-shot decode time of BP+OSD on the code library (code-capacity X errors, fixed
-//! seeds), printed with a ratio to each benchmark's goal where it has one.
+//! seeds), and of the model decoders on circuit-level models (matching on rotated surface codes
+//! d = 5, 9, 13 at p = 0.001; Relay-BP on the [[144,12,12]] gross code's memory), printed with a
+//! ratio to each benchmark's goal where it has one.
+//!
+//! The model cases read `decoders/tests/data/dem/surface_d5_r5_p0.001.dem`, the d = 9 and 13
+//! models that `scripts/dev/make_bench_models.py` writes into `BACKLINE_BENCH_MODELS` (default
+//! `target/bench-models`), and the gross code's model in `../shared/data/` beside the
+//! repository; a missing model skips its case with a line saying how to make it. Their shots are
+//! sampled from the model (seeded); the check pass decodes each shot through both the packed and
+//! the unpacked call, which must agree, and prints the logical error rate (a decoder that got
+//! faster by answering wrong shows there).
 //!
 //! ```text
 //! cargo bench -p backline-decoders --bench decode            # every case
@@ -16,7 +26,11 @@
 use std::time::Instant;
 
 use backline_decoders::codes::CssCode;
+use backline_decoders::dem::DetectorErrorModel;
+use backline_decoders::dem_decoder::DemDecoder;
 use backline_decoders::noise::CodeCapacity;
+use backline_decoders::noise::DemNoise;
+use backline_decoders::registry::{self, Profile};
 use backline_decoders::{BpMethod, BpOsdConfig, BpOsdDecoder, OsdMethod, gf2};
 
 struct Case {
@@ -95,6 +109,143 @@ fn cases() -> Vec<Case> {
 
 fn median(sorted: &[f64]) -> f64 {
     sorted[(sorted.len() - 1) / 2]
+}
+
+/// A circuit-level case: a registered decoder on a model file.
+struct ModelCase {
+    name: &'static str,
+    decoder: &'static str,
+    /// The model: a path under the repository, or a file name under BACKLINE_BENCH_MODELS.
+    model: &'static str,
+    shots: usize,
+    goal_ns: Option<f64>,
+}
+
+/// The model cases; goals from SPEC §5 (PyMatching 2.4 `decode_batch` at p = 0.001: 0.33 µs
+/// at d = 5, 3.6 µs at d = 9, 10.6 µs at d = 13).
+fn model_cases() -> Vec<ModelCase> {
+    vec![
+        ModelCase {
+            name: "matching_surface_z_d5_r5_p0001",
+            decoder: "matching",
+            model: "decoders/tests/data/dem/surface_d5_r5_p0.001.dem",
+            shots: 20000,
+            goal_ns: Some(330.0),
+        },
+        ModelCase {
+            name: "matching_surface_x_d9_r9_p0001",
+            decoder: "matching",
+            model: "surface_x_d9_r9_p0.001.dem",
+            shots: 10000,
+            goal_ns: Some(3600.0),
+        },
+        ModelCase {
+            name: "matching_surface_x_d13_r13_p0001",
+            decoder: "matching",
+            model: "surface_x_d13_r13_p0.001.dem",
+            shots: 5000,
+            goal_ns: Some(10600.0),
+        },
+        ModelCase {
+            name: "relaybp_gross_memz_d12_r12_p0003",
+            decoder: "relay-bp",
+            model: "../shared/data/gross_code_memory_z/dem_z_detectors.dem",
+            shots: 200,
+            goal_ns: None,
+        },
+    ]
+}
+
+fn model_path(m: &str) -> std::path::PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    if m.contains('/') {
+        return root.join(m);
+    }
+    std::env::var_os("BACKLINE_BENCH_MODELS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target/bench-models"))
+        .join(m)
+}
+
+/// Runs the model cases whose names pass `filters`.
+fn run_models(filters: &[String], shots_override: Option<usize>) {
+    for case in model_cases() {
+        if !filters.is_empty() && !filters.iter().any(|f| case.name.contains(f.as_str())) {
+            continue;
+        }
+        let path = model_path(case.model);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            println!(
+                "{:44} skipped: no {} (scripts/dev/make_bench_models.py writes it)",
+                case.name,
+                path.display()
+            );
+            continue;
+        };
+        let dem = DetectorErrorModel::parse(&text, case.model).unwrap();
+        let settings = registry::settings(case.decoder, Profile::Offline).unwrap();
+        let mut dec = DemDecoder::new(&dem, &settings).unwrap();
+        let shots = shots_override.unwrap_or(case.shots);
+        let (nd, no) = (dem.num_detectors(), dem.num_observables());
+        let mut noise = DemNoise::new(&dem, 11);
+        let (mut events, mut truth) = (vec![0u8; nd], vec![0u8; no]);
+        let mut packed = vec![0u8; shots * nd.div_ceil(8)];
+        let mut truths = vec![0u8; shots * no];
+        for (row, t) in packed
+            .chunks_exact_mut(nd.div_ceil(8))
+            .zip(truths.chunks_exact_mut(no))
+        {
+            noise.sample(&mut events, &mut truth);
+            for (i, &e) in events.iter().enumerate() {
+                row[i / 8] |= e << (i % 8);
+            }
+            t.copy_from_slice(&truth);
+        }
+        // Check pass (also the warm-up): the packed and unpacked calls agree.
+        let mut out = vec![0u8; no.div_ceil(8)];
+        let mut unpacked = vec![0u8; no];
+        let mut fails = 0usize;
+        for (row, t) in packed
+            .chunks_exact(nd.div_ceil(8))
+            .zip(truths.chunks_exact(no))
+        {
+            dec.decode_packed(row, &mut out).unwrap();
+            for (i, e) in events.iter_mut().enumerate() {
+                *e = row[i / 8] >> (i % 8) & 1;
+            }
+            dec.decode(&events, &mut unpacked).unwrap();
+            for (l, &u) in unpacked.iter().enumerate() {
+                assert_eq!(
+                    u,
+                    out[l / 8] >> (l % 8) & 1,
+                    "{}: packed vs unpacked",
+                    case.name
+                );
+            }
+            fails += (unpacked != t) as usize;
+        }
+        let mut times = Vec::with_capacity(shots);
+        for row in packed.chunks_exact(nd.div_ceil(8)) {
+            let t0 = Instant::now();
+            let info = dec
+                .decode_packed(std::hint::black_box(row), &mut out)
+                .unwrap();
+            times.push(t0.elapsed().as_nanos() as f64);
+            std::hint::black_box(info);
+        }
+        times.sort_by(f64::total_cmp);
+        let med = median(&times);
+        let p99 = times[((times.len() as f64 * 0.99).ceil() as usize).saturating_sub(1)];
+        let goal = case
+            .goal_ns
+            .map_or("-".to_string(), |g| format!("{:.2}x", med / g));
+        println!(
+            "{:44} {shots:>7} {med:>10.0} {p99:>10.0} {:>8.4} {:>7} {goal:>8}",
+            case.name,
+            fails as f64 / shots as f64,
+            "-"
+        );
+    }
 }
 
 fn main() {
@@ -188,4 +339,5 @@ fn main() {
             converged as f64 / shots as f64
         );
     }
+    run_models(&filters, shots_override);
 }

@@ -132,7 +132,11 @@ struct Shots {
 
 fn sample(dem: &DetectorErrorModel, s: &dyn Stream, shots: usize, seed: u64) -> Shots {
     let mut noise = DemNoise::new(dem, seed);
-    let mut whole = DemDecoder::new(dem, &DemDecoderSettings::Matching).unwrap();
+    let mut whole = DemDecoder::new(
+        dem,
+        &DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+    )
+    .unwrap();
     let mut events = vec![0u8; dem.num_detectors()];
     let mut truth = vec![0u8; dem.num_observables()];
     let mut out = vec![0u8; dem.num_observables()];
@@ -223,7 +227,7 @@ fn main() {
     let settings = StreamSettings {
         window: a.window,
         commit: a.commit,
-        decoder: DemDecoderSettings::Matching,
+        decoder: DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
         ..StreamSettings::default()
     };
     let mut sliding = StreamDecoder::new(&dem, &settings).unwrap();

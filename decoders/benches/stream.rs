@@ -43,7 +43,7 @@ fn main() {
         "/tests/data/dem/surface_d5_r5_p0.001.dem"
     );
     let dem = DetectorErrorModel::parse(&std::fs::read_to_string(path).unwrap(), path).unwrap();
-    let decoder = DemDecoderSettings::BpOsd(BpOsdConfig {
+    let decoder = DemDecoderSettings::from(BpOsdConfig {
         max_iter: 30,
         ms_scaling_factor: 0.625,
         osd_method: OsdMethod::OsdCs,

@@ -20,7 +20,10 @@
 
 use crate::bitmat::BitMatrix;
 use crate::bp::{BpDecoder, BpMethod, BpSettings, Schedule};
+use crate::decoder::{MechanismDecoder, MechanismsToObservables, ObservableDecoder, ShotInfo};
+use crate::dem::DetectorErrorModel;
 use crate::error::{DecoderError, SettingError, parse_bounded, parse_value};
+use crate::registry::{DecoderConfig, Entry, Profile, Setting, ValueType, config_any};
 
 /// What `max_iter` takes, as its setting errors say.
 const MAX_ITER_SETTING: &str = "a non-negative integer in 0..=1048576 (0: the number of bits)";
@@ -268,3 +271,166 @@ impl BpOsdDecoder {
         }
     }
 }
+
+impl BpOsdConfig {
+    /// The settings of `profile`: `ldpc`'s defaults offline; in real time 30 min-sum
+    /// iterations with α = 0.625, then OSD-0 — a bounded cost per window, where `ldpc`'s
+    /// offline default (as many iterations as mechanisms) lets a window's BP run for
+    /// milliseconds. The registry's table ([`ENTRY`]) states both.
+    pub fn for_profile(profile: Profile) -> BpOsdConfig {
+        match profile {
+            Profile::Offline => BpOsdConfig::default(),
+            Profile::Realtime => BpOsdConfig {
+                max_iter: 30,
+                ms_scaling_factor: 0.625,
+                ..BpOsdConfig::default()
+            },
+        }
+    }
+}
+
+impl MechanismDecoder for BpOsdDecoder {
+    fn checks(&self) -> usize {
+        self.m
+    }
+
+    fn bits(&self) -> usize {
+        self.n
+    }
+
+    fn decode_mechanisms(
+        &mut self,
+        syndrome: &[u8],
+        correction: &mut [u8],
+    ) -> Result<ShotInfo, DecoderError> {
+        let i = self.decode(syndrome, correction)?;
+        Ok(ShotInfo {
+            converged: i.converged,
+            iterations: i.iterations,
+            osd_used: i.osd_used,
+            legs: 0,
+            deadline_hit: self.bp.deadline_hit(),
+        })
+    }
+
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        BpOsdDecoder::set_deadline(self, deadline);
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl DecoderConfig for BpOsdConfig {
+    fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
+        BpOsdConfig::set(self, key, value)
+    }
+
+    fn get(&self, key: &str) -> Option<String> {
+        Some(match key {
+            "bp_method" => self.bp_method.to_string(),
+            "max_iter" => self.max_iter.to_string(),
+            "ms_scaling_factor" => self.ms_scaling_factor.to_string(),
+            "schedule" => self.schedule.to_string(),
+            "osd_method" => self.osd_method.to_string(),
+            "osd_order" => self.osd_order.to_string(),
+            _ => return None,
+        })
+    }
+
+    fn notes(&self) -> Vec<(&'static str, String)> {
+        if self.osd_order != 0 && self.osd_method != OsdMethod::OsdCs {
+            let why = format!(
+                "{} applies to osd_method osd_cs only; ignored",
+                self.osd_order
+            );
+            return vec![("osd_order", why)];
+        }
+        Vec::new()
+    }
+
+    fn build(&self, dem: &DetectorErrorModel) -> Result<Box<dyn ObservableDecoder>, DecoderError> {
+        let d = MechanismsToObservables::new(dem, |h, priors| {
+            let config = BpOsdConfig {
+                error_channel: Some(priors),
+                ..self.clone()
+            };
+            BpOsdDecoder::from_sparse(h, &config)
+        })?;
+        Ok(Box::new(d))
+    }
+
+    config_any!();
+}
+
+impl From<BpOsdConfig> for crate::registry::DecoderSettings {
+    /// These settings as the registry's entry of their decoder.
+    fn from(c: BpOsdConfig) -> crate::registry::DecoderSettings {
+        crate::registry::DecoderSettings::of(&ENTRY, Box::new(c))
+    }
+}
+
+fn bposd_config(profile: Profile) -> Box<dyn DecoderConfig> {
+    Box::new(BpOsdConfig::for_profile(profile))
+}
+
+/// BP+OSD in the decoder registry, with `ldpc`'s names (`error_rate` and `error_channel` are
+/// not settings on a model: each mechanism's prior is its channel).
+pub static ENTRY: Entry = Entry {
+    name: "bposd",
+    title: "BP+OSD",
+    summary: "belief propagation, then ordered-statistics decoding where BP does not converge; \
+              ldpc's BpOsdDecoder names and defaults",
+    settings: &[
+        Setting {
+            key: "bp_method",
+            value: ValueType::Choice(&["minimum_sum", "product_sum"]),
+            range: "minimum_sum (ms, min_sum) or product_sum (ps, prod_sum)",
+            offline: "minimum_sum",
+            realtime: "minimum_sum",
+            help: "BP's check-node rule",
+        },
+        Setting {
+            key: "max_iter",
+            value: ValueType::Integer,
+            range: MAX_ITER_SETTING,
+            offline: "0",
+            realtime: "30",
+            help: "BP iterations at most (0: the number of mechanisms)",
+        },
+        Setting {
+            key: "ms_scaling_factor",
+            value: ValueType::Number,
+            range: "finite and ≥ 0 (0: the adaptive 1 - 2^-iteration)",
+            offline: "1",
+            realtime: "0.625",
+            help: "min-sum scaling factor",
+        },
+        Setting {
+            key: "schedule",
+            value: ValueType::Choice(&["parallel", "serial"]),
+            range: "parallel or serial",
+            offline: "parallel",
+            realtime: "parallel",
+            help: "BP's update schedule",
+        },
+        Setting {
+            key: "osd_method",
+            value: ValueType::Choice(&["osd0", "osd_cs", "off"]),
+            range: "osd0, osd_cs or off",
+            offline: "osd0",
+            realtime: "osd0",
+            help: "post-processing where BP does not converge",
+        },
+        Setting {
+            key: "osd_order",
+            value: ValueType::Integer,
+            range: crate::osd::OSD_ORDER_RANGE,
+            offline: "0",
+            realtime: "0",
+            help: "combination-sweep order of osd_cs (clamped to n - rank)",
+        },
+    ],
+    config: bposd_config,
+};

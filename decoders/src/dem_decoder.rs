@@ -1,10 +1,11 @@
-//! Decoders on a detector error model: detection events in, predicted observable flips out.
+//! A registered decoder on a detector error model: detection events in, predicted observable
+//! flips out, one shot at a time or in batches on threads.
 //!
-//! [`DemDecoder`] wraps BP+OSD ([`crate::BpOsdDecoder`], with each mechanism's prior as its
-//! channel) or Relay-BP ([`crate::relay::RelayBpDecoder`]) around a model's check matrix, and
-//! turns the mechanisms a decode flips into observable flips with the model's observable
-//! matrix. Mechanisms that flip no detector, or have `p = 0`, are left out of the decoder
-//! (no decoder would ever flip them); any other mechanism must have `0 < p < 0.5`.
+//! [`DemDecoder`] is whatever decoder the registry ([`crate::registry`]) builds from a
+//! [`DemDecoderSettings`]: an observable decoder ([`crate::decoder::ObservableDecoder`]) such
+//! as matching, or a mechanism decoder (BP+OSD, Relay-BP) behind
+//! [`crate::decoder::MechanismsToObservables`]. It checks the lengths of every call and keeps
+//! the scratch of the unpacked call, so nothing here depends on which decoder it holds.
 //!
 //! [`decode_batch`] decodes a table of shots on several threads, each with its own copy of the
 //! decoder; each shot's answer is the same whatever the thread count (Relay-BP's memory
@@ -14,13 +15,15 @@
 //!
 //! ```
 //! use backline_decoders::dem::DetectorErrorModel;
-//! use backline_decoders::dem_decoder::{DemDecoder, DemDecoderSettings};
+//! use backline_decoders::dem_decoder::DemDecoder;
+//! use backline_decoders::registry::{self, Profile};
 //! let dem = DetectorErrorModel::parse(
 //!     "error(0.1) D0 L0\nerror(0.1) D0 D1\nerror(0.1) D1\n",
 //!     "chain.dem",
 //! )
 //! .unwrap();
-//! let mut dec = DemDecoder::new(&dem, &DemDecoderSettings::relay_bp_default()).unwrap();
+//! let settings = registry::settings("relay-bp", Profile::Offline).unwrap();
+//! let mut dec = DemDecoder::new(&dem, &settings).unwrap();
 //! let mut obs = [0u8; 1];
 //! // Detector 0 alone fired: the mechanism on the boundary with L0 explains it.
 //! dec.decode_packed(&[0b01], &mut obs).unwrap();
@@ -30,207 +33,91 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::bitmat::{BitMatrix, words_for};
-use crate::bposd::{BpOsdConfig, BpOsdDecoder};
+use crate::bitmat::BitMatrix;
+use crate::bposd::BpOsdDecoder;
+use crate::decoder::ObservableDecoder;
+pub use crate::decoder::ShotInfo;
 use crate::dem::DetectorErrorModel;
 use crate::error::DecoderError;
-use crate::matching::MatchingDecoder;
-use crate::relay::{RelayBpDecoder, RelayConfig};
 use crate::shots::ShotTable;
-use crate::sparse::SparseMatrix;
 
-/// Which decoder, with its settings.
-#[derive(Debug, Clone, PartialEq)]
-pub enum DemDecoderSettings {
-    /// BP+OSD; `error_rate` and `error_channel` are replaced by the model's priors.
-    BpOsd(BpOsdConfig),
-    /// Relay-BP.
-    RelayBp(RelayConfig),
-    /// Minimum-weight perfect matching on the model's graphlike decomposition
-    /// ([`crate::matching`]); it has no settings.
-    Matching,
+/// Which decoder, with its settings: a registry entry and its values
+/// ([`crate::registry::settings`] makes one by name).
+pub type DemDecoderSettings = crate::registry::DecoderSettings;
+
+/// A decoder built from a detector error model. Built once; the decode calls do not allocate.
+#[derive(Debug)]
+pub struct DemDecoder {
+    inner: Box<dyn ObservableDecoder>,
+    name: &'static str,
+    /// Scratch of [`DemDecoder::decode`]: the shot packed, the prediction packed.
+    packed_in: Vec<u8>,
+    packed_out: Vec<u8>,
 }
 
-impl DemDecoderSettings {
-    /// Relay-BP with `relay-bp`'s sinter defaults.
-    pub fn relay_bp_default() -> DemDecoderSettings {
-        DemDecoderSettings::RelayBp(RelayConfig::default())
+impl Clone for DemDecoder {
+    fn clone(&self) -> DemDecoder {
+        DemDecoder {
+            inner: self.inner.clone_box(),
+            name: self.name,
+            packed_in: self.packed_in.clone(),
+            packed_out: self.packed_out.clone(),
+        }
     }
 }
 
-/// What a matching decode reports: a matching always explains the detection events.
-const MATCHED: ShotInfo = ShotInfo {
-    converged: true,
-    iterations: 0,
-    osd_used: false,
-    legs: 0,
-    deadline_hit: false,
-};
-
-/// What one shot's decode did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ShotInfo {
-    /// BP (BP+OSD), or some leg (Relay-BP), reproduced the detection events.
-    pub converged: bool,
-    /// BP iterations (over all legs for Relay-BP).
-    pub iterations: u32,
-    /// OSD made the answer (BP+OSD).
-    pub osd_used: bool,
-    /// Legs run (Relay-BP; 0 for BP+OSD).
-    pub legs: u32,
-    /// The decode stopped at its deadline ([`DemDecoder::decode_until`]) with the best answer
-    /// it had (BP's last hard decision, OSD skipped; Relay-BP's best solution so far).
-    pub deadline_hit: bool,
-}
-
-#[derive(Debug, Clone)]
-enum Inner {
-    BpOsd(Box<BpOsdDecoder>),
-    Relay(Box<RelayBpDecoder>),
-    Matching(Box<MatchingDecoder>),
-}
-
-/// A decoder built from a detector error model. Built once; the decode calls do not allocate.
-#[derive(Debug, Clone)]
-pub struct DemDecoder {
-    inner: Inner,
-    num_detectors: usize,
-    num_observables: usize,
-    /// Decoder column → model mechanism.
-    kept: Vec<u32>,
-    /// Observable words per column, and each column's observables packed.
-    obs_words: usize,
-    obs_masks: Vec<u64>,
-    syndrome: Vec<u8>,
-    correction: Vec<u8>,
-    obs_acc: Vec<u64>,
-}
-
 impl DemDecoder {
-    /// The decoder for `dem` with `settings`.
+    /// The decoder for `dem` with `settings` (the registry entry's constructor).
     ///
-    /// Errors: [`DecoderError::MechanismPrior`] for a mechanism with `p ≥ 0.5` (naming its
-    /// line), [`DecoderError::NothingToDecode`] when no mechanism is left, and the decoders'
-    /// own setting errors. Matching takes its edges from the model's graphlike decomposition
-    /// instead ([`DecoderError::MatchingModel`] when it has none, or a hyperedge).
+    /// Errors: the decoder's own — for BP+OSD and Relay-BP
+    /// [`DecoderError::MechanismPrior`] for a mechanism with `p ≥ 0.5` (naming its line) and
+    /// [`DecoderError::NothingToDecode`] when no mechanism is left; for matching
+    /// [`DecoderError::MatchingModel`] — and the settings' range errors.
     pub fn new(
         dem: &DetectorErrorModel,
         settings: &DemDecoderSettings,
     ) -> Result<DemDecoder, DecoderError> {
-        if let DemDecoderSettings::Matching = settings {
-            let m = MatchingDecoder::new(dem)?;
-            return Ok(DemDecoder {
-                inner: Inner::Matching(Box::new(m)),
-                num_detectors: dem.num_detectors(),
-                num_observables: dem.num_observables(),
-                kept: Vec::new(),
-                obs_words: 1,
-                obs_masks: Vec::new(),
-                syndrome: vec![0; dem.num_detectors().div_ceil(8)],
-                correction: Vec::new(),
-                obs_acc: vec![0; 1],
-            });
-        }
-        let mut kept = Vec::new();
-        for k in 0..dem.num_mechanisms() {
-            let mech = dem.mechanism(k);
-            if mech.p == 0.0 || mech.detectors.is_empty() {
-                continue;
-            }
-            if !(mech.p > 0.0 && mech.p < 0.5) {
-                return Err(DecoderError::MechanismPrior {
-                    file: dem.name().to_string(),
-                    line: mech.line,
-                    mechanism: k,
-                    p: mech.p,
-                });
-            }
-            kept.push(k as u32);
-        }
-        if kept.is_empty() {
-            return Err(DecoderError::NothingToDecode(dem.name().to_string()));
-        }
-        let h: SparseMatrix = dem.check_matrix().select_columns(&kept);
-        let priors: Vec<f64> = kept.iter().map(|&k| dem.priors()[k as usize]).collect();
-        let inner = match settings {
-            DemDecoderSettings::BpOsd(c) => {
-                let config = BpOsdConfig {
-                    error_channel: Some(priors),
-                    ..c.clone()
-                };
-                Inner::BpOsd(Box::new(BpOsdDecoder::from_sparse(&h, &config)?))
-            }
-            DemDecoderSettings::RelayBp(c) => {
-                Inner::Relay(Box::new(RelayBpDecoder::new(&h, &priors, c)?))
-            }
-            DemDecoderSettings::Matching => unreachable!("built above"),
-        };
-        let num_observables = dem.num_observables();
-        let obs_words = words_for(num_observables).max(1);
-        let mut obs_masks = vec![0u64; kept.len() * obs_words];
-        for (j, &k) in kept.iter().enumerate() {
-            for &l in dem.observable_matrix().col(k as usize) {
-                obs_masks[j * obs_words + l as usize / 64] |= 1 << (l % 64);
-            }
-        }
+        let inner = settings.build(dem)?;
         Ok(DemDecoder {
+            packed_in: vec![0; inner.num_detectors().div_ceil(8)],
+            packed_out: vec![0; inner.num_observables().div_ceil(8)],
             inner,
-            num_detectors: dem.num_detectors(),
-            num_observables,
-            correction: vec![0; kept.len()],
-            kept,
-            obs_words,
-            obs_masks,
-            syndrome: vec![0; dem.num_detectors()],
-            obs_acc: vec![0; obs_words],
+            name: settings.name(),
         })
+    }
+
+    /// The registry name of the decoder inside (`bposd`, `relay-bp`, `matching`).
+    pub fn name(&self) -> &'static str {
+        self.name
     }
 
     /// Detectors of the model (bits per detection-event record).
     pub fn num_detectors(&self) -> usize {
-        self.num_detectors
+        self.inner.num_detectors()
     }
 
     /// Observables of the model (bits per prediction record).
     pub fn num_observables(&self) -> usize {
-        self.num_observables
+        self.inner.num_observables()
     }
 
     /// The model's mechanisms the decoder works on, ascending: decoder column `j` is mechanism
-    /// `mechanisms()[j]`. Empty for matching, which works on the graphlike decomposition and
-    /// answers with observables only.
+    /// `mechanisms()[j]`. Empty for a decoder of observables (matching), which works on the
+    /// graphlike decomposition.
     pub fn mechanisms(&self) -> &[u32] {
-        &self.kept
+        self.inner.mechanisms()
     }
 
     /// The last decode's answer over [`DemDecoder::mechanisms`], one 0/1 byte per column
-    /// (empty for matching).
+    /// (empty for a decoder of observables).
     pub fn correction(&self) -> &[u8] {
-        &self.correction
+        self.inner.correction()
     }
 
-    /// The BP+OSD decoder inside, if that is the kind.
-    pub fn bposd(&self) -> Option<&BpOsdDecoder> {
-        match &self.inner {
-            Inner::BpOsd(d) => Some(d),
-            _ => None,
-        }
-    }
-
-    /// The Relay-BP decoder inside, if that is the kind.
-    pub fn relay(&self) -> Option<&RelayBpDecoder> {
-        match &self.inner {
-            Inner::Relay(d) => Some(d),
-            _ => None,
-        }
-    }
-
-    /// The matching decoder inside, if that is the kind.
-    pub fn matching(&self) -> Option<&MatchingDecoder> {
-        match &self.inner {
-            Inner::Matching(d) => Some(d),
-            _ => None,
-        }
+    /// The decoder inside, if it is a `T` (`BpOsdDecoder`, `RelayBpDecoder`,
+    /// `MatchingDecoder`): for a front end that reports a decoder's own figures.
+    pub fn decoder<T: 'static>(&self) -> Option<&T> {
+        self.inner.as_any().downcast_ref()
     }
 
     /// Decodes detection events, one 0/1 byte per detector (any non-zero byte is 1), into
@@ -242,27 +129,19 @@ impl DemDecoder {
     ) -> Result<ShotInfo, DecoderError> {
         crate::error::check_lengths(
             detectors.len(),
-            self.num_detectors,
+            self.num_detectors(),
             observables.len(),
-            self.num_observables,
+            self.num_observables(),
         )?;
-        if let Inner::Matching(m) = &mut self.inner {
-            self.syndrome.fill(0);
-            for (i, &d) in detectors.iter().enumerate() {
-                self.syndrome[i / 8] |= ((d != 0) as u8) << (i % 8);
-            }
-            let mask = m.decode_mask(&self.syndrome)?.observables;
-            for (l, o) in observables.iter_mut().enumerate() {
-                *o = (mask >> l & 1) as u8;
-            }
-            return Ok(MATCHED);
+        self.packed_in.fill(0);
+        for (i, &d) in detectors.iter().enumerate() {
+            self.packed_in[i / 8] |= ((d != 0) as u8) << (i % 8);
         }
-        for (s, &d) in self.syndrome.iter_mut().zip(detectors) {
-            *s = (d != 0) as u8;
-        }
-        let info = self.solve()?;
+        let info = self
+            .inner
+            .decode_packed(&self.packed_in, &mut self.packed_out)?;
         for (l, o) in observables.iter_mut().enumerate() {
-            *o = (self.obs_acc[l / 64] >> (l % 64) & 1) as u8;
+            *o = self.packed_out[l / 8] >> (l % 8) & 1;
         }
         Ok(info)
     }
@@ -274,19 +153,11 @@ impl DemDecoder {
         &mut self,
         detectors: &[u8],
         observables: &mut [u8],
-        deadline: Option<std::time::Instant>,
+        deadline: Option<Instant>,
     ) -> Result<ShotInfo, DecoderError> {
-        match &mut self.inner {
-            Inner::BpOsd(d) => d.set_deadline(deadline),
-            Inner::Relay(d) => d.set_deadline(deadline),
-            Inner::Matching(_) => {}
-        }
+        self.inner.set_deadline(deadline);
         let r = self.decode(detectors, observables);
-        match &mut self.inner {
-            Inner::BpOsd(d) => d.set_deadline(None),
-            Inner::Relay(d) => d.set_deadline(None),
-            Inner::Matching(_) => {}
-        }
+        self.inner.set_deadline(None);
         r
     }
 
@@ -299,8 +170,8 @@ impl DemDecoder {
         observables: &mut [u8],
     ) -> Result<ShotInfo, DecoderError> {
         let (din, dout) = (
-            self.num_detectors.div_ceil(8),
-            self.num_observables.div_ceil(8),
+            self.num_detectors().div_ceil(8),
+            self.num_observables().div_ceil(8),
         );
         if detectors.len() != din {
             return Err(DecoderError::PackedLength {
@@ -316,62 +187,7 @@ impl DemDecoder {
                 found: observables.len(),
             });
         }
-        if let Inner::Matching(m) = &mut self.inner {
-            m.decode_packed(detectors, observables)?;
-            return Ok(MATCHED);
-        }
-        for (i, s) in self.syndrome.iter_mut().enumerate() {
-            *s = detectors[i / 8] >> (i % 8) & 1;
-        }
-        let info = self.solve()?;
-        for (k, o) in observables.iter_mut().enumerate() {
-            *o = (self.obs_acc[k / 8] >> (8 * (k % 8)) & 0xff) as u8;
-        }
-        if !self.num_observables.is_multiple_of(8) {
-            observables[dout - 1] &= (1u8 << (self.num_observables % 8)) - 1;
-        }
-        Ok(info)
-    }
-
-    /// Decodes `self.syndrome` into `self.correction` and `self.obs_acc`.
-    fn solve(&mut self) -> Result<ShotInfo, DecoderError> {
-        let info = match &mut self.inner {
-            Inner::BpOsd(d) => {
-                let i = d.decode(&self.syndrome, &mut self.correction)?;
-                ShotInfo {
-                    converged: i.converged,
-                    iterations: i.iterations,
-                    osd_used: i.osd_used,
-                    legs: 0,
-                    deadline_hit: d.bp().deadline_hit(),
-                }
-            }
-            Inner::Relay(d) => {
-                let i = d.decode(&self.syndrome, &mut self.correction)?;
-                ShotInfo {
-                    converged: i.converged,
-                    iterations: i.iterations,
-                    osd_used: false,
-                    legs: i.legs,
-                    deadline_hit: d.deadline_hit(),
-                }
-            }
-            Inner::Matching(_) => MATCHED,
-        };
-        self.obs_acc.fill(0);
-        let w = self.obs_words;
-        for (j, &c) in self.correction.iter().enumerate() {
-            if c != 0 {
-                for (a, m) in self
-                    .obs_acc
-                    .iter_mut()
-                    .zip(&self.obs_masks[j * w..(j + 1) * w])
-                {
-                    *a ^= m;
-                }
-            }
-        }
-        Ok(info)
+        self.inner.decode_packed(detectors, observables)
     }
 }
 
@@ -607,7 +423,7 @@ pub fn decode_syndromes<S: AsRef<[u8]>, E: From<DecoderError>>(
 mod tests {
     use super::*;
     use crate::bposd::BpOsdConfig;
-    use crate::osd::OsdMethod;
+    use crate::registry::{self, Profile};
 
     /// A distance-5 repetition code over 3 rounds with measurement errors, as stim would
     /// write it.
@@ -627,14 +443,17 @@ mod tests {
     }
 
     fn settings() -> Vec<DemDecoderSettings> {
+        let mut bposd = registry::settings("bposd", Profile::Offline).unwrap();
+        for (k, v) in [
+            ("max_iter", "20"),
+            ("osd_method", "osd_cs"),
+            ("osd_order", "4"),
+        ] {
+            bposd.set(k, v).unwrap();
+        }
         vec![
-            DemDecoderSettings::BpOsd(BpOsdConfig {
-                max_iter: 20,
-                osd_method: OsdMethod::OsdCs,
-                osd_order: 4,
-                ..BpOsdConfig::default()
-            }),
-            DemDecoderSettings::relay_bp_default(),
+            bposd,
+            registry::settings("relay-bp", Profile::Offline).unwrap(),
         ]
     }
 

@@ -174,7 +174,15 @@ pub enum SettingError {
         /// The name given (an excerpt of it).
         key: String,
         /// The names there are.
-        known: &'static str,
+        known: String,
+    },
+    /// A decoder the registry does not have ([`crate::registry`]).
+    #[error("unknown decoder `{name}` (expected one of {known})")]
+    UnknownDecoder {
+        /// The name given (an excerpt of it).
+        name: String,
+        /// The registered names.
+        known: String,
     },
     /// A value that does not parse as the setting's type.
     #[error("{key}: `{value}` is not {expected}")]
@@ -200,10 +208,10 @@ impl SettingError {
     }
 
     /// A name that is not one of `known`, quoted as an excerpt.
-    pub fn unknown(key: &str, known: &'static str) -> SettingError {
+    pub fn unknown(key: &str, known: &str) -> SettingError {
         SettingError::Unknown {
             key: crate::io::excerpt(key.trim()),
-            known,
+            known: known.to_string(),
         }
     }
 }

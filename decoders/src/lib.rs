@@ -22,6 +22,11 @@
 //!   [`sparse`] holds the compressed-column matrices they share; [`stream`] decodes a
 //!   model's rounds as they arrive, in sliding windows; [`noise`] also samples a model's shots.
 //!
+//! - [`decoder`]: the trait pair every decoder implements — a decoder of error mechanisms
+//!   (BP+OSD, Relay-BP) and a decoder of observables (matching, and any mechanism decoder
+//!   through one adaptor) — and [`registry`], the one table of decoders: names, settings
+//!   with their offline and real-time defaults, constructors. Every front end reads it.
+//!
 //! Every decoder is built once and then decodes without allocating: all scratch is owned by
 //! the decoder and the correction is written into the caller's buffer.
 //!
@@ -54,6 +59,7 @@ pub mod bp;
 pub mod bposd;
 pub mod codes;
 pub mod coprocessor;
+pub mod decoder;
 pub mod dem;
 pub mod dem_decoder;
 mod error;
@@ -63,6 +69,7 @@ pub mod lookup;
 pub mod matching;
 pub mod noise;
 pub mod osd;
+pub mod registry;
 pub mod relay;
 pub mod sandwich;
 pub mod shots;

@@ -43,7 +43,10 @@
 //! allocated at construction; [`RelayBpDecoder::decode`] does not allocate.
 
 use crate::bp::{MAX_ITER, message_bits, push_magnitude, scaling_factor};
+use crate::decoder::{MechanismDecoder, MechanismsToObservables, ObservableDecoder, ShotInfo};
+use crate::dem::DetectorErrorModel;
 use crate::error::{DecoderError, SettingError, parse_value};
+use crate::registry::{DecoderConfig, Entry, Profile, Setting, ValueType, config_any};
 use crate::sparse::SparseMatrix;
 
 /// Settings of [`RelayBpDecoder`], named and defaulted as `relay-bp`'s sinter decoder.
@@ -677,6 +680,171 @@ fn message_of(v: f32, c: &Check) -> f32 {
         (c.sign ^ vb) & SIGN,
     ))
 }
+
+impl MechanismDecoder for RelayBpDecoder {
+    fn checks(&self) -> usize {
+        self.m
+    }
+
+    fn bits(&self) -> usize {
+        self.n
+    }
+
+    fn decode_mechanisms(
+        &mut self,
+        syndrome: &[u8],
+        correction: &mut [u8],
+    ) -> Result<ShotInfo, DecoderError> {
+        let i = self.decode(syndrome, correction)?;
+        Ok(ShotInfo {
+            converged: i.converged,
+            iterations: i.iterations,
+            osd_used: false,
+            legs: i.legs,
+            deadline_hit: self.deadline_hit,
+        })
+    }
+
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        RelayBpDecoder::set_deadline(self, deadline);
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl DecoderConfig for RelayConfig {
+    fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
+        RelayConfig::set(self, key, value)
+    }
+
+    fn get(&self, key: &str) -> Option<String> {
+        Some(match key {
+            "gamma0" => self.gamma0.to_string(),
+            "pre_iter" => self.pre_iter.to_string(),
+            "num_sets" => self.num_sets.to_string(),
+            "set_max_iter" => self.set_max_iter.to_string(),
+            "gamma_dist_interval" => {
+                format!(
+                    "{},{}",
+                    self.gamma_dist_interval.0, self.gamma_dist_interval.1
+                )
+            }
+            "stop_nconv" => self.stop_nconv.to_string(),
+            "alpha" => self
+                .alpha
+                .map_or_else(|| "none".to_string(), |a| a.to_string()),
+            "alpha_iteration_scaling_factor" => self.alpha_iteration_scaling_factor.to_string(),
+            "seed" => self.seed.to_string(),
+            _ => return None,
+        })
+    }
+
+    fn build(&self, dem: &DetectorErrorModel) -> Result<Box<dyn ObservableDecoder>, DecoderError> {
+        let d =
+            MechanismsToObservables::new(dem, |h, priors| RelayBpDecoder::new(h, &priors, self))?;
+        Ok(Box::new(d))
+    }
+
+    config_any!();
+}
+
+impl From<RelayConfig> for crate::registry::DecoderSettings {
+    /// These settings as the registry's entry of their decoder.
+    fn from(c: RelayConfig) -> crate::registry::DecoderSettings {
+        crate::registry::DecoderSettings::of(&ENTRY, Box::new(c))
+    }
+}
+
+fn relay_config(_: Profile) -> Box<dyn DecoderConfig> {
+    Box::new(RelayConfig::default())
+}
+
+/// Relay-BP in the decoder registry, with `relay-bp`'s names and its sinter defaults (the same
+/// in real time: the legs stop at `stop_nconv` solutions, and a stream's `deadline_us` bounds
+/// a window's decode).
+pub static ENTRY: Entry = Entry {
+    name: "relay-bp",
+    title: "Relay-BP",
+    summary: "memory belief propagation in relay legs (arXiv 2506.01779); relay-bp's names and \
+              its sinter defaults",
+    settings: &[
+        Setting {
+            key: "gamma0",
+            value: ValueType::Number,
+            range: "a finite number",
+            offline: "0.1",
+            realtime: "0.1",
+            help: "memory strength of the first leg",
+        },
+        Setting {
+            key: "pre_iter",
+            value: ValueType::Integer,
+            range: "1..=1048576",
+            offline: "60",
+            realtime: "60",
+            help: "iterations of the first leg at most",
+        },
+        Setting {
+            key: "num_sets",
+            value: ValueType::Integer,
+            range: "0..=1048576 (pre_iter + num_sets × set_max_iter ≤ 1048576)",
+            offline: "60",
+            realtime: "60",
+            help: "relay legs after the first",
+        },
+        Setting {
+            key: "set_max_iter",
+            value: ValueType::Integer,
+            range: "1..=1048576 (0 only without relay legs)",
+            offline: "60",
+            realtime: "60",
+            help: "iterations of each relay leg at most",
+        },
+        Setting {
+            key: "gamma_dist_interval",
+            value: ValueType::Interval,
+            range: "finite LO ≤ HI",
+            offline: "-0.24,0.66",
+            realtime: "-0.24,0.66",
+            help: "the interval relay legs draw memory strengths from",
+        },
+        Setting {
+            key: "stop_nconv",
+            value: ValueType::Integer,
+            range: "at least 1",
+            offline: "5",
+            realtime: "5",
+            help: "solutions to find before stopping",
+        },
+        Setting {
+            key: "alpha",
+            value: ValueType::OptionalNumber,
+            range: "none (1), or finite and ≥ 0 (0: the ramp)",
+            offline: "none",
+            realtime: "none",
+            help: "check-message scaling",
+        },
+        Setting {
+            key: "alpha_iteration_scaling_factor",
+            value: ValueType::Number,
+            range: "finite and > 0",
+            offline: "1",
+            realtime: "1",
+            help: "scale of the ramp 1 - 2^(-t/factor) when alpha = 0",
+        },
+        Setting {
+            key: "seed",
+            value: ValueType::Integer,
+            range: "0..=18446744073709551615",
+            offline: "0",
+            realtime: "0",
+            help: "seed of the relay legs' memory strengths",
+        },
+    ],
+    config: relay_config,
+};
 
 #[cfg(test)]
 mod tests {

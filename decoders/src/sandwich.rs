@@ -556,7 +556,11 @@ mod tests {
     #[test]
     fn sandwich_windows_decode_like_the_whole_history() {
         let dem = fixture("surface_d5_r5_p0.001.dem");
-        let mut whole = DemDecoder::new(&dem, &DemDecoderSettings::Matching).unwrap();
+        let mut whole = DemDecoder::new(
+            &dem,
+            &DemDecoderSettings::from(crate::matching::MatchingConfig),
+        )
+        .unwrap();
         for (core, buffer, threads) in [(1, 1, 1), (2, 1, 2), (1, 2, 3)] {
             let mut s = SandwichStream::new(&dem, &settings(core, buffer, threads)).unwrap();
             let mut noise = DemNoise::new(&dem, 9);

@@ -16,7 +16,8 @@
 //! `window`, `C` = `commit`); the last window is the first one that reaches round `T − 1`. Each
 //! window decodes the mechanisms whose *first* detector lies in it
 //! ([`crate::dem::DetectorErrorModel::window_from`]), restricted to its detectors, with the inner
-//! decoder (BP+OSD or Relay-BP, [`DemDecoderSettings`]) built once for that window:
+//! decoder (a mechanism decoder — BP+OSD, Relay-BP — whose registry settings say
+//! [`WindowKind::CutModel`]) built once for that window:
 //!
 //! 1. its syndrome is the window's detection events with the effect of every mechanism committed
 //!    so far XORed in;
@@ -38,7 +39,8 @@
 //!
 //! # Matching windows
 //!
-//! With [`DemDecoderSettings::Matching`] every window is matched by one decoder on the whole
+//! With a decoder whose settings say [`WindowKind::Masked`] (matching) every window is matched
+//! by one decoder on the whole
 //! model's graph, flooding only the window's detectors ([`crate::matching::WindowSpec`]): edges
 //! to committed rounds are ignored, edges to rounds after the window lead to the boundary (an
 //! artificial time boundary; the last window has none). A match with both ends in the first
@@ -87,6 +89,7 @@ use crate::dem::DetectorErrorModel;
 use crate::dem_decoder::{DemDecoder, DemDecoderSettings};
 use crate::error::{DecoderError, SettingError, parse_bounded, parse_value};
 use crate::matching::{MatchingDecoder, WindowCommit, WindowSpec};
+use crate::registry::WindowKind;
 
 /// The most rounds a window takes, and a window commits (2^20).
 pub const MAX_WINDOW: usize = 1 << 20;
@@ -122,7 +125,8 @@ impl Default for StreamSettings {
         StreamSettings {
             window: None,
             commit: None,
-            decoder: DemDecoderSettings::BpOsd(crate::BpOsdConfig::default()),
+            decoder: crate::registry::settings("bposd", crate::registry::Profile::Offline)
+                .expect("bposd is registered"),
             limits: DemLimits::DEFAULT,
             deadline: None,
         }
@@ -153,16 +157,13 @@ impl StreamSettings {
                 }
                 self.deadline = Some(std::time::Duration::from_secs_f64(us * 1e-6));
             }
-            _ => match &mut self.decoder {
-                DemDecoderSettings::BpOsd(c) => c.set(key, value)?,
-                DemDecoderSettings::RelayBp(c) => c.set(key, value)?,
-                DemDecoderSettings::Matching => {
-                    return Err(SettingError::Unknown {
-                        key: key.trim().to_string(),
-                        known: "window, commit, deadline_us (matching has no settings of its own)",
-                    });
-                }
-            },
+            _ => self.decoder.set(key, value).map_err(|e| match e {
+                SettingError::Unknown { key, known } => SettingError::Unknown {
+                    key,
+                    known: format!("{}, {known}", Self::KEYS),
+                },
+                e => e,
+            })?,
         }
         Ok(())
     }
@@ -359,9 +360,9 @@ impl StreamDecoder {
         let ranges = window_rounds(t, w, c);
         let entries = check_windows_size(dem, &round_start, &ranges, settings, (w, c))?;
         let dem = Arc::new(dem.clone());
-        let matching = match settings.decoder {
-            DemDecoderSettings::Matching => Some(Box::new(matching_windows(&dem)?)),
-            _ => None,
+        let matching = match settings.decoder.windows() {
+            WindowKind::Masked => Some(Box::new(matching_windows(&dem)?)),
+            WindowKind::CutModel => None,
         };
         let mut windows = Vec::with_capacity(ranges.len());
         for rounds in ranges {
@@ -860,7 +861,7 @@ mod tests {
         StreamSettings {
             window: Some(window),
             commit: Some(commit),
-            decoder: DemDecoderSettings::BpOsd(crate::BpOsdConfig {
+            decoder: DemDecoderSettings::from(crate::BpOsdConfig {
                 max_iter: 20,
                 osd_method: crate::OsdMethod::OsdCs,
                 osd_order: 4,

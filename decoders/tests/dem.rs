@@ -116,7 +116,7 @@ fn failures(settings: &DemDecoderSettings) -> (usize, usize) {
 
 #[test]
 fn both_decoders_correct_most_shots() {
-    let bposd = DemDecoderSettings::BpOsd(BpOsdConfig {
+    let bposd = DemDecoderSettings::from(BpOsdConfig {
         bp_method: BpMethod::MinimumSum,
         ms_scaling_factor: 0.625,
         max_iter: 30,
@@ -124,7 +124,7 @@ fn both_decoders_correct_most_shots() {
         osd_order: 7,
         ..BpOsdConfig::default()
     });
-    let relay = DemDecoderSettings::RelayBp(RelayConfig::default());
+    let relay = DemDecoderSettings::from(RelayConfig::default());
     for s in [bposd, relay] {
         let (fails, flips) = failures(&s);
         // d = 3 at p = 0.01 (about threshold) over 8 rounds: a quarter of the shots flip the
@@ -140,8 +140,7 @@ fn both_decoders_correct_most_shots() {
 
 /// `../shared/data/gross_code_memory_z/` beside the repository, if it is there.
 fn gross_dir() -> Option<PathBuf> {
-    let d =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/gross_code_memory_z");
+    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/gross_code_memory_z");
     if d.join("dem_z_detectors.dem").exists() {
         Some(d)
     } else {

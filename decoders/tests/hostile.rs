@@ -360,10 +360,16 @@ fn iteration_and_size_settings_have_upper_bounds() {
 
 #[test]
 fn thread_counts_have_an_upper_bound() {
-    use backline_decoders::dem_decoder::{DemDecoder, DemDecoderSettings, MAX_THREADS, decode_batch};
+    use backline_decoders::dem_decoder::{
+        DemDecoder, DemDecoderSettings, MAX_THREADS, decode_batch,
+    };
     use backline_decoders::shots::ShotTable;
     let dem = DetectorErrorModel::parse("error(0.1) D0 L0\nerror(0.1) D0 D1\n", "t.dem").unwrap();
-    let dec = DemDecoder::new(&dem, &DemDecoderSettings::relay_bp_default()).unwrap();
+    let dec = DemDecoder::new(
+        &dem,
+        &DemDecoderSettings::from(backline_decoders::relay::RelayConfig::default()),
+    )
+    .unwrap();
     let shots = ShotTable::zeros(4, 2);
     let e = decode_batch(&dec, &shots, 100_000, false)
         .unwrap_err()

@@ -158,19 +158,19 @@ fn dem_decoders_do_not_allocate_after_construction() {
     let mut out = [0u8; 1];
     let mut unpacked = vec![0u8; 64];
     for settings in [
-        DemDecoderSettings::BpOsd(BpOsdConfig {
+        DemDecoderSettings::from(BpOsdConfig {
             max_iter: 20,
             ms_scaling_factor: 0.625,
             osd_method: OsdMethod::OsdCs,
             osd_order: 7,
             ..BpOsdConfig::default()
         }),
-        DemDecoderSettings::BpOsd(BpOsdConfig {
+        DemDecoderSettings::from(BpOsdConfig {
             bp_method: BpMethod::ProductSum,
             max_iter: 10,
             ..BpOsdConfig::default()
         }),
-        DemDecoderSettings::RelayBp(RelayConfig {
+        DemDecoderSettings::from(RelayConfig {
             stop_nconv: 3,
             alpha: Some(0.0),
             ..RelayConfig::default()
@@ -196,7 +196,7 @@ fn dem_decoders_do_not_allocate_after_construction() {
 
 #[test]
 fn streaming_decoders_do_not_allocate_after_construction() {
-    streaming_does_not_allocate(backline_decoders::dem_decoder::DemDecoderSettings::BpOsd(
+    streaming_does_not_allocate(backline_decoders::dem_decoder::DemDecoderSettings::from(
         BpOsdConfig {
             max_iter: 20,
             osd_method: OsdMethod::OsdCs,
@@ -204,7 +204,9 @@ fn streaming_decoders_do_not_allocate_after_construction() {
             ..BpOsdConfig::default()
         },
     ));
-    streaming_does_not_allocate(backline_decoders::dem_decoder::DemDecoderSettings::Matching);
+    streaming_does_not_allocate(backline_decoders::dem_decoder::DemDecoderSettings::from(
+        backline_decoders::matching::MatchingConfig,
+    ));
 }
 
 fn streaming_does_not_allocate(decoder: backline_decoders::dem_decoder::DemDecoderSettings) {
@@ -262,9 +264,12 @@ fn matching_does_not_allocate_after_construction() {
     let dets = ShotTable::read(&bytes, ShotFormat::B8, 64, "dets.b8").unwrap();
     // Clones (one per thread in a batch) keep their scratch's room.
     let mut m = MatchingDecoder::new(&dem).unwrap().clone();
-    let mut dec = DemDecoder::new(&dem, &DemDecoderSettings::Matching)
-        .unwrap()
-        .clone();
+    let mut dec = DemDecoder::new(
+        &dem,
+        &DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+    )
+    .unwrap()
+    .clone();
     // A model with a negative edge (the toggling path) and a boundary-less ring (the
     // no-matching fault).
     let neg = DetectorErrorModel::parse(

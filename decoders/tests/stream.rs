@@ -20,7 +20,7 @@ fn model(name: &str) -> DetectorErrorModel {
 }
 
 fn bposd() -> DemDecoderSettings {
-    DemDecoderSettings::BpOsd(BpOsdConfig {
+    DemDecoderSettings::from(BpOsdConfig {
         max_iter: 30,
         ms_scaling_factor: 0.625,
         osd_method: OsdMethod::OsdCs,
@@ -75,8 +75,8 @@ fn windows_match_the_whole_history_on_stims_shots() {
     let obs = read("surface_d3_r8_p0.01.obs.01", ShotFormat::Ascii01, 1);
     for decoder in [
         bposd(),
-        DemDecoderSettings::RelayBp(RelayConfig::default()),
-        DemDecoderSettings::Matching,
+        DemDecoderSettings::from(RelayConfig::default()),
+        DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
     ] {
         let mut whole = DemDecoder::new(&dem, &decoder).unwrap();
         let mut s = StreamDecoder::new(&dem, &settings(4, 2, decoder.clone())).unwrap();
@@ -135,9 +135,29 @@ fn sampled_shots_of_the_d5_model() {
 #[test]
 fn matching_windows() {
     let dem = model("surface_d5_r5_p0.001.dem");
-    let mut whole = DemDecoder::new(&dem, &DemDecoderSettings::Matching).unwrap();
-    let mut one = StreamDecoder::new(&dem, &settings(6, 6, DemDecoderSettings::Matching)).unwrap();
-    let mut slid = StreamDecoder::new(&dem, &settings(3, 1, DemDecoderSettings::Matching)).unwrap();
+    let mut whole = DemDecoder::new(
+        &dem,
+        &DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+    )
+    .unwrap();
+    let mut one = StreamDecoder::new(
+        &dem,
+        &settings(
+            6,
+            6,
+            DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+        ),
+    )
+    .unwrap();
+    let mut slid = StreamDecoder::new(
+        &dem,
+        &settings(
+            3,
+            1,
+            DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+        ),
+    )
+    .unwrap();
     assert_eq!(slid.windows().count(), 4);
     let mut noise = DemNoise::new(&dem, 5);
     let mut events = vec![0u8; dem.num_detectors()];
@@ -175,9 +195,16 @@ fn matching_windows() {
 #[test]
 fn matching_streams_refuse_what_they_cannot_do() {
     let dem = model("surface_d5_r5_p0.001.dem");
-    let e = StreamDecoder::new(&dem, &settings(7, 1, DemDecoderSettings::Matching))
-        .unwrap_err()
-        .to_string();
+    let e = StreamDecoder::new(
+        &dem,
+        &settings(
+            7,
+            1,
+            DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+        ),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         e.contains("window = 7 is longer than the model's 6 rounds"),
         "{e}"
@@ -187,18 +214,32 @@ fn matching_streams_refuse_what_they_cannot_do() {
         "neg.dem",
     )
     .unwrap();
-    let e = StreamDecoder::new(&neg, &settings(1, 1, DemDecoderSettings::Matching))
-        .unwrap_err()
-        .to_string();
+    let e = StreamDecoder::new(
+        &neg,
+        &settings(
+            1,
+            1,
+            DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+        ),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("needs every error's p ≤ ½"), "{e}");
     let hyper = DetectorErrorModel::parse(
         "error(0.1) D0 D1 D2\ndetector(0, 0) D0\ndetector(0, 0) D1\ndetector(0, 1) D2\n",
         "h.dem",
     )
     .unwrap();
-    let e = StreamDecoder::new(&hyper, &settings(1, 1, DemDecoderSettings::Matching))
-        .unwrap_err()
-        .to_string();
+    let e = StreamDecoder::new(
+        &hyper,
+        &settings(
+            1,
+            1,
+            DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+        ),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         e.contains("h.dem:1: this error has a part that flips 3 detectors"),
         "{e}"
@@ -223,8 +264,8 @@ fn deadlines_count_the_windows_that_reach_them() {
         .collect();
     for decoder in [
         bposd(),
-        DemDecoderSettings::RelayBp(RelayConfig::default()),
-        DemDecoderSettings::Matching,
+        DemDecoderSettings::from(RelayConfig::default()),
+        DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
     ] {
         let mut free = StreamDecoder::new(&dem, &settings(5, 3, decoder.clone())).unwrap();
         let mut tight = settings(5, 3, decoder.clone());
@@ -240,7 +281,7 @@ fn deadlines_count_the_windows_that_reach_them() {
             tight.decode_shot(e, &mut b).unwrap();
             loose.decode_shot(e, &mut c).unwrap();
             assert_eq!(a, c, "{decoder:?}");
-            if matches!(decoder, DemDecoderSettings::Matching) {
+            if decoder.name() == "matching" {
                 assert_eq!(a, b);
             }
             windows_run += free.windows().count() as u64;

@@ -160,82 +160,98 @@ class _DemSinterDecoder(sinter.Decoder):
         return f"{type(self).__name__}({args})"
 
 
-class BpOsdSinterDecoder(_DemSinterDecoder):
+def _registry() -> dict[str, list[tuple[str, str, str, str, str, str]]]:
+    """The native decoder registry: ``{name: [(key, type, offline default, real-time default,
+    range, help)]}`` — the one table of names and settings every front end reads."""
+    return {name: settings for name, _title, settings in _native.decoder_registry()}
+
+
+def _value_of(vtype: str, text: str) -> Any:
+    """A registry default (text) as the Python value a keyword argument takes."""
+    if vtype == "integer":
+        return int(text)
+    if vtype == "number":
+        return float(text)
+    if vtype == "number or none":
+        return None if text == "none" else float(text)
+    if vtype == "LO,HI":
+        lo, hi = text.split(",")
+        return (float(lo), float(hi))
+    if vtype == "0 or 1":
+        return text in ("1", "true")
+    return text
+
+
+def _offline_defaults(kind: str) -> dict[str, Any]:
+    """``{setting: offline default}`` of the registered decoder ``kind``, in its order."""
+    return {key: _value_of(vtype, offline) for key, vtype, offline, _rt, _range, _help in _registry()[kind]}
+
+
+class _RegisteredSinterDecoder(_DemSinterDecoder):
+    """A registered decoder for sinter: its keyword arguments are the registry's settings of
+    ``kind`` (names and offline defaults), plus ``threads`` and ``dem_limits``. A keyword the
+    decoder does not have raises ``TypeError`` listing those it has; a bad value raises
+    :class:`~backline.errors.DecoderSettingsError` with the message every entry point gives."""
+
+    def __init__(self, *, threads: int = 1, dem_limits: dict[str, int] | None = None, **settings: Any):
+        defaults = _offline_defaults(self.kind)
+        for key in settings:
+            if key not in defaults:
+                known = ", ".join(defaults) or f"none ({self.kind} has no settings)"
+                raise TypeError(
+                    f"{type(self).__name__}() got an unexpected keyword argument {_excerpt(repr(key))}; "
+                    f"its settings: {known}, and threads, dem_limits"
+                )
+        values = {**defaults, **settings}
+        if "gamma_dist_interval" in values and isinstance(values["gamma_dist_interval"], list):
+            values["gamma_dist_interval"] = tuple(values["gamma_dist_interval"])
+        super().__init__(threads=threads, dem_limits=dem_limits, **values)
+
+
+def _signature(kind: str):
+    """The keyword-only signature of a registered decoder's sinter class (for ``help()``)."""
+    import inspect
+
+    params = [
+        inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=value)
+        for key, value in _offline_defaults(kind).items()
+    ]
+    params.append(inspect.Parameter("threads", inspect.Parameter.KEYWORD_ONLY, default=1))
+    params.append(inspect.Parameter("dem_limits", inspect.Parameter.KEYWORD_ONLY, default=None))
+    return inspect.Signature(params)
+
+
+class BpOsdSinterDecoder(_RegisteredSinterDecoder):
     """BP+OSD with ``ldpc``'s names and defaults (min-sum, α = 1, parallel, ``max_iter`` = number
-    of mechanisms, OSD-0; ``max_iter`` at most 1,048,576, ``osd_order`` at most 1024).
-    ``threads`` (0..=1024) decodes each batch on that many threads; ``dem_limits`` bounds the
-    model (see the module docs)."""
+    of mechanisms, OSD-0; ``max_iter`` at most 1,048,576, ``osd_order`` at most 1024): the
+    registry's ``bposd`` settings. ``threads`` (0..=1024) decodes each batch on that many
+    threads; ``dem_limits`` bounds the model (see the module docs)."""
 
     kind = "bposd"
 
-    def __init__(
-        self,
-        *,
-        bp_method: str = "minimum_sum",
-        max_iter: int = 0,
-        ms_scaling_factor: float = 1.0,
-        schedule: str = "parallel",
-        osd_method: str = "osd0",
-        osd_order: int = 0,
-        threads: int = 1,
-        dem_limits: dict[str, int] | None = None,
-    ):
-        super().__init__(
-            threads=threads,
-            dem_limits=dem_limits,
-            bp_method=bp_method,
-            max_iter=max_iter,
-            ms_scaling_factor=ms_scaling_factor,
-            schedule=schedule,
-            osd_method=osd_method,
-            osd_order=osd_order,
-        )
 
-
-class RelayBpSinterDecoder(_DemSinterDecoder):
-    """Relay-BP with ``relay-bp``'s sinter names and defaults. ``alpha=None`` is no scaling,
-    ``alpha=0`` the ramp; ``seed`` fixes the relay legs' memory strengths. The legs together run
-    at most 1,048,576 iterations (``pre_iter + num_sets * set_max_iter``)."""
+class RelayBpSinterDecoder(_RegisteredSinterDecoder):
+    """Relay-BP with ``relay-bp``'s sinter names and defaults: the registry's ``relay-bp``
+    settings. ``alpha=None`` is no scaling, ``alpha=0`` the ramp (scaled by
+    ``alpha_iteration_scaling_factor``); ``seed`` fixes the relay legs' memory strengths. The legs
+    together run at most 1,048,576 iterations (``pre_iter + num_sets * set_max_iter``)."""
 
     kind = "relay-bp"
 
-    def __init__(
-        self,
-        *,
-        gamma0: float = 0.1,
-        pre_iter: int = 60,
-        num_sets: int = 60,
-        set_max_iter: int = 60,
-        gamma_dist_interval: tuple[float, float] = (-0.24, 0.66),
-        stop_nconv: int = 5,
-        alpha: float | None = None,
-        seed: int = 0,
-        threads: int = 1,
-        dem_limits: dict[str, int] | None = None,
-    ):
-        super().__init__(
-            threads=threads,
-            dem_limits=dem_limits,
-            gamma0=gamma0,
-            pre_iter=pre_iter,
-            num_sets=num_sets,
-            set_max_iter=set_max_iter,
-            gamma_dist_interval=tuple(gamma_dist_interval),
-            stop_nconv=stop_nconv,
-            alpha=alpha,
-            seed=seed,
-        )
 
-
-class MatchingSinterDecoder(_DemSinterDecoder):
+class MatchingSinterDecoder(_RegisteredSinterDecoder):
     """Minimum-weight perfect matching (sparse blossom) on the model's graphlike edges, with
-    PyMatching's edge weights; it has no settings. ``threads`` decodes each batch on that many
-    threads."""
+    PyMatching's edge weights: the registry's ``matching`` settings. ``threads`` decodes each
+    batch on that many threads."""
 
     kind = "matching"
 
-    def __init__(self, *, threads: int = 1):
-        super().__init__(threads=threads)
+
+for _cls in (BpOsdSinterDecoder, RelayBpSinterDecoder, MatchingSinterDecoder):
+    try:
+        _cls.__signature__ = _signature(_cls.kind)  # type: ignore[attr-defined]
+    except Exception:  # an old native module without the registry: the plain signature stays
+        pass
 
 
 def decoders(

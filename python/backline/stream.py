@@ -39,7 +39,6 @@ from .placement import CoprocessorFunction, Coprocessor
 
 __all__ = ["StreamDecoderFunction", "StreamSession", "stream_decoder"]
 
-_DECODERS = ("bposd", "relay-bp", "matching")
 
 
 class StreamDecoderFunction(CoprocessorFunction):
@@ -139,8 +138,9 @@ def stream_decoder(
     The model and the settings are checked now: a bad one raises
     :class:`~backline.errors.CoprocessorFunctionError`.
     """
-    if decoder not in _DECODERS:
-        raise CoprocessorFunctionError(f"stream_decoder: decoder={decoder!r} (expected one of {', '.join(_DECODERS)})")
+    names = [name for name, _title, _settings in _native.decoder_registry()]
+    if decoder not in names:
+        raise CoprocessorFunctionError(f"stream_decoder: decoder={decoder!r} (expected one of {', '.join(names)})")
     for name, v in (("window", window), ("commit", commit), ("idle_ms", idle_ms)):
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
             raise CoprocessorFunctionError(f"stream_decoder: {name}={v!r} must be a positive integer")

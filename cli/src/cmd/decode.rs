@@ -8,15 +8,17 @@
 //!
 //! **Circuit level** (`--dem FILE`): a stim detector error model, `--dets FILE` (detection
 //! events, stim's `01` or `b8`), `--obs-out FILE` (predicted observable flips), `--obs FILE`
-//! (the true flips, to count logical errors), `--decoder bposd|relay-bp`, `--threads K`
+//! (the true flips, to count logical errors), `--decoder` (a registered decoder: bposd, relay-bp, matching), `--threads K`
 //! (0 = every core), `--shots N` (the first N). File formats follow the extension (`.b8` is
 //! b8, anything else 01) unless `--dets-format` / `--obs-format` say otherwise
 //! (`--obs-format` covers both `--obs-out` and `--obs`).
 //!
-//! Decoder settings carry `ldpc`'s names for BP+OSD (`--bp-method`, `--ms-scaling-factor`,
-//! `--max-iter`, `--schedule`, `--osd-method`, `--osd-order`) and `relay-bp`'s for Relay-BP
-//! (`--gamma0`, `--pre-iter`, `--num-sets`, `--set-max-iter`, `--gamma-dist-interval LO,HI`,
-//! `--stop-nconv`, `--alpha`, `--seed`); a setting of the other decoder is an error.
+//! The decoder settings are flags generated from the decoder registry
+//! ([`backline_decoders::registry`], [`DecoderFlags`]): one per setting of every registered
+//! decoder, with the peer library's name (`ldpc`'s for BP+OSD: `--bp-method`, `--max-iter`, …;
+//! `relay-bp`'s for Relay-BP: `--gamma0`, …, `--alpha-iteration-scaling-factor`), its range and
+//! its offline default; a setting of another decoder than `--decoder` is an error naming whose
+//! it is.
 //!
 //! The flags ([`Args`]) first become a validated [`DecodeConfig`] (the other mode's flags
 //! refused, every input read, the decoder built), and the run works from that alone; the
@@ -40,18 +42,14 @@ use anyhow::{Context, bail};
 use backline_bench::Summary;
 use backline_bench::progress::{Progress, Show};
 use backline_bench::stats::wilson_interval;
-use backline_decoders::bp::MAX_ITER;
 use backline_decoders::dem::{DemLimits, DetectorErrorModel};
 use backline_decoders::dem_decoder::{
     DemDecoder, DemDecoderSettings, MAX_THREADS, decode_batch_counted, decode_syndromes,
 };
-use backline_decoders::io::{self as dio, MatrixFormat, excerpt};
-use backline_decoders::osd::MAX_OSD_ORDER;
-use backline_decoders::relay::RelayConfig;
+use backline_decoders::io::{self as dio, MatrixFormat};
+use backline_decoders::registry::{self, Profile, Setting, ValueType};
 use backline_decoders::shots::{ShotFormat, ShotTable};
-use backline_decoders::{
-    BitMatrix, BpMethod, BpOsdConfig, BpOsdDecoder, DecoderError, OsdMethod, Schedule,
-};
+use backline_decoders::{BitMatrix, BpOsdConfig, BpOsdDecoder, DecoderError};
 use serde::Serialize;
 
 /// Flags of `backline decode`.
@@ -100,9 +98,9 @@ pub struct Args {
     /// The shots' true observable flips, to count logical errors.
     #[arg(long, value_name = "FILE")]
     pub obs: Option<PathBuf>,
-    /// The decoder on the model: bposd, relay-bp or matching.
-    #[arg(long, value_enum, default_value = "bposd")]
-    pub decoder: DecoderArg,
+    /// The decoder on the model: a registered one (bposd, relay-bp, matching).
+    #[arg(long, default_value = "bposd", value_parser = decoder_names())]
+    pub decoder: String,
     /// Decode only the first N shots.
     #[arg(long, value_name = "N")]
     pub shots: Option<usize>,
@@ -110,52 +108,9 @@ pub struct Args {
     #[arg(long, default_value_t = 0, value_parser = at_most::<{ MAX_THREADS }>)]
     pub threads: usize,
 
-    /// BP+OSD: check-node rule, minimum_sum or product_sum [default: minimum_sum].
-    #[arg(long, value_parser = parse_bp_method)]
-    pub bp_method: Option<BpMethod>,
-    /// BP+OSD: min-sum scaling factor; 0 selects the adaptive factor 1 - 2^-iteration [default: 1].
-    #[arg(long)]
-    pub ms_scaling_factor: Option<f64>,
-    /// BP+OSD: maximum BP iterations, 0..=1048576; 0 means the number of bits (at most
-    /// 1048576) [default: 0].
-    #[arg(long, value_parser = at_most::<{ MAX_ITER }>)]
-    pub max_iter: Option<usize>,
-    /// BP+OSD: BP schedule, parallel or serial [default: parallel].
-    #[arg(long, value_parser = parse_schedule)]
-    pub schedule: Option<Schedule>,
-    /// BP+OSD: post-processing when BP does not converge, osd0, osd_cs or off [default: osd0].
-    #[arg(long, value_parser = parse_osd_method)]
-    pub osd_method: Option<OsdMethod>,
-    /// BP+OSD: combination-sweep order for osd_cs, 0..=1024; above n - rank it is clamped to
-    /// n - rank (with a warning) [default: 0].
-    #[arg(long, value_parser = at_most::<{ MAX_OSD_ORDER }>)]
-    pub osd_order: Option<usize>,
-
-    /// Relay-BP: memory strength of the first leg [default: 0.1].
-    #[arg(long)]
-    pub gamma0: Option<f64>,
-    /// Relay-BP: iteration limit of the first leg, 0..=1048576 [default: 60]. The legs
-    /// together run at most 1048576 iterations (pre-iter + num-sets × set-max-iter).
-    #[arg(long, value_parser = at_most::<{ MAX_ITER }>)]
-    pub pre_iter: Option<usize>,
-    /// Relay-BP: relay legs after the first, 0..=1048576 [default: 60].
-    #[arg(long, value_parser = at_most::<{ MAX_ITER }>)]
-    pub num_sets: Option<usize>,
-    /// Relay-BP: iteration limit of each relay leg, 0..=1048576 [default: 60].
-    #[arg(long, value_parser = at_most::<{ MAX_ITER }>)]
-    pub set_max_iter: Option<usize>,
-    /// Relay-BP: interval of the relay legs' memory strengths, LO,HI [default: -0.24,0.66].
-    #[arg(long, value_name = "LO,HI", value_parser = parse_interval, allow_hyphen_values = true)]
-    pub gamma_dist_interval: Option<(f64, f64)>,
-    /// Relay-BP: solutions to find before stopping, 0..=1048576 [default: 5].
-    #[arg(long, value_parser = at_most::<{ MAX_ITER }>)]
-    pub stop_nconv: Option<usize>,
-    /// Relay-BP: check-message scaling (0: the ramp 1 - 2^-iteration) [default: none, i.e. 1].
-    #[arg(long)]
-    pub alpha: Option<f64>,
-    /// Relay-BP: seed of the relay legs' memory strengths [default: 0].
-    #[arg(long)]
-    pub seed: Option<u64>,
+    /// Every registered decoder's settings, one flag each, with its peer library's name.
+    #[command(flatten)]
+    pub settings: DecoderFlags,
 
     /// Untimed decodes before the timed pass (cycling through the shots), 0..=1000000.
     #[arg(long, default_value_t = 100, value_parser = at_most::<{ MAX_WARMUP }>)]
@@ -176,59 +131,16 @@ pub enum FormatArg {
     Dense,
 }
 
-/// `--decoder`: the decoder on a model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum DecoderArg {
-    // BP+OSD.
-    Bposd,
-    // Relay-BP.
-    RelayBp,
-    // Minimum-weight perfect matching (sparse blossom).
-    Matching,
-}
-
-impl DecoderArg {
-    /// The name the flag takes, as the JSON's `decoder` says it.
-    fn name(self) -> &'static str {
-        match self {
-            DecoderArg::Bposd => "bposd",
-            DecoderArg::RelayBp => "relay-bp",
-            DecoderArg::Matching => "matching",
-        }
-    }
-}
-
-fn parse_bp_method(s: &str) -> Result<BpMethod, String> {
-    s.parse()
-}
-
-fn parse_schedule(s: &str) -> Result<Schedule, String> {
-    s.parse()
-}
-
-fn parse_osd_method(s: &str) -> Result<OsdMethod, String> {
-    s.parse()
-}
-
 fn parse_shot_format(s: &str) -> Result<ShotFormat, String> {
     s.parse()
-}
-
-fn parse_interval(s: &str) -> Result<(f64, f64), String> {
-    let (a, b) = s
-        .split_once(',')
-        .ok_or_else(|| format!("\"{}\" is not LO,HI", excerpt(s)))?;
-    let num = |t: &str| {
-        t.trim()
-            .parse::<f64>()
-            .map_err(|_| format!("\"{}\" is not a number", excerpt(t)))
-    };
-    Ok((num(a)?, num(b)?))
 }
 
 fn parse_dem_limits(s: &str) -> Result<DemLimits, String> {
     DemLimits::parse(s).map_err(|e| e.to_string())
 }
+
+/// The decoder of code-capacity mode (`--checks`): BP+OSD on the parity-check matrix.
+const CHECKS_DECODER: &str = "bposd";
 
 /// The most untimed decodes `--warmup` takes.
 const MAX_WARMUP: usize = 1_000_000;
@@ -361,8 +273,6 @@ pub struct DemConfig {
     dem: DetectorErrorModel,
     /// The decoder on it.
     decoder: DemDecoder,
-    /// Which decoder.
-    kind: DecoderArg,
     /// The shots' detection events (at least one shot; `--shots` applied).
     dets: ShotTable,
     /// Their true observable flips (`--obs`), at least as many shots.
@@ -400,63 +310,125 @@ impl DecodeConfig {
     }
 }
 
-/// The BP+OSD settings of the flags (defaults as `ldpc`'s), with `error_rate`.
-/// Called once per run: it warns about an --osd-order that does not apply.
-fn bposd_config(a: &Args, error_rate: f64) -> BpOsdConfig {
-    let d = BpOsdConfig::default();
-    if let Some(k) = a.osd_order
-        && a.osd_method.unwrap_or(d.osd_method) != OsdMethod::OsdCs
-    {
-        eprintln!(
-            "backline: warning: --osd-order {k} applies to --osd-method osd_cs only; ignored"
-        );
+/// The decoder settings of `backline decode`: one flag per setting of every registered
+/// decoder ([`registry::DECODERS`]), named as the setting with `-` for `_`, its help, range and
+/// offline default from the registry. The values stay text until [`DecoderFlags::apply`]
+/// hands them to the decoder's own parser, so a bad value gets the message it gets from a
+/// `stream:` spec or from Python.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DecoderFlags {
+    /// The settings given, `(key, value)`, in the registry's order.
+    pub given: Vec<(&'static str, String)>,
+}
+
+/// Every registered setting once (a key two decoders share gets one flag), with the decoders
+/// that have it.
+fn registered_settings() -> Vec<(&'static Setting, Vec<&'static registry::Entry>)> {
+    let mut out: Vec<(&'static Setting, Vec<&'static registry::Entry>)> = Vec::new();
+    for &e in registry::DECODERS {
+        for st in e.settings {
+            match out.iter_mut().find(|(s, _)| s.key == st.key) {
+                Some((_, owners)) => owners.push(e),
+                None => out.push((st, vec![e])),
+            }
+        }
     }
-    BpOsdConfig {
-        error_rate,
-        error_channel: None,
-        bp_method: a.bp_method.unwrap_or(d.bp_method),
-        max_iter: a.max_iter.unwrap_or(d.max_iter),
-        ms_scaling_factor: a.ms_scaling_factor.unwrap_or(d.ms_scaling_factor),
-        schedule: a.schedule.unwrap_or(d.schedule),
-        osd_method: a.osd_method.unwrap_or(d.osd_method),
-        osd_order: a.osd_order.unwrap_or(d.osd_order),
+    out
+}
+
+/// `--decoder`'s values: the registry's names.
+fn decoder_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(registry::DECODERS.iter().map(|e| e.name))
+}
+
+impl clap::FromArgMatches for DecoderFlags {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<DecoderFlags, clap::Error> {
+        let given = registered_settings()
+            .into_iter()
+            .filter_map(|(st, _)| m.get_one::<String>(st.key).map(|v| (st.key, v.clone())))
+            .collect();
+        Ok(DecoderFlags { given })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = DecoderFlags::from_arg_matches(m)?;
+        Ok(())
     }
 }
 
-/// The Relay-BP flags given, by name.
-fn relay_flags(a: &Args) -> Vec<&'static str> {
-    let mut v = Vec::new();
-    let mut add = |given: bool, name| {
-        if given {
-            v.push(name)
+impl clap::Args for DecoderFlags {
+    fn augment_args(mut cmd: clap::Command) -> clap::Command {
+        for (st, owners) in registered_settings() {
+            let titles: Vec<&str> = owners.iter().map(|e| e.title).collect();
+            // clap keeps flag names as `&'static str`; these few are made once per process.
+            let long: &'static str = Box::leak(st.key.replace('_', "-").into_boxed_str());
+            cmd = cmd.arg(
+                clap::Arg::new(st.key)
+                    .long(long)
+                    .value_name(value_name(st.value))
+                    .allow_hyphen_values(true)
+                    .help(format!(
+                        "{}: {}; {} [default: {}]",
+                        titles.join(", "),
+                        st.help,
+                        st.range,
+                        st.offline
+                    )),
+            );
         }
-    };
-    add(a.gamma0.is_some(), "--gamma0");
-    add(a.pre_iter.is_some(), "--pre-iter");
-    add(a.num_sets.is_some(), "--num-sets");
-    add(a.set_max_iter.is_some(), "--set-max-iter");
-    add(a.gamma_dist_interval.is_some(), "--gamma-dist-interval");
-    add(a.stop_nconv.is_some(), "--stop-nconv");
-    add(a.alpha.is_some(), "--alpha");
-    add(a.seed.is_some(), "--seed");
-    v
+        cmd
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        DecoderFlags::augment_args(cmd)
+    }
 }
 
-/// The BP+OSD flags given, by name.
-fn bposd_flags(a: &Args) -> Vec<&'static str> {
-    let mut v = Vec::new();
-    let mut add = |given: bool, name| {
-        if given {
-            v.push(name)
+/// A setting's value name in `--help`.
+fn value_name(v: ValueType) -> &'static str {
+    match v {
+        ValueType::Integer => "N",
+        ValueType::Number => "X",
+        ValueType::OptionalNumber => "X|none",
+        ValueType::Choice(_) => "WORD",
+        ValueType::Interval => "LO,HI",
+        ValueType::Flag => "0|1",
+    }
+}
+
+impl DecoderFlags {
+    /// The settings of the decoder named `name` at its offline defaults, with the flags
+    /// applied; a flag of another decoder is refused, naming whose it is and what `name`
+    /// takes.
+    pub fn apply(&self, name: &str) -> anyhow::Result<DemDecoderSettings> {
+        let mut s = registry::settings(name, Profile::Offline)?;
+        for (key, value) in &self.given {
+            let flag = format!("--{}", key.replace('_', "-"));
+            let Some(_) = s.entry().setting(key) else {
+                let owners: Vec<&str> = registry::DECODERS
+                    .iter()
+                    .filter(|e| e.setting(key).is_some())
+                    .map(|e| e.title)
+                    .collect();
+                let takes = if s.entry().settings.is_empty() {
+                    "has none".to_string()
+                } else {
+                    let flags: Vec<String> = s.entry().settings.iter().map(|t| t.flag()).collect();
+                    format!("takes {}", flags.join(", "))
+                };
+                bail!(
+                    "{flag} is a {} setting; --decoder {} {takes}",
+                    owners.join(" and "),
+                    s.name()
+                );
+            };
+            s.set(key, value)?;
         }
-    };
-    add(a.bp_method.is_some(), "--bp-method");
-    add(a.ms_scaling_factor.is_some(), "--ms-scaling-factor");
-    add(a.max_iter.is_some(), "--max-iter");
-    add(a.schedule.is_some(), "--schedule");
-    add(a.osd_method.is_some(), "--osd-method");
-    add(a.osd_order.is_some(), "--osd-order");
-    v
+        for (key, why) in s.notes() {
+            eprintln!("backline: warning: --{} {why}", key.replace('_', "-"));
+        }
+        Ok(s)
+    }
 }
 
 /// Says once, on stderr, that the OSD order was clamped (in place of the library's log line,
@@ -480,9 +452,6 @@ fn warn_clamp(decoder: &BpOsdDecoder, what: &str) {
 impl ChecksConfig {
     fn from_args(args: &Args, checks: &Path) -> anyhow::Result<ChecksConfig> {
         let checks_name = checks.display().to_string();
-        if let Some(f) = relay_flags(args).first() {
-            bail!("{f} is a Relay-BP setting, for --dem with --decoder relay-bp");
-        }
         for (given, flag) in [
             (args.dets.is_some(), "--dets"),
             (args.dets_format.is_some(), "--dets-format"),
@@ -490,7 +459,7 @@ impl ChecksConfig {
             (args.obs_format.is_some(), "--obs-format"),
             (args.obs.is_some(), "--obs"),
             (args.shots.is_some(), "--shots"),
-            (args.decoder != DecoderArg::Bposd, "--decoder"),
+            (args.decoder != CHECKS_DECODER, "--decoder"),
             (args.threads != 0, "--threads"),
         ] {
             if given {
@@ -509,7 +478,18 @@ impl ChecksConfig {
             FormatArg::Auto => None,
         };
         let h = dio::load_matrix(checks, format).context("reading the checks")?;
-        let config = bposd_config(args, error_rate);
+        // Code capacity is BP+OSD on the matrix: the registry's settings and flags, with the
+        // error rate of every bit (on a model, each mechanism's prior takes its place).
+        let settings = args.settings.apply(CHECKS_DECODER).map_err(|e| {
+            anyhow::anyhow!("{e} (--checks decodes with BP+OSD; the other decoders take --dem)")
+        })?;
+        let config = BpOsdConfig {
+            error_rate,
+            ..settings
+                .config::<BpOsdConfig>()
+                .expect("the code-capacity decoder's settings are BP+OSD's")
+                .clone()
+        };
         let decoder = BpOsdDecoder::new(&h, &config).map_err(|e| match e {
             DecoderError::ErrorRate(_) => anyhow::anyhow!("--error-rate {error_rate}: {e}"),
             DecoderError::ScalingFactor(_) => {
@@ -664,44 +644,6 @@ fn read_shots(
     })
 }
 
-/// The settings of `--decoder` from the flags, refusing the other decoder's flags.
-fn dem_settings(a: &Args) -> anyhow::Result<DemDecoderSettings> {
-    match a.decoder {
-        DecoderArg::RelayBp => {
-            if let Some(f) = bposd_flags(a).first() {
-                bail!(
-                    "{f} is a BP+OSD setting; --decoder relay-bp takes --gamma0, --pre-iter, --num-sets, --set-max-iter, --gamma-dist-interval, --stop-nconv, --alpha, --seed"
-                );
-            }
-            let d = RelayConfig::default();
-            Ok(DemDecoderSettings::RelayBp(RelayConfig {
-                gamma0: a.gamma0.unwrap_or(d.gamma0),
-                pre_iter: a.pre_iter.unwrap_or(d.pre_iter),
-                num_sets: a.num_sets.unwrap_or(d.num_sets),
-                set_max_iter: a.set_max_iter.unwrap_or(d.set_max_iter),
-                gamma_dist_interval: a.gamma_dist_interval.unwrap_or(d.gamma_dist_interval),
-                stop_nconv: a.stop_nconv.unwrap_or(d.stop_nconv),
-                alpha: a.alpha,
-                seed: a.seed.unwrap_or(d.seed),
-                ..d
-            }))
-        }
-        DecoderArg::Matching => {
-            if let Some(f) = bposd_flags(a).first().or(relay_flags(a).first()) {
-                bail!("{f} is a setting of another decoder; --decoder matching has none");
-            }
-            Ok(DemDecoderSettings::Matching)
-        }
-        DecoderArg::Bposd => {
-            if let Some(f) = relay_flags(a).first() {
-                bail!("{f} is a Relay-BP setting; give --decoder relay-bp");
-            }
-            // The error rate is replaced by the model's priors.
-            Ok(DemDecoderSettings::BpOsd(bposd_config(a, 0.01)))
-        }
-    }
-}
-
 impl DemConfig {
     fn from_args(args: &Args, dem_path: &Path) -> anyhow::Result<DemConfig> {
         let dem_name = dem_path.display().to_string();
@@ -720,7 +662,7 @@ impl DemConfig {
                 );
             }
         }
-        let settings = dem_settings(args)?;
+        let settings = args.settings.apply(&args.decoder)?;
         let text = backline_decoders::io::read_text(dem_path)
             .with_context(|| format!("reading the detector error model: {dem_name}"))?;
         let limits = args.dem_limits.unwrap_or_default();
@@ -730,7 +672,7 @@ impl DemConfig {
             DecoderError::Setting { .. } => anyhow::anyhow!("--{}", flag_of(&e)),
             e => anyhow::anyhow!("{e}"),
         })?;
-        if let Some(d) = decoder.bposd() {
+        if let Some(d) = decoder.decoder::<BpOsdDecoder>() {
             warn_clamp(d, &dem_name);
         }
         let mut dets = read_shots(
@@ -770,7 +712,6 @@ impl DemConfig {
             dem_name,
             dem,
             decoder,
-            kind: args.decoder,
             dets,
             truth,
             obs_out: args
@@ -852,7 +793,7 @@ fn run_dem(c: &DemConfig) -> anyhow::Result<ExitCode> {
     let times: Vec<f64> = batch.times_ns.iter().map(|&t| t as f64).collect();
     let stats = Summary::of(&times).expect("at least one shot");
     let summary = DemSummary {
-        decoder: c.kind.name().to_string(),
+        decoder: c.decoder.name().to_string(),
         detectors: dem.num_detectors(),
         observables: dem.num_observables(),
         mechanisms: c.decoder.mechanisms().len(),
@@ -868,7 +809,10 @@ fn run_dem(c: &DemConfig) -> anyhow::Result<ExitCode> {
         throughput_per_s: shots as f64 / wall.as_secs_f64(),
         batch_mean_ns,
         converged_rate: batch.converged as f64 / shots as f64,
-        osd_order: c.decoder.bposd().map(BpOsdDecoder::osd_order),
+        osd_order: c
+            .decoder
+            .decoder::<BpOsdDecoder>()
+            .map(BpOsdDecoder::osd_order),
     };
     if c.json {
         println!("{}", serde_json::to_string(&summary)?);
@@ -901,5 +845,80 @@ fn flag_of(e: &DecoderError) -> String {
     match e {
         DecoderError::Setting { name, .. } => format!("{}: {e}", name.replace('_', "-")),
         e => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{Args as _, FromArgMatches as _};
+
+    use super::*;
+
+    /// `backline decode`'s arguments alone, as a command.
+    fn command() -> clap::Command {
+        Args::augment_args(clap::Command::new("decode"))
+    }
+
+    #[test]
+    fn every_registered_setting_is_a_flag_with_its_offline_default() {
+        let cmd = command();
+        for e in registry::DECODERS {
+            for st in e.settings {
+                let arg = cmd
+                    .get_arguments()
+                    .find(|a| a.get_long() == Some(&st.flag()[2..]))
+                    .unwrap_or_else(|| panic!("no flag for {} {}", e.name, st.key));
+                let help = arg.get_help().unwrap().to_string();
+                assert!(
+                    help.contains(&format!("[default: {}]", st.offline)),
+                    "{}: {help}",
+                    st.key
+                );
+            }
+        }
+        // And every decoder is a value of --decoder.
+        let names: Vec<String> = cmd
+            .get_arguments()
+            .find(|a| a.get_long() == Some("decoder"))
+            .unwrap()
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().to_string())
+            .collect();
+        let want: Vec<&str> = registry::DECODERS.iter().map(|e| e.name).collect();
+        assert_eq!(names, want);
+    }
+
+    #[test]
+    fn flags_reach_the_decoder_as_a_spec_would_give_them() {
+        let m = command()
+            .try_get_matches_from([
+                "decode",
+                "--dem",
+                "x.dem",
+                "--decoder",
+                "relay-bp",
+                "--alpha-iteration-scaling-factor",
+                "2.5",
+                "--gamma-dist-interval",
+                "-0.5,0.5",
+            ])
+            .unwrap();
+        let a = Args::from_arg_matches(&m).unwrap();
+        let s = a.settings.apply(&a.decoder).unwrap();
+        assert_eq!(s.get("alpha_iteration_scaling_factor").unwrap(), "2.5");
+        assert_eq!(s.get("gamma_dist_interval").unwrap(), "-0.5,0.5");
+        // The same bad value, the same message as the registry's (a spec, Python, sinter).
+        let flags = DecoderFlags {
+            given: vec![("max_iter", "2000000".into())],
+        };
+        let mut want = registry::settings("bposd", Profile::Offline).unwrap();
+        let want = want.set("max_iter", "2000000").unwrap_err().to_string();
+        assert_eq!(flags.apply("bposd").unwrap_err().to_string(), want);
+        let e = flags.apply("matching").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--max-iter is a BP+OSD setting; --decoder matching has none"
+        );
     }
 }

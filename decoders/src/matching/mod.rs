@@ -58,7 +58,10 @@ mod window;
 
 use std::sync::Arc;
 
+use crate::decoder::{ObservableDecoder, ShotInfo};
 use crate::dem::DetectorErrorModel;
+use crate::error::{DecoderError, SettingError};
+use crate::registry::{DecoderConfig, Entry, Profile, WindowKind, config_any};
 pub use checks::{CheckMatching, ChecksError};
 pub use errors::MatchFault;
 pub use graph::{BOUNDARY, Edge, MAX_MATCHING_OBSERVABLES, MatchingBuildError, MatchingGraph};
@@ -275,6 +278,87 @@ impl MatchingDecoder {
         })
     }
 }
+
+impl ObservableDecoder for MatchingDecoder {
+    fn num_detectors(&self) -> usize {
+        self.graph.num_nodes()
+    }
+
+    fn num_observables(&self) -> usize {
+        self.graph.num_observables()
+    }
+
+    fn decode_packed(
+        &mut self,
+        detectors: &[u8],
+        observables: &mut [u8],
+    ) -> Result<ShotInfo, DecoderError> {
+        MatchingDecoder::decode_packed(self, detectors, observables)?;
+        Ok(MATCHED)
+    }
+
+    fn clone_box(&self) -> Box<dyn ObservableDecoder> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// What a matching decode reports: a matching always explains the detection events.
+const MATCHED: ShotInfo = ShotInfo {
+    converged: true,
+    iterations: 0,
+    osd_used: false,
+    legs: 0,
+    deadline_hit: false,
+};
+
+/// The settings of the matching decoder (none yet: PyMatching's weights, exact matching).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MatchingConfig;
+
+impl DecoderConfig for MatchingConfig {
+    fn set(&mut self, key: &str, _value: &str) -> Result<(), SettingError> {
+        Err(SettingError::unknown(key, "(matching has no settings)"))
+    }
+
+    fn get(&self, _key: &str) -> Option<String> {
+        None
+    }
+
+    fn build(&self, dem: &DetectorErrorModel) -> Result<Box<dyn ObservableDecoder>, DecoderError> {
+        Ok(Box::new(MatchingDecoder::new(dem)?))
+    }
+
+    fn windows(&self) -> WindowKind {
+        WindowKind::Masked
+    }
+
+    config_any!();
+}
+
+impl From<MatchingConfig> for crate::registry::DecoderSettings {
+    /// These settings as the registry's entry of their decoder.
+    fn from(c: MatchingConfig) -> crate::registry::DecoderSettings {
+        crate::registry::DecoderSettings::of(&ENTRY, Box::new(c))
+    }
+}
+
+fn matching_config(_: Profile) -> Box<dyn DecoderConfig> {
+    Box::new(MatchingConfig)
+}
+
+/// Matching in the decoder registry.
+pub static ENTRY: Entry = Entry {
+    name: "matching",
+    title: "matching",
+    summary: "exact minimum-weight perfect matching (sparse blossom) on the model's graphlike \
+              decomposition, with PyMatching's edge weights",
+    settings: &[],
+    config: matching_config,
+};
 
 /// Removes pairs of equal neighbours from a sorted list (a detector listed twice cancels).
 pub(crate) fn dedup_pairs(v: &mut Vec<u32>) {

@@ -381,7 +381,7 @@ fn file_against_reference() {
     let (d, b) = distances(dec.graph());
     let mut dd = crate::dem_decoder::DemDecoder::new(
         &dem,
-        &crate::dem_decoder::DemDecoderSettings::Matching,
+        &crate::dem_decoder::DemDecoderSettings::from(crate::matching::MatchingConfig),
     )
     .unwrap();
     let w = dem.num_detectors().div_ceil(8);

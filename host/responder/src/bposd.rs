@@ -115,10 +115,10 @@ pub fn bposd_code(spec: &str) -> Result<(CssCode, BpOsdConfig), BpOsdSpecError> 
 pub(crate) fn load_code(code: &str) -> Result<CssCode, String> {
     match code.split_once('+') {
         Some((hx, hz)) => {
-            let hx =
-                backline_decoders::io::load_matrix(Path::new(hx), None).map_err(|e| e.to_string())?;
-            let hz =
-                backline_decoders::io::load_matrix(Path::new(hz), None).map_err(|e| e.to_string())?;
+            let hx = backline_decoders::io::load_matrix(Path::new(hx), None)
+                .map_err(|e| e.to_string())?;
+            let hz = backline_decoders::io::load_matrix(Path::new(hz), None)
+                .map_err(|e| e.to_string())?;
             CssCode::new(code, hx, hz).map_err(|e| e.to_string())
         }
         None => CssCode::by_name(code).map_err(|e| e.to_string()),

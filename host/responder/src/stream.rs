@@ -2,7 +2,8 @@
 //! [`StreamFunction`] per decoder id, each holding the shot of one logical qubit in a
 //! [`backline_decoders::stream::StreamDecoder`].
 //!
-//! DECODER is `bposd` (default), `relay-bp` or `matching`; SETTINGS are `key=value` pairs
+//! DECODER is the name of a registered decoder ([`backline_decoders::registry`]: `bposd`, the
+//! default, `relay-bp`, `matching`) at its real-time defaults; SETTINGS are `key=value` pairs
 //! separated by `;`: `window` and `commit` (rounds, 1..=1048576; default one window over the
 //! whole shot), `deadline_us` (a per-window deadline: BP+OSD and Relay-BP stop there with their
 //! best answer so far, and the windows that reach it are counted), `streams` (decoder ids the
@@ -42,11 +43,9 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use backline_decoders::BpOsdConfig;
 use backline_decoders::dem::{DemLimits, DetectorErrorModel};
-use backline_decoders::dem_decoder::DemDecoderSettings;
 use backline_decoders::io::excerpt;
-use backline_decoders::relay::RelayConfig;
+use backline_decoders::registry::{self, Profile};
 use backline_decoders::stream::{StreamDecoder, StreamFault, StreamSettings};
 use backline_probe::{Hop, mark};
 use backline_wire::cuqr::CallStatus;
@@ -56,21 +55,11 @@ use backline_wire::stream::{
 
 use crate::{Responder, ResponderError};
 
+/// The decoder of a `stream:` spec that names none.
+pub const DEFAULT_DECODER: &str = "bposd";
+
 /// Default idle time after which a shot left mid-way is dropped.
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(5);
-
-/// The real-time defaults of `stream:…:bposd`: 30 min-sum iterations with α = 0.625, then
-/// OSD-0 — a bounded cost per window, where `ldpc`'s offline defaults (as many iterations as
-/// mechanisms) let a window's BP run for milliseconds. Every setting can still be given.
-pub fn realtime_bposd() -> BpOsdConfig {
-    BpOsdConfig {
-        max_iter: 30,
-        ms_scaling_factor: 0.625,
-        osd_method: backline_decoders::OsdMethod::Osd0,
-        osd_order: 0,
-        ..BpOsdConfig::default()
-    }
-}
 
 /// Why a `stream:` spec was refused.
 #[derive(Debug, thiserror::Error)]
@@ -87,7 +76,7 @@ pub struct StreamSpecError {
 pub struct StreamSpec {
     /// The model's file.
     pub path: String,
-    /// `bposd`, `relay-bp` or `matching`.
+    /// The decoder's registry name (`bposd`, `relay-bp`, `matching`, …).
     pub decoder: &'static str,
     /// Window, commit and inner decoder settings.
     pub settings: StreamSettings,
@@ -112,22 +101,17 @@ pub fn parse_stream_spec(spec: &str) -> Result<StreamSpec, StreamSpecError> {
         Some((r, s)) if s.contains('=') => (r, s),
         _ => (rest, ""),
     };
-    let (path, decoder) = match rest.rsplit_once(':') {
-        Some((p, "bposd")) => (p, "bposd"),
-        Some((p, "relay-bp")) => (p, "relay-bp"),
-        Some((p, "matching")) => (p, "matching"),
-        _ => (rest, "bposd"),
+    let (path, entry) = match rest.rsplit_once(':') {
+        Some((p, name)) if registry::find(name).is_some() => (p, registry::find(name)),
+        _ => (rest, None),
     };
+    let decoder = entry.map_or(DEFAULT_DECODER, |e| e.name);
     if path.is_empty() {
         return Err(bad("no model file".into()));
     }
     let limits = DemLimits::from_env().map_err(|e| bad(format!("{}: {e}", DemLimits::ENV)))?;
     let mut settings = StreamSettings {
-        decoder: match decoder {
-            "relay-bp" => DemDecoderSettings::RelayBp(RelayConfig::default()),
-            "matching" => DemDecoderSettings::Matching,
-            _ => DemDecoderSettings::BpOsd(realtime_bposd()),
-        },
+        decoder: registry::settings(decoder, Profile::Realtime).map_err(|e| bad(e.to_string()))?,
         limits,
         ..StreamSettings::default()
     };
@@ -935,8 +919,9 @@ pub(crate) mod tests {
         let s = parse_stream_spec("stream:x.dem").unwrap();
         assert_eq!(
             s.settings.decoder,
-            DemDecoderSettings::BpOsd(realtime_bposd())
+            registry::settings("bposd", Profile::Realtime).unwrap()
         );
+        assert_eq!(s.settings.decoder.get("max_iter").as_deref(), Some("30"));
     }
 
     #[test]

@@ -455,33 +455,17 @@ fn dem_settings(
     decoder: &str,
     settings: &[(String, String)],
 ) -> PyResult<backline_decoders::dem_decoder::DemDecoderSettings> {
-    use backline_decoders::dem_decoder::DemDecoderSettings;
-    use backline_decoders::relay::RelayConfig;
-    let mut s = match decoder {
-        "bposd" => DemDecoderSettings::BpOsd(backline_decoders::BpOsdConfig::default()),
-        "relay-bp" => DemDecoderSettings::RelayBp(RelayConfig::default()),
-        "matching" => DemDecoderSettings::Matching,
-        other => {
-            return Err(err(
-                py,
-                "DecoderSettingsError",
-                format!(
-                    "unknown decoder \"{}\" (expected bposd, relay-bp or matching)",
-                    excerpt(other)
-                ),
-            ));
-        }
+    use backline_decoders::registry::{self, Profile};
+    let bad = |e: backline_decoders::SettingError| {
+        err(
+            py,
+            "DecoderSettingsError",
+            format!("{}: {e}", excerpt(decoder)),
+        )
     };
+    let mut s = registry::settings(decoder, Profile::Offline).map_err(bad)?;
     for (k, v) in settings {
-        let r = match &mut s {
-            DemDecoderSettings::BpOsd(c) => c.set(k, v),
-            DemDecoderSettings::RelayBp(c) => c.set(k, v),
-            DemDecoderSettings::Matching => Err(backline_decoders::SettingError::Unknown {
-                key: excerpt(k),
-                known: "(matching has no settings)",
-            }),
-        };
-        r.map_err(|e| err(py, "DecoderSettingsError", format!("{decoder}: {e}")))?;
+        s.set(k, v).map_err(bad)?;
     }
     Ok(s)
 }

@@ -277,7 +277,6 @@ pub fn dem_limits(data: &[u8]) {
 /// short error) that runs a shot of zero rounds; a spec that does not is a short error.
 pub fn stream_settings(data: &[u8]) {
     use backline_decoders::bp::MAX_ITER;
-    use backline_decoders::dem_decoder::DemDecoderSettings;
     use backline_decoders::stream::{MAX_WINDOW, StreamDecoder};
     let text = String::from_utf8_lossy(data);
     let (decoder, set) = text.split_once('\n').unwrap_or(("bposd", &text));
@@ -298,14 +297,14 @@ pub fn stream_settings(data: &[u8]) {
     for w in [st.window, st.commit].into_iter().flatten() {
         assert!((1..=MAX_WINDOW).contains(&w), "{w}");
     }
-    if let DemDecoderSettings::BpOsd(c) = &st.decoder {
+    if let Some(c) = st.decoder.config::<backline_decoders::BpOsdConfig>() {
         assert!(c.max_iter <= MAX_ITER && c.osd_order <= backline_decoders::osd::MAX_OSD_ORDER);
     }
     let dem = stream_model();
     match StreamDecoder::new(&dem, st) {
         Ok(mut d) => {
             // Relay-BP's legs are bounded together when its decoders are built.
-            if let DemDecoderSettings::RelayBp(c) = &st.decoder {
+            if let Some(c) = st.decoder.config::<backline_decoders::relay::RelayConfig>() {
                 assert!(
                     c.pre_iter + c.num_sets * c.set_max_iter <= MAX_ITER,
                     "{c:?}"

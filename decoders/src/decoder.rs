@@ -1,0 +1,249 @@
+//! The trait pair every decoder implements, and the adaptor between them.
+//!
+//! - A [`MechanismDecoder`] answers a syndrome of its checks with the error *mechanisms* that
+//!   explain it (BP+OSD, Relay-BP): one 0/1 byte per column of its check matrix.
+//! - An [`ObservableDecoder`] answers a shot's detection events with the *observables* they
+//!   flip (matching, whose paths never name a mechanism), in stim's `b8` layout.
+//! - [`MechanismsToObservables`] makes any mechanism decoder an observable decoder on a
+//!   detector error model: it keeps the model's usable mechanisms as columns, decodes, and
+//!   folds the chosen mechanisms' observables together.
+//!
+//! Everything that works on whole models (batches over threads, the streams, the front ends)
+//! is written once against [`ObservableDecoder`]; nothing outside a decoder's own module asks
+//! which decoder it has. Both traits are object safe, and each decoder can copy itself
+//! ([`ObservableDecoder::clone_box`]) so that a batch gives every thread its own scratch.
+//!
+//! Decoding does not allocate: every buffer the adaptor needs is sized when it is built.
+
+use std::any::Any;
+use std::time::Instant;
+
+use crate::bitmat::words_for;
+use crate::dem::DetectorErrorModel;
+use crate::error::DecoderError;
+use crate::sparse::SparseMatrix;
+
+/// What one shot's decode did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ShotInfo {
+    /// BP (BP+OSD), or some leg (Relay-BP), reproduced the detection events; a matching
+    /// always does.
+    pub converged: bool,
+    /// BP iterations (over all legs for Relay-BP; 0 for matching).
+    pub iterations: u32,
+    /// OSD made the answer (BP+OSD).
+    pub osd_used: bool,
+    /// Legs run (Relay-BP; 0 otherwise).
+    pub legs: u32,
+    /// The decode stopped at its deadline ([`ObservableDecoder::set_deadline`]) with the best
+    /// answer it had (BP's last hard decision, OSD skipped; Relay-BP's best solution so far).
+    pub deadline_hit: bool,
+}
+
+/// A decoder of error mechanisms: syndrome in (one 0/1 byte per check), the mechanisms that
+/// explain it out (one 0/1 byte per column).
+pub trait MechanismDecoder: std::fmt::Debug + Send + Sync + 'static {
+    /// Rows of the check matrix (bits of a syndrome).
+    fn checks(&self) -> usize;
+    /// Columns of the check matrix (entries of a correction).
+    fn bits(&self) -> usize;
+    /// Decodes `syndrome` into `correction`. Lengths are the caller's to get right
+    /// ([`MechanismsToObservables`] sizes them once); a decoder still refuses wrong ones.
+    fn decode_mechanisms(
+        &mut self,
+        syndrome: &[u8],
+        correction: &mut [u8],
+    ) -> Result<ShotInfo, DecoderError>;
+    /// Sets (or, with `None`, clears) the deadline of the next decodes.
+    fn set_deadline(&mut self, deadline: Option<Instant>);
+    /// The decoder as `Any`, for a front end that reports a decoder's own figures.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A decoder of observables: one shot's detection events in stim's `b8` layout
+/// (`⌈detectors/8⌉` bytes) in, its observable flips (`⌈observables/8⌉` bytes, padding bits
+/// zero) out.
+pub trait ObservableDecoder: std::fmt::Debug + Send + Sync + 'static {
+    /// Detectors of the model.
+    fn num_detectors(&self) -> usize;
+    /// Observables of the model.
+    fn num_observables(&self) -> usize;
+    /// Decodes one shot. The lengths have been checked by the caller
+    /// ([`crate::dem_decoder::DemDecoder`] does).
+    fn decode_packed(
+        &mut self,
+        detectors: &[u8],
+        observables: &mut [u8],
+    ) -> Result<ShotInfo, DecoderError>;
+    /// Sets (or clears) a deadline for the next decodes; a decoder without a partial answer
+    /// (matching) ignores it and always finishes.
+    fn set_deadline(&mut self, _deadline: Option<Instant>) {}
+    /// The model's mechanisms the decoder works on, ascending (decoder column `j` is
+    /// mechanism `mechanisms()[j]`); empty for a decoder that does not name mechanisms.
+    fn mechanisms(&self) -> &[u32] {
+        &[]
+    }
+    /// The last decode's answer over [`ObservableDecoder::mechanisms`], one 0/1 byte each
+    /// (empty for a decoder that does not name mechanisms).
+    fn correction(&self) -> &[u8] {
+        &[]
+    }
+    /// A copy with its own scratch (one per decoding thread).
+    fn clone_box(&self) -> Box<dyn ObservableDecoder>;
+    /// The decoder as `Any`: the adaptor answers with its mechanism decoder, so that a front
+    /// end can report a decoder's own figures (BP+OSD's effective OSD order, say).
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A mechanism decoder on a detector error model, answering with observables.
+///
+/// The columns are the model's mechanisms that some decoder could flip: those with `p > 0`
+/// that flip at least one detector (no decoder would choose the others). The observables of
+/// each column are kept packed, so that folding a correction into observable flips is one XOR
+/// of words per chosen column.
+#[derive(Debug, Clone)]
+pub struct MechanismsToObservables<D> {
+    inner: D,
+    num_detectors: usize,
+    num_observables: usize,
+    /// Decoder column → model mechanism.
+    kept: Vec<u32>,
+    /// Observable words per column, and each column's observables packed.
+    obs_words: usize,
+    obs_masks: Vec<u64>,
+    syndrome: Vec<u8>,
+    correction: Vec<u8>,
+    obs_acc: Vec<u64>,
+}
+
+/// The usable mechanisms of `dem` (see [`MechanismsToObservables`]), refusing priors that a
+/// BP decoder cannot take.
+pub fn usable_mechanisms(dem: &DetectorErrorModel) -> Result<Vec<u32>, DecoderError> {
+    let mut kept = Vec::new();
+    for k in 0..dem.num_mechanisms() {
+        let mech = dem.mechanism(k);
+        if mech.p == 0.0 || mech.detectors.is_empty() {
+            continue;
+        }
+        if !(mech.p > 0.0 && mech.p < 0.5) {
+            return Err(DecoderError::MechanismPrior {
+                file: dem.name().to_string(),
+                line: mech.line,
+                mechanism: k,
+                p: mech.p,
+            });
+        }
+        kept.push(k as u32);
+    }
+    if kept.is_empty() {
+        return Err(DecoderError::NothingToDecode(dem.name().to_string()));
+    }
+    Ok(kept)
+}
+
+impl<D: MechanismDecoder + Clone> MechanismsToObservables<D> {
+    /// Keeps `dem`'s usable mechanisms and builds the decoder with `build(checks, priors)`
+    /// over them.
+    ///
+    /// Errors: [`DecoderError::MechanismPrior`] for a usable mechanism with `p ≥ 0.5` (naming
+    /// its line), [`DecoderError::NothingToDecode`] when no mechanism is usable, and
+    /// `build`'s own.
+    pub fn new(
+        dem: &DetectorErrorModel,
+        build: impl FnOnce(&SparseMatrix, Vec<f64>) -> Result<D, DecoderError>,
+    ) -> Result<MechanismsToObservables<D>, DecoderError> {
+        let kept = usable_mechanisms(dem)?;
+        let h: SparseMatrix = dem.check_matrix().select_columns(&kept);
+        let priors: Vec<f64> = kept.iter().map(|&k| dem.priors()[k as usize]).collect();
+        let inner = build(&h, priors)?;
+        let num_observables = dem.num_observables();
+        let obs_words = words_for(num_observables).max(1);
+        let mut obs_masks = vec![0u64; kept.len() * obs_words];
+        for (j, &k) in kept.iter().enumerate() {
+            for &l in dem.observable_matrix().col(k as usize) {
+                obs_masks[j * obs_words + l as usize / 64] |= 1 << (l % 64);
+            }
+        }
+        Ok(MechanismsToObservables {
+            inner,
+            num_detectors: dem.num_detectors(),
+            num_observables,
+            correction: vec![0; kept.len()],
+            kept,
+            obs_words,
+            obs_masks,
+            syndrome: vec![0; dem.num_detectors()],
+            obs_acc: vec![0; obs_words],
+        })
+    }
+
+    /// The mechanism decoder inside.
+    pub fn inner(&self) -> &D {
+        &self.inner
+    }
+}
+
+impl<D: MechanismDecoder + Clone> ObservableDecoder for MechanismsToObservables<D> {
+    fn num_detectors(&self) -> usize {
+        self.num_detectors
+    }
+
+    fn num_observables(&self) -> usize {
+        self.num_observables
+    }
+
+    fn decode_packed(
+        &mut self,
+        detectors: &[u8],
+        observables: &mut [u8],
+    ) -> Result<ShotInfo, DecoderError> {
+        for (i, s) in self.syndrome.iter_mut().enumerate() {
+            *s = detectors[i / 8] >> (i % 8) & 1;
+        }
+        let info = self
+            .inner
+            .decode_mechanisms(&self.syndrome, &mut self.correction)?;
+        self.obs_acc.fill(0);
+        let w = self.obs_words;
+        for (j, &c) in self.correction.iter().enumerate() {
+            if c != 0 {
+                for (a, m) in self
+                    .obs_acc
+                    .iter_mut()
+                    .zip(&self.obs_masks[j * w..(j + 1) * w])
+                {
+                    *a ^= m;
+                }
+            }
+        }
+        for (k, o) in observables.iter_mut().enumerate() {
+            *o = (self.obs_acc[k / 8] >> (8 * (k % 8)) & 0xff) as u8;
+        }
+        if !self.num_observables.is_multiple_of(8)
+            && let Some(last) = observables.last_mut()
+        {
+            *last &= (1u8 << (self.num_observables % 8)) - 1;
+        }
+        Ok(info)
+    }
+
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.inner.set_deadline(deadline);
+    }
+
+    fn mechanisms(&self) -> &[u32] {
+        &self.kept
+    }
+
+    fn correction(&self) -> &[u8] {
+        &self.correction
+    }
+
+    fn clone_box(&self) -> Box<dyn ObservableDecoder> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self.inner.as_any()
+    }
+}

@@ -324,7 +324,10 @@ mod tests {
         assert_eq!((s.payload_len, s.reply_len), (1, 1));
         for (syn, exp) in &s.entries {
             assert!(*syn < 8);
-            assert_eq!(*exp, u32::from(backline_decoders::steane::decode(*syn as u8)));
+            assert_eq!(
+                *exp,
+                u32::from(backline_decoders::steane::decode(*syn as u8))
+            );
         }
         let e = Workload::for_function("echo", 3, 16, 0.1, 1).unwrap();
         assert!(e.entries.iter().all(|(a, b)| a == b));

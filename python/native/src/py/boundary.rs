@@ -1,11 +1,14 @@
 //! The one panic boundary of the bindings. Every `#[pyfunction]` and every method, getter and
 //! constructor of a `#[pymethods]` block is one call of [`boundary`] (the crate's test
-//! `tests/py_boundary.rs` reads `src/py/` and fails on one that is not), so a panic in Rust
+//! `tests/py_boundary.rs` reads the crate's sources and fails on one that is not, and on
+//! `#[pyo3(get)]`-style fields, which would reach Rust without a body), so a panic in Rust
 //! reaches Python as `backline.errors.RunError` ("internal error: …"), an `Exception`, and
-//! never as pyo3's `PanicException`, which `except Exception` does not catch.
+//! never as pyo3's `PanicException`, which `except Exception` does not catch. (A `Drop` of a
+//! class's Rust value runs at deallocation, where no exception can be raised: pyo3 reports a
+//! panic there as unraisable.)
 //!
-//! The test hooks `_panic_for_test` ([`panic_for_test`]) and `_PanicProbe` ([`PanicProbe`]) panic inside it on purpose, for the
-//! Python tests to see what a panic becomes.
+//! The test hooks `_panic_for_test` ([`panic_for_test`]) and `_PanicProbe` ([`PanicProbe`])
+//! panic inside it on purpose, for the Python tests to see what a panic becomes.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -12,6 +12,7 @@
 pub mod codec;
 mod program;
 mod rounds;
+pub mod runner;
 mod tableau;
 
 use rand::{Rng, SeedableRng};

@@ -132,6 +132,48 @@ impl SessionConfig {
         }
     }
 
+    /// Applies the session settings of the environment, as the front ends name them: the
+    /// spin budget of every wait (`BACKLINE_SPIN_US`: µs, 0 = always block, -1 = never
+    /// block), for rdma the device and GID index (`BACKLINE_RDMA_DEVICE`,
+    /// `BACKLINE_RDMA_GID_INDEX`), and for udp and rdma the pre-shared key of admission read
+    /// from `BACKLINE_TOKEN_FILE`. Unset (or empty) variables leave the settings as they are;
+    /// a value that does not parse, or a key file that does not read, is [`Error::Invalid`]
+    /// naming the variable.
+    pub fn apply_env(&mut self) -> Result<(), Error> {
+        if let Ok(v) = std::env::var("BACKLINE_SPIN_US") {
+            let us: i64 = v.trim().parse().map_err(|_| {
+                Error::Invalid(format!(
+                    "BACKLINE_SPIN_US={v}: microseconds (0 = always block, -1 = never block)"
+                ))
+            })?;
+            self.wait = WaitPolicy::from_micros(us)
+                .map_err(|e| Error::Invalid(format!("BACKLINE_SPIN_US={v}: {e}")))?;
+        }
+        if self.transport == TransportKind::Rdma {
+            if let Ok(d) = std::env::var("BACKLINE_RDMA_DEVICE")
+                && !d.trim().is_empty()
+            {
+                self.rdma.device = Some(d.trim().to_string());
+            }
+            if let Ok(v) = std::env::var("BACKLINE_RDMA_GID_INDEX") {
+                let i: u8 = v.trim().parse().map_err(|_| {
+                    Error::Invalid(format!("BACKLINE_RDMA_GID_INDEX={v}: a GID index 0-255"))
+                })?;
+                self.rdma.gid_index = Some(i);
+            }
+        }
+        if matches!(self.transport, TransportKind::Udp | TransportKind::Rdma)
+            && let Some(path) = std::env::var_os("BACKLINE_TOKEN_FILE")
+            && !path.is_empty()
+        {
+            self.key = Some(
+                crate::AdmissionKey::from_file(std::path::Path::new(&path))
+                    .map_err(|e| Error::Invalid(e.to_string()))?,
+            );
+        }
+        Ok(())
+    }
+
     /// Checks geometry and rounds in flight.
     pub fn validate(&self) -> Result<(), Error> {
         self.geometry.validate()?;

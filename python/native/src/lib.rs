@@ -5,7 +5,8 @@
 //! interpreter released — sending every decode as a round through backline-transport to the
 //! placement's coprocessors, or through the (simulated) FPGA board of backline-apu.
 //!
-//! The Python bindings live in `py` behind the `python` feature (on for the extension
+//! The Python bindings live in `py` (one module per area, every call behind one panic
+//! boundary) behind the `python` feature (on for the extension
 //! module, which maturin builds); everything else is plain Rust with its own tests.
 #![deny(missing_docs)]
 
@@ -15,7 +16,3 @@ pub mod placement;
 pub mod program;
 #[cfg(feature = "python")]
 mod py;
-#[cfg(feature = "python")]
-mod py_cuqr;
-#[cfg(feature = "python")]
-mod pyerr;

@@ -1,13 +1,14 @@
-//! The placement at run time: coprocessors served from this process, the links a run opens
-//! to every coprocessor, and the run itself, with its failures sorted into what a user can
-//! act on (unreachable, timed out, decoder id not served, interrupted).
+//! The placement at run time: coprocessors served from this process and the links a run
+//! opens to every coprocessor. The run itself, with its failures sorted into what a user can
+//! act on, is `backline_stabvm::runner`'s (re-exported here).
 
 use std::time::Duration;
 
 use backline_responder::ResponderTable;
-use backline_stabvm::{Endpoint, RoundError, Rounds, SessionRounds, VmError};
+pub use backline_stabvm::runner::{Fabric, RunError, RunOutput, run};
+use backline_stabvm::{Endpoint, SessionRounds};
 use backline_transport::{CoprocessorSession, ServeOptions, SessionConfig, TransportKind};
-use backline_wire::{Geometry, Status};
+use backline_wire::Geometry;
 
 /// Why a placement could not be set up or a run failed.
 #[derive(Debug, thiserror::Error)]
@@ -49,7 +50,8 @@ pub fn transport_of(name: &str) -> Result<TransportKind, PlacementError> {
 
 /// The session settings both sides of a placement use: the default ring (8 slots of 64
 /// bytes, 48 bytes of payload, as `backline serve` uses by default), with the timeouts given
-/// and the spin budget of `BACKLINE_SPIN_US` when set.
+/// and the settings of the environment ([`SessionConfig::apply_env`]: `BACKLINE_SPIN_US`,
+/// the rdma device, the admission key).
 pub fn session_config(
     transport: TransportKind,
     payload_bytes: usize,
@@ -65,42 +67,9 @@ pub fn session_config(
     }
     c.reply_timeout = reply_timeout;
     c.setup_timeout = setup_timeout;
-    // The spin budget of every wait, as `backline bench` and `serve` take it.
-    if let Ok(v) = std::env::var("BACKLINE_SPIN_US") {
-        let us: i64 = v.trim().parse().map_err(|_| {
-            PlacementError::Invalid(format!(
-                "BACKLINE_SPIN_US={v}: microseconds (0 = always block, -1 = never block)"
-            ))
-        })?;
-        c.wait = backline_transport::WaitPolicy::from_micros(us)
-            .map_err(|e| PlacementError::Invalid(format!("BACKLINE_SPIN_US={v}: {e}")))?;
-    }
-    // The rdma device and GID index, as the Python placement (`Endpoint(rdma_device=…,
-    // gid_index=…)`) or `python -m backline serve --rdma-device … --gid-index …` sets them.
-    if transport == TransportKind::Rdma {
-        if let Ok(d) = std::env::var("BACKLINE_RDMA_DEVICE")
-            && !d.trim().is_empty()
-        {
-            c.rdma.device = Some(d.trim().to_string());
-        }
-        if let Ok(v) = std::env::var("BACKLINE_RDMA_GID_INDEX") {
-            let i: u8 = v.trim().parse().map_err(|_| {
-                PlacementError::Invalid(format!("BACKLINE_RDMA_GID_INDEX={v}: a GID index 0-255"))
-            })?;
-            c.rdma.gid_index = Some(i);
-        }
-    }
-    // The pre-shared key of admission, as `Endpoint(token_file=…)` or `python -m backline
-    // serve --token-file …` names it: both sides of a udp or rdma session prove or check it.
-    if matches!(transport, TransportKind::Udp | TransportKind::Rdma)
-        && let Some(path) = std::env::var_os("BACKLINE_TOKEN_FILE")
-        && !path.is_empty()
-    {
-        c.key = Some(
-            backline_transport::AdmissionKey::from_file(std::path::Path::new(&path))
-                .map_err(|e| PlacementError::Invalid(e.to_string()))?,
-        );
-    }
+    // The settings of the environment (spin budget, rdma device, admission key).
+    c.apply_env()
+        .map_err(|e| PlacementError::Invalid(e.to_string()))?;
     c.validate()
         .map_err(|e| PlacementError::Invalid(e.to_string()))?;
     Ok(c)
@@ -214,197 +183,6 @@ impl Server {
     pub fn stop(&mut self) -> Result<(), backline_transport::Error> {
         use backline_transport::Session as _;
         self.session.stop()
-    }
-}
-
-/// Why a run failed, sorted for the user.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// A coprocessor could not be reached when the run opened its session.
-    #[error("coprocessor {coprocessor} cannot be reached at {peer}: {source}")]
-    Unreachable {
-        /// Coprocessor number.
-        coprocessor: u32,
-        /// Where it was looked for.
-        peer: String,
-        /// Why.
-        source: backline_transport::Error,
-    },
-    /// A reply did not come in time, or the coprocessor's end of the session is gone (it died
-    /// or hangs): which of the two a dead coprocessor gives depends on whether a request
-    /// reached it before it died.
-    #[error("shot {shot}: coprocessor {coprocessor} ({peer}) did not answer: {source}")]
-    Timeout {
-        /// Shot.
-        shot: u64,
-        /// Coprocessor number.
-        coprocessor: u32,
-        /// Its peer.
-        peer: String,
-        /// The transport's error.
-        source: backline_transport::Error,
-    },
-    /// The coprocessor serves no function for a decoder id the program uses.
-    #[error(
-        "coprocessor {coprocessor} ({peer}) serves no function for decoder_id {decoder_id} (reply status {status})"
-    )]
-    UnservedDecoder {
-        /// Coprocessor number.
-        coprocessor: u32,
-        /// Its peer.
-        peer: String,
-        /// The decoder id.
-        decoder_id: u32,
-        /// The status.
-        status: &'static str,
-    },
-    /// The observer stopped the run (e.g. Ctrl-C).
-    #[error("interrupted after {0} shots")]
-    Interrupted(u64),
-    /// Anything else the VM or transport reported.
-    #[error("{0}")]
-    Vm(VmError),
-}
-
-/// Where the run's rounds go: the VM's rounds trait plus the timings of the rounds made.
-pub trait Fabric: Rounds {
-    /// Round-trip time of every completed round, ns, in order.
-    fn rtts_ns(&self) -> &[f64];
-    /// The peer of coprocessor `c`, for errors.
-    fn peer(&self, c: u32) -> String;
-}
-
-impl Fabric for SessionRounds {
-    fn rtts_ns(&self) -> &[f64] {
-        &self.rtts_ns
-    }
-    fn peer(&self, c: u32) -> String {
-        self.endpoint(c)
-            .map(|e| format!("{} {}", e.config.transport, e.peer))
-            .unwrap_or_else(|| "nowhere".into())
-    }
-}
-
-/// Remembers the last call and session of a failing round, to say which coprocessor failed.
-struct Tracked<'a> {
-    inner: &'a mut dyn Fabric,
-    last: Option<(&'static str, u32)>,
-}
-
-impl Tracked<'_> {
-    fn note<T>(
-        &mut self,
-        call: &'static str,
-        s: u32,
-        r: Result<T, RoundError>,
-    ) -> Result<T, RoundError> {
-        if r.is_err() {
-            self.last = Some((call, s));
-        }
-        r
-    }
-}
-
-impl Rounds for Tracked<'_> {
-    fn open(&mut self, session: u32, coprocessor: u32) -> Result<(), RoundError> {
-        let r = self.inner.open(session, coprocessor);
-        self.note("open", coprocessor, r)
-    }
-    fn stage(&mut self, session: u32, decoder_id: u32, payload: &[u8]) -> Result<(), RoundError> {
-        let r = self.inner.stage(session, decoder_id, payload);
-        self.note("stage", session, r)
-    }
-    fn post(&mut self, session: u32) -> Result<(), RoundError> {
-        let r = self.inner.post(session);
-        self.note("post", session, r)
-    }
-    fn collect(&mut self, session: u32) -> Result<u64, RoundError> {
-        let r = self.inner.collect(session);
-        self.note("collect", session, r)
-    }
-    fn close(&mut self, session: u32) -> Result<(), RoundError> {
-        let r = self.inner.close(session);
-        self.note("close", session, r)
-    }
-}
-
-/// The samples of a run.
-#[derive(Debug, Clone)]
-pub struct RunOutput {
-    /// Output bits, one byte (0/1) each, shot-major.
-    pub bits: Vec<u8>,
-    /// Bits per shot.
-    pub width: usize,
-    /// Shots run.
-    pub shots: u64,
-    /// RTT of every decode round, ns, in order.
-    pub rtts_ns: Vec<f64>,
-}
-
-/// Runs `program` for `shots` shots over `fabric`, sorting failures into [`RunError`].
-pub fn run(
-    program: &backline_stabvm::Program,
-    shots: u64,
-    seed: u64,
-    fabric: &mut dyn Fabric,
-    observer: &mut dyn FnMut(u64) -> bool,
-) -> Result<RunOutput, RunError> {
-    let mut t = Tracked {
-        inner: fabric,
-        last: None,
-    };
-    let r = backline_stabvm::run_observed(program, shots, seed, &mut t, observer);
-    let last = t.last;
-    match r {
-        Ok(s) => Ok(RunOutput {
-            bits: s.bits.iter().map(|&b| b as u8).collect(),
-            width: s.width,
-            shots: s.shots,
-            rtts_ns: fabric.rtts_ns().to_vec(),
-        }),
-        Err(VmError::Stopped(n)) => Err(RunError::Interrupted(n)),
-        Err(VmError::Round {
-            shot,
-            index,
-            source,
-        }) => {
-            let c = last.map_or(0, |(_, s)| s);
-            let peer = fabric.peer(c);
-            Err(match (last, source) {
-                (Some(("open", _)), RoundError::Transport(source)) => RunError::Unreachable {
-                    coprocessor: c,
-                    peer,
-                    source,
-                },
-                (_, RoundError::Transport(source))
-                    if source.is_timeout()
-                        || matches!(source, backline_transport::Error::PeerGone(_)) =>
-                {
-                    RunError::Timeout {
-                        shot,
-                        coprocessor: c,
-                        peer,
-                        source,
-                    }
-                }
-                (_, RoundError::Status { decoder_id, status })
-                    if status == Status::UnknownDecoder.name() =>
-                {
-                    RunError::UnservedDecoder {
-                        coprocessor: c,
-                        peer,
-                        decoder_id,
-                        status,
-                    }
-                }
-                (_, source) => RunError::Vm(VmError::Round {
-                    shot,
-                    index,
-                    source,
-                }),
-            })
-        }
-        Err(e) => Err(RunError::Vm(e)),
     }
 }
 

@@ -1,0 +1,59 @@
+//! The Python bindings: `backline._native`, one file per area —
+//!
+//! | module | binds |
+//! |---|---|
+//! | [`compile`] | `compile`, `Compiled`, `run`, `latency_summary` |
+//! | [`placement`] | `Server` (a coprocessor served by a thread of this process) |
+//! | [`decode`] | `DemDecoder` (circuit-level decoders for `backline.sinter`), `decoder_registry` |
+//! | [`stream`] | `StreamClient`, `stream_layout` |
+//! | [`board`] | `FpgaBoard` (feature `fpga`) |
+//! | [`cuqr`] | `CuqrServer` |
+//!
+//! Every call from Python runs behind the one panic boundary of [`boundary`], and raises the
+//! classes of the pure-Python module `backline.errors` named by [`errors::Class`].
+
+#[cfg(feature = "fpga")]
+mod board;
+mod boundary;
+mod compile;
+mod cuqr;
+mod decode;
+mod errors;
+mod placement;
+mod stream;
+
+use pyo3::prelude::*;
+
+use boundary::boundary;
+
+/// error_classes() -> list[str]: the names of the classes of `backline.errors` this module
+/// raises (besides the built-ins `ValueError`, `MemoryError`, `KeyboardInterrupt` and, should
+/// the package be out of step with this module, `SystemError`).
+#[pyfunction]
+fn error_classes() -> PyResult<Vec<&'static str>> {
+    boundary(|| Ok(errors::Class::ALL.iter().map(|c| c.name()).collect()))
+}
+
+/// The native half of the `backline` package.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<compile::Compiled>()?;
+    m.add_class::<placement::Server>()?;
+    m.add_class::<decode::DemDecoder>()?;
+    m.add_class::<stream::StreamClient>()?;
+    m.add_class::<cuqr::CuqrServer>()?;
+    #[cfg(feature = "fpga")]
+    m.add_class::<board::FpgaBoard>()?;
+    m.add_class::<boundary::PanicProbe>()?;
+    m.add_function(wrap_pyfunction!(compile::compile, m)?)?;
+    m.add_function(wrap_pyfunction!(compile::run, m)?)?;
+    m.add_function(wrap_pyfunction!(compile::latency_summary, m)?)?;
+    m.add_function(wrap_pyfunction!(stream::stream_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(decode::decoder_registry, m)?)?;
+    m.add_function(wrap_pyfunction!(error_classes, m)?)?;
+    m.add_function(wrap_pyfunction!(boundary::panic_for_test, m)?)?;
+    m.add("HAS_FPGA", cfg!(feature = "fpga"))?;
+    m.add("IMPLICIT_QEC", backline_compiler::passes::IMPLICIT_QEC)?;
+    m.add("PLAIN", backline_compiler::passes::PLAIN)?;
+    Ok(())
+}

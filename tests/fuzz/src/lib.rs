@@ -60,6 +60,11 @@ pub const TARGETS: &[Target] = &[
         run: parsers::dem_limits,
     },
     Target {
+        name: "dem-print",
+        what: "DetectorErrorModel's Display: a model that parses prints back to the same model",
+        run: parsers::dem_print,
+    },
+    Target {
         name: "stream-settings",
         what: "stream: spec settings (windows, iterations, streams) and the decoder they build",
         run: parsers::stream_settings,

@@ -271,6 +271,27 @@ pub fn dem_limits(data: &[u8]) {
     }
 }
 
+/// A stim detector error model printed back: any text that parses prints (`Display`) to text
+/// that parses within the same bounds to the same model — the same instruction tree, mechanisms,
+/// matrices, priors, coordinates and graphlike edges, line numbers apart — and that model
+/// prints to the same text again.
+pub fn dem_print(data: &[u8]) {
+    use backline_decoders::dem::DetectorErrorModel;
+    let text = String::from_utf8_lossy(data);
+    let Ok(dem) = DetectorErrorModel::parse_with(&text, "fuzz.dem", &FUZZ_DEM_LIMITS) else {
+        return;
+    };
+    assert!(!dem.instructions().is_empty());
+    let printed = dem.to_string();
+    let again = DetectorErrorModel::parse_with(&printed, "fuzz.dem", &FUZZ_DEM_LIMITS)
+        .unwrap_or_else(|e| panic!("the print does not parse: {e}\n{printed}"));
+    assert!(
+        again.without_lines() == dem.without_lines(),
+        "the print reads back to another model:\n{printed}"
+    );
+    assert_eq!(again.to_string(), printed, "printing is not stable");
+}
+
 /// The settings of a `stream:` spec (the first line is the decoder, `bposd` or `relay-bp`; the
 /// rest the `key=value;…` settings): a spec that parses has every bound kept — windows,
 /// iterations, OSD order, streams — and builds a streaming decoder of a small model (or is a

@@ -207,6 +207,23 @@ logical_observable L0\n"
             "tags-and-comments",
             b"error[tag](0.125) D0 # note\ndetector_separator\nerror(0.5) D0 L1\n".to_vec(),
         ),
+        (
+            "dem-print",
+            "blocks-tags-coordinates",
+            b"# tags, coordinates, nested blocks, separators\n\
+error[leak](0.125) D0 D1 ^ D2 L0\ndetector(1, 0.5, 0) D0\nREPEAT 2 {\n  error(1e-07) D1 l1\n  \
+repeat[r] 3 {\n    shift_detectors(0, 0, 1) 2\n    detector(0, 0, 0) D0 D1\n  }\n}\n\
+logical_observable L3\nshift_detectors 1\nerror(0.5) ^ D0 ^\n"
+                .to_vec(),
+        ),
+        (
+            "dem-print",
+            "number-spellings",
+            b"error(5e-324) D0\nerror(1) D1\nerror(0) D2\nerror(.25) D3\n\
+detector(+1.50, -0, 1E3, 1.7976931348623157e308, 0.000001) D0\n\
+shift_detectors() 18446744073709551615\nrepeat 3333333333333333 {\n}\n"
+                .to_vec(),
+        ),
         ("dem-limits", "repeat-past-the-bounds", {
             // targets 1000, coordinates 200, mechanisms 100 (little-endian u16s, minus one).
             let mut v = vec![0xE7, 0x03, 0xC7, 0x00, 0x63, 0x00];

@@ -193,6 +193,9 @@ pub static DECODERS: &[&Entry] = &[
     &crate::matching::ENTRY,
 ];
 
+/// The decoder of a front end that names none (`backline decode`, `stream:` specs).
+pub const DEFAULT_DECODER: &str = "bposd";
+
 /// The decoder named `name`.
 pub fn find(name: &str) -> Option<&'static Entry> {
     DECODERS.iter().copied().find(|e| e.name == name.trim())

@@ -125,8 +125,11 @@ impl Default for StreamSettings {
         StreamSettings {
             window: None,
             commit: None,
-            decoder: crate::registry::settings("bposd", crate::registry::Profile::Offline)
-                .expect("bposd is registered"),
+            decoder: crate::registry::settings(
+                crate::registry::DEFAULT_DECODER,
+                crate::registry::Profile::Offline,
+            )
+            .expect("the default decoder is registered"),
             limits: DemLimits::DEFAULT,
             deadline: None,
         }

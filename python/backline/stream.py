@@ -116,7 +116,7 @@ def stream_decoder(
     window: int | None = None,
     commit: int | None = None,
     *,
-    decoder: str = "bposd",
+    decoder: str = _native.DEFAULT_DECODER,
     streams: int = 1,
     idle_ms: int | None = None,
     **settings: Any,
@@ -127,7 +127,8 @@ def stream_decoder(
     ``window``: rounds per window (default: every round, one window over the shot, which is the
     whole-history decoder); ``commit``: rounds committed per window (default ``window − 1``).
     Rounds are the detectors that share a time coordinate (stim's ``detector(x, y, t)``), in
-    the model's order. ``decoder``: ``"bposd"``, ``"relay-bp"`` or ``"matching"``, with its
+    the model's order. ``decoder``: a registered decoder's name (``_native.decoder_registry()``:
+    BP+OSD, the default, Relay-BP or matching), with its
     settings by the names of ``ldpc`` (``max_iter``, ``bp_method``, ``ms_scaling_factor``,
     ``osd_method``, ``osd_order``…; the real-time defaults are 30 min-sum iterations with
     α = 0.625 and OSD-0) or ``relay-bp`` (``gamma0``, ``pre_iter``…); matching (exact

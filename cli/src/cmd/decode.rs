@@ -99,7 +99,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub obs: Option<PathBuf>,
     /// The decoder on the model: a registered one (bposd, relay-bp, matching).
-    #[arg(long, default_value = "bposd", value_parser = decoder_names())]
+    #[arg(long, default_value = registry::DEFAULT_DECODER, value_parser = decoder_names())]
     pub decoder: String,
     /// Decode only the first N shots.
     #[arg(long, value_name = "N")]
@@ -140,7 +140,7 @@ fn parse_dem_limits(s: &str) -> Result<DemLimits, String> {
 }
 
 /// The decoder of code-capacity mode (`--checks`): BP+OSD on the parity-check matrix.
-const CHECKS_DECODER: &str = "bposd";
+const CHECKS_DECODER: &str = backline_decoders::bposd::ENTRY.name;
 
 /// The most untimed decodes `--warmup` takes.
 const MAX_WARMUP: usize = 1_000_000;

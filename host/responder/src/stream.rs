@@ -55,9 +55,6 @@ use backline_wire::stream::{
 
 use crate::{Responder, ResponderError};
 
-/// The decoder of a `stream:` spec that names none.
-pub const DEFAULT_DECODER: &str = "bposd";
-
 /// Default idle time after which a shot left mid-way is dropped.
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(5);
 
@@ -105,7 +102,7 @@ pub fn parse_stream_spec(spec: &str) -> Result<StreamSpec, StreamSpecError> {
         Some((p, name)) if registry::find(name).is_some() => (p, registry::find(name)),
         _ => (rest, None),
     };
-    let decoder = entry.map_or(DEFAULT_DECODER, |e| e.name);
+    let decoder = entry.map_or(registry::DEFAULT_DECODER, |e| e.name);
     if path.is_empty() {
         return Err(bad("no model file".into()));
     }
@@ -666,6 +663,37 @@ pub(crate) mod tests {
         let m = f.respond(&req[..n], &mut out).unwrap();
         let (h, rest) = backline_wire::stream::parse_reply(&out[..m]).unwrap();
         (h, rest.to_vec())
+    }
+
+    #[test]
+    fn every_registered_setting_is_a_key_of_stream_specs() {
+        for e in registry::DECODERS {
+            for st in e.settings {
+                // Its real-time default, and its offline one, both read back as given.
+                for v in [st.realtime, st.offline] {
+                    let spec = format!("stream:x.dem:{}:{}={v}", e.name, st.key);
+                    let s = parse_stream_spec(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+                    assert_eq!(s.decoder, e.name);
+                    assert_eq!(s.settings.decoder.get(st.key).as_deref(), Some(v), "{spec}");
+                }
+            }
+            // A spec naming the decoder alone gets its real-time defaults.
+            let s = parse_stream_spec(&format!("stream:x.dem:{}", e.name)).unwrap();
+            assert_eq!(
+                s.settings.decoder,
+                registry::settings(e.name, Profile::Realtime).unwrap()
+            );
+        }
+        // A bad value: the registry's message, inside the spec's.
+        let mut want = registry::settings("relay-bp", Profile::Realtime).unwrap();
+        let want = want
+            .set("gamma_dist_interval", "1")
+            .unwrap_err()
+            .to_string();
+        let e = parse_stream_spec("stream:x.dem:relay-bp:gamma_dist_interval=1")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&want), "{e}");
     }
 
     #[test]

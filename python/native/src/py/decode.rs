@@ -106,7 +106,7 @@ fn dem_limits(py: Python<'_>, limits: &[(String, String)]) -> PyResult<DemLimits
 #[pymethods]
 impl DemDecoder {
     /// `DemDecoder(dem_text, decoder, settings, threads=1, name="<dem>", limits=[])`: `decoder`
-    /// is `"bposd"`, `"relay-bp"` or `"matching"`, `settings` `[(name, value as text)]` with
+    /// is the name of a registered decoder (`decoder_registry()`), `settings` `[(name, value as text)]` with
     /// ldpc's or relay-bp's names (none for matching), `limits` `[(name, value)]` of the model's bounds (`targets`,
     /// `coords`, `mechanisms`, over `BACKLINE_DEM_LIMITS`). Raises `DetectorErrorModelError`
     /// for a model that does not parse or expands past its bounds (naming the line) and

@@ -53,6 +53,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(boundary::panic_for_test, m)?)?;
     m.add("HAS_FPGA", cfg!(feature = "fpga"))?;
+    m.add(
+        "DEFAULT_DECODER",
+        backline_decoders::registry::DEFAULT_DECODER,
+    )?;
     m.add("IMPLICIT_QEC", backline_compiler::passes::IMPLICIT_QEC)?;
     m.add("PLAIN", backline_compiler::passes::PLAIN)?;
     Ok(())

@@ -449,7 +449,6 @@ fn bad_inputs_are_one_line_errors() {
             b"error(0.1) D0\nerror(1.2) D1\n",
             ":2: probability 1.2 is outside [0, 1]",
         ),
-        (b"# nothing\n", ": the model has no error mechanisms"),
         (
             b"error(0.1) D0\nrepeat 3 {\nerror(0.1) D1\n",
             ":2: `repeat` block without its closing `}`",

@@ -116,22 +116,31 @@ pub struct MechanismsToObservables<D> {
     obs_acc: Vec<u64>,
 }
 
-/// The usable mechanisms of `dem` (see [`MechanismsToObservables`]), refusing priors that a
-/// BP decoder cannot take.
+/// The largest prior a mechanism enters BP with: a mechanism with `p ≥ ½` (more likely to have
+/// happened than not) enters with `½ − 2⁻³⁰`, a prior that says nothing either way, so that the
+/// syndrome alone decides whether it is chosen. (BP's messages assume priors below ½, and
+/// `ldpc` refuses a channel of ½; matching weighs such an edge negatively instead, as
+/// PyMatching does.)
+pub const MAX_BP_PRIOR: f64 = 0.5 - 1.0 / (1u64 << 30) as f64;
+
+/// Whether some mechanism of `dem` with `p > 0` flips a detector: whether a decoder can infer
+/// anything from a shot's detection events. A model without one (no detectors, or mechanisms
+/// that flip only observables) is answered by [`ConstantDecoder`].
+pub fn has_evidence(dem: &DetectorErrorModel) -> bool {
+    (0..dem.num_mechanisms()).any(|k| {
+        let m = dem.mechanism(k);
+        m.p > 0.0 && !m.detectors.is_empty()
+    })
+}
+
+/// The usable mechanisms of `dem` (see [`MechanismsToObservables`]); a prior of `p ≥ ½` is
+/// used as [`MAX_BP_PRIOR`] (see [`bp_prior`]).
 pub fn usable_mechanisms(dem: &DetectorErrorModel) -> Result<Vec<u32>, DecoderError> {
     let mut kept = Vec::new();
     for k in 0..dem.num_mechanisms() {
         let mech = dem.mechanism(k);
-        if mech.p == 0.0 || mech.detectors.is_empty() {
+        if !(mech.p > 0.0) || mech.detectors.is_empty() {
             continue;
-        }
-        if !(mech.p > 0.0 && mech.p < 0.5) {
-            return Err(DecoderError::MechanismPrior {
-                file: dem.name().to_string(),
-                line: mech.line,
-                mechanism: k,
-                p: mech.p,
-            });
         }
         kept.push(k as u32);
     }
@@ -141,20 +150,80 @@ pub fn usable_mechanisms(dem: &DetectorErrorModel) -> Result<Vec<u32>, DecoderEr
     Ok(kept)
 }
 
+/// The prior a mechanism of probability `p` enters BP with: `p`, or [`MAX_BP_PRIOR`] for
+/// `p ≥ ½`.
+pub fn bp_prior(p: f64) -> f64 {
+    p.min(MAX_BP_PRIOR)
+}
+
+/// The decoder of a model from which nothing can be inferred (no mechanism with `p > 0` flips
+/// a detector: an empty circuit's model, one without detectors): every shot is predicted to
+/// flip no observable, as PyMatching predicts for such a model. Built by the registry for any
+/// decoder ([`crate::registry::DecoderSettings::build`]), so that every decoder keeps sinter's
+/// contract for degenerate models.
+#[derive(Debug, Clone)]
+pub struct ConstantDecoder {
+    num_detectors: usize,
+    num_observables: usize,
+}
+
+impl ConstantDecoder {
+    /// The constant decoder of `dem`'s shape.
+    pub fn new(dem: &DetectorErrorModel) -> ConstantDecoder {
+        ConstantDecoder {
+            num_detectors: dem.num_detectors(),
+            num_observables: dem.num_observables(),
+        }
+    }
+}
+
+impl ObservableDecoder for ConstantDecoder {
+    fn num_detectors(&self) -> usize {
+        self.num_detectors
+    }
+
+    fn num_observables(&self) -> usize {
+        self.num_observables
+    }
+
+    fn decode_packed(
+        &mut self,
+        _detectors: &[u8],
+        observables: &mut [u8],
+    ) -> Result<ShotInfo, DecoderError> {
+        observables.fill(0);
+        Ok(ShotInfo {
+            converged: true,
+            ..ShotInfo::default()
+        })
+    }
+
+    fn clone_box(&self) -> Box<dyn ObservableDecoder> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 impl<D: MechanismDecoder + Clone> MechanismsToObservables<D> {
     /// Keeps `dem`'s usable mechanisms and builds the decoder with `build(checks, priors)`
     /// over them.
     ///
-    /// Errors: [`DecoderError::MechanismPrior`] for a usable mechanism with `p ≥ 0.5` (naming
-    /// its line), [`DecoderError::NothingToDecode`] when no mechanism is usable, and
-    /// `build`'s own.
+    /// Errors: [`DecoderError::NothingToDecode`] when no mechanism is usable (the registry
+    /// answers such a model with a [`ConstantDecoder`] before it gets here), and `build`'s
+    /// own.
     pub fn new(
         dem: &DetectorErrorModel,
         build: impl FnOnce(&SparseMatrix, Vec<f64>) -> Result<D, DecoderError>,
     ) -> Result<MechanismsToObservables<D>, DecoderError> {
         let kept = usable_mechanisms(dem)?;
         let h: SparseMatrix = dem.check_matrix().select_columns(&kept);
-        let priors: Vec<f64> = kept.iter().map(|&k| dem.priors()[k as usize]).collect();
+        let priors: Vec<f64> = kept
+            .iter()
+            .map(|&k| bp_prior(dem.priors()[k as usize]))
+            .collect();
         let inner = build(&h, priors)?;
         let num_observables = dem.num_observables();
         let obs_words = words_for(num_observables).max(1);

@@ -60,7 +60,9 @@ pub enum DecoderError {
         /// What it must be.
         expected: &'static str,
     },
-    /// A mechanism of a detector error model whose probability a decoder cannot use.
+    /// A mechanism of a detector error model whose probability a decoder cannot use. No longer
+    /// returned by the decoders on a model (a prior of `p ≥ ½` enters BP as
+    /// [`crate::decoder::MAX_BP_PRIOR`]); kept so that matches on it still compile.
     #[error(
         "{file}:{line}: mechanism {mechanism} has probability {p}; the decoders need 0 < p < 0.5"
     )]

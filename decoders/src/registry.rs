@@ -293,11 +293,17 @@ impl DecoderSettings {
             .collect()
     }
 
-    /// The decoder on `dem`.
+    /// The decoder on `dem`: the entry's own, or, for a model from which nothing can be
+    /// inferred (no mechanism with `p > 0` flips a detector), a
+    /// [`crate::decoder::ConstantDecoder`] whatever the entry — sinter's contract for
+    /// degenerate models, kept by every decoder alike.
     pub fn build(
         &self,
         dem: &DetectorErrorModel,
     ) -> Result<Box<dyn ObservableDecoder>, DecoderError> {
+        if !crate::decoder::has_evidence(dem) {
+            return Ok(Box::new(crate::decoder::ConstantDecoder::new(dem)));
+        }
         self.config.build(dem)
     }
 

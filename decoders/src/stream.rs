@@ -669,6 +669,17 @@ fn bp_window(
 ) -> Result<WindowInner, StreamBuildError> {
     let cut = dem.window_from(detectors.clone());
     let decoder = match DemDecoder::new(&cut.model, settings) {
+        // A window whose model holds no usable mechanism is answered by a constant decoder:
+        // for a stream that is the same lack as before.
+        Ok(d) if d.mechanisms().is_empty() => {
+            return Err(StreamBuildError::Layout {
+                file: dem.name().to_string(),
+                msg: format!(
+                    "no mechanism that a decoder can use starts in rounds {rounds:?}; \
+                     make the window longer"
+                ),
+            });
+        }
         Ok(d) => d,
         // No mechanism starts in the window: it has nothing to decide.
         Err(DecoderError::NothingToDecode(_)) => {

@@ -118,8 +118,8 @@ def test_compile_errors_surface_as_errors():
         RelayBpSinterDecoder(stop_nconv=0).compile_decoder_for_dem(dem=dem)
     with pytest.raises(errors.DecoderSettingsError, match="osd_method: `osd9`"):
         BpOsdSinterDecoder(osd_method="osd9").compile_decoder_for_dem(dem=dem)
-    with pytest.raises(errors.DecoderSettingsError, match=r"mechanism 1 has probability 0.6"):
-        BpOsdSinterDecoder().compile_decoder_for_dem(dem=stim.DetectorErrorModel("error(0.1) D0\nerror(0.6) D0 D1"))
+    # A mechanism with p > 0.5 is no error (sinter's contract): it decodes.
+    BpOsdSinterDecoder().compile_decoder_for_dem(dem=stim.DetectorErrorModel("error(0.1) D0\nerror(0.6) D0 D1"))
     with pytest.raises(errors.DetectorErrorModelError, match=r"m.dem:2: unknown instruction `flip`"):
         _native.DemDecoder("error(0.1) D0\nflip D1\n", "bposd", [], 1, "m.dem")
     with pytest.raises(errors.DecoderSettingsError, match="unknown decoder"):

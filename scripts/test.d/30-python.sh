@@ -22,6 +22,14 @@ echo "   built and installed in $(( $(date +%s) - t0 )) s"
 echo "-- pytest python/tests"
 "$PY" -m pytest -q -p no:cacheprovider python/tests
 
+# sinter's own decoder tests, from the installed sinter wheel (nothing of it is committed),
+# against every backline decoder: the degenerate models its contract allows (empty circuits, no
+# detectors, no observables, p ≥ 0.5), post-selection, error splitting, sinter.collect.
+echo "-- sinter's decoder test suite against backline-bposd, backline-relay-bp, backline-matching"
+(cd /tmp && SINTER_PYTEST_CUSTOM_DECODERS=backline_sinter_decoders:decoders \
+    PYTHONPATH="$OLDPWD/python/tests" "$PY" -m pytest -q -p no:cacheprovider \
+    --pyargs sinter._decoding._decoding_test -k backline) | tail -3
+
 # PennyLane's device tests. 10,000 shots: the suite's stochastic tolerance is 0.05, which
 # 10,000 shots meet with a wide margin (σ ≤ 0.01 for an expectation of ±1 outcomes).
 echo "-- pl-device-test --device backline.qubit --shots 10000"

@@ -246,8 +246,7 @@ fn xor_sorted(v: &mut [u64], out: &mut Vec<u32>) {
 }
 
 /// Executes a parsed tree (already checked against its limits) into a model named `name`
-/// whose instruction list is still empty: line 0 with [`DemErrorKind::Empty`] when nothing
-/// flips anything.
+/// whose instruction list is still empty.
 pub(super) fn execute(
     tree: &[Instruction],
     name: &str,
@@ -268,10 +267,9 @@ pub(super) fn execute(
         edges: Vec::new(),
         hyperedge: None,
     };
+    // A model with no mechanism (an empty circuit's) is a model: it predicts nothing, and the
+    // decoders answer it with constant predictions (sinter's contract).
     ex.run(tree)?;
-    if ex.priors.is_empty() {
-        return Err((0, DemErrorKind::Empty));
-    }
     let (nd, no) = (ex.num_detectors as usize, ex.num_observables as usize);
     let mut checks = SparseMatrix::with_rows(nd);
     let mut observables = SparseMatrix::with_rows(no);

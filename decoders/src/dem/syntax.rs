@@ -80,7 +80,8 @@ pub enum DemErrorKind {
     /// A `{` without its `}`, or a `}` without its `{`.
     #[error("{0}")]
     Block(String),
-    /// The model holds no error mechanism that flips anything.
+    /// No longer returned: a model without error mechanisms is read (the decoders answer it
+    /// with constant predictions); kept so that matches on it still compile.
     #[error("the model has no error mechanisms")]
     Empty,
 }

@@ -107,8 +107,6 @@ fn bad_models_are_errors_with_lines() {
         ("error(0.1) D0 7\n", "does not take the target `7`"),
         ("error(0.1) X3\n", "bad target `X3`"),
         ("detector L0\n", "`detector` does not take the target `L0`"),
-        ("", "t.dem: the model has no error mechanisms"),
-        ("# only a comment\ndetector D3\n", "no error mechanisms"),
         (
             "repeat 2 {\nerror(0.1) D0\n",
             "t.dem:1: `repeat` block without its closing",

@@ -139,7 +139,7 @@ pub fn usable_mechanisms(dem: &DetectorErrorModel) -> Result<Vec<u32>, DecoderEr
     let mut kept = Vec::new();
     for k in 0..dem.num_mechanisms() {
         let mech = dem.mechanism(k);
-        if !(mech.p > 0.0) || mech.detectors.is_empty() {
+        if mech.p <= 0.0 || mech.p.is_nan() || mech.detectors.is_empty() {
             continue;
         }
         kept.push(k as u32);

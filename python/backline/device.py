@@ -39,6 +39,7 @@ from .errors import (
     UnknownQecCodeError,
     UnknownTransportError,
 )
+from .limits import PAYLOAD_BYTES, check_int, check_program_header, check_wire_count, program_limits
 from .placement import TRANSPORTS, Controller, Coprocessor, Endpoint
 
 QEC_CODES = ("steane", None)
@@ -397,6 +398,11 @@ class Backline(Device):
         print_after_all: bool = False,
         payload_bytes: int = 48,
     ):
+        check_wire_count("Backline(wires)", wires)
+        check_int("Backline(payload_bytes)", payload_bytes, PAYLOAD_BYTES,
+                  "a slot's payload, as backline serve --payload-bytes")
+        if shots is not None and hasattr(shots, "__index__") and not isinstance(shots, bool):
+            program_limits().check("shots", shots, "Backline(shots)")
         if controller is None:
             controller = Controller(wires=wires)
         elif wires is not None and controller.wires is not None and Wires(wires) != _wires(controller.wires):
@@ -544,7 +550,15 @@ class Backline(Device):
     def _execute_one(self, tape):
         t0 = time.perf_counter()
         shots = tape.shots.total_shots
+        # The program limits before anything is compiled or allocated for this run: an absurd
+        # count of shots or wires is a ValueError here, not an abort in the VM.
+        lim = program_limits()
+        if shots is not None:
+            lim.check("shots", shots)
+        lim.check("qubits", len(self._wire_list(tape)), "wires")
         tr, compiled = self.compile(tape, dumps=self.print_after_all)
+        if shots is not None:
+            check_program_header(compiled.to_bytes(), shots)
         if self.print_after_all:
             for stage, text in compiled.dumps:
                 print(f"// ----- IR {'before the first pass' if stage == 'input' else 'after ' + stage} -----\n{text}",

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .errors import CoprocessorFunctionError, PlacementError
+from .limits import DECODER_ID, GID_INDEX, PORT, check_int, check_wire_count
 
 #: Decoder ids of the two check types of a CSS code (X checks, Z checks).
 X_CHECKS = 0
@@ -318,6 +319,12 @@ class Endpoint:
     reply_timeout: float = 1.0
     setup_timeout: float = 5.0
 
+    def __post_init__(self):
+        if self.port is not None:
+            check_int("Endpoint(port)", self.port, PORT, "a TCP/UDP port")
+        if self.gid_index is not None:
+            check_int("Endpoint(gid_index)", self.gid_index, GID_INDEX, "an RDMA GID index is 8 bits")
+
     def peer(self) -> str:
         """The address as the transport takes it."""
         if self.address is None:
@@ -382,6 +389,7 @@ class Controller:
     executor_options: dict | None = None
 
     def __post_init__(self):
+        check_wire_count("Controller(wires)", self.wires)
         if self.hardware not in ("cpu", "fpga"):
             raise PlacementError(f"Controller(hardware={self.hardware!r}): expected 'cpu' or 'fpga'")
         if self.device is not None:
@@ -496,7 +504,8 @@ class Coprocessor:
         if f is None:
             return {}
         if isinstance(f, dict):
-            return {int(k): v for k, v in f.items()}
+            return {check_int("Coprocessor(coprocessor_fn) decoder_id", k, DECODER_ID,
+                              "the slot header's 32-bit decoder_id"): v for k, v in f.items()}
         return {i: f for i in f.default_ids}
 
     def fns(self) -> list[tuple[int, str]]:

@@ -260,7 +260,7 @@ class _Runtime:
                 "reached over shm, udp or rdma"
             )
         opts = c.executor_options
-        x = Executor(opts["address"])
+        x = Executor(opts["address"], token_file=opts.get("token_file"))
         addr = ep.peer() if ep.address else ({"shm": f"bl-{tag}-{i}"}.get(t, "0.0.0.0:0"))
         sock, peer = x.serve({
             "transport": t, "address": addr, "key": f"backline-{tag}-{i}", "fns": c.fns(),
@@ -350,8 +350,9 @@ def _controller_executor(controller: Controller):
     opts = controller.executor_options
     timeout = float(opts.get("connect_timeout", 10.0))
     if opts.get("address"):
-        return Executor.connect(opts["address"], timeout)
-    return Executor.spawn(opts.get("python"), timeout=max(60.0, timeout))
+        return Executor.connect(opts["address"], timeout, token_file=opts.get("token_file"))
+    return Executor.spawn(opts.get("python"), timeout=max(60.0, timeout),
+                          token_file=opts.get("token_file"))
 
 
 @simulator_tracking

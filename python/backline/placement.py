@@ -340,6 +340,8 @@ EXECUTOR_OPTIONS = {
                "--bind HOST:PORT); without it, one is started on this machine",
     "connect_timeout": "seconds to wait for it to answer (default 10)",
     "python": "the interpreter that starts a local executor (default: this one)",
+    "token_file": "the pre-shared key a keyed executor admits (python -m backline executor "
+                  "--token-file; default BACKLINE_TOKEN_FILE); one started here takes it too",
 }
 
 
@@ -357,7 +359,7 @@ def check_executor_options(who: str, options) -> dict:
             )
         if k == "connect_timeout" and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
             raise PlacementError(f"{who}: executor_options connect_timeout={v!r} must be a positive number")
-        if k in ("address", "python") and not (isinstance(v, str) and v):
+        if k in ("address", "python", "token_file") and not (isinstance(v, (str, os.PathLike)) and os.fspath(v)):
             raise PlacementError(f"{who}: executor_options {k}={v!r} must be a non-empty string")
     return dict(options)
 

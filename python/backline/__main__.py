@@ -43,12 +43,28 @@ def serve(argv=None) -> int:
     from . import _native
     from .errors import BacklineError
 
+    from .limits import DECODER_ID, GID_INDEX, PAYLOAD_BYTES, SESSIONS, check_int
+
+    # The ranges `backline serve` has (backline.limits names where each comes from): a value
+    # outside is refused here, never clamped or wrapped on its way into the runtime.
+    try:
+        check_int("--payload-bytes", a.payload_bytes, PAYLOAD_BYTES,
+                  "the largest slot's capacity, as backline serve")
+        if a.sessions is not None:
+            check_int("--sessions", a.sessions, SESSIONS)
+        if a.gid_index is not None:
+            check_int("--gid-index", a.gid_index, GID_INDEX)
+    except ValueError as e:
+        p.error(str(e))
     fns = []
     for f in a.fn or ["0=steane", "1=steane"]:
         i, sep, spec = f.partition("=")
         if not sep or not i.strip().isdigit():
             p.error(f"--fn {f!r}: expected ID=SPEC, e.g. 0=steane")
-        fns.append((int(i), spec))
+        try:
+            fns.append((check_int("--fn ID", int(i), DECODER_ID, "a 32-bit decoder_id"), spec))
+        except ValueError as e:
+            p.error(str(e))
     if a.transport == "memcpy":
         p.error("memcpy keeps controller and coprocessor in one process")
     if a.transport == "rdma" and (a.rdma_device or a.gid_index is not None):

@@ -39,6 +39,7 @@ from .errors import (
     UnknownQecCodeError,
     UnknownTransportError,
 )
+from .limits import PAYLOAD_BYTES, check_int, check_program_header, check_wire_count, program_limits
 from .placement import TRANSPORTS, Controller, Coprocessor, Endpoint
 
 QEC_CODES = ("steane", None)
@@ -259,7 +260,7 @@ class _Runtime:
                 "reached over shm, udp or rdma"
             )
         opts = c.executor_options
-        x = Executor(opts["address"])
+        x = Executor(opts["address"], token_file=opts.get("token_file"))
         addr = ep.peer() if ep.address else ({"shm": f"bl-{tag}-{i}"}.get(t, "0.0.0.0:0"))
         sock, peer = x.serve({
             "transport": t, "address": addr, "key": f"backline-{tag}-{i}", "fns": c.fns(),
@@ -349,8 +350,9 @@ def _controller_executor(controller: Controller):
     opts = controller.executor_options
     timeout = float(opts.get("connect_timeout", 10.0))
     if opts.get("address"):
-        return Executor.connect(opts["address"], timeout)
-    return Executor.spawn(opts.get("python"), timeout=max(60.0, timeout))
+        return Executor.connect(opts["address"], timeout, token_file=opts.get("token_file"))
+    return Executor.spawn(opts.get("python"), timeout=max(60.0, timeout),
+                          token_file=opts.get("token_file"))
 
 
 @simulator_tracking
@@ -397,6 +399,11 @@ class Backline(Device):
         print_after_all: bool = False,
         payload_bytes: int = 48,
     ):
+        check_wire_count("Backline(wires)", wires)
+        check_int("Backline(payload_bytes)", payload_bytes, PAYLOAD_BYTES,
+                  "a slot's payload, as backline serve --payload-bytes")
+        if shots is not None and hasattr(shots, "__index__") and not isinstance(shots, bool):
+            program_limits().check("shots", shots, "Backline(shots)")
         if controller is None:
             controller = Controller(wires=wires)
         elif wires is not None and controller.wires is not None and Wires(wires) != _wires(controller.wires):
@@ -544,7 +551,15 @@ class Backline(Device):
     def _execute_one(self, tape):
         t0 = time.perf_counter()
         shots = tape.shots.total_shots
+        # The program limits before anything is compiled or allocated for this run: an absurd
+        # count of shots or wires is a ValueError here, not an abort in the VM.
+        lim = program_limits()
+        if shots is not None:
+            lim.check("shots", shots)
+        lim.check("qubits", len(self._wire_list(tape)), "wires")
         tr, compiled = self.compile(tape, dumps=self.print_after_all)
+        if shots is not None:
+            check_program_header(compiled.to_bytes(), shots)
         if self.print_after_all:
             for stage, text in compiled.dumps:
                 print(f"// ----- IR {'before the first pass' if stage == 'input' else 'after ' + stage} -----\n{text}",

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .errors import CoprocessorFunctionError, PlacementError
+from .limits import DECODER_ID, GID_INDEX, PORT, check_int, check_wire_count
 
 #: Decoder ids of the two check types of a CSS code (X checks, Z checks).
 X_CHECKS = 0
@@ -318,6 +319,12 @@ class Endpoint:
     reply_timeout: float = 1.0
     setup_timeout: float = 5.0
 
+    def __post_init__(self):
+        if self.port is not None:
+            check_int("Endpoint(port)", self.port, PORT, "a TCP/UDP port")
+        if self.gid_index is not None:
+            check_int("Endpoint(gid_index)", self.gid_index, GID_INDEX, "an RDMA GID index is 8 bits")
+
     def peer(self) -> str:
         """The address as the transport takes it."""
         if self.address is None:
@@ -333,6 +340,8 @@ EXECUTOR_OPTIONS = {
                "--bind HOST:PORT); without it, one is started on this machine",
     "connect_timeout": "seconds to wait for it to answer (default 10)",
     "python": "the interpreter that starts a local executor (default: this one)",
+    "token_file": "the pre-shared key a keyed executor admits (python -m backline executor "
+                  "--token-file; default BACKLINE_TOKEN_FILE); one started here takes it too",
 }
 
 
@@ -350,7 +359,7 @@ def check_executor_options(who: str, options) -> dict:
             )
         if k == "connect_timeout" and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
             raise PlacementError(f"{who}: executor_options connect_timeout={v!r} must be a positive number")
-        if k in ("address", "python") and not (isinstance(v, str) and v):
+        if k in ("address", "python", "token_file") and not (isinstance(v, (str, os.PathLike)) and os.fspath(v)):
             raise PlacementError(f"{who}: executor_options {k}={v!r} must be a non-empty string")
     return dict(options)
 
@@ -382,6 +391,7 @@ class Controller:
     executor_options: dict | None = None
 
     def __post_init__(self):
+        check_wire_count("Controller(wires)", self.wires)
         if self.hardware not in ("cpu", "fpga"):
             raise PlacementError(f"Controller(hardware={self.hardware!r}): expected 'cpu' or 'fpga'")
         if self.device is not None:
@@ -496,7 +506,8 @@ class Coprocessor:
         if f is None:
             return {}
         if isinstance(f, dict):
-            return {int(k): v for k, v in f.items()}
+            return {check_int("Coprocessor(coprocessor_fn) decoder_id", k, DECODER_ID,
+                              "the slot header's 32-bit decoder_id"): v for k, v in f.items()}
         return {i: f for i in f.default_ids}
 
     def fns(self) -> list[tuple[int, str]]:

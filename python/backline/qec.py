@@ -20,6 +20,7 @@ from pennylane.ops.mid_measure import MeasurementValue
 from pennylane.wires import Wires
 
 from .errors import DecodeOutsideQNodeError, RuntimeCallError
+from .limits import COPROCESSOR_INDEX, DECODER_ID, PAYLOAD_BYTES, check_int
 
 
 class RuntimeCall(Enum):
@@ -112,8 +113,8 @@ def _syndrome(values) -> tuple[MeasurementValue, ...]:
 
 
 def _coprocessor_index(coprocessor) -> int:
-    if isinstance(coprocessor, int) and coprocessor >= 0:
-        return coprocessor
+    if isinstance(coprocessor, int) and not isinstance(coprocessor, bool):
+        return check_int("coprocessor", coprocessor, COPROCESSOR_INDEX, "the placement's coprocessor index")
     raise TypeError(f"coprocessor={coprocessor!r}: the index of the placement's coprocessor (0, 1, …)")
 
 
@@ -181,8 +182,9 @@ def decode(syndrome, decoder_id: int = 0, coprocessor: int = 0) -> DecodeResult:
     Only inside a QNode: outside, raises :class:`~backline.errors.DecodeOutsideQNodeError`.
     """
     _recording("decode")
-    if not isinstance(decoder_id, int) or decoder_id < 0:
+    if isinstance(decoder_id, bool) or not isinstance(decoder_id, int):
         raise TypeError(f"decoder_id={decoder_id!r}: a non-negative integer")
+    check_int("decoder_id", decoder_id, DECODER_ID, "the slot header's 32-bit decoder_id")
     op = Decode(_syndrome(syndrome), decoder_id, _coprocessor_index(coprocessor))
     return DecodeResult(op)
 
@@ -238,15 +240,15 @@ def _form_error(call: RuntimeCall, why: str) -> TypeError:
 
 
 def _byte_count(call: RuntimeCall, what: str, v) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 64 * 1024:
-        raise _form_error(call, f"{what}={v!r} is not a byte count (1 ..= 65536)")
-    return v
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise _form_error(call, f"{what}={v!r} is not a byte count (1 ..= {PAYLOAD_BYTES[1]})")
+    return check_int(f"{call.name}: {what}", v, (1, PAYLOAD_BYTES[1]), "a slot's payload")
 
 
 def _decoder_id(call: RuntimeCall, v) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+    if isinstance(v, bool) or not isinstance(v, int):
         raise _form_error(call, f"decoder_id={v!r} is not a non-negative integer")
-    return v
+    return check_int(f"{call.name}: decoder_id", v, DECODER_ID, "the slot header's 32-bit decoder_id")
 
 
 def _get_session(args, kwargs) -> Session:
@@ -277,6 +279,8 @@ def _get_session(args, kwargs) -> Session:
             raise _form_error(call, "an empty key")
     elif isinstance(key, bool) or not isinstance(key, int) or key < 0:
         raise _form_error(call, f"key {key!r} (a coprocessor's index or name)")
+    else:
+        check_int("GET_SESSION: key", key, COPROCESSOR_INDEX, "the placement's coprocessor index")
     RuntimeCallOp(GET_SESSION, key)
     return Session(key)
 

@@ -144,9 +144,22 @@ fn command() -> clap::Command {
 
 fn main() -> ExitCode {
     init_logging();
-    let cli: Cli = match backline_bench::cli::parse("backline", command()) {
-        Ok(c) => c,
-        Err(code) => return code,
+    use clap::FromArgMatches;
+    let parsed = command()
+        .try_get_matches()
+        .ok()
+        .and_then(|m| Cli::from_arg_matches(&m).ok().map(|c| (c, m)));
+    let cli: Cli = match parsed {
+        Some((c, m)) => {
+            // An explicit flag wins over its environment variable: say so where they differ.
+            cmd::origin::remember(&command(), &m);
+            c
+        }
+        // clap's refusal, its help or version, rendered as every front end renders them.
+        None => match backline_bench::cli::parse("backline", command()) {
+            Ok(c) => c,
+            Err(code) => return code,
+        },
     };
     let result = match cli.command {
         Command::Bench(a) => cmd::bench::run(a),

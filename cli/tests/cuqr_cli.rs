@@ -347,3 +347,101 @@ fn serve_refuses_rings_and_slots_it_cannot_serve() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("add --protocol cuqr"), "{err}");
 }
+
+/// `backline` with `BACKLINE_TOKEN_FILE` set to `env` (or unset): (exit status, stderr).
+fn with_token_env(env: Option<&str>, args: &[&str]) -> (Option<i32>, String) {
+    let mut c = Command::new(BIN);
+    c.args(args).env_remove("BACKLINE_TOKEN_FILE");
+    if let Some(e) = env {
+        c.env("BACKLINE_TOKEN_FILE", e);
+    }
+    let o = c.output().unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// An explicit `--token-file` always wins over `BACKLINE_TOKEN_FILE`: the cuqr protocol has
+/// no keyed hello, so an explicit one is refused whatever the variable names, and the
+/// variable alone is passed over; where both are given and differ, stderr says which is used.
+#[test]
+fn an_explicit_token_file_wins_over_the_environment() {
+    let dir = scratch("token-env");
+    let key = dir.join("key").display().to_string();
+    let o = Command::new(BIN).args(["token", &key]).output().unwrap();
+    assert!(o.status.success() || std::path::Path::new(&key).exists());
+    let missing = dir.join("missing").display().to_string();
+    let spec = format!("0=stream:{}", model());
+    let responder = format!("stream:{}", model());
+    let serve = [
+        "serve",
+        "--protocol",
+        "cuqr",
+        "--fn",
+        &spec,
+        "--slot-size",
+        "200",
+    ];
+    let bench = [
+        "bench",
+        "--protocol",
+        "cuqr",
+        "--peer",
+        "127.0.0.1:9",
+        "--responder",
+        &responder,
+        "--shots",
+        "2",
+        "--timeout-ms",
+        "200",
+        "--no-plots",
+        "--quiet",
+    ];
+    for cmd in [&serve[..], &bench[..]] {
+        for (flag, env) in [
+            (Some(&key), Some(&key)),
+            (Some(&key), Some(&missing)),
+            (Some(&missing), Some(&key)),
+            (Some(&key), None),
+        ] {
+            let mut args = cmd.to_vec();
+            args.extend(["--token-file", flag.unwrap()]);
+            let (code, err) = with_token_env(env.map(|s| s.as_str()), &args);
+            assert_eq!(code, Some(2), "{args:?} {env:?}: {err}");
+            let last = err.lines().last().unwrap_or_default();
+            assert!(
+                last.contains("--token-file admits backline controllers"),
+                "{args:?} {env:?}: {err}"
+            );
+            let note = format!(
+                "backline: --token-file {} is used; BACKLINE_TOKEN_FILE names",
+                flag.unwrap()
+            );
+            let differ = env.is_some_and(|e| e != flag.unwrap());
+            assert_eq!(err.matches(&note).count(), differ as usize, "{err}");
+        }
+        // The variable alone, valid or not, is not the cuqr protocol's: passed over (the
+        // command goes on to fail for another reason).
+        for env in [&key, &missing] {
+            let (code, err) = with_token_env(Some(env), cmd);
+            assert!(!err.contains("token"), "{cmd:?} {env}: {err}");
+            assert_ne!(code, Some(0), "{err}");
+        }
+    }
+    // Every setting with a flag and a variable: the flag's value is used, and said.
+    let mut args = serve.to_vec();
+    args.extend(["--spin-us", "5"]);
+    let o = Command::new(BIN)
+        .args(&args)
+        .env("BACKLINE_SPIN_US", "7")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        err.matches("backline: --spin-us 5 is used; BACKLINE_SPIN_US names 7")
+            .count(),
+        1,
+        "{err}"
+    );
+}

@@ -539,3 +539,52 @@ fn bad_inputs_are_one_line_errors() {
     );
     assert!(e.contains("shot has 64 bits, expected 1"), "{e}");
 }
+
+#[test]
+fn matching_refuses_probabilities_too_small_to_weigh() {
+    let dir = Dir::new("dem-tiny");
+    let dets = dir.path("shot.01");
+    std::fs::write(&dets, "10\n").unwrap();
+    let model = |p: &str| {
+        let m = dir.path(&format!("tiny-{p}.dem"));
+        let text = format!("error({p}) D0 L0\nerror(0.1) D0 D1\nerror(0.1) D1\n");
+        std::fs::write(&m, text).unwrap();
+        m
+    };
+    for p in ["1e-310", "5e-324"] {
+        let m = model(p);
+        let e = fails(&[
+            "decode",
+            "--dem",
+            s(&m),
+            "--dets",
+            s(&dets),
+            "--decoder",
+            "matching",
+        ]);
+        assert!(
+            e.contains(&format!(
+                "{}:1: an error of probability {p} is too small to weigh",
+                s(&m)
+            )),
+            "{e}"
+        );
+        assert!(e.len() < 4096, "{e}");
+    }
+    // The smallest normal probability weighs ≈ 708: matched, and right (D0 D1 + D1, no L0).
+    let m = model("2.2250738585072014e-308");
+    let out = dir.path("pred.01");
+    let o = backline(&[
+        "decode",
+        "--dem",
+        s(&m),
+        "--dets",
+        s(&dets),
+        "--decoder",
+        "matching",
+        "--obs-out",
+        s(&out),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "0\n");
+}

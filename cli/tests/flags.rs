@@ -187,3 +187,33 @@ fn every_numeric_flag_at_its_extremes_is_an_error_naming_it_or_a_run() {
         }
     }
 }
+
+/// A 5,000-character shm name in `bench --peers` (or `--peer`): one line under 4 KB that
+/// names the length limit and quotes the name once, cut to an excerpt.
+#[test]
+fn a_long_shm_name_is_quoted_once_as_an_excerpt_naming_the_limit() {
+    let long = "a".repeat(5000);
+    let peers = format!("shm:{long},shm:b");
+    for args in [
+        vec!["bench", "--peers", &peers, "--rounds", "10"],
+        vec![
+            "bench",
+            "--transport",
+            "shm",
+            "--peer",
+            &long,
+            "--rounds",
+            "10",
+        ],
+    ] {
+        let o = backline(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.len() <= 4096, "{} bytes", err.len());
+        assert!(err.contains("5000 characters: at most 200"), "{err}");
+        assert!(!err.contains("use letters"), "{err}");
+        // Quoted at most once, and then cut: no run of 200 `a`s.
+        assert!(!err.contains(&"a".repeat(200)), "{err}");
+    }
+}

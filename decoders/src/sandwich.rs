@@ -590,6 +590,38 @@ mod tests {
     }
 
     #[test]
+    fn probabilities_too_small_to_weigh_are_refused_by_the_streaming_builders() {
+        let model = |p: &str| {
+            DetectorErrorModel::parse(
+                &format!(
+                    "error({p}) D0 L0\nerror(0.1) D0 D1\nerror(0.1) D1\n\
+                     detector(0, 0) D0\ndetector(1, 0) D1\n"
+                ),
+                "tiny.dem",
+            )
+            .unwrap()
+        };
+        let stream_settings = crate::stream::StreamSettings {
+            decoder: DemDecoderSettings::from(crate::matching::MatchingConfig),
+            ..crate::stream::StreamSettings::default()
+        };
+        for p in ["1e-310", "5e-324"] {
+            let e = SandwichStream::new(&model(p), &settings(1, 1, 1))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("tiny.dem:1: an error of probability"), "{e}");
+            assert!(e.contains("too small to weigh"), "{e}");
+            let e = crate::stream::StreamDecoder::new(&model(p), &stream_settings)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("too small to weigh"), "{e}");
+        }
+        let p = format!("{:e}", f64::MIN_POSITIVE);
+        assert!(SandwichStream::new(&model(&p), &settings(1, 1, 1)).is_ok());
+        assert!(crate::stream::StreamDecoder::new(&model(&p), &stream_settings).is_ok());
+    }
+
+    #[test]
     fn bad_settings_and_calls_are_errors() {
         let dem = fixture("surface_d3_r8_p0.01.dem");
         for (c, b, t) in [(0, 1, 1), (1, 0, 1), (1, 1, 0)] {

@@ -547,7 +547,7 @@ fn session_config(
     config.pin_cpu = a.pin.get(1).copied();
     config.rdma = a.rdma.options();
     if cuqr {
-        if a.admit.token_file.is_some() && std::env::var_os("BACKLINE_TOKEN_FILE").is_none() {
+        if a.admit.token_file.is_some() && super::origin::given("token_file") {
             bail!("--token-file admits backline controllers; the cuqr protocol carries no key");
         }
     } else if a.peers.is_empty() {

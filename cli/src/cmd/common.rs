@@ -164,9 +164,7 @@ impl AdmitArgs {
             return Ok(None);
         };
         if matches!(transport, TransportKind::Memcpy | TransportKind::Shm) {
-            let from_env =
-                std::env::var_os("BACKLINE_TOKEN_FILE").as_deref() == Some(path.as_os_str());
-            if from_env {
+            if !super::origin::given("token_file") {
                 return Ok(None);
             }
             bail!(
@@ -210,16 +208,11 @@ impl RdmaArgs {
         if transport == TransportKind::Rdma {
             return;
         }
-        let from_env = |var: &str, v: String| std::env::var(var).ok() == Some(v);
         let why = format!("applies to --transport rdma, not {transport}");
-        if let Some(d) = &self.device
-            && !from_env("BACKLINE_RDMA_DEVICE", d.clone())
-        {
+        if self.device.is_some() && super::origin::given("device") {
             warn_ignored("--device", &why);
         }
-        if let Some(g) = self.gid_index
-            && !from_env("BACKLINE_RDMA_GID_INDEX", g.to_string())
-        {
+        if self.gid_index.is_some() && super::origin::given("gid_index") {
             warn_ignored("--gid-index", &why);
         }
         if self.ib_port != 1 {

@@ -5,6 +5,10 @@
 /// Observables a matching decoder tracks (one `u64` mask per path).
 pub const MAX_MATCHING_OBSERVABLES: usize = 64;
 
+/// The smallest probability whose matching weight `ln((1 − p)/p)` is finite, rounded up to
+/// three digits (below `1/f64::MAX` ≈ 5.56e-309, `(1 − p)/p` overflows to infinity).
+pub const MIN_WEIGHABLE_P: f64 = 5.57e-309;
+
 /// Why a model cannot be matched.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -28,6 +32,21 @@ pub enum MatchingBuildError {
     /// An edge of probability 1 (an infinitely negative weight).
     #[error("{file}:{line}: an error of probability {p} cannot be matched (it always happens)")]
     Certain {
+        /// The model's name.
+        file: String,
+        /// The line of its first `error`.
+        line: u32,
+        /// Its probability.
+        p: f64,
+    },
+    /// An edge so unlikely that its weight `ln((1 − p)/p)` is not a finite number (`p` below
+    /// about 5.6e-309, where `(1 − p)/p` overflows): refused, as PyMatching refuses it, rather
+    /// than letting one infinite weight make every other weight 0.
+    #[error(
+        "{file}:{line}: an error of probability {p:e} is too small to weigh (ln((1 − p)/p) is \
+         not finite; matching needs p ≥ {MIN_WEIGHABLE_P:e}): leave it out or raise it"
+    )]
+    TooSmall {
         /// The model's name.
         file: String,
         /// The line of its first `error`.

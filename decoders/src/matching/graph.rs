@@ -11,6 +11,12 @@
 //! at an integer time. [`MatchingGraph::scale`] is the factor from `ln((1 − p)/p)` to the
 //! integer weight (the doubling included).
 //!
+//! A probability so small that `(1 − p)/p` overflows (`p` < [`MIN_WEIGHABLE_P`] ≈ 5.6e-309,
+//! subnormal numbers) has no finite weight; one infinite weight would make `W` infinite and
+//! every integer weight 0, so such a model is refused ([`MatchingBuildError::TooSmall`]), as
+//! PyMatching refuses it. The smallest normal `p` (`f64::MIN_POSITIVE`) weighs ≈ 708 and is
+//! matched as any other.
+//!
 //! # Negative weights
 //!
 //! An edge with `p > ½` weighs less than nothing: it is taken as already flipped. Its detectors
@@ -19,7 +25,7 @@
 //! rule). `p = ½` is a free edge (weight 0); `p = 1` is refused.
 
 use crate::dem::DetectorErrorModel;
-pub use crate::matching::errors::{MAX_MATCHING_OBSERVABLES, MatchingBuildError};
+pub use crate::matching::errors::{MAX_MATCHING_OBSERVABLES, MIN_WEIGHABLE_P, MatchingBuildError};
 
 /// The node an edge to the boundary leads to.
 pub const BOUNDARY: u32 = u32::MAX;
@@ -107,8 +113,16 @@ impl MatchingGraph {
                     p: e.p,
                 });
             }
+            let w = ((1.0 - e.p) / e.p).ln();
+            if !w.is_finite() {
+                return Err(MatchingBuildError::TooSmall {
+                    file: file(),
+                    line: e.line,
+                    p: e.p,
+                });
+            }
             let obs = e.observables.iter().fold(0u64, |m, &l| m | 1 << l);
-            raw.push((e.detectors.0, e.detectors.1, ((1.0 - e.p) / e.p).ln(), obs));
+            raw.push((e.detectors.0, e.detectors.1, w, obs));
         }
         if raw.is_empty() {
             return Err(MatchingBuildError::NoEdges(file()));

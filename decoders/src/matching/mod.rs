@@ -64,7 +64,9 @@ use crate::error::{DecoderError, SettingError};
 use crate::registry::{DecoderConfig, Entry, Profile, WindowKind, config_any};
 pub use checks::{CheckMatching, ChecksError};
 pub use errors::MatchFault;
-pub use graph::{BOUNDARY, Edge, MAX_MATCHING_OBSERVABLES, MatchingBuildError, MatchingGraph};
+pub use graph::{
+    BOUNDARY, Edge, MAX_MATCHING_OBSERVABLES, MIN_WEIGHABLE_P, MatchingBuildError, MatchingGraph,
+};
 pub use window::{WindowCommit, WindowSpec};
 
 use blossom::{Blossom, Failure};

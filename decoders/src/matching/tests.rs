@@ -415,3 +415,63 @@ fn a_clone_decodes_like_the_original() {
         b = b.clone();
     }
 }
+
+/// The model with its first mechanism's probability `p`: `D0 L0` at `p`, `D0 D1` and
+/// `D1` at 0.1. The shot `D0` fired: the likeliest explanation is `D0 D1` + `D1` (no
+/// observable) when `p` is tiny.
+fn tiny_model(p: &str) -> DetectorErrorModel {
+    let text = format!("error({p}) D0 L0\nerror(0.1) D0 D1\nerror(0.1) D1\n");
+    DetectorErrorModel::parse(&text, "tiny.dem").unwrap()
+}
+
+#[test]
+fn probabilities_too_small_to_weigh_are_refused_naming_line_and_p() {
+    for (p, shown) in [("1e-310", "1e-310"), ("5e-324", "5e-324")] {
+        let e = MatchingDecoder::new(&tiny_model(p)).unwrap_err();
+        assert!(
+            matches!(e, MatchingBuildError::TooSmall { line: 1, .. }),
+            "{e:?}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(&format!(
+                "tiny.dem:1: an error of probability {shown} is too small to weigh"
+            )),
+            "{msg}"
+        );
+        assert!(msg.contains("5.57e-309") && msg.len() < 300, "{msg}");
+        // On a later line too.
+        let dem = DetectorErrorModel::parse(
+            &format!("error(0.1) D0 D1\nerror(0.1) D1\nerror({p}) D0 L0\n"),
+            "late.dem",
+        )
+        .unwrap();
+        assert!(matches!(
+            MatchingDecoder::new(&dem),
+            Err(MatchingBuildError::TooSmall { line: 3, .. })
+        ));
+    }
+    // The threshold stated in the message is weighable.
+    assert!(((1.0 - MIN_WEIGHABLE_P) / MIN_WEIGHABLE_P).ln().is_finite());
+}
+
+#[test]
+fn the_smallest_normal_and_nearly_half_probabilities_decode_right() {
+    // f64::MIN_POSITIVE weighs ln((1 − p)/p) ≈ 708: finite, matched as any other.
+    let p = format!("{:e}", f64::MIN_POSITIVE);
+    let mut dec = MatchingDecoder::new(&tiny_model(&p)).unwrap();
+    assert!(dec.graph().edges().iter().all(|e| e.weight > 0));
+    assert_eq!(dec.decode_events(&[0]).unwrap().observables, 0);
+    assert_eq!(dec.decode_events(&[1]).unwrap().observables, 0);
+    // A weight as small as p = 0.5 − ε gives: an edge that weighs (nearly) nothing is taken.
+    let half = format!("{:e}", 0.5 - f64::EPSILON);
+    let mut dec = MatchingDecoder::new(&tiny_model(&half)).unwrap();
+    assert_eq!(dec.decode_events(&[0]).unwrap().observables, 1);
+    // D1 alone: its boundary (ln 9) and D0 D1 + the free edge (ln 9 + ~0) tie.
+    assert_eq!(
+        dec.decode_events(&[1]).unwrap().weight,
+        dec.decode_events(&[]).unwrap().weight
+            + 2 * (9f64.ln() * dec.graph().scale() / 2.0).round() as i64
+    );
+    assert!(dec.graph().edges().iter().all(|e| e.weight % 2 == 0));
+}

@@ -37,6 +37,9 @@ pub enum DecodeError {
     /// The bytes end inside the program.
     #[error("the program ends early, at byte {0}")]
     Truncated(usize),
+    /// A header count past its [`crate::ProgramLimits`] (checked before the rest is read).
+    #[error("program too large to run: {0}")]
+    Limits(#[from] crate::LimitError),
     /// Bytes left after the program.
     #[error("{0} bytes after the program")]
     Trailing(usize),
@@ -92,6 +95,7 @@ pub fn decode(bytes: &[u8]) -> Result<Program, DecodeError> {
         num_sessions: r.u32()?,
         ..Program::default()
     };
+    crate::ProgramLimits::from_env()?.check_program(&p)?;
     p.pool = r.u32s()?;
     p.outputs = r.u32s()?;
     p.setup = r.code()?;

@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod codec;
+mod limits;
 mod program;
 mod rounds;
 pub mod runner;
@@ -18,6 +19,7 @@ mod tableau;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+pub use limits::{LimitError, ProgramLimits};
 pub use program::{Channel, Gate1, Gate2, Instr, List, Program};
 pub use rounds::{Endpoint, RoundError, Rounds, SessionRounds};
 pub use tableau::{Pauli, Tableau};
@@ -28,6 +30,10 @@ pub enum VmError {
     /// The program refers to something it did not declare.
     #[error("invalid program: {0}")]
     Invalid(String),
+    /// A count of the program or the run past its [`ProgramLimits`] (checked before
+    /// anything is allocated).
+    #[error("program too large to run: {0}")]
+    Limits(#[from] LimitError),
     /// The observer of [`run_observed`] stopped the run.
     #[error("stopped after {0} shots")]
     Stopped(u64),
@@ -226,6 +232,9 @@ pub fn run_observed(
     rounds: &mut dyn Rounds,
     observer: &mut dyn FnMut(u64) -> bool,
 ) -> Result<Shots, VmError> {
+    let limits = ProgramLimits::from_env()?;
+    limits.check_program(program)?;
+    limits.check_shots(shots, program.outputs.len())?;
     program.validate().map_err(VmError::Invalid)?;
     let mut m = Machine {
         p: program,
@@ -244,7 +253,8 @@ pub fn run_observed(
         m.exec(instr, rounds).map_err(|e| fail(0, i, e))?;
     }
     let width = program.outputs.len();
-    let mut out = Vec::with_capacity(width * shots as usize);
+    // Grown as shots finish: a run stopped early holds only what it made.
+    let mut out = Vec::with_capacity(width.saturating_mul(shots as usize).min(1 << 20));
     let mut result = Ok(());
     'shots: for k in 0..shots {
         m.tab.reset_all();

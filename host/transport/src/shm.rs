@@ -103,17 +103,27 @@ fn load_words(src: &[AtomicU32; WORDS]) -> [u8; HANDSHAKE_BYTES] {
     b
 }
 
-/// Checks a segment name: letters, digits, `.`, `_`, `-`.
+/// The longest segment name, in characters (the file is `/dev/shm/backline-NAME`).
+pub const MAX_SHM_NAME: usize = 200;
+
+/// Checks a segment name: 1 to [`MAX_SHM_NAME`] letters, digits, `.`, `_`, `-`. A name too
+/// long is not quoted (its caller quotes it, cut to an excerpt), its length is.
 fn path_of(name: &str) -> Result<PathBuf> {
+    let chars = name.chars().count();
+    if chars > MAX_SHM_NAME {
+        return Err(Error::Invalid(format!(
+            "an shm name of {chars} characters: at most {MAX_SHM_NAME}"
+        )));
+    }
     if name.is_empty()
-        || name.len() > 200
         || !name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
         || name.starts_with('.')
     {
         return Err(Error::Invalid(format!(
-            "shm name `{name}`: use letters, digits, '.', '_' and '-' (not starting with '.')"
+            "shm name `{}`: use letters, digits, '.', '_' and '-' (not starting with '.')",
+            name.escape_default()
         )));
     }
     Ok(PathBuf::from(format!("/dev/shm/backline-{name}")))

@@ -65,7 +65,10 @@ pub fn run(c: &BenchConfig, stop: &AtomicBool) -> anyhow::Result<ExitCode> {
             ..c.session.clone()
         };
         let s = ControllerSession::open(&format!("bench-fanout-{i}"), config, addr, 7878)
-            .with_context(|| format!("coprocessor {i} of --peers ({t}:{addr})"))?;
+            .with_context(|| {
+                let addr = backline_decoders::io::excerpt(addr);
+                format!("coprocessor {i} of --peers ({t}:{addr})")
+            })?;
         sessions.push(s);
     }
     let mut fan = FanOut::new(sessions)?;

@@ -392,7 +392,9 @@ fn cuqr_settings(
     hops: &HopOutputs,
     table: &ResponderTable,
 ) -> anyhow::Result<CuqrSettings> {
-    if a.admit.token_file.is_some() && std::env::var_os("BACKLINE_TOKEN_FILE").is_none() {
+    // An explicit --token-file is refused; BACKLINE_TOKEN_FILE alone is for the backline
+    // protocol's servers and is passed over.
+    if a.admit.token_file.is_some() && super::origin::given("token_file") {
         bail!(
             "--token-file admits backline controllers; NVIDIA's realtime clients carry no key, \
              so the cuqr server serves whoever reaches it (keep it on loopback or a closed network)"

@@ -143,15 +143,19 @@ pub enum DropReason {
     Magic,
     /// An unknown function id.
     Function,
+    /// Shorter than its 24-byte header, or than the header and the `arg_len` bytes of
+    /// arguments it announces (a truncated frame: never obeyed).
+    Short,
 }
 
 impl DropReason {
     /// Every reason.
-    pub const ALL: [DropReason; 4] = [
+    pub const ALL: [DropReason; 5] = [
         DropReason::Empty,
         DropReason::Oversize,
         DropReason::Magic,
         DropReason::Function,
+        DropReason::Short,
     ];
 
     /// A short lower-case name.
@@ -161,6 +165,7 @@ impl DropReason {
             DropReason::Oversize => "oversize",
             DropReason::Magic => "magic",
             DropReason::Function => "function",
+            DropReason::Short => "short",
         }
     }
 }
@@ -173,7 +178,7 @@ pub struct CuqrStats {
     /// Frames answered with each status code (0..=6).
     pub by_status: [AtomicU64; 7],
     /// Frames dropped, by [`DropReason`].
-    pub dropped: [AtomicU64; 4],
+    pub dropped: [AtomicU64; 5],
 }
 
 fn render(names: impl Iterator<Item = &'static str>, counts: &[AtomicU64]) -> String {

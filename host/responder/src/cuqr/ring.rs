@@ -6,9 +6,10 @@
 //! (cuda-quantum `udp_transceiver.cpp`, cudaqx `decoding_server_cqr.cpp`, `RpcSlot.h`):
 //!
 //! 1. an empty datagram, or one longer than the slot, is dropped;
-//! 2. the datagram is copied into a zeroed slot, which is what is parsed (an argument length
-//!    past the datagram but within the slot reads zeros);
-//! 3. a wrong magic or an unknown function id: dropped;
+//! 2. the datagram is copied into a zeroed slot, which is what is parsed;
+//! 3. a datagram shorter than its 24-byte header, or than `24 + arg_len` (a truncated frame),
+//!    a wrong magic or an unknown function id: dropped (a truncated frame counted `short`:
+//!    a `reset_decoder` cut one byte short resets nothing);
 //! 4. no decoder id (fewer than 8 bytes of arguments): `bad_request`;
 //! 5. a decoder id this ring does not serve: `invalid_decoder`;
 //! 6. arguments that do not parse: `bad_request` (for an enqueue, the decoder's shot fails
@@ -63,21 +64,26 @@ impl Ring {
         Some(&mut self.decoders[i])
     }
 
-    /// Handles one datagram already copied into `slot` (a whole slot, zeroed past the
-    /// datagram): the answer goes into `out` (a whole slot), what it was about into `tag`.
-    /// Never panics on any input, never allocates.
+    /// Handles one datagram of `len` bytes already copied into `slot` (a whole slot, zeroed
+    /// past the datagram): the answer goes into `out` (a whole slot), what it was about into
+    /// `tag`. Never panics on any input, never allocates.
     pub fn answer(
         &mut self,
         slot: &[u8],
+        len: usize,
         out: &mut [u8],
         tag: &mut FrameTag,
         stop: &dyn Fn() -> bool,
     ) -> Handled {
-        let (header, function) = match cuqr::parse_header(slot) {
+        let frame = &slot[..len.min(slot.len())];
+        let (header, function) = match cuqr::parse_header(frame) {
             Ok(h) => h,
             Err(_) if from_a_backline_controller(slot) => return told_backline_controller(out),
             Err(e) => return Handled::Dropped(DropReason::of(e)),
         };
+        if header.arg_len as usize > frame.len() - cuqr::HEADER_BYTES {
+            return Handled::Dropped(DropReason::Short);
+        }
         *tag = FrameTag {
             request_id: header.request_id,
             function_id: header.function_id,
@@ -191,6 +197,7 @@ impl DropReason {
         match e {
             FrameError::UnknownFunction(_) => DropReason::Function,
             FrameError::Short(0) => DropReason::Empty,
+            FrameError::Short(_) => DropReason::Short,
             _ => DropReason::Magic,
         }
     }
@@ -320,7 +327,7 @@ pub(super) fn serve(
         let mut tag = FrameTag::default();
         // A panic while answering becomes an internal error; the ring lives on.
         let handled = catch_unwind(AssertUnwindSafe(|| {
-            ring.answer(&buf[..slot], &mut out, &mut tag, &stopped)
+            ring.answer(&buf[..slot], n, &mut out, &mut tag, &stopped)
         }))
         .unwrap_or_else(|_| ring.internal_error(&buf[..slot], &mut out));
         let status = match handled {

@@ -235,21 +235,17 @@ fn frames_of_every_length_from_0_to_a_slot_and_one() {
         answered.push(got);
     }
     let expect = |len: usize| match len {
-        // Nothing; a partial magic; a partial function id; the slot: dropped.
-        0..=7 | 257 => None,
-        // No decoder id (argument length 0), then no bit count (zeros): bad_request.
-        8..=48 => Some(CallStatus::BadRequest as i32),
-        // The bit count is in: the missing bits read as zeros.
+        // Nothing; less than a header; less than the header and its 33 bytes of arguments;
+        // more than the slot: dropped.
+        0..=56 | 257 => None,
+        // The whole frame, then zeros after it: answered.
         _ => Some(OK),
     };
     for (len, got) in answered.iter().enumerate() {
         assert_eq!(*got, expect(len), "a frame of {len} bytes");
     }
-    // The malformed enqueues failed the shot; a reset recovers it.
-    assert_eq!(
-        c.call(&get_corrections(1, 0, 0)).0,
-        CallStatus::InternalError as i32
-    );
+    // Nothing truncated reached the decoder: 200 whole enqueues of round 0 (2 bits each),
+    // then a reset.
     assert_eq!(c.call(&reset(2, 0)).0, OK);
     for _ in 0..3 {
         assert_eq!(c.call(&enqueue(3, 0, 0, 2, &[0])).0, OK);
@@ -257,9 +253,9 @@ fn frames_of_every_length_from_0_to_a_slot_and_one() {
     assert_eq!(c.call(&get_corrections(4, 0, 2)), (OK, vec![0]));
     let r = s.stop().unwrap();
     let t = r.totals();
-    assert_eq!(t.render_dropped(), "empty=1 oversize=1 magic=3 function=4");
-    assert_eq!(t.dropped_total(), 9);
-    assert_eq!(t.frames.load(Ordering::Relaxed), 249 + 258 + 6);
+    assert_eq!(t.render_dropped(), "empty=1 oversize=1 short=56");
+    assert_eq!(t.dropped_total(), 58);
+    assert_eq!(t.frames.load(Ordering::Relaxed), 200 + 258 + 5);
 }
 
 /// NVIDIA's server drops what it cannot parse, and so does ours — but for a backline
@@ -285,8 +281,8 @@ fn a_backline_hello_or_floor_ping_is_told_bad_request_other_foreign_frames_are_d
     for (i, frame) in [
         &hello[..],
         &ping[..],
-        b"BKLX and more bytes",
-        b"not a frame at all",
+        b"BKLX and more bytes than a header",
+        b"not a frame at all, though long enough",
     ]
     .into_iter()
     .enumerate()
@@ -317,8 +313,63 @@ fn a_backline_hello_or_floor_ping_is_told_bad_request_other_foreign_frames_are_d
     assert_eq!(r.totals().render_dropped(), "magic=2");
 }
 
+/// Sends `f`, then a sentinel `reset_decoder` of decoder 99 (which no ring serves): whether
+/// `f` was answered, and with what status.
+fn answer_or_drop(c: &Client, f: &[u8], sentinel: u32) -> Option<i32> {
+    c.send(f);
+    c.send(&reset(sentinel, 99));
+    let mut got = None;
+    loop {
+        let (st, id, _, _) = c.recv_any();
+        if id == sentinel {
+            assert_eq!(st, CallStatus::InvalidDecoder as i32);
+            return got;
+        }
+        assert!(got.is_none(), "one answer per frame");
+        got = Some(st);
+    }
+}
+
+/// NVIDIA's server drops a frame shorter than its header or than `24 + arg_len`; so does
+/// ours, counted `short`: a `reset_decoder` cut one byte short resets nothing.
 #[test]
-fn arguments_past_the_datagram_read_zeros_up_to_the_slot() {
+fn truncated_frames_are_dropped_and_counted_never_obeyed() {
+    let s = CuqrServer::start(
+        "127.0.0.1:0",
+        &table("truncated", &[0]),
+        CuqrOptions::default(),
+    )
+    .unwrap();
+    let c = Client::to(s.local_addr());
+    // A shot (round 0 with bit 0 set, two quiet rounds) whose corrections are not yet
+    // asked for.
+    assert_eq!(c.call(&enqueue(1, 0, 0, 2, &[1])).0, OK);
+    for _ in 0..2 {
+        assert_eq!(c.call(&enqueue(1, 0, 0, 2, &[0])).0, OK);
+    }
+    // A reset_decoder of 23 bytes: its header is cut one byte short.
+    let whole = reset(2, 0);
+    assert_eq!(whole.len(), 32);
+    assert_eq!(answer_or_drop(&c, &whole[..23], 0xFFFF_0001), None);
+    // A whole header whose arg_len (8) exceeds the bytes present (0, then 7).
+    assert_eq!(answer_or_drop(&c, &whole[..24], 0xFFFF_0002), None);
+    assert_eq!(answer_or_drop(&c, &whole[..31], 0xFFFF_0003), None);
+    // arg_len 232 on a 57-byte enqueue: dropped, not read as zeros up to the slot.
+    let mut f = enqueue(3, 0, 0, 2, &[1]);
+    f[8..12].copy_from_slice(&232u32.to_le_bytes());
+    assert_eq!(answer_or_drop(&c, &f, 0xFFFF_0004), None);
+    // Nothing was reset or enqueued: the shot's corrections are still there.
+    assert_eq!(c.call(&get_corrections(4, 0, 1)), (OK, vec![1]));
+    // The well-formed frame right after is answered.
+    assert_eq!(c.call(&whole).0, OK);
+    let r = s.stop().unwrap();
+    let t = r.totals();
+    assert_eq!(t.render_dropped(), "short=4");
+    assert_eq!(t.render(), "ok=5 invalid_decoder=4");
+}
+
+#[test]
+fn arguments_that_do_not_parse_are_bad_requests() {
     let s = CuqrServer::start(
         "127.0.0.1:0",
         &table("arglen", &[0]),
@@ -326,25 +377,8 @@ fn arguments_past_the_datagram_read_zeros_up_to_the_slot() {
     )
     .unwrap();
     let c = Client::to(s.local_addr());
-    // arg_len 232 (the slot's last byte) on a 57-byte datagram: the bits past it are zeros.
-    let mut f = enqueue(1, 0, 0, 2, &[1]);
-    f[8..12].copy_from_slice(&232u32.to_le_bytes());
-    assert_eq!(c.call(&f).0, OK);
-    for _ in 0..2 {
-        assert_eq!(c.call(&enqueue(2, 0, 0, 2, &[0])).0, OK);
-    }
-    assert_eq!(c.call(&get_corrections(3, 0, 1)), (OK, vec![1]));
-    // One byte past the slot: bad_request, and the shot fails until a reset.
-    f[8..12].copy_from_slice(&233u32.to_le_bytes());
-    assert_eq!(c.call(&f).0, CallStatus::BadRequest as i32);
-    for _ in 0..3 {
-        assert_eq!(c.call(&enqueue(2, 0, 0, 2, &[0])).0, OK);
-    }
-    assert_eq!(
-        c.call(&get_corrections(4, 0, 1)).0,
-        CallStatus::InternalError as i32
-    );
-    // So do a bit count of 0, more bits than the shot, a syndrome mapping other than 0.
+    // A bit count of 0, more bits than the shot, a syndrome mapping other than 0: the shot
+    // fails until a reset.
     let mut mapping = enqueue(5, 0, 0, 2, &[0]);
     mapping[40] = 1;
     for (f, answer) in [
@@ -461,7 +495,8 @@ fn a_client_over_loopback_udp_with_hop_probes() {
     let report = server.stop().unwrap();
     let t = report.totals();
     assert_eq!(t.render(), "ok=6");
-    assert_eq!(t.render_dropped(), "magic=1");
+    // Shorter than a header: counted short before its magic is read.
+    assert_eq!(t.render_dropped(), "short=1");
     let ring = &report.rings[0];
     assert_eq!(ring.hops.rows().len(), 6);
     assert!(ring.hops.hops().contains(&Hop::WindowReady));
@@ -531,7 +566,7 @@ fn garbage_and_mutated_frames_never_panic_and_answer_at_most_once() {
         let mut slot = [0u8; 256];
         slot[..f.len()].copy_from_slice(&f);
         let mut tag = FrameTag::default();
-        match ring.answer(&slot, &mut out, &mut tag, &never) {
+        match ring.answer(&slot, f.len(), &mut out, &mut tag, &never) {
             ring::Handled::Dropped(_) => {}
             ring::Handled::Answered(status) => {
                 let (h, r) = parse_response(&out).expect("a response frame");

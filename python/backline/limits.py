@@ -75,19 +75,22 @@ ENV = "BACKLINE_PROGRAM_LIMITS"
 
 @dataclass(frozen=True)
 class ProgramLimits:
-    """What one run may hold (each an upper bound, inclusive).
+    """What one run may hold (each an upper bound, inclusive), as ``backline_stabvm``'s
+    ``ProgramLimits`` states them — the one definition, read through the native module
+    (:func:`program_limits`), so that Python's front door and the VM refuse at the same counts.
 
-    ``qubits``: the VM's qubits (physical: a Steane block is 8 per wire); its tableau takes
-    about ``qubits² / 4`` bytes, so the default 32,768 stays near 256 MiB. ``bits`` and
-    ``words``: its classical registers. ``shots``: per run. ``sample_bytes``: shots × output
-    bits (one byte each) — the samples a run returns, allocated in one piece.
+    ``qubits``: the VM's qubits (physical: a Steane block is 8 per wire; its tableau grows with
+    their square). ``bits``, ``words``, ``sessions``: the program's registers and sessions.
+    ``shots``: per run. ``output_bits``: shots × the program's outputs — the samples a run
+    returns, one byte a bit.
     """
 
-    qubits: int = 1 << 15
-    bits: int = 1 << 24
-    words: int = 1 << 24
-    shots: int = 1 << 32
-    sample_bytes: int = 1 << 31
+    qubits: int
+    bits: int
+    words: int
+    sessions: int
+    shots: int
+    output_bits: int
 
     def check(self, what: str, value: int, name: str | None = None) -> int:
         """``value`` of limit ``what``, refused with a ``ValueError`` naming the argument
@@ -105,37 +108,40 @@ class ProgramLimits:
 _overrides: dict[str, int] = {}
 
 
-def _from_env() -> dict[str, int]:
-    spec = os.environ.get(ENV, "").strip()
-    out: dict[str, int] = {}
-    if not spec:
-        return out
-    known = {f.name for f in fields(ProgramLimits)}
-    for part in spec.split(","):
-        k, sep, v = part.partition("=")
-        k = k.strip()
-        if not sep or k not in known or not v.strip().isdigit():
-            raise ValueError(
-                f"{ENV}={spec[:80]!r}: expected NAME=N pairs separated by commas, NAME one of "
-                f"{', '.join(sorted(known))}"
-            )
-        out[k] = check_int(f"{ENV} {k}", int(v), (1, U64_MAX))
-    return out
+def _native_limits(spec: str) -> ProgramLimits:
+    from . import _native
+
+    return ProgramLimits(**dict(_native.program_limits(spec)))
+
+
+def _known() -> list[str]:
+    return [f.name for f in fields(ProgramLimits)]
+
+
+def default_limits() -> ProgramLimits:
+    """The defaults (``backline_stabvm::ProgramLimits::default``)."""
+    return _native_limits("")
 
 
 def program_limits() -> ProgramLimits:
     """The limits in force: the defaults, then ``BACKLINE_PROGRAM_LIMITS``, then
-    :func:`set_program_limits`."""
-    return replace(ProgramLimits(), **{**_from_env(), **_overrides})
+    :func:`set_program_limits` — parsed by the VM's own parser (a spec it refuses is a
+    ``ValueError`` with its message)."""
+    spec = ",".join(
+        part
+        for part in (os.environ.get(ENV, "").strip(), ",".join(f"{k}={v}" for k, v in _overrides.items()))
+        if part
+    )
+    return _native_limits(spec)
 
 
 def set_program_limits(**limits: int) -> ProgramLimits:
     """Sets limits for this process (``qubits=…``, ``shots=…``, …; ``None`` drops an
     override); returns the limits now in force."""
-    known = {f.name for f in fields(ProgramLimits)}
+    known = _known()
     for k, v in limits.items():
         if k not in known:
-            raise TypeError(f"set_program_limits: unknown limit {k!r} (known: {', '.join(sorted(known))})")
+            raise TypeError(f"set_program_limits: unknown limit {k!r} (known: {', '.join(known)})")
         if v is None:
             _overrides.pop(k, None)
         else:
@@ -183,12 +189,12 @@ def check_program_header(data: bytes, shots: int) -> None:
 
 
 def check_samples(shots: int, width: int, lim: ProgramLimits | None = None) -> None:
-    """``shots`` × ``width`` output bits (the samples of one run) against ``sample_bytes``."""
+    """``shots`` × ``width`` output bits (the samples of one run) against ``output_bits``."""
     lim = lim or program_limits()
     total = shots * max(int(width), 1)
-    if total > lim.sample_bytes:
+    if total > lim.output_bits:
         raise ValueError(
-            f"shots={shots:,} × {width:,} output bits = {total:,} sample bytes, more than the "
-            f"program limit sample_bytes={lim.sample_bytes:,} (raise it with "
-            f"{ENV}=sample_bytes=N or backline.limits.set_program_limits(sample_bytes=N))"
+            f"shots={shots:,} × {width:,} outputs = {total:,} output bits, more than the "
+            f"program limit output_bits={lim.output_bits:,} (raise it with "
+            f"{ENV}=output_bits=N or backline.limits.set_program_limits(output_bits=N))"
         )

@@ -15,7 +15,7 @@ import pennylane as qml
 import pytest
 
 import backline
-from backline import Backline, Coprocessor, CoprocessorFunction, Endpoint, decode, limits
+from backline import Backline, Coprocessor, CoprocessorFunction, Endpoint, _native, decode, limits
 from backline.qec import COLLECT, GET_SESSION, POST, STAGE_PAYLOAD, runtime_call
 
 AS_LIMIT = 4_000_000 * 1024  # `ulimit -v 4000000`
@@ -110,8 +110,12 @@ def test_placement_integers_out_of_range_are_value_errors():
 def test_the_limits_are_stated_once_with_their_sources():
     assert limits.PAYLOAD_BYTES == (0, 65520)
     assert limits.DECODER_ID == (0, 2**32 - 1)
-    d = limits.ProgramLimits()
+    d = limits.default_limits()
     assert d.shots < 10**12 and d.qubits < 10**6
+    # The one statement of the limits is the VM's: the same names and defaults.
+    assert [f for f in d.__dataclass_fields__] == [k for k, _ in _native.program_limits("")]
+    with pytest.raises(ValueError, match="BACKLINE_PROGRAM_LIMITS"):
+        _native.program_limits("qbits=3")
     # The setting raises and drops a limit; the environment is read under it.
     try:
         assert limits.set_program_limits(shots=7).shots == 7
@@ -139,12 +143,12 @@ def test_the_limits_are_stated_once_with_their_sources():
         c()
      """, "shots=18,446,744,073,709,551,615 is more than the program limit"),
     ("shots within the limit, samples beyond it", """
-        @qml.set_shots(2**32 - 1)
-        @qml.qnode(Backline(wires=2))
+        @qml.set_shots(10**9)
+        @qml.qnode(Backline(wires=5))
         def c():
             qml.Hadamard(0); qml.CNOT([0, 1]); return qml.sample()
         c()
-     """, "sample bytes, more than the program limit sample_bytes="),
+     """, "output bits, more than the program limit output_bits="),
     ("Backline(wires=10**6)", """
         Backline(wires=10**6)
      """, "Backline(wires)=1,000,000 is more than the program limit qubits="),
@@ -181,7 +185,7 @@ def test_the_environment_raises_and_lowers_the_program_limits():
     r = _python(code, env={"BACKLINE_PROGRAM_LIMITS": "shots=10"})
     assert "(10, 2)" in r.stdout, r.stdout + r.stderr
     r = _python(code, env={"BACKLINE_PROGRAM_LIMITS": "shotz=10"})
-    assert "BACKLINE_PROGRAM_LIMITS='shotz=10': expected NAME=N pairs" in r.stdout, r.stdout + r.stderr
+    assert "BACKLINE_PROGRAM_LIMITS: `shotz=10`: expected KEY=N" in r.stdout, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -237,3 +237,23 @@ pub(crate) fn latency_summary(rtts_ns: Vec<f64>) -> PyResult<Option<Vec<(&'stati
         ]))
     })
 }
+
+/// program_limits(spec) -> list[(key, limit)]: the program limits of one run
+/// (`backline_stabvm::ProgramLimits`, the one statement of them): the defaults with `spec`
+/// (`key=N,…`, the form of `BACKLINE_PROGRAM_LIMITS`) applied, in the order qubits, bits,
+/// words, sessions, shots, output_bits. `ValueError` for a spec that does not parse.
+#[pyfunction]
+pub fn program_limits(spec: &str) -> PyResult<Vec<(&'static str, u64)>> {
+    boundary(|| {
+        let l = backline_stabvm::ProgramLimits::parse(spec)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        Ok(vec![
+            ("qubits", u64::from(l.qubits)),
+            ("bits", u64::from(l.bits)),
+            ("words", u64::from(l.words)),
+            ("sessions", u64::from(l.sessions)),
+            ("shots", l.shots),
+            ("output_bits", l.output_bits),
+        ])
+    })
+}

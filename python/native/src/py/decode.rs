@@ -185,8 +185,14 @@ impl DemDecoder {
                 ))
             })?;
             owned.extend_from_slice(data);
-            let table = ShotTable::from_packed(owned, dec.num_detectors())
-                .ok_or_else(|| err(py, Class::RunError, "detection events of the wrong length"))?;
+            // Records of no bytes (a model without detectors) say nothing of their number.
+            let table = if per == 0 {
+                ShotTable::zeros(shots, 0)
+            } else {
+                ShotTable::from_packed(owned, dec.num_detectors()).ok_or_else(|| {
+                    err(py, Class::RunError, "detection events of the wrong length")
+                })?
+            };
             let threads = self.threads;
             let r = py.detach(|| {
                 backline_decoders::dem_decoder::decode_batch(&dec, &table, threads, false)

@@ -48,6 +48,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile::compile, m)?)?;
     m.add_function(wrap_pyfunction!(compile::run, m)?)?;
     m.add_function(wrap_pyfunction!(compile::latency_summary, m)?)?;
+    m.add_function(wrap_pyfunction!(compile::program_limits, m)?)?;
     m.add_function(wrap_pyfunction!(stream::stream_layout, m)?)?;
     m.add_function(wrap_pyfunction!(decode::decoder_registry, m)?)?;
     m.add_function(wrap_pyfunction!(error_classes, m)?)?;

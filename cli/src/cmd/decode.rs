@@ -422,7 +422,9 @@ impl DecoderFlags {
                     s.name()
                 );
             };
-            s.set(key, value)?;
+            // The flag, then the registry's message (the one a spec or Python gets).
+            s.set(key, value)
+                .map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
         }
         for (key, why) in s.notes() {
             eprintln!("backline: warning: --{} {why}", key.replace('_', "-"));
@@ -914,7 +916,10 @@ mod tests {
         };
         let mut want = registry::settings("bposd", Profile::Offline).unwrap();
         let want = want.set("max_iter", "2000000").unwrap_err().to_string();
-        assert_eq!(flags.apply("bposd").unwrap_err().to_string(), want);
+        assert_eq!(
+            flags.apply("bposd").unwrap_err().to_string(),
+            format!("--max-iter: {want}")
+        );
         let e = flags.apply("matching").unwrap_err().to_string();
         assert_eq!(
             e,

@@ -369,7 +369,12 @@ fn stream_model() -> backline_decoders::dem::DetectorErrorModel {
 pub fn responder_spec(data: &[u8]) {
     let spec = String::from_utf8_lossy(data);
     if let Some(rest) = spec.strip_prefix("bposd:") {
-        let code = rest.split(':').next().unwrap_or("");
+        // A bivariate-bicycle code's name holds ':' itself (`bb:L,M,A,B`).
+        let code = if rest.starts_with("bb:") {
+            rest
+        } else {
+            rest.split(':').next().unwrap_or("")
+        };
         let small = match code {
             c if c.contains('+') || c.contains('/') => false,
             c if c.starts_with("surface") => c[7..].parse::<usize>().is_ok_and(|d| d <= 15),

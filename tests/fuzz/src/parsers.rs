@@ -379,6 +379,7 @@ pub fn responder_spec(data: &[u8]) {
             c if c.contains('+') || c.contains('/') => false,
             c if c.starts_with("surface") => c[7..].parse::<usize>().is_ok_and(|d| d <= 15),
             c if c.starts_with("bb:") => {
+                // Saturating: `l·m` of hostile digits overflows `usize`.
                 c.split(',')
                     .take(2)
                     .map(|v| {
@@ -387,7 +388,7 @@ pub fn responder_spec(data: &[u8]) {
                             .parse::<usize>()
                             .unwrap_or(0)
                     })
-                    .product::<usize>()
+                    .fold(1usize, usize::saturating_mul)
                     <= 72
             }
             _ => true,

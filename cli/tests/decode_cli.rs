@@ -588,3 +588,82 @@ fn matching_refuses_probabilities_too_small_to_weigh() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "0\n");
 }
+
+#[test]
+fn correlations_are_a_flag_of_matching() {
+    // D0 and D2 fired: only the split error D0 D1 ^ D2 explains D2, so with correlations
+    // D0 D1 is likely and D0 D1 + D1 (no L0) beats D0 L0.
+    let dir = Dir::new("dem-corr");
+    let m = dir.path("corr.dem");
+    std::fs::write(
+        &m,
+        "error(0.05) D0 L0\nerror(0.1) D0 D1\nerror(0.1) D1\nerror(0.09) D0 D1 ^ D2\n",
+    )
+    .unwrap();
+    let dets = dir.path("shot.01");
+    std::fs::write(&dets, "101\n").unwrap();
+    let out = dir.path("pred.01");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "decode",
+            "--dem",
+            s(&m),
+            "--dets",
+            s(&dets),
+            "--decoder",
+            "matching",
+            "--obs-out",
+            s(&out),
+        ];
+        args.extend(extra);
+        let o = backline(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read_to_string(&out).unwrap()
+    };
+    assert_eq!(run(&[]), "1\n");
+    assert_eq!(run(&["--correlations"]), "0\n");
+    assert_eq!(run(&["--correlations", "1"]), "0\n");
+    assert_eq!(run(&["--correlations", "0"]), "1\n");
+    let e = fails(&[
+        "decode",
+        "--dem",
+        s(&m),
+        "--dets",
+        s(&dets),
+        "--decoder",
+        "matching",
+        "--correlations",
+        "2",
+    ]);
+    assert!(
+        e.contains("--correlations: correlations") && e.contains("0 or 1"),
+        "{e}"
+    );
+    let e = fails(&[
+        "decode",
+        "--dem",
+        s(&m),
+        "--dets",
+        s(&dets),
+        "--decoder",
+        "bposd",
+        "--correlations",
+    ]);
+    assert!(e.contains("--correlations is a matching setting"), "{e}");
+    // A model correlations cannot take: the line and why.
+    std::fs::write(&m, "error(0.1) D0 D1\nerror(0.6) D1\n").unwrap();
+    let e = fails(&[
+        "decode",
+        "--dem",
+        s(&m),
+        "--dets",
+        s(&dets),
+        "--decoder",
+        "matching",
+        "--correlations",
+    ]);
+    assert!(
+        e.contains(":2: an error of probability 0.6 cannot be matched with correlations"),
+        "{e}"
+    );
+}

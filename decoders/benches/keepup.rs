@@ -134,7 +134,7 @@ fn sample(dem: &DetectorErrorModel, s: &dyn Stream, shots: usize, seed: u64) -> 
     let mut noise = DemNoise::new(dem, seed);
     let mut whole = DemDecoder::new(
         dem,
-        &DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+        &DemDecoderSettings::from(backline_decoders::matching::MatchingConfig::default()),
     )
     .unwrap();
     let mut events = vec![0u8; dem.num_detectors()];
@@ -227,7 +227,7 @@ fn main() {
     let settings = StreamSettings {
         window: a.window,
         commit: a.commit,
-        decoder: DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+        decoder: DemDecoderSettings::from(backline_decoders::matching::MatchingConfig::default()),
         ..StreamSettings::default()
     };
     let mut sliding = StreamDecoder::new(&dem, &settings).unwrap();

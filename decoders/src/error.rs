@@ -243,3 +243,12 @@ pub(crate) fn parse_bounded(
         _ => Err(SettingError::value(key, value, expected)),
     }
 }
+
+/// Parses a [`crate::registry::ValueType::Flag`] setting: `0`/`1`, `false`/`true` (any case).
+pub(crate) fn parse_flag(key: &str, value: &str) -> Result<bool, SettingError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" => Ok(true),
+        "0" | "false" => Ok(false),
+        _ => Err(SettingError::value(key, value, "0 or 1")),
+    }
+}

@@ -558,7 +558,7 @@ mod tests {
         let dem = fixture("surface_d5_r5_p0.001.dem");
         let mut whole = DemDecoder::new(
             &dem,
-            &DemDecoderSettings::from(crate::matching::MatchingConfig),
+            &DemDecoderSettings::from(crate::matching::MatchingConfig::default()),
         )
         .unwrap();
         for (core, buffer, threads) in [(1, 1, 1), (2, 1, 2), (1, 2, 3)] {
@@ -602,7 +602,7 @@ mod tests {
             .unwrap()
         };
         let stream_settings = crate::stream::StreamSettings {
-            decoder: DemDecoderSettings::from(crate::matching::MatchingConfig),
+            decoder: DemDecoderSettings::from(crate::matching::MatchingConfig::default()),
             ..crate::stream::StreamSettings::default()
         };
         for p in ["1e-310", "5e-324"] {

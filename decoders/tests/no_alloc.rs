@@ -205,7 +205,10 @@ fn streaming_decoders_do_not_allocate_after_construction() {
         },
     ));
     streaming_does_not_allocate(backline_decoders::dem_decoder::DemDecoderSettings::from(
-        backline_decoders::matching::MatchingConfig,
+        backline_decoders::matching::MatchingConfig::default(),
+    ));
+    streaming_does_not_allocate(backline_decoders::dem_decoder::DemDecoderSettings::from(
+        backline_decoders::matching::MatchingConfig { correlations: true },
     ));
 }
 
@@ -264,9 +267,11 @@ fn matching_does_not_allocate_after_construction() {
     let dets = ShotTable::read(&bytes, ShotFormat::B8, 64, "dets.b8").unwrap();
     // Clones (one per thread in a batch) keep their scratch's room.
     let mut m = MatchingDecoder::new(&dem).unwrap().clone();
+    let mut corr = MatchingDecoder::new_correlated(&dem).unwrap().clone();
+    let mut corr_weight = 0i64;
     let mut dec = DemDecoder::new(
         &dem,
-        &DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+        &DemDecoderSettings::from(backline_decoders::matching::MatchingConfig::default()),
     )
     .unwrap()
     .clone();
@@ -285,6 +290,7 @@ fn matching_does_not_allocate_after_construction() {
     let before = allocations();
     for s in 0..dets.shots() {
         weight += m.decode_mask(dets.row(s)).unwrap().weight;
+        corr_weight += corr.decode_mask(dets.row(s)).unwrap().weight;
         dec.decode_packed(dets.row(s), &mut out).unwrap();
         backline_decoders::shots::unpack_into(dets.row(s), &mut unpacked);
         dec.decode(&unpacked, &mut out).unwrap();
@@ -298,4 +304,6 @@ fn matching_does_not_allocate_after_construction() {
     }
     assert_eq!(allocations(), before);
     assert!(weight > 0 && dets.shots() >= 150);
+    // The second pass matched on lowered weights.
+    assert!(corr_weight < weight, "{corr_weight} against {weight}");
 }

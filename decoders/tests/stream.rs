@@ -76,7 +76,7 @@ fn windows_match_the_whole_history_on_stims_shots() {
     for decoder in [
         bposd(),
         DemDecoderSettings::from(RelayConfig::default()),
-        DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+        DemDecoderSettings::from(backline_decoders::matching::MatchingConfig::default()),
     ] {
         let mut whole = DemDecoder::new(&dem, &decoder).unwrap();
         let mut s = StreamDecoder::new(&dem, &settings(4, 2, decoder.clone())).unwrap();
@@ -137,7 +137,7 @@ fn matching_windows() {
     let dem = model("surface_d5_r5_p0.001.dem");
     let mut whole = DemDecoder::new(
         &dem,
-        &DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+        &DemDecoderSettings::from(backline_decoders::matching::MatchingConfig::default()),
     )
     .unwrap();
     let mut one = StreamDecoder::new(
@@ -145,7 +145,7 @@ fn matching_windows() {
         &settings(
             6,
             6,
-            DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+            DemDecoderSettings::from(backline_decoders::matching::MatchingConfig::default()),
         ),
     )
     .unwrap();
@@ -154,7 +154,7 @@ fn matching_windows() {
         &settings(
             3,
             1,
-            DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+            DemDecoderSettings::from(backline_decoders::matching::MatchingConfig::default()),
         ),
     )
     .unwrap();
@@ -200,7 +200,7 @@ fn matching_streams_refuse_what_they_cannot_do() {
         &settings(
             7,
             1,
-            DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+            DemDecoderSettings::from(backline_decoders::matching::MatchingConfig::default()),
         ),
     )
     .unwrap_err()
@@ -219,7 +219,7 @@ fn matching_streams_refuse_what_they_cannot_do() {
         &settings(
             1,
             1,
-            DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+            DemDecoderSettings::from(backline_decoders::matching::MatchingConfig::default()),
         ),
     )
     .unwrap_err()
@@ -235,7 +235,7 @@ fn matching_streams_refuse_what_they_cannot_do() {
         &settings(
             1,
             1,
-            DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+            DemDecoderSettings::from(backline_decoders::matching::MatchingConfig::default()),
         ),
     )
     .unwrap_err()
@@ -265,7 +265,7 @@ fn deadlines_count_the_windows_that_reach_them() {
     for decoder in [
         bposd(),
         DemDecoderSettings::from(RelayConfig::default()),
-        DemDecoderSettings::from(backline_decoders::matching::MatchingConfig),
+        DemDecoderSettings::from(backline_decoders::matching::MatchingConfig::default()),
     ] {
         let mut free = StreamDecoder::new(&dem, &settings(5, 3, decoder.clone())).unwrap();
         let mut tight = settings(5, 3, decoder.clone());

@@ -203,7 +203,7 @@ pub struct DemSummary {
     pub detectors: usize,
     /// Observables of the model.
     pub observables: usize,
-    /// Mechanisms the decoder works on.
+    /// Mechanisms of the model (merged as stim merges them).
     pub mechanisms: usize,
     /// Decoding threads.
     pub threads: usize,
@@ -362,19 +362,24 @@ impl clap::Args for DecoderFlags {
             let titles: Vec<&str> = owners.iter().map(|e| e.title).collect();
             // clap keeps flag names as `&'static str`; these few are made once per process.
             let long: &'static str = Box::leak(st.key.replace('_', "-").into_boxed_str());
-            cmd = cmd.arg(
-                clap::Arg::new(st.key)
-                    .long(long)
-                    .value_name(value_name(st.value))
-                    .allow_hyphen_values(true)
-                    .help(format!(
-                        "{}: {}; {} [default: {}]",
-                        titles.join(", "),
-                        st.help,
-                        st.range,
-                        st.offline
-                    )),
-            );
+            let mut arg = clap::Arg::new(st.key)
+                .long(long)
+                .value_name(value_name(st.value))
+                .allow_hyphen_values(true);
+            if st.value == ValueType::Flag {
+                // `--correlations` alone turns it on; `--correlations 0` says it.
+                arg = arg
+                    .num_args(0..=1)
+                    .default_missing_value("1")
+                    .allow_hyphen_values(false);
+            }
+            cmd = cmd.arg(arg.help(format!(
+                "{}: {}; {} [default: {}]",
+                titles.join(", "),
+                st.help,
+                st.range,
+                st.offline
+            )));
         }
         cmd
     }
@@ -798,7 +803,7 @@ fn run_dem(c: &DemConfig) -> anyhow::Result<ExitCode> {
         decoder: c.decoder.name().to_string(),
         detectors: dem.num_detectors(),
         observables: dem.num_observables(),
-        mechanisms: c.decoder.mechanisms().len(),
+        mechanisms: dem.num_mechanisms(),
         threads: threads.min(dets.shots()),
         shots,
         logical_errors,

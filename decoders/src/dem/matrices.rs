@@ -34,6 +34,81 @@ pub struct GraphlikeEdge {
     pub line: u32,
 }
 
+/// The `error`s that stim's decomposition split into several graphlike parts (`D0 D1 ^ D7`),
+/// in execution order: what correlated matching conditions one part's weight on another's
+/// ([`DetectorErrorModel::decomposed_errors`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DecomposedErrors {
+    /// Each error's probability.
+    p: Vec<f64>,
+    /// Error `k`'s parts are `parts[start[k]..start[k + 1]]` (`start` has one more entry).
+    start: Vec<u32>,
+    /// Indices into [`DetectorErrorModel::graphlike_edges`].
+    parts: Vec<u32>,
+    /// The line of the first split `error` with a part that flips no detector.
+    undetectable_part: Option<u32>,
+}
+
+impl DecomposedErrors {
+    /// The split errors: `(p, the graphlike edges of its parts)`, two parts or more each.
+    pub fn iter(&self) -> impl Iterator<Item = (f64, &[u32])> + '_ {
+        self.p.iter().enumerate().map(|(k, &p)| {
+            (
+                p,
+                &self.parts[self.start[k] as usize..self.start[k + 1] as usize],
+            )
+        })
+    }
+
+    /// How many split errors.
+    pub fn len(&self) -> usize {
+        self.p.len()
+    }
+
+    /// Whether no error was split.
+    pub fn is_empty(&self) -> bool {
+        self.p.is_empty()
+    }
+
+    /// The 1-based line of the first split `error` with a part that flips no detector
+    /// (`D0 D1 ^ L0`): correlated matching cannot condition on a part it cannot see.
+    pub fn undetectable_part(&self) -> Option<u32> {
+        self.undetectable_part
+    }
+
+    fn push(&mut self, p: f64, parts: &[u32]) {
+        if self.start.is_empty() {
+            self.start.push(0);
+        }
+        self.p.push(p);
+        self.parts.extend_from_slice(parts);
+        self.start.push(self.parts.len() as u32);
+    }
+
+    /// The errors with their parts renumbered by `map` (`u32::MAX`: the part is gone); an
+    /// error left with fewer than two parts is dropped.
+    pub(super) fn renumbered(&self, map: &[u32]) -> DecomposedErrors {
+        let mut out = DecomposedErrors {
+            undetectable_part: self.undetectable_part,
+            ..DecomposedErrors::default()
+        };
+        let mut kept = Vec::new();
+        for (p, parts) in self.iter() {
+            kept.clear();
+            kept.extend(
+                parts
+                    .iter()
+                    .map(|&e| map[e as usize])
+                    .filter(|&e| e != u32::MAX),
+            );
+            if kept.len() >= 2 {
+                out.push(p, &kept);
+            }
+        }
+        out
+    }
+}
+
 /// A `^`-separated part of an `error` that flips more than two detectors: a hyperedge that
 /// stim's decomposition did not split.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,6 +137,9 @@ struct Exec {
     edge_index: HashMap<(u32, u32), u32>,
     edges: Vec<GraphlikeEdge>,
     hyperedge: Option<Hyperedge>,
+    /// The errors split into several edges, and the current error's edges.
+    decomposed: DecomposedErrors,
+    parts: Vec<u32>,
 }
 
 impl Exec {
@@ -154,8 +232,22 @@ impl Exec {
             }
         }
         if p > 0.0 {
+            let split = targets.contains(&DemTarget::Separator);
+            self.parts.clear();
             for part in targets.split(|t| *t == DemTarget::Separator) {
-                self.component(p, part, line);
+                match self.component(p, part, line) {
+                    Some(k) => self.parts.push(k),
+                    None if split
+                        && self.decomposed.undetectable_part.is_none()
+                        && !part.iter().any(|t| matches!(t, DemTarget::Detector(_))) =>
+                    {
+                        self.decomposed.undetectable_part = Some(line);
+                    }
+                    None => {}
+                }
+            }
+            if self.parts.len() >= 2 {
+                self.decomposed.push(p, &self.parts);
             }
         }
         let mut key: Vec<u32> = Vec::with_capacity(self.dets.len() + self.obs.len() + 1);
@@ -185,9 +277,9 @@ impl Exec {
 impl Exec {
     /// Books one `^`-separated part of an `error(p)` (targets already checked by
     /// [`Exec::error`]): an edge of one or two detectors joins the graphlike decomposition
-    /// (merged with an earlier edge on the same detectors), a part of more detectors is
-    /// remembered if it is the first, a part of none is ignored.
-    fn component(&mut self, p: f64, targets: &[DemTarget], line: u32) {
+    /// (merged with an earlier edge on the same detectors; its index is returned), a part of
+    /// more detectors is remembered if it is the first, a part of none is ignored.
+    fn component(&mut self, p: f64, targets: &[DemTarget], line: u32) -> Option<u32> {
         let (mut dets, mut obs) = (Vec::new(), Vec::new());
         for t in targets {
             match *t {
@@ -200,13 +292,13 @@ impl Exec {
         xor_sorted(&mut dets, &mut d);
         xor_sorted(&mut obs, &mut o);
         let key = match d[..] {
-            [] => return,
+            [] => return None,
             [a] => (a, u32::MAX),
             [a, b] => (a, b),
             _ => {
                 self.hyperedge
                     .get_or_insert(Hyperedge { line, detectors: d });
-                return;
+                return None;
             }
         };
         match self.edge_index.get(&key) {
@@ -215,15 +307,18 @@ impl Exec {
             Some(&k) => {
                 let q = &mut self.edges[k as usize].p;
                 *q = *q * (1.0 - p) + p * (1.0 - *q);
+                Some(k)
             }
             None => {
-                self.edge_index.insert(key, self.edges.len() as u32);
+                let k = self.edges.len() as u32;
+                self.edge_index.insert(key, k);
                 self.edges.push(GraphlikeEdge {
                     detectors: key,
                     observables: o,
                     p,
                     line,
                 });
+                Some(k)
             }
         }
     }
@@ -266,6 +361,8 @@ pub(super) fn execute(
         edge_index: HashMap::new(),
         edges: Vec::new(),
         hyperedge: None,
+        decomposed: DecomposedErrors::default(),
+        parts: Vec::new(),
     };
     // A model with no mechanism (an empty circuit's) is a model: it predicts nothing, and the
     // decoders answer it with constant predictions (sinter's contract).
@@ -314,6 +411,7 @@ pub(super) fn execute(
         det_mechs,
         graphlike: ex.edges,
         hyperedge: ex.hyperedge,
+        decomposed: ex.decomposed,
     })
 }
 
@@ -361,5 +459,12 @@ impl DetectorErrorModel {
     /// any: a model a matching decoder cannot take as it is.
     pub fn first_hyperedge(&self) -> Option<&Hyperedge> {
         self.hyperedge.as_ref()
+    }
+
+    /// The `error`s whose `^`-separated parts became two edges or more of
+    /// [`DetectorErrorModel::graphlike_edges`] (a Y error's X and Z halves): the joint
+    /// probabilities correlated matching reads.
+    pub fn decomposed_errors(&self) -> &DecomposedErrors {
+        &self.decomposed
     }
 }

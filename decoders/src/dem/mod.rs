@@ -98,7 +98,7 @@ mod tests;
 mod window;
 
 pub use limits::DemLimits;
-pub use matrices::{GraphlikeEdge, Hyperedge, Mechanism};
+pub use matrices::{DecomposedErrors, GraphlikeEdge, Hyperedge, Mechanism};
 pub use syntax::{DemError, DemErrorKind, DemTarget, Instruction, InstructionKind};
 pub use window::DemWindow;
 
@@ -143,6 +143,8 @@ pub struct DetectorErrorModel {
     graphlike: Vec<GraphlikeEdge>,
     /// The first `^`-separated part that flips more than two detectors.
     hyperedge: Option<Hyperedge>,
+    /// The errors split into several of those edges.
+    decomposed: matrices::DecomposedErrors,
 }
 
 impl DetectorErrorModel {

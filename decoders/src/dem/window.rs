@@ -102,15 +102,18 @@ impl DetectorErrorModel {
                 d - detectors.start as u32
             }
         };
-        let graphlike = self
-            .graphlike
-            .iter()
-            .filter(|e| inside(e.detectors.0) && inside(e.detectors.1))
-            .map(|e| GraphlikeEdge {
-                detectors: (shift(e.detectors.0), shift(e.detectors.1)),
-                ..e.clone()
-            })
-            .collect();
+        let mut renumber = vec![u32::MAX; self.graphlike.len()];
+        let mut graphlike = Vec::new();
+        for (k, e) in self.graphlike.iter().enumerate() {
+            if inside(e.detectors.0) && inside(e.detectors.1) {
+                renumber[k] = graphlike.len() as u32;
+                graphlike.push(GraphlikeEdge {
+                    detectors: (shift(e.detectors.0), shift(e.detectors.1)),
+                    ..e.clone()
+                });
+            }
+        }
+        let decomposed = self.decomposed.renumbered(&renumber);
         DemWindow {
             model: DetectorErrorModel {
                 name: format!(
@@ -130,6 +133,7 @@ impl DetectorErrorModel {
                 det_mechs,
                 graphlike,
                 hyperedge: None,
+                decomposed,
             },
             detectors,
             mechanisms: ids,

@@ -382,6 +382,26 @@ impl Blossom {
         self.collect = collect;
     }
 
+    /// Whether each decode leaves its matches in `matches`.
+    pub(crate) fn collects(&self) -> bool {
+        self.collect
+    }
+
+    /// Makes each decode leave its matches in `matches` (or not), the window kept.
+    pub(crate) fn set_collect(&mut self, collect: bool) {
+        self.collect = collect;
+    }
+
+    /// The window as a path search sees it.
+    pub(crate) fn span(&self) -> crate::matching::path::Span {
+        crate::matching::path::Span {
+            lo: self.lo,
+            hi: self.lo + self.span,
+            past_is_boundary: self.past_is_boundary,
+            future_is_boundary: self.future_is_boundary,
+        }
+    }
+
     /// Whether node (or [`BOUNDARY`]) `x` is inside the window.
     #[inline]
     pub(crate) fn inside(&self, x: u32) -> bool {

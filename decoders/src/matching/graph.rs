@@ -17,6 +17,18 @@
 //! PyMatching refuses it. The smallest normal `p` (`f64::MIN_POSITIVE`) weighs ≈ 708 and is
 //! matched as any other.
 //!
+//! # Correlations
+//!
+//! Built with correlations ([`MatchingGraph::from_dem_correlated`]), the graph also holds
+//! PyMatching's *rewrite rules* (its two-pass "correlated matching", PyMatching ≥ 2.3): for
+//! every `error(p)` that stim split into parts `c₀ ^ c₁ ^ …`, every pair of its parts happened
+//! together with probability `p` (pairs of parts of several errors combine as independent
+//! events), and `P(c)` is edge `c`'s own probability. After a first matching uses edge `c`,
+//! every edge `a` that shares an error with it is taken to have happened with probability
+//! `min(½, P(c ∧ a)/P(c))` and weighs `ln((1 − q)/q)` in the second matching, when that is
+//! lighter than its weight. Rule weights are made integers with the edges' factor and count
+//! in `W`, as PyMatching does.
+//!
 //! # Negative weights
 //!
 //! An edge with `p > ½` weighs less than nothing: it is taken as already flipped. Its detectors
@@ -24,7 +36,7 @@
 //! weight is added to every matching's weight, and the graph keeps it with `|w|` (PyMatching's
 //! rule). `p = ½` is a free edge (weight 0); `p = 1` is refused.
 
-use crate::dem::DetectorErrorModel;
+use crate::dem::{DecomposedErrors, DetectorErrorModel};
 pub use crate::matching::errors::{MAX_MATCHING_OBSERVABLES, MIN_WEIGHABLE_P, MatchingBuildError};
 
 /// The node an edge to the boundary leads to.
@@ -53,6 +65,32 @@ pub(crate) struct Adj {
     pub(crate) weight: u32,
 }
 
+/// Correlated matching's rewrite rules (module doc): for each edge, the edges whose weight a
+/// first matching that uses it lowers, and to what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Rules {
+    /// Edge `e`'s rules are `to[start[e]..start[e + 1]]`, with `weight` beside.
+    pub(crate) start: Vec<u32>,
+    /// The edge rewritten.
+    pub(crate) to: Vec<u32>,
+    /// Its integer weight after a first matching used the causing edge.
+    pub(crate) weight: Vec<u32>,
+    /// Each edge's adjacency slots (the second is `u32::MAX` for an edge to the boundary).
+    pub(crate) slots: Vec<[u32; 2]>,
+}
+
+impl Rules {
+    /// The rules of edge `e`: `(edge rewritten, its new weight)`.
+    #[inline]
+    pub(crate) fn of(&self, e: u32) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let r = self.start[e as usize] as usize..self.start[e as usize + 1] as usize;
+        self.to[r.clone()]
+            .iter()
+            .copied()
+            .zip(self.weight[r].iter().copied())
+    }
+}
+
 /// The matching graph of a model. Built once; read-only while decoding.
 ///
 /// Layout: node `n`'s neighbours are `adj[start[n]..start[n + 1]]` (with `adj_obs` beside), an
@@ -75,11 +113,29 @@ pub struct MatchingGraph {
     /// The negative edges' total (integer) weight, ≤ 0.
     pub(crate) neg_weight: i64,
     scale: f64,
+    /// Correlated matching's rules, when built with correlations.
+    pub(crate) rules: Option<std::sync::Arc<Rules>>,
 }
 
 impl MatchingGraph {
     /// The graph of `dem`'s graphlike decomposition.
     pub fn from_dem(dem: &DetectorErrorModel) -> Result<MatchingGraph, MatchingBuildError> {
+        MatchingGraph::from_dem_with(dem, false)
+    }
+
+    /// The graph of `dem`'s graphlike decomposition with the rewrite rules of correlated
+    /// matching (module doc). Refused, as PyMatching refuses them: an error with `p > ½`, a
+    /// split error with a part that flips no detector.
+    pub fn from_dem_correlated(
+        dem: &DetectorErrorModel,
+    ) -> Result<MatchingGraph, MatchingBuildError> {
+        MatchingGraph::from_dem_with(dem, true)
+    }
+
+    fn from_dem_with(
+        dem: &DetectorErrorModel,
+        correlated: bool,
+    ) -> Result<MatchingGraph, MatchingBuildError> {
         let file = || dem.name().to_string();
         if let Some(h) = dem.first_hyperedge() {
             let mut dets: Vec<String> = h
@@ -106,6 +162,13 @@ impl MatchingGraph {
         }
         let mut raw = Vec::with_capacity(dem.graphlike_edges().len());
         for e in dem.graphlike_edges() {
+            if correlated && e.p > 0.5 {
+                return Err(MatchingBuildError::CorrelatedAboveHalf {
+                    file: file(),
+                    line: e.line,
+                    p: e.p,
+                });
+            }
             if e.p >= 1.0 {
                 return Err(MatchingBuildError::Certain {
                     file: file(),
@@ -127,11 +190,30 @@ impl MatchingGraph {
         if raw.is_empty() {
             return Err(MatchingBuildError::NoEdges(file()));
         }
-        Ok(MatchingGraph::from_weights(
+        let implied = if correlated {
+            let split = dem.decomposed_errors();
+            if let Some(line) = split.undetectable_part() {
+                return Err(MatchingBuildError::CorrelatedUndetectablePart { file: file(), line });
+            }
+            if let Some((p, parts)) = split.iter().find(|(p, _)| *p > 0.5) {
+                let line = dem.graphlike_edges()[parts[0] as usize].line;
+                return Err(MatchingBuildError::CorrelatedAboveHalf {
+                    file: file(),
+                    line,
+                    p,
+                });
+            }
+            let marginal: Vec<f64> = dem.graphlike_edges().iter().map(|e| e.p).collect();
+            Some(implied_weights(split, &marginal))
+        } else {
+            None
+        };
+        Ok(MatchingGraph::build(
             dem.name(),
             dem.num_detectors(),
             dem.num_observables(),
             &raw,
+            implied.as_deref(),
         ))
     }
 
@@ -143,8 +225,23 @@ impl MatchingGraph {
         observables: usize,
         raw: &[(u32, u32, f64, u64)],
     ) -> MatchingGraph {
-        let max_abs = raw.iter().fold(0.0f64, |m, e| m.max(e.2.abs()));
-        let integral = raw.iter().all(|e| e.2.round() == e.2);
+        MatchingGraph::build(name, nodes, observables, raw, None)
+    }
+
+    /// [`MatchingGraph::from_weights`], with correlated matching's rules `(causing edge, edge
+    /// rewritten, real weight)` (sorted by causing edge) when given: their weights count in
+    /// the discretisation.
+    fn build(
+        name: &str,
+        nodes: usize,
+        observables: usize,
+        raw: &[(u32, u32, f64, u64)],
+        implied: Option<&[(u32, u32, f64)]>,
+    ) -> MatchingGraph {
+        let rule_weights = implied.unwrap_or(&[]).iter().map(|r| r.2);
+        let weights = raw.iter().map(|e| e.2).chain(rule_weights);
+        let max_abs = weights.clone().fold(0.0f64, |m, w| m.max(w.abs()));
+        let integral = weights.clone().all(|w| w.round() == w);
         let half_scale = if integral || max_abs == 0.0 {
             1.0
         } else {
@@ -187,17 +284,19 @@ impl MatchingGraph {
         let mut adj_edge = vec![0u32; total];
         // Boundary edges first, so the flooder finds them at the start of the range.
         let mut fill: Vec<u32> = start[..nodes].to_vec();
+        let mut slots = vec![[u32::MAX; 2]; edges.len()];
         for pass_boundary in [true, false] {
             for (k, e) in edges
                 .iter()
                 .enumerate()
                 .filter(|(_, e)| (e.b == BOUNDARY) == pass_boundary)
             {
-                for (from, to) in [(e.a, e.b), (e.b, e.a)] {
+                for (side, (from, to)) in [(e.a, e.b), (e.b, e.a)].into_iter().enumerate() {
                     if from == BOUNDARY {
                         continue;
                     }
                     let slot = fill[from as usize] as usize;
+                    slots[k][side] = slot as u32;
                     fill[from as usize] += 1;
                     adj[slot] = Adj {
                         to,
@@ -209,6 +308,24 @@ impl MatchingGraph {
             }
         }
         let neg_events = (0..nodes as u32).filter(|&n| toggled[n as usize]).collect();
+        let rules = implied.map(|implied| {
+            let mut start = vec![0u32; edges.len() + 1];
+            for &(c, _, _) in implied {
+                start[c as usize + 1] += 1;
+            }
+            for e in 0..edges.len() {
+                start[e + 1] += start[e];
+            }
+            std::sync::Arc::new(Rules {
+                start,
+                to: implied.iter().map(|r| r.1).collect(),
+                weight: implied
+                    .iter()
+                    .map(|r| ((r.2 * half_scale).round() as i64 * 2).unsigned_abs() as u32)
+                    .collect(),
+                slots,
+            })
+        });
         MatchingGraph {
             name: name.to_string(),
             num_nodes: nodes,
@@ -222,7 +339,13 @@ impl MatchingGraph {
             neg_obs,
             neg_weight,
             scale: half_scale * 2.0,
+            rules,
         }
+    }
+
+    /// Whether the graph holds correlated matching's rules.
+    pub fn has_correlations(&self) -> bool {
+        self.rules.is_some()
     }
 
     /// The model's name.
@@ -279,4 +402,42 @@ impl MatchingGraph {
     pub fn negative_weight(&self) -> i64 {
         self.neg_weight
     }
+}
+
+/// Correlated matching's rules as real weights `(causing edge, edge rewritten, weight)`, sorted
+/// by causing edge then edge rewritten: every pair of parts of a split error happened together
+/// with its `p` (combined over errors as independent events); the rewritten edge's
+/// probability is `min(½, P(c ∧ a)/P(c))` with `P(c)` the causing edge's own probability.
+fn implied_weights(split: &DecomposedErrors, marginal: &[f64]) -> Vec<(u32, u32, f64)> {
+    let mut pairs: Vec<(u32, u32, f64)> = Vec::new();
+    for (p, parts) in split.iter() {
+        for (i, &c) in parts.iter().enumerate() {
+            for &a in &parts[i + 1..] {
+                if a != c {
+                    pairs.push((c, a, p));
+                    pairs.push((a, c, p));
+                }
+            }
+        }
+    }
+    pairs.sort_unstable_by_key(|&(c, a, _)| (c, a));
+    let mut rules: Vec<(u32, u32, f64)> = Vec::with_capacity(pairs.len());
+    for (c, a, p) in pairs {
+        match rules.last_mut() {
+            Some(last) if (last.0, last.1) == (c, a) => {
+                last.2 = last.2 * (1.0 - p) + p * (1.0 - last.2);
+            }
+            _ => rules.push((c, a, p)),
+        }
+    }
+    rules.retain_mut(|r| {
+        let m = marginal[r.0 as usize];
+        if m <= 0.0 {
+            return false;
+        }
+        let q = (r.2 / m).min(0.5);
+        r.2 = ((1.0 - q) / q).ln();
+        r.2.is_finite()
+    });
+    rules
 }

@@ -23,6 +23,18 @@
 //! ([`MatchingBuildError::Hyperedge`]). Edges with `p > ½` have negative weight and are
 //! handled by flipping them in advance; `p = 1` is refused.
 //!
+//! # Correlations
+//!
+//! A decoder built with correlations ([`MatchingDecoder::new_correlated`],
+//! `matching;correlations=1`) matches twice, as PyMatching ≥ 2.3 does with
+//! `enable_correlations=True`: a first matching; the edges of its paths (shortest paths
+//! between the matched detection events, each edge counted once per path, an edge used twice
+//! cancels); the weights those edges' rewrite rules lower ([`graph`]'s doc), written into the
+//! decoder's own copy of the weights; a second matching, whose answer is the decode's; the
+//! weights restored. It needs the model's errors decomposed (stim's
+//! `decompose_errors=True`): an error's parts are what the rules connect. Allocation-free
+//! after construction, like the plain decoder; about 2.5× its time.
+//!
 //! # Decoding
 //!
 //! [`MatchingDecoder::decode_packed`] takes one shot in stim's `b8` layout and writes the
@@ -61,9 +73,9 @@ use std::sync::Arc;
 use crate::decoder::{ObservableDecoder, ShotInfo};
 use crate::dem::DetectorErrorModel;
 use crate::error::{DecoderError, SettingError};
-use crate::registry::{DecoderConfig, Entry, Profile, WindowKind, config_any};
+use crate::registry::{DecoderConfig, Entry, Profile, Setting, ValueType, WindowKind, config_any};
 pub use checks::{CheckMatching, ChecksError};
-pub use errors::MatchFault;
+pub use errors::{CorrelationsError, MatchFault};
 pub use graph::{
     BOUNDARY, Edge, MAX_MATCHING_OBSERVABLES, MIN_WEIGHABLE_P, MatchingBuildError, MatchingGraph,
 };
@@ -94,8 +106,103 @@ pub struct MatchingDecoder {
     fired: Vec<u32>,
     /// Toggle marks, when the graph has negative edges.
     marks: Vec<bool>,
-    /// Path searches for windows' commits.
+    /// Path searches for windows' commits and correlated matching's first pass.
     paths: path::PathSearch,
+    /// Correlated matching's state, when the graph has rules.
+    corr: Option<Box<Correlated>>,
+}
+
+/// Correlated matching's scratch: the weights the second pass matches on, and the first
+/// pass's edges. Sized when built: a decode allocates nothing.
+#[derive(Debug)]
+struct Correlated {
+    /// The graph with the weights of the pass under way (the rules lower them; the original
+    /// graph's restore them).
+    graph: MatchingGraph,
+    rules: Arc<graph::Rules>,
+    /// Per edge: [`ODD`] when the first matching's paths crossed it an odd number of times,
+    /// [`LISTED`] once it is in `used_list`.
+    used: Vec<u8>,
+    /// The edges `used` was set for (some may have been cleared again).
+    used_list: Vec<u32>,
+    /// Per edge: whether its weight is lowered.
+    lowered: Vec<bool>,
+    lowered_list: Vec<u32>,
+    /// Whether decodes use the rules (a decoder built with them may match plainly).
+    on: bool,
+    /// Shortest paths between two matched detection events.
+    pairs: path::PairSearch,
+}
+
+/// [`Correlated::used`]: crossed an odd number of times.
+const ODD: u8 = 1;
+/// [`Correlated::used`]: listed in `used_list`.
+const LISTED: u8 = 2;
+
+impl Clone for Correlated {
+    fn clone(&self) -> Correlated {
+        Correlated {
+            graph: self.graph.clone(),
+            rules: self.rules.clone(),
+            used: self.used.clone(),
+            used_list: blossom::room_of(&self.used_list),
+            lowered: self.lowered.clone(),
+            lowered_list: blossom::room_of(&self.lowered_list),
+            on: self.on,
+            pairs: self.pairs.clone(),
+        }
+    }
+}
+
+impl Correlated {
+    fn new(graph: &MatchingGraph, rules: Arc<graph::Rules>) -> Correlated {
+        let m = graph.edges().len();
+        Correlated {
+            graph: graph.clone(),
+            rules,
+            used: vec![0; m],
+            used_list: Vec::with_capacity(m),
+            lowered: vec![false; m],
+            lowered_list: Vec::with_capacity(m),
+            on: true,
+            pairs: path::PairSearch::new(graph),
+        }
+    }
+
+    /// Lowers the weights the rules of the used edges name (the lighter weight wins).
+    fn apply_rules(&mut self) {
+        for &e in &self.used_list {
+            if std::mem::take(&mut self.used[e as usize]) & ODD == 0 {
+                continue;
+            }
+            for (a, w) in self.rules.of(e) {
+                let [s0, s1] = self.rules.slots[a as usize];
+                if w < self.graph.adj[s0 as usize].weight {
+                    if !std::mem::replace(&mut self.lowered[a as usize], true) {
+                        self.lowered_list.push(a);
+                    }
+                    self.graph.adj[s0 as usize].weight = w;
+                    if s1 != u32::MAX {
+                        self.graph.adj[s1 as usize].weight = w;
+                    }
+                }
+            }
+        }
+        self.used_list.clear();
+    }
+
+    /// Puts back the weights of `original`.
+    fn restore(&mut self, original: &MatchingGraph) {
+        for &a in &self.lowered_list {
+            self.lowered[a as usize] = false;
+            for s in self.rules.slots[a as usize] {
+                if s != u32::MAX {
+                    self.graph.adj[s as usize].weight = original.adj[s as usize].weight;
+                }
+            }
+        }
+        self.lowered_list.clear();
+    }
 }
 
 impl Clone for MatchingDecoder {
@@ -107,6 +214,7 @@ impl Clone for MatchingDecoder {
             fired: blossom::room_of(&self.fired),
             marks: self.marks.clone(),
             paths: self.paths.clone(),
+            corr: self.corr.clone(),
         }
     }
 }
@@ -119,10 +227,23 @@ impl MatchingDecoder {
         )))
     }
 
-    /// The decoder of a graph already built (shared, e.g. between threads).
+    /// The decoder of `dem`'s graphlike decomposition with correlated matching (the module
+    /// doc; [`MatchingGraph::from_dem_correlated`] says what it refuses).
+    pub fn new_correlated(dem: &DetectorErrorModel) -> Result<MatchingDecoder, MatchingBuildError> {
+        Ok(MatchingDecoder::from_graph(Arc::new(
+            MatchingGraph::from_dem_correlated(dem)?,
+        )))
+    }
+
+    /// The decoder of a graph already built (shared, e.g. between threads); with
+    /// correlations when the graph has them.
     pub fn from_graph(graph: Arc<MatchingGraph>) -> MatchingDecoder {
         let n = graph.num_nodes();
         MatchingDecoder {
+            corr: graph
+                .rules
+                .clone()
+                .map(|rules| Box::new(Correlated::new(&graph, rules))),
             engine: Blossom::new(&graph),
             paths: path::PathSearch::new(&graph),
             events: Vec::with_capacity(n + graph.negative_events().len()),
@@ -139,6 +260,25 @@ impl MatchingDecoder {
     /// The graph.
     pub fn graph(&self) -> &Arc<MatchingGraph> {
         &self.graph
+    }
+
+    /// Whether decodes match twice with correlations (module doc).
+    pub fn correlations(&self) -> bool {
+        self.corr.as_ref().is_some_and(|c| c.on)
+    }
+
+    /// Makes the following decodes match with correlations or plainly (PyMatching's
+    /// `enable_correlations` argument of `decode`). Correlations need a decoder built with
+    /// them.
+    pub fn set_correlations(&mut self, on: bool) -> Result<(), CorrelationsError> {
+        match (&mut self.corr, on) {
+            (Some(c), _) => {
+                c.on = on;
+                Ok(())
+            }
+            (None, false) => Ok(()),
+            (None, true) => Err(CorrelationsError::NotBuilt),
+        }
     }
 
     /// Detectors (bits per detection-event record).
@@ -266,7 +406,8 @@ impl MatchingDecoder {
         })
     }
 
-    /// Matches `self.events` with the engine as it is set (whole graph or a window).
+    /// Matches `self.events` with the engine as it is set (whole graph or a window), twice
+    /// when correlations are on.
     fn run_engine(&mut self) -> Result<blossom::Totals, MatchFault> {
         let g = &*self.graph;
         for &d in &self.events {
@@ -274,10 +415,61 @@ impl MatchingDecoder {
                 return Err(MatchFault::IsolatedDetector(d));
             }
         }
-        self.engine.decode(g, &self.events).map_err(|f| match f {
+        let fault = |f| match f {
             Failure::Unmatched(d) => MatchFault::NoPerfectMatching(d),
             Failure::Budget => MatchFault::Budget,
-        })
+        };
+        let Some(c) = self.corr.as_deref_mut().filter(|c| c.on) else {
+            return self.engine.decode(g, &self.events).map_err(fault);
+        };
+        // The first matching, its matches kept; the edges of their shortest paths.
+        let collect = self.engine.collects();
+        self.engine.set_collect(true);
+        let first = self.engine.decode(&c.graph, &self.events);
+        self.engine.set_collect(collect);
+        let first = first.map_err(fault)?;
+        let span = self.engine.span();
+        for m in &self.engine.matches {
+            let target = if m.to == blossom::NONE {
+                BOUNDARY
+            } else {
+                m.to
+            };
+            // To a node: from both ends; to the boundary: from the event.
+            let edges = if target != BOUNDARY {
+                c.pairs.search(&c.graph, span, m.from, target);
+                &c.pairs.edges[..]
+            } else {
+                self.paths.search(&c.graph, span, m.from, target);
+                c.pairs.edges.clear();
+                let slots = self.paths.slots.iter();
+                c.pairs
+                    .edges
+                    .extend(slots.map(|&s| c.graph.adj_edge[s as usize]));
+                &c.pairs.edges[..]
+            };
+            for &e in edges {
+                let u = &mut c.used[e as usize];
+                if *u & LISTED == 0 {
+                    c.used_list.push(e);
+                }
+                *u = (*u ^ ODD) | LISTED;
+            }
+        }
+        // The second matching on the lowered weights; then the weights put back. When no
+        // weight was lowered it would be the first again (same graph, same events): the
+        // first's answer (and matches) stand.
+        c.apply_rules();
+        if c.lowered_list.is_empty() {
+            if !collect {
+                self.engine.matches.clear();
+            }
+            return Ok(first);
+        }
+        self.engine.matches.clear();
+        let second = self.engine.decode(&c.graph, &self.events);
+        c.restore(g);
+        second.map_err(fault)
     }
 }
 
@@ -317,21 +509,41 @@ const MATCHED: ShotInfo = ShotInfo {
     deadline_hit: false,
 };
 
-/// The settings of the matching decoder (none yet: PyMatching's weights, exact matching).
+/// The settings of the matching decoder: PyMatching's weights, exact matching, and whether
+/// to match twice with correlations (module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct MatchingConfig;
+pub struct MatchingConfig {
+    /// Correlated matching (PyMatching's `enable_correlations`).
+    pub correlations: bool,
+}
+
+impl MatchingConfig {
+    /// The setting names, as errors list them.
+    pub const KEYS: &'static str = "correlations";
+}
 
 impl DecoderConfig for MatchingConfig {
-    fn set(&mut self, key: &str, _value: &str) -> Result<(), SettingError> {
-        Err(SettingError::unknown(key, "(matching has no settings)"))
+    fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
+        match key.trim() {
+            "correlations" => self.correlations = crate::error::parse_flag(key, value)?,
+            other => return Err(SettingError::unknown(other, Self::KEYS)),
+        }
+        Ok(())
     }
 
-    fn get(&self, _key: &str) -> Option<String> {
-        None
+    fn get(&self, key: &str) -> Option<String> {
+        match key {
+            "correlations" => Some(u8::from(self.correlations).to_string()),
+            _ => None,
+        }
     }
 
     fn build(&self, dem: &DetectorErrorModel) -> Result<Box<dyn ObservableDecoder>, DecoderError> {
-        Ok(Box::new(MatchingDecoder::new(dem)?))
+        Ok(Box::new(if self.correlations {
+            MatchingDecoder::new_correlated(dem)?
+        } else {
+            MatchingDecoder::new(dem)?
+        }))
     }
 
     fn windows(&self) -> WindowKind {
@@ -349,7 +561,7 @@ impl From<MatchingConfig> for crate::registry::DecoderSettings {
 }
 
 fn matching_config(_: Profile) -> Box<dyn DecoderConfig> {
-    Box::new(MatchingConfig)
+    Box::new(MatchingConfig::default())
 }
 
 /// Matching in the decoder registry.
@@ -358,7 +570,15 @@ pub static ENTRY: Entry = Entry {
     title: "matching",
     summary: "exact minimum-weight perfect matching (sparse blossom) on the model's graphlike \
               decomposition, with PyMatching's edge weights",
-    settings: &[],
+    settings: &[Setting {
+        key: "correlations",
+        value: ValueType::Flag,
+        range: "0 or 1",
+        offline: "0",
+        realtime: "0",
+        help: "match twice, the second time with the weights the first matching's edges imply \
+               (PyMatching's enable_correlations; needs a model with decomposed errors)",
+    }],
     config: matching_config,
 };
 

@@ -381,7 +381,7 @@ fn file_against_reference() {
     let (d, b) = distances(dec.graph());
     let mut dd = crate::dem_decoder::DemDecoder::new(
         &dem,
-        &crate::dem_decoder::DemDecoderSettings::from(crate::matching::MatchingConfig),
+        &crate::dem_decoder::DemDecoderSettings::from(crate::matching::MatchingConfig::default()),
     )
     .unwrap();
     let w = dem.num_detectors().div_ceil(8);
@@ -474,4 +474,181 @@ fn the_smallest_normal_and_nearly_half_probabilities_decode_right() {
             + 2 * (9f64.ln() * dec.graph().scale() / 2.0).round() as i64
     );
     assert!(dec.graph().edges().iter().all(|e| e.weight % 2 == 0));
+}
+
+/// A model where the correlation decides: `D0` goes to the boundary over `D0 L0` (p = 0.05,
+/// weight ln 19 ≈ 2.94) rather than over `D0 D1` + `D1` (≈ 1.57 + 2.20) — unless `D2` fired,
+/// which only the split error `D0 D1 ^ D2` explains: then `D0 D1` happened with probability
+/// min(½, 0.09/0.09), weighs 0, and `D0 D1` + `D1` (≈ 2.20) wins.
+fn correlated_model() -> DetectorErrorModel {
+    DetectorErrorModel::parse(
+        "error(0.05) D0 L0\nerror(0.1) D0 D1\nerror(0.1) D1\nerror(0.09) D0 D1 ^ D2\n",
+        "corr.dem",
+    )
+    .unwrap()
+}
+
+#[test]
+fn correlations_condition_the_second_matching_on_the_first() {
+    let dem = correlated_model();
+    let mut plain = MatchingDecoder::new(&dem).unwrap();
+    let mut corr = MatchingDecoder::new_correlated(&dem).unwrap();
+    assert!(corr.correlations() && !plain.correlations());
+    assert_eq!(plain.decode_events(&[0, 2]).unwrap().observables, 1);
+    assert_eq!(corr.decode_events(&[0, 2]).unwrap().observables, 0);
+    // Without D2 the rule never fires: both agree.
+    assert_eq!(corr.decode_events(&[0]).unwrap().observables, 1);
+    // The weights were put back: the same shot again, and a plain one after it.
+    assert_eq!(corr.decode_events(&[0, 2]).unwrap().observables, 0);
+    assert_eq!(
+        corr.decode_events(&[0]).unwrap(),
+        plain.decode_events(&[0]).unwrap()
+    );
+    // Switched off, it matches plainly; a plain decoder cannot switch on.
+    corr.set_correlations(false).unwrap();
+    assert_eq!(corr.decode_events(&[0, 2]).unwrap().observables, 1);
+    assert_eq!(
+        plain.set_correlations(true),
+        Err(CorrelationsError::NotBuilt)
+    );
+    plain.set_correlations(false).unwrap();
+    // Clones carry the rules.
+    corr.set_correlations(true).unwrap();
+    let mut c2 = corr.clone();
+    assert_eq!(c2.decode_events(&[0, 2]).unwrap().observables, 0);
+}
+
+#[test]
+fn correlation_rules_follow_the_joint_probabilities() {
+    // Two split errors share the pair (D0 D1, D2): their joint probabilities combine as
+    // independent events; D2's own probability is both of theirs.
+    let dem = DetectorErrorModel::parse(
+        "error(0.01) D0 D1 ^ D2\nerror(0.02) D0 D1 ^ D2\nerror(0.03) D0 D1\nerror(0.1) D3 D4\n",
+        "rules.dem",
+    )
+    .unwrap();
+    let g = MatchingGraph::from_dem_correlated(&dem).unwrap();
+    let rules = g.rules.as_ref().unwrap();
+    let x = |a: f64, b: f64| a * (1.0 - b) + b * (1.0 - a);
+    let joint = x(0.01, 0.02);
+    let (p01, p2) = (x(joint, 0.03), joint);
+    let int = |q: f64| (((1.0 - q) / q).ln() * g.scale() / 2.0).round() as u32 * 2;
+    // Edge 0 is D0 D1, edge 1 is D2 (the boundary), edge 2 is D3 D4.
+    assert_eq!(rules.of(0).collect::<Vec<_>>(), [(1, int(joint / p01))]);
+    assert_eq!(
+        rules.of(1).collect::<Vec<_>>(),
+        [(0, int((joint / p2).min(0.5)))]
+    );
+    assert_eq!(rules.of(2).count(), 0);
+    // A plain graph has none, and its weights are the same (no rule outweighs an edge here).
+    let plain = MatchingGraph::from_dem(&dem).unwrap();
+    assert!(plain.rules.is_none() && !plain.has_correlations());
+    assert_eq!(plain.edges(), g.edges());
+}
+
+#[test]
+fn correlations_refuse_what_pymatching_refuses() {
+    let bad = |text: &str| {
+        let dem = DetectorErrorModel::parse(text, "bad.dem").unwrap();
+        MatchingDecoder::new_correlated(&dem).unwrap_err()
+    };
+    let e = bad("error(0.1) D0 D1\nerror(0.6) D1\n");
+    assert!(
+        matches!(e, MatchingBuildError::CorrelatedAboveHalf { line: 2, .. }),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .starts_with("bad.dem:2: an error of probability 0.6"),
+        "{e}"
+    );
+    let e = bad("error(0.1) D0 D1\nerror(0.1) D0 ^ L0\n");
+    assert!(
+        matches!(
+            e,
+            MatchingBuildError::CorrelatedUndetectablePart { line: 2, .. }
+        ),
+        "{e:?}"
+    );
+    let e = bad("error(0.1) D0 D1 D2\n");
+    assert!(matches!(e, MatchingBuildError::Hyperedge { .. }), "{e:?}");
+    // Plain matching takes the first two (a negative edge; an ignored part).
+    for text in [
+        "error(0.1) D0 D1\nerror(0.6) D1\n",
+        "error(0.1) D0 D1\nerror(0.1) D0 ^ L0\n",
+    ] {
+        let dem = DetectorErrorModel::parse(text, "ok.dem").unwrap();
+        MatchingDecoder::new(&dem).unwrap();
+    }
+}
+
+#[test]
+fn correlated_matching_is_a_registry_setting() {
+    let dem = correlated_model();
+    let mut s = crate::registry::settings("matching", crate::registry::Profile::Offline).unwrap();
+    assert_eq!(s.get("correlations").as_deref(), Some("0"));
+    s.set("correlations", "1").unwrap();
+    let mut dec = crate::dem_decoder::DemDecoder::new(&dem, &s).unwrap();
+    let mut out = [0u8; 1];
+    dec.decode_packed(&[0b101], &mut out).unwrap();
+    assert_eq!(out, [0]);
+    s.set("correlations", "false").unwrap();
+    let mut dec = crate::dem_decoder::DemDecoder::new(&dem, &s).unwrap();
+    dec.decode_packed(&[0b101], &mut out).unwrap();
+    assert_eq!(out, [1]);
+    let e = s.set("correlations", "yes").unwrap_err().to_string();
+    assert!(e.starts_with("correlations") && e.contains("0 or 1"), "{e}");
+}
+
+#[test]
+fn paths_from_both_ends_are_shortest_paths() {
+    for name in ["surface_d3_r8_p0.01.dem", "surface_d5_r5_p0.001.dem"] {
+        let g = MatchingGraph::from_dem(&fixture(name)).unwrap();
+        let n = g.num_nodes() as u32;
+        let span = path::Span {
+            lo: 0,
+            hi: n,
+            past_is_boundary: false,
+            future_is_boundary: false,
+        };
+        let (mut one, mut two) = (path::PathSearch::new(&g), path::PairSearch::new(&g));
+        let mut rng = Rng(0x5eed ^ n as u64);
+        let mut joined = 0;
+        for _ in 0..300 {
+            let (s, t) = (rng.below(n as u64) as u32, rng.below(n as u64) as u32);
+            // (Two detectors may be joined only through the boundary: no path then.)
+            let found = one.search(&g, span, s, t);
+            assert_eq!(two.search(&g, span, s, t), found, "{name}: D{s} to D{t}");
+            if !found {
+                continue;
+            }
+            joined += 1;
+            let w1: u64 = one
+                .slots
+                .iter()
+                .map(|&x| g.adj[x as usize].weight as u64)
+                .sum();
+            let w2: u64 = two
+                .edges
+                .iter()
+                .map(|&e| g.edges()[e as usize].weight as u64)
+                .sum();
+            assert_eq!(w1, w2, "{name}: D{s} to D{t}");
+            // The edges join s to t: every node but the two ends is touched an even number
+            // of times.
+            let mut odd = std::collections::BTreeSet::new();
+            for &e in &two.edges {
+                let e = g.edges()[e as usize];
+                for x in [e.a, e.b] {
+                    if !odd.remove(&x) {
+                        odd.insert(x);
+                    }
+                }
+            }
+            let want: std::collections::BTreeSet<u32> =
+                if s == t { [].into() } else { [s, t].into() };
+            assert_eq!(odd, want, "{name}: D{s} to D{t}");
+        }
+        assert!(joined >= 100, "{name}: {joined} of 300 pairs joined");
+    }
 }

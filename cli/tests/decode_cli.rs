@@ -651,7 +651,7 @@ fn correlations_are_a_flag_of_matching() {
     ]);
     assert!(e.contains("--correlations is a matching setting"), "{e}");
     // A model correlations cannot take: the line and why.
-    std::fs::write(&m, "error(0.1) D0 D1\nerror(0.6) D1\n").unwrap();
+    std::fs::write(&m, "error(0.1) D0 D1\nerror(0.1) D1 ^ L0\n").unwrap();
     let e = fails(&[
         "decode",
         "--dem",
@@ -663,7 +663,7 @@ fn correlations_are_a_flag_of_matching() {
         "--correlations",
     ]);
     assert!(
-        e.contains(":2: an error of probability 0.6 cannot be matched with correlations"),
+        e.contains(":2: this error has a `^`-separated part that flips no detector"),
         "{e}"
     );
 }

@@ -23,6 +23,8 @@
   :class:`MatchingSinterDecoder`) on the model's graphlike decomposition — what
   ``pymatching``'s sinter decoder does; the model's errors must be decomposed
   (``decompose_errors=True``), a part of more than two detectors raises naming its line.
+- ``backline-matching-correlated``: the same with ``correlations=True`` — PyMatching's
+  two-pass correlated matching (sinter's ``pymatching-correlated``).
 
 ``compile_decoder_for_dem`` hands the model's text to Rust in memory (no temporary files) and
 ``decode_shots_bit_packed`` decodes each batch in Rust with the GIL released. A model or a
@@ -53,14 +55,19 @@ from . import _native, errors
 __all__ = ["BpOsdSinterDecoder", "CompiledDemDecoder", "MatchingSinterDecoder", "RelayBpSinterDecoder", "decoders"]
 
 
-def _settings_text(settings: dict[str, Any]) -> list[tuple[str, str]]:
-    """Settings as (name, text) pairs, the form the native decoder parses."""
+def _settings_text(settings: dict[str, Any], decoder: str = "") -> list[tuple[str, str]]:
+    """Settings as (name, text) pairs, the form the native decoder parses. A bool is a value
+    only of the decoder's on/off settings (``correlations``); elsewhere it is refused rather than
+    read as 0 or 1."""
+    flags = _flag_keys(decoder)
     out = []
     for key, value in settings.items():
         if value is None:
             text = "none"
         elif isinstance(value, (tuple, list)):
             text = ",".join(repr(float(v)) for v in value)
+        elif isinstance(value, bool) and key in flags:
+            text = "1" if value else "0"
         elif isinstance(value, bool):
             raise TypeError(f"{key}: expected a number or a name, got {value!r}")
         elif isinstance(value, float):
@@ -111,7 +118,7 @@ class CompiledDemDecoder(sinter.CompiledDecoder):
         self._native = _native.DemDecoder(
             dem_text,
             decoder,
-            _settings_text(settings),
+            _settings_text(settings, decoder),
             _check_threads(threads),
             "<dem>",
             _limits_text(dem_limits),
@@ -182,6 +189,14 @@ def _value_of(vtype: str, text: str) -> Any:
     return text
 
 
+def _flag_keys(kind: str) -> set[str]:
+    """The on/off settings (type ``0 or 1``) of the registered decoder ``kind``."""
+    try:
+        return {key for key, vtype, *_rest in _registry().get(kind, []) if vtype == "0 or 1"}
+    except Exception:  # an old native module without the registry
+        return set()
+
+
 def _offline_defaults(kind: str) -> dict[str, Any]:
     """``{setting: offline default}`` of the registered decoder ``kind``, in its order."""
     return {key: _value_of(vtype, offline) for key, vtype, offline, _rt, _range, _help in _registry()[kind]}
@@ -241,8 +256,9 @@ class RelayBpSinterDecoder(_RegisteredSinterDecoder):
 
 class MatchingSinterDecoder(_RegisteredSinterDecoder):
     """Minimum-weight perfect matching (sparse blossom) on the model's graphlike edges, with
-    PyMatching's edge weights: the registry's ``matching`` settings. ``threads`` decodes each
-    batch on that many threads."""
+    PyMatching's edge weights: the registry's ``matching`` settings. ``correlations=True`` is
+    PyMatching's correlated matching (``enable_correlations``; sinter's ``pymatching-correlated``).
+    ``threads`` decodes each batch on that many threads."""
 
     kind = "matching"
 
@@ -259,12 +275,14 @@ def decoders(
     relay_bp: dict[str, Any] | None = None,
     matching: dict[str, Any] | None = None,
 ) -> dict[str, sinter.Decoder]:
-    """``{"backline-bposd": ..., "backline-relay-bp": ..., "backline-matching": ...}`` for
-    ``sinter.collect``'s ``custom_decoders``; ``bposd``, ``relay_bp`` and ``matching`` are the
-    keyword arguments of :class:`BpOsdSinterDecoder`, :class:`RelayBpSinterDecoder` and
-    :class:`MatchingSinterDecoder`."""
+    """``{"backline-bposd": ..., "backline-relay-bp": ..., "backline-matching": ...,
+    "backline-matching-correlated": ...}`` for ``sinter.collect``'s ``custom_decoders``;
+    ``bposd``, ``relay_bp`` and ``matching`` are the keyword arguments of
+    :class:`BpOsdSinterDecoder`, :class:`RelayBpSinterDecoder` and :class:`MatchingSinterDecoder`
+    (the correlated one takes ``matching``'s with ``correlations=True``)."""
     return {
         "backline-bposd": BpOsdSinterDecoder(**(bposd or {})),
         "backline-relay-bp": RelayBpSinterDecoder(**(relay_bp or {})),
         "backline-matching": MatchingSinterDecoder(**(matching or {})),
+        "backline-matching-correlated": MatchingSinterDecoder(**{**(matching or {}), "correlations": True}),
     }

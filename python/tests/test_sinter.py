@@ -31,9 +31,11 @@ def surface(d: int, p: float) -> stim.Circuit:
     )
 
 
-def test_decoders_names_the_three_decoders():
+def test_decoders_names_the_four_decoders():
     d = decoders(relay_bp={"stop_nconv": 1})
-    assert set(d) == {"backline-bposd", "backline-relay-bp", "backline-matching"}
+    assert set(d) == {"backline-bposd", "backline-relay-bp", "backline-matching", "backline-matching-correlated"}
+    assert d["backline-matching-correlated"].settings["correlations"] is True
+    assert d["backline-matching"].settings["correlations"] is False
     assert isinstance(d["backline-bposd"], BpOsdSinterDecoder)
     assert d["backline-relay-bp"].settings["stop_nconv"] == 1
 

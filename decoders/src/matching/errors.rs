@@ -65,19 +65,6 @@ pub enum MatchingBuildError {
     /// No graphlike part with `p > 0` flips a detector.
     #[error("{0}: no error with p > 0 flips one or two detectors; there is nothing to match")]
     NoEdges(String),
-    /// Correlated matching was asked of an error with `p > ½` (PyMatching refuses it too: the
-    /// conditioned weights of its parts would be negative).
-    #[error(
-        "{file}:{line}: an error of probability {p} cannot be matched with correlations (they          need every error's p ≤ 0.5); match it without correlations"
-    )]
-    CorrelatedAboveHalf {
-        /// The model's name.
-        file: String,
-        /// The line of its first `error`.
-        line: u32,
-        /// Its probability.
-        p: f64,
-    },
     /// Correlated matching was asked of a split `error` with a part that flips no detector.
     #[error(
         "{file}:{line}: this error has a `^`-separated part that flips no detector; correlated          matching cannot condition on it (PyMatching refuses it too): merge that part into          another"

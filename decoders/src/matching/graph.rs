@@ -27,7 +27,8 @@
 //! every edge `a` that shares an error with it is taken to have happened with probability
 //! `min(½, P(c ∧ a)/P(c))` and weighs `ln((1 − q)/q)` in the second matching, when that is
 //! lighter than its weight. Rule weights are made integers with the edges' factor and count
-//! in `W`, as PyMatching does.
+//! in `W`, as PyMatching does. Edges with `p > ½` (below) have no rules: PyMatching refuses
+//! them with correlations; sinter's contract needs them decoded.
 //!
 //! # Negative weights
 //!
@@ -124,8 +125,9 @@ impl MatchingGraph {
     }
 
     /// The graph of `dem`'s graphlike decomposition with the rewrite rules of correlated
-    /// matching (module doc). Refused, as PyMatching refuses them: an error with `p > ½`, a
-    /// split error with a part that flips no detector.
+    /// matching (module doc). A split error with a part that flips no detector is refused, as
+    /// PyMatching refuses it. An edge with `p > ½` is taken (PyMatching refuses it): flipped
+    /// in advance as in plain matching, with no rule to or from it.
     pub fn from_dem_correlated(
         dem: &DetectorErrorModel,
     ) -> Result<MatchingGraph, MatchingBuildError> {
@@ -162,13 +164,6 @@ impl MatchingGraph {
         }
         let mut raw = Vec::with_capacity(dem.graphlike_edges().len());
         for e in dem.graphlike_edges() {
-            if correlated && e.p > 0.5 {
-                return Err(MatchingBuildError::CorrelatedAboveHalf {
-                    file: file(),
-                    line: e.line,
-                    p: e.p,
-                });
-            }
             if e.p >= 1.0 {
                 return Err(MatchingBuildError::Certain {
                     file: file(),
@@ -194,14 +189,6 @@ impl MatchingGraph {
             let split = dem.decomposed_errors();
             if let Some(line) = split.undetectable_part() {
                 return Err(MatchingBuildError::CorrelatedUndetectablePart { file: file(), line });
-            }
-            if let Some((p, parts)) = split.iter().find(|(p, _)| *p > 0.5) {
-                let line = dem.graphlike_edges()[parts[0] as usize].line;
-                return Err(MatchingBuildError::CorrelatedAboveHalf {
-                    file: file(),
-                    line,
-                    p,
-                });
             }
             let marginal: Vec<f64> = dem.graphlike_edges().iter().map(|e| e.p).collect();
             Some(implied_weights(split, &marginal))
@@ -432,7 +419,9 @@ fn implied_weights(split: &DecomposedErrors, marginal: &[f64]) -> Vec<(u32, u32,
     }
     rules.retain_mut(|r| {
         let m = marginal[r.0 as usize];
-        if m <= 0.0 {
+        // An edge with p > ½ is taken as flipped in advance (negative weights): no rule
+        // lowers it or follows from it.
+        if m <= 0.0 || m > 0.5 || marginal[r.1 as usize] > 0.5 {
             return false;
         }
         let q = (r.2 / m).min(0.5);

@@ -77,6 +77,9 @@ fn windows_match_the_whole_history_on_stims_shots() {
         bposd(),
         DemDecoderSettings::from(RelayConfig::default()),
         DemDecoderSettings::from(backline_decoders::matching::MatchingConfig::default()),
+        DemDecoderSettings::from(backline_decoders::matching::MatchingConfig {
+            correlations: true,
+        }),
     ] {
         let mut whole = DemDecoder::new(&dem, &decoder).unwrap();
         let mut s = StreamDecoder::new(&dem, &settings(4, 2, decoder.clone())).unwrap();

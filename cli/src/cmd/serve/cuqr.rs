@@ -11,7 +11,11 @@
 //! `QEC_DECODING_SERVER_RING decoder=<id> dispatched=<n>` lines. With `--hop-stats` /
 //! `--hop-csv`, the hops of every frame answered, one table per ring (session = the ring's
 //! number from 1); `--hop-csv FILE` also writes `FILE.frames.csv`, what each of those frames
-//! was (function, decoder id, counter, request id, status), the counter carried as sent.
+//! was (function, decoder id, counter, request id, status), the counter carried as sent, and
+//! `FILE.shots.csv`, as `--shot-csv` does: every shot's *last syndrome → corrections ready*
+//! figure (`decoder_id,shot,last_syndrome_to_correction_ns`, in shot order; the shutdown line
+//! of each decoder gives their median, mean, P99 and P99.9). The ready line ends with
+//! `decode<id>=inline|worker`, where each decoder's windows decode.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -100,7 +104,35 @@ pub fn run(c: &ServeConfig, settings: &CuqrSettings) -> anyhow::Result<ExitCode>
             path.display()
         );
     }
+    let beside = c.hops.csv.as_ref().map(|p| p.with_extension("shots.csv"));
+    for path in settings.shot_csv.iter().chain(&beside) {
+        write_shots(&report, path).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!(
+            "backline serve: wrote every shot's last syndrome → corrections ready figure to {}",
+            path.display()
+        );
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `decoder_id,shot,last_syndrome_to_correction_ns`, one row per shot whose figure was kept
+/// (in shot order, per decoder).
+fn write_shots(report: &CuqrReport, path: &std::path::Path) -> std::io::Result<()> {
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(
+        w,
+        "# backline serve --protocol cuqr: per shot, the arrival of the datagram that completes \
+         its syndromes to its corrections ready (monotonic clock, ns)"
+    )?;
+    writeln!(w, "decoder_id,shot,last_syndrome_to_correction_ns")?;
+    for r in &report.rings {
+        for (id, l) in &r.latencies {
+            for (k, ns) in l.samples().iter().enumerate() {
+                writeln!(w, "{id},{k},{ns}")?;
+            }
+        }
+    }
+    w.flush()
 }
 
 fn or_none(s: String) -> String {
@@ -135,6 +167,13 @@ fn print_report(report: &CuqrReport) {
         t.dropped_total(),
         or_none(t.render_dropped())
     );
+    let waited = t.waited.load(Ordering::Relaxed);
+    if waited > 0 {
+        eprintln!(
+            "backline serve: backlog: {waited} calls arrived while an inline decode ran and \
+             waited in the socket for it (the decoder behind the calls)"
+        );
+    }
     for l in &report.streams {
         eprintln!("backline serve: {l}");
     }

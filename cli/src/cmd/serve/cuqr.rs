@@ -6,7 +6,7 @@
 //! Stdout, when the server accepts: `ready <address>` first (the first ring's address; what
 //! `backline bench` and the backline protocol's scripts wait for), then NVIDIA's line
 //! `QEC_DECODING_SERVER_READY port=<P0> transport=udp ring<id>=<port> …` (what NVIDIA's
-//! scripts wait for). At shutdown, on stderr: the frames answered by status and those dropped
+//! scripts wait for), with backline's `decode<id>=inline|worker` tokens at its end. At shutdown, on stderr: the frames answered by status and those dropped
 //! by reason, per ring and in all, and each decoder's counters; on stdout, NVIDIA's
 //! `QEC_DECODING_SERVER_RING decoder=<id> dispatched=<n>` lines. With `--hop-stats` /
 //! `--hop-csv`, the hops of every frame answered, one table per ring (session = the ring's
@@ -74,7 +74,7 @@ pub fn run(c: &ServeConfig, settings: &CuqrSettings) -> anyhow::Result<ExitCode>
     );
     // A reader may have taken only the first line and closed the pipe (`backline bench`
     // does): NVIDIA's lines are written on, and a closed stdout is not an error.
-    stdout_line(&server.ready_line());
+    stdout_line(&server.ready_line_with_decode());
     serving.wait(|| server.is_finished());
     let report = server.stop().context("the cuqr server failed")?;
     print_report(&report);

@@ -514,8 +514,7 @@ impl CuqrServer {
 
     /// NVIDIA's ready line: `QEC_DECODING_SERVER_READY port=<P0> transport=udp ring<id>=<port>
     /// …` (cudaqx `decoding_server.cpp`: the first ring's port, the UDP provider's endpoint
-    /// description, one `ring<id>=<port>` per decoder), then backline's own words, one
-    /// `decode<id>=inline|worker` per decoder: where its windows decode.
+    /// description, one `ring<id>=<port>` per decoder).
     pub fn ready_line(&self) -> String {
         let mut s = format!(
             "QEC_DECODING_SERVER_READY port={} transport=udp",
@@ -526,6 +525,14 @@ impl CuqrServer {
                 s.push_str(&format!(" ring{id}={}", r.addr.port()));
             }
         }
+        s
+    }
+
+    /// [`CuqrServer::ready_line`], then one `decode<id>=inline|worker` per decoder: where its
+    /// windows decode (what `backline serve --protocol cuqr` prints; a reader of NVIDIA's
+    /// line takes the keys it knows).
+    pub fn ready_line_with_decode(&self) -> String {
+        let mut s = self.ready_line();
         for r in &self.rings {
             for (id, m) in r.decoders.iter().zip(&r.decode) {
                 s.push_str(&format!(" decode{id}={}", m.name()));

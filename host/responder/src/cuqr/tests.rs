@@ -178,10 +178,11 @@ fn two_rings_serve_two_decoders_and_announce_themselves_as_nvidias_does() {
     assert_ne!(p0, p1);
     assert_eq!(
         s.ready_line(),
-        format!(
-            "QEC_DECODING_SERVER_READY port={p0} transport=udp ring0={p0} ring1={p1} \
-             decode0=worker decode1=inline"
-        )
+        format!("QEC_DECODING_SERVER_READY port={p0} transport=udp ring0={p0} ring1={p1}")
+    );
+    assert_eq!(
+        s.ready_line_with_decode(),
+        format!("{} decode0=worker decode1=inline", s.ready_line())
     );
     // A shot on each at once; each decoder only on its own ring.
     let clients = [s.rings()[0].addr, s.rings()[1].addr].map(Client::to);
@@ -628,11 +629,8 @@ fn inline_and_worker_decoders_answer_alike_and_time_every_shot_they_finish() {
         };
         let t = table_with(&format!("figure-{mode}"), &[0], |_| more);
         let s = CuqrServer::start("127.0.0.1:0", &t, CuqrOptions::default()).unwrap();
-        assert!(
-            s.ready_line().ends_with(&format!(" decode0={mode}")),
-            "{}",
-            s.ready_line()
-        );
+        let line = s.ready_line_with_decode();
+        assert!(line.ends_with(&format!(" decode0={mode}")), "{line}");
         let c = Client::to(s.local_addr());
         let mut client = Vec::new();
         for k in 0..40 {

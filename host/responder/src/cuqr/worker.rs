@@ -375,9 +375,9 @@ impl Decoder {
                 shared,
                 wake_pending,
                 ..
-            } => (shared.clone(), wake_pending),
+            } => (&**shared, wake_pending),
         };
-        let sh = &*shared;
+        let sh = shared;
         let mut g = sh.lock();
         if g.len == g.ops.len() {
             g.book.counters.backlog += 1;

@@ -361,6 +361,11 @@ fn serve_refuses_rings_and_slots_it_cannot_serve() {
             "name the same slot",
         ),
         (vec!["--num-slots", "0"], "--num-slots"),
+        (vec!["--decode", "sometimes"], "--decode"),
+        (
+            vec!["--shot-csv", "/nonexistent-dir/shots.csv"],
+            "--shot-csv /nonexistent-dir/shots.csv",
+        ),
     ] {
         let o = Command::new(BIN)
             .args(["serve", "--protocol", "cuqr", "--fn", &spec])
@@ -378,12 +383,30 @@ fn serve_refuses_rings_and_slots_it_cannot_serve() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("decoder 1 has no --ring"), "{err}");
+    for flag in [
+        ["--ring", "0=0"],
+        ["--decode", "inline"],
+        ["--shot-csv", "x.csv"],
+    ] {
+        let o = Command::new(BIN)
+            .args(["serve", "--transport", "udp"])
+            .args(flag)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("add --protocol cuqr"), "{flag:?}: {err}");
+    }
+    // A stream spec's decode that is no mode.
     let o = Command::new(BIN)
-        .args(["serve", "--transport", "udp", "--ring", "0=0"])
+        .args(["serve", "--protocol", "cuqr", "--fn"])
+        .arg(format!("{spec}:decode=fast"))
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("add --protocol cuqr"), "{err}");
+    assert!(
+        err.contains("decode: `fast` is not inline, worker or auto"),
+        "{err}"
+    );
 }
 
 /// `backline` with `BACKLINE_TOKEN_FILE` set to `env` (or unset): (exit status, stderr).

@@ -74,11 +74,11 @@ fn bench_streams_shots_over_memcpy_and_compares_with_the_whole_history() {
     assert!(k.abs_diff(kw) <= w["differ"].as_u64().unwrap(), "{enq}");
     assert!((1..60).contains(&k), "{k}");
     assert!(enq["ler_low"].as_f64().unwrap() <= enq["ler"].as_f64().unwrap());
-    // The client's last enqueue → corrections figure, one per shot, over the backline
-    // protocol too; no server figure without a cuqr server.
-    let f = &enq["client_last_enqueue_to_corrections"];
-    assert_eq!(f["shots"], 300, "{enq}");
-    assert!(enq.get("last_syndrome_to_correction").is_none(), "{enq}");
+    // Both figures over the backline protocol too, one per shot (the coprocessor's from the
+    // stream function of this process); the client's interval holds the coprocessor's.
+    let server = figure(enq, "last_syndrome_to_correction", 300);
+    let client = figure(enq, "client_last_enqueue_to_corrections", 300);
+    assert!(client[0] >= server[0], "{enq}");
 }
 
 /// The statistics of a per-shot figure, checked for order: (median, mean, P99, P99.9, max).

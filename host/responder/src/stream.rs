@@ -404,6 +404,10 @@ struct Shot {
     counters: StreamCounters,
     /// How long each inner decode took.
     times: WindowTimes,
+    /// When the shot's last round arrived (its enqueue began), until its final decode.
+    last_round: Option<Instant>,
+    /// Per shot: the last round's arrival → the final corrections ready.
+    figures: crate::cuqr::ShotLatencies,
 }
 
 /// One stream: a streaming decoder holding one shot at a time, behind a lock (calls from
@@ -438,6 +442,10 @@ impl StreamFunction {
                 last: Instant::now(),
                 counters: StreamCounters::default(),
                 times: WindowTimes::default(),
+                last_round: None,
+                figures: crate::cuqr::ShotLatencies::with_capacity(
+                    crate::cuqr::latency::DEFAULT_LATENCY_SHOTS,
+                ),
             }),
         }
     }
@@ -492,6 +500,14 @@ impl StreamFunction {
         self.lock().times.clone()
     }
 
+    /// Per shot answered with final corrections: from the call that brought its last round
+    /// to the final corrections being ready (over backline's protocol the last window decodes
+    /// in the `get_corrections` after that round, so the interval holds the client's turn
+    /// between the two calls).
+    pub fn shot_figures(&self) -> crate::cuqr::ShotLatencies {
+        self.lock().figures.clone()
+    }
+
     /// The windows (and their rounds) whose inner decode reached the spec's `deadline_us`.
     pub fn deadline_misses(&self) -> backline_decoders::stream::DeadlineMisses {
         self.lock().dec.deadline_misses()
@@ -535,6 +551,7 @@ impl StreamFunction {
     /// that completes a window is decoded before this returns ([`FLAG_DECODED`] when the inner
     /// decoder ran).
     pub fn enqueue(&self, round: u64, bits: &[u8]) -> Outcome {
+        let arrived = Instant::now();
         let mut g = self.fresh();
         if g.dropped {
             return Self::outcome(&mut g, CallStatus::SyndromesDropped, 0);
@@ -547,6 +564,9 @@ impl StreamFunction {
             Ok(ready) => {
                 mark(Hop::WindowReady);
                 g.counters.rounds += 1;
+                if g.dec.received() == self.rounds {
+                    g.last_round = Some(arrived);
+                }
                 let mut flags = 0;
                 if ready {
                     let t0 = Instant::now();
@@ -635,6 +655,10 @@ impl StreamFunction {
             }
             if !was_final {
                 g.counters.shots += 1;
+                if let Some(t) = g.last_round.take() {
+                    let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                    g.figures.record(ns);
+                }
             }
             flags |= FLAG_FINAL;
         }
@@ -695,8 +719,12 @@ impl Responder for StreamFunction {
         } else {
             String::new()
         };
+        let figure = match self.lock().figures.summary() {
+            Some(s) => format!("; last round → corrections ready: {}", s.render()),
+            None => String::new(),
+        };
         Some(format!(
-            "{}: {} rounds, {} shots finished, {} windows decoded, {} calls refused, {} idle shots dropped{late}",
+            "{}: {} rounds, {} shots finished, {} windows decoded, {} calls refused, {} idle shots dropped{late}{figure}",
             self.name, c.rounds, c.shots, c.decodes, c.refused, c.stale
         ))
     }
@@ -893,6 +921,37 @@ pub(crate) mod tests {
 
     fn enq(round: u32, bits: &[u8]) -> StreamRequest<'_> {
         StreamRequest::Enqueue { round, bits }
+    }
+
+    #[test]
+    fn each_shot_answered_final_counts_one_last_round_figure() {
+        let p = model_file("figure");
+        let spec = format!("stream:{}:matching", p.display());
+        let f = stream_functions(&spec, 0).unwrap().remove(0).1;
+        let s = as_stream(&*f).unwrap();
+        let gc = |reset| StreamRequest::GetCorrections {
+            observables: 1,
+            reset,
+        };
+        for _ in 0..3 {
+            for r in 0..3 {
+                assert_eq!(st(&*f, &enq(r, &[0])), CallStatus::Ok);
+            }
+            // Asked twice: the second answer decodes nothing and counts nothing.
+            assert_eq!(st(&*f, &gc(false)), CallStatus::Ok);
+            assert_eq!(st(&*f, &gc(true)), CallStatus::Ok);
+        }
+        // A shot reset before its last round counts nothing.
+        assert_eq!(st(&*f, &enq(0, &[0])), CallStatus::Ok);
+        assert_eq!(st(&*f, &StreamRequest::Reset), CallStatus::Ok);
+        let l = s.shot_figures();
+        assert_eq!(l.count(), 3);
+        assert!(l.samples().iter().all(|&ns| ns > 0));
+        let line = f.report().unwrap();
+        assert!(
+            line.contains("last round → corrections ready: median"),
+            "{line}"
+        );
     }
 
     #[test]

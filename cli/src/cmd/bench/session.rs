@@ -301,6 +301,14 @@ fn run_stream(
         .and_then(|(_, f)| backline_responder::as_stream(&**f));
     r.windows = f.map(|f| f.window_times());
     r.deadline = f.map(|f| f.deadline_misses());
+    // A stream function of this process (memcpy): its own per-shot figure.
+    let local_figure: Vec<f64> = f.map_or(Vec::new(), |f| {
+        f.shot_figures()
+            .samples()
+            .iter()
+            .map(|&n| n as f64)
+            .collect()
+    });
     if c.hops.on() {
         col.controller_hops.push((plan.label.clone(), hops));
     }
@@ -331,6 +339,14 @@ fn run_stream(
         });
     }
     let mut fields = bs::json_fields(plan, &r);
+    if let Some(j) = bs::figure_json(&local_figure) {
+        fields.insert(bs::SERVER_FIGURE.into(), j);
+        col.stream_lines.extend(bs::figure_line(
+            &plan.label,
+            "coprocessor last round → corrections ready",
+            &local_figure,
+        ));
+    }
     if let Some(n) = polls {
         fields.insert("not_ready_polls".into(), n.into());
     }

@@ -6,9 +6,11 @@
 //! corrections ready"). Only shots whose last window was decoded count: a shot whose last
 //! round never comes, a failed shot and a shot dropped by a reset count nothing.
 //!
-//! The samples are kept in a buffer allocated (and touched) when the decoder starts: the first
-//! [`ShotLatencies::capacity`] shots exactly; the count, the mean and the maximum cover every
-//! shot. Recording never allocates.
+//! The samples (nanoseconds, saturating at `u32::MAX`, 4.3 s) are kept in a buffer reserved
+//! when the decoder starts: the first [`ShotLatencies::capacity`] shots exactly; the count,
+//! the mean and the maximum cover every shot. Recording never allocates; the buffer's pages
+//! are mapped by the system as it fills (one minor fault per 1,024 shots), so that a server of
+//! thousands of streams holds memory only for the shots it decodes.
 
 /// Default number of shots whose figure is kept exactly, per decoder.
 pub const DEFAULT_LATENCY_SHOTS: usize = 1 << 18;
@@ -17,7 +19,7 @@ pub const DEFAULT_LATENCY_SHOTS: usize = 1 << 18;
 #[derive(Debug, Clone, Default)]
 pub struct ShotLatencies {
     /// Nanoseconds, in shot order; `len() ≤ cap`.
-    samples: Vec<u64>,
+    samples: Vec<u32>,
     cap: usize,
     count: u64,
     sum_ns: u128,
@@ -65,18 +67,16 @@ impl LatencySummary {
 }
 
 /// The nearest-rank `q`-quantile of `sorted` (non-empty).
-fn nearest_rank(sorted: &[u64], q: f64) -> u64 {
+fn nearest_rank(sorted: &[u32], q: f64) -> u64 {
     let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
+    u64::from(sorted[rank - 1])
 }
 
 impl ShotLatencies {
-    /// Room for `cap` shots, allocated and touched now.
+    /// Room for `cap` shots, reserved now.
     pub fn with_capacity(cap: usize) -> ShotLatencies {
-        let mut samples = vec![u64::MAX; cap];
-        samples.clear();
         ShotLatencies {
-            samples,
+            samples: Vec::with_capacity(cap),
             cap,
             ..ShotLatencies::default()
         }
@@ -90,7 +90,7 @@ impl ShotLatencies {
     /// Records one shot's figure.
     pub fn record(&mut self, ns: u64) {
         if self.samples.len() < self.cap {
-            self.samples.push(ns);
+            self.samples.push(u32::try_from(ns).unwrap_or(u32::MAX));
         }
         self.count += 1;
         self.sum_ns += u128::from(ns);
@@ -102,8 +102,8 @@ impl ShotLatencies {
         self.count
     }
 
-    /// The figures kept, in shot order (ns).
-    pub fn samples(&self) -> &[u64] {
+    /// The figures kept, in shot order (ns, saturating at `u32::MAX`).
+    pub fn samples(&self) -> &[u32] {
         &self.samples
     }
 

@@ -18,11 +18,12 @@
 //! a decode thread fed through a bounded queue (an enqueue is answered `ok` as soon as its
 //! bits are queued, and the next datagram is read while a window decodes; a
 //! `get_corrections` waits for the decoder to catch up with the calls before it). The ready
-//! line says which each decoder uses ([`CuqrServer::ready_line`]).
+//! line `backline serve` prints says which each decoder uses
+//! ([`CuqrServer::ready_line_with_decode`]).
 //!
 //! | call | answer |
 //! |---|---|
-//! | `enqueue_syndromes` | `ok` at once (the counter is carried, never judged, unless [`CuqrOptions::strict_counter`]); a failure is reported at the next `get_corrections` |
+//! | `enqueue_syndromes` | `ok` once the bits are queued (worker) or taken in and the windows they complete decoded (inline); the counter is carried, never judged, unless [`CuqrOptions::strict_counter`]; a failure is reported at the next `get_corrections` |
 //! | `get_corrections` | `internal_error` after a failure, `not_ready` until the shot's last window is decoded, else the corrections; with reset, the corrections are cleared after |
 //! | `reset_decoder` | `ok`; the shot and the corrections are dropped |
 //!

@@ -15,7 +15,11 @@
 //! [`run`] times each call from just before its request leaves to just after its reply is in:
 //! the *enqueue* trace has one row per round (`enqueue_syndromes` round trips, a window's inner
 //! decode included when the round completes one), the *corrections* trace one per shot (the
-//! final `get_corrections`, which decodes the last window). A reply is right when its status is
+//! final `get_corrections`, which decodes the last window), and per shot the client's *last
+//! enqueue → corrections* figure ([`StreamOutcome::last_to_corrections`]: from just before the
+//! shot's last `enqueue_syndromes` is sent to the final `get_corrections`' right answer, its
+//! `not_ready` polls included — the client's side of NVIDIA's "final syndrome → corrections
+//! ready"). A reply is right when its status is
 //! `ok` (and, for the final `get_corrections`, the corrections are final and ⌈k/8⌉ bytes); a
 //! right answer that differs from the shot's sampled observables is a logical failure.
 //! [`whole_history`] decodes the same shots (the same seed) with the whole-history decoder in
@@ -421,6 +425,9 @@ pub struct StreamOutcome {
     pub enqueue: Trace,
     /// One row per shot's final `get_corrections`.
     pub corrections: Trace,
+    /// Per shot completed (in shot order), ns from just before its last enqueue was sent to
+    /// its final `get_corrections`' right answer.
+    pub last_to_corrections: Vec<f64>,
     /// Shots whose every reply was right.
     pub shots: u64,
     /// Right answers that differ from the sampled observables.
@@ -517,6 +524,7 @@ pub fn run(
     let mut out = StreamOutcome {
         enqueue: Trace::with_capacity(Clock::HostNs, calls),
         corrections: Trace::with_capacity(Clock::HostNs, cfg.shots as usize),
+        last_to_corrections: Vec::with_capacity(cfg.shots as usize),
         shots: 0,
         logical_failures: 0,
         refused: [0; 7],
@@ -553,8 +561,10 @@ pub fn run(
             }
         }
         let mut refused = None;
+        let mut last_sent = Instant::now();
         for (r, p) in packed.iter().enumerate() {
             let t0 = Instant::now();
+            last_sent = t0;
             let reply = link.enqueue(r as u32, layout[r].len(), p);
             let rtt = t0.elapsed().as_nanos() as f64;
             match reply {
@@ -591,6 +601,8 @@ pub fn run(
         let rtt = t0.elapsed().as_nanos() as f64;
         match reply {
             Ok(rep) if rep.status == Some(CallStatus::Ok) && rep.is_final && rep.len == kb => {
+                out.last_to_corrections
+                    .push(last_sent.elapsed().as_nanos() as f64);
                 out.corrections.rows.push(row(shot, rtt, RoundStatus::Ok));
                 out.shots += 1;
                 pack(&truth, &mut truth_packed);
@@ -746,6 +758,7 @@ mod tests {
         let mut out = StreamOutcome {
             enqueue: Trace::with_capacity(Clock::HostNs, 4),
             corrections: Trace::with_capacity(Clock::HostNs, 2),
+            last_to_corrections: Vec::new(),
             shots: 2,
             logical_failures: 0,
             refused: [0; 7],
@@ -830,6 +843,21 @@ mod tests {
         assert_eq!(out.refused[CallStatus::SyndromesDropped as usize], 1);
         assert_eq!(out.refusals(), "1 syndromes_dropped");
         assert_eq!(out.corrections.rows.len(), 199);
+        // The client's figure of each shot spans its last enqueue and its get_corrections.
+        assert_eq!(out.last_to_corrections.len(), 199);
+        let last_enqueues = (0..199).map(|s| {
+            // Shot 1 has 3 enqueue rows (refused at its fourth), the others 9.
+            let at = if s == 0 { 8 } else { 9 * s + 3 + 8 };
+            out.enqueue.rows[at].rtt_ns
+        });
+        for ((f, c), e) in out
+            .last_to_corrections
+            .iter()
+            .zip(&out.corrections.rows)
+            .zip(last_enqueues)
+        {
+            assert!(*f >= c.rtt_ns + e, "{f} < {} + {e}", c.rtt_ns);
+        }
         assert_eq!(out.enqueue.rows.len(), 9 * 199 + 3);
         assert!(!out.completed[1] && out.completed[2]);
         let decoder = backline_responder::stream::parse_stream_spec(&spec)

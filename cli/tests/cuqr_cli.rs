@@ -226,8 +226,12 @@ fn nvidias_client_streams_two_decoders_on_two_rings_like_backline_decoders() {
     let dem = DetectorErrorModel::parse(&std::fs::read_to_string(&m).unwrap(), &m).unwrap();
     // The whole-history window: the answers are bit for bit `backline decode --dem`'s.
     let spec = format!("stream:{m}");
-    let (f0, f1) = (format!("0={spec}"), format!("1={spec}"));
+    let (f0, f1) = (format!("0={spec}"), format!("1={spec}:decode=inline"));
+    let dir = scratch("ler");
+    let shots_csv = dir.join("shots.csv");
     let s = serve(&[
+        "--shot-csv",
+        shots_csv.to_str().unwrap(),
         "--protocol",
         "cuqr",
         "--fn",
@@ -239,12 +243,16 @@ fn nvidias_client_streams_two_decoders_on_two_rings_like_backline_decoders() {
         "--ring",
         "1=0",
     ]);
-    // NVIDIA's READY line: port=<ring 0's> transport=udp ring0=<port> ring1=<port>.
+    // NVIDIA's READY line: port=<ring 0's> transport=udp ring0=<port> ring1=<port>, then
+    // where each decoder decodes (bposd's real-time default, a worker, and inline as asked).
     let (p0, p1) = (token(&s.nvidia, "ring0="), token(&s.nvidia, "ring1="));
     assert_ne!(p0, p1);
     assert_eq!(
         s.nvidia,
-        format!("QEC_DECODING_SERVER_READY port={p0} transport=udp ring0={p0} ring1={p1}")
+        format!(
+            "QEC_DECODING_SERVER_READY port={p0} transport=udp ring0={p0} ring1={p1} \
+             decode0=worker decode1=inline"
+        )
     );
     assert_eq!(s.ready, format!("ready 127.0.0.1:{p0}"));
     // Both decoders at once: the counter 0 on ring 0, (shot << 16) | round on ring 1.
@@ -253,7 +261,10 @@ fn nvidias_client_streams_two_decoders_on_two_rings_like_backline_decoders() {
         let b = sc.spawn(|| stream(p1, 1, true, &dem));
         (a.join().unwrap(), b.join().unwrap())
     });
-    assert_eq!(zero, tagged, "the counter changes nothing");
+    assert_eq!(
+        zero, tagged,
+        "the counter and the decode mode change nothing"
+    );
     let (out, err) = s.stop();
     let rounds = round_layout(&dem).unwrap().len();
     let per_ring = SHOTS * (rounds + 1);
@@ -273,10 +284,37 @@ fn nvidias_client_streams_two_decoders_on_two_rings_like_backline_decoders() {
         "{err}"
     );
     assert!(err.contains(&format!("{SHOTS} shots finished")), "{err}");
+    // Each decoder's last syndrome → corrections ready figure at shutdown, and per shot in
+    // --shot-csv.
+    for mode in ["worker", "inline"] {
+        assert!(
+            err.contains(&format!("decode {mode}")) && err.contains(&format!("({SHOTS} shots)")),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        err.matches("last syndrome → corrections ready: median")
+            .count(),
+        2,
+        "{err}"
+    );
+    let csv = std::fs::read_to_string(&shots_csv).unwrap();
+    let mut rows = csv.lines().filter(|l| !l.starts_with('#'));
+    assert_eq!(
+        rows.next(),
+        Some("decoder_id,shot,last_syndrome_to_correction_ns")
+    );
+    let mut per = [0usize; 2];
+    for r in rows {
+        let f: Vec<u64> = r.split(',').map(|x| x.parse().unwrap()).collect();
+        assert_eq!(f[1] as usize, per[f[0] as usize], "{r}");
+        assert!(f[2] > 0, "{r}");
+        per[f[0] as usize] += 1;
+    }
+    assert_eq!(per, [SHOTS, SHOTS]);
 
     // `backline decode --dem` on the same shots: the same predictions, so the same logical
     // error rate.
-    let dir = scratch("ler");
     let (dets, obs) = shot_files(&dem, &dir);
     let pred = dir.join("pred.b8");
     let o = Command::new(BIN)
@@ -323,6 +361,11 @@ fn serve_refuses_rings_and_slots_it_cannot_serve() {
             "name the same slot",
         ),
         (vec!["--num-slots", "0"], "--num-slots"),
+        (vec!["--decode", "sometimes"], "--decode"),
+        (
+            vec!["--shot-csv", "/nonexistent-dir/shots.csv"],
+            "--shot-csv /nonexistent-dir/shots.csv",
+        ),
     ] {
         let o = Command::new(BIN)
             .args(["serve", "--protocol", "cuqr", "--fn", &spec])
@@ -340,12 +383,30 @@ fn serve_refuses_rings_and_slots_it_cannot_serve() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("decoder 1 has no --ring"), "{err}");
+    for flag in [
+        ["--ring", "0=0"],
+        ["--decode", "inline"],
+        ["--shot-csv", "x.csv"],
+    ] {
+        let o = Command::new(BIN)
+            .args(["serve", "--transport", "udp"])
+            .args(flag)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("add --protocol cuqr"), "{flag:?}: {err}");
+    }
+    // A stream spec's decode that is no mode.
     let o = Command::new(BIN)
-        .args(["serve", "--transport", "udp", "--ring", "0=0"])
+        .args(["serve", "--protocol", "cuqr", "--fn"])
+        .arg(format!("{spec}:decode=fast"))
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("add --protocol cuqr"), "{err}");
+    assert!(
+        err.contains("decode: `fast` is not inline, worker or auto"),
+        "{err}"
+    );
 }
 
 /// `backline` with `BACKLINE_TOKEN_FILE` set to `env` (or unset): (exit status, stderr).

@@ -74,6 +74,58 @@ fn bench_streams_shots_over_memcpy_and_compares_with_the_whole_history() {
     assert!(k.abs_diff(kw) <= w["differ"].as_u64().unwrap(), "{enq}");
     assert!((1..60).contains(&k), "{k}");
     assert!(enq["ler_low"].as_f64().unwrap() <= enq["ler"].as_f64().unwrap());
+    // Both figures over the backline protocol too, one per shot (the coprocessor's from the
+    // stream function of this process); the client's interval holds the coprocessor's.
+    let server = figure(enq, "last_syndrome_to_correction", 300);
+    let client = figure(enq, "client_last_enqueue_to_corrections", 300);
+    assert!(client[0] >= server[0], "{enq}");
+}
+
+/// The statistics of a per-shot figure, checked for order: (median, mean, P99, P99.9, max).
+fn figure(run: &serde_json::Value, key: &str, shots: u64) -> [f64; 5] {
+    let f = &run[key];
+    assert_eq!(f["shots"].as_u64(), Some(shots), "{key}: {run}");
+    let v = ["median_ns", "mean_ns", "p99_ns", "p999_ns", "max_ns"]
+        .map(|k| f[k].as_f64().unwrap_or_else(|| panic!("{key}.{k}: {run}")));
+    let [median, mean, p99, p999, max] = v;
+    assert!(
+        median > 0.0 && median <= p99 && p99 <= p999 && p999 <= max,
+        "{key}: {f}"
+    );
+    assert!(mean > 0.0 && mean <= max, "{key}: {f}");
+    v
+}
+
+#[test]
+fn a_cuqr_bench_reports_last_syndrome_to_corrections_on_both_sides_inline_and_on_a_worker() {
+    for mode in ["inline", "worker"] {
+        let spec = format!("stream:{}:matching:decode={mode}", model());
+        let o = bench(
+            &[
+                "--protocol",
+                "cuqr",
+                "--responder",
+                &spec,
+                "--shots",
+                "200",
+                "--timeout-ms",
+                "5000",
+            ],
+            &format!("figure-{mode}"),
+        );
+        let v = json(&o);
+        let runs = v["runs"].as_array().unwrap();
+        assert_eq!(runs[1]["completed"], 200);
+        for run in &runs[..2] {
+            // Every shot counted on both sides, the server's interval inside the client's,
+            // shot by shot.
+            let server = figure(run, "last_syndrome_to_correction", 200);
+            let client = figure(run, "client_last_enqueue_to_corrections", 200);
+            assert!(client[0] >= server[0], "{mode}: {run}");
+            let gap = run["client_minus_server_min_ns"].as_f64().unwrap();
+            assert!(gap >= 0.0, "{mode}: {run}");
+        }
+    }
 }
 
 /// `backline serve` with `args`; returns the child and its address.

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use backline_bench::stats::wilson_interval;
+use backline_bench::stats::{Summary, wilson_interval};
 use backline_bench::stream::{self as sb, StreamLink, StreamOutcome, StreamRun, WholeHistory};
 use backline_decoders::dem::DetectorErrorModel;
 use backline_decoders::dem_decoder::DemDecoderSettings;
@@ -132,6 +132,44 @@ fn rate(k: u64, n: u64) -> String {
     format!("{k}/{n} = {p:.2e} [{lo:.2e}, {hi:.2e}]")
 }
 
+/// The JSON key of the client's per-shot figure.
+pub const CLIENT_FIGURE: &str = "client_last_enqueue_to_corrections";
+/// The JSON key of the server's per-shot figure.
+pub const SERVER_FIGURE: &str = "last_syndrome_to_correction";
+
+/// A per-shot figure as JSON: `{shots, median_ns, mean_ns, p99_ns, p999_ns, max_ns}`.
+pub fn figure_json(samples_ns: &[f64]) -> Option<serde_json::Value> {
+    let s = Summary::of(samples_ns)?;
+    Some(serde_json::json!({
+        "shots": s.count,
+        "median_ns": s.median_ns,
+        "mean_ns": s.mean_ns,
+        "p99_ns": s.p99_ns,
+        "p999_ns": s.p999_ns,
+        "max_ns": s.max_ns,
+    }))
+}
+
+/// A per-shot figure as a line under the table.
+pub fn figure_line(label: &str, what: &str, samples_ns: &[f64]) -> Option<String> {
+    let s = Summary::of(samples_ns)?;
+    let us = |ns: f64| format!("{:.2}", ns / 1e3);
+    Some(format!(
+        "{label}: {what}: median {} µs, mean {} µs, P99 {} µs, P99.9 {} µs, max {} µs ({} shots)",
+        us(s.median_ns),
+        us(s.mean_ns),
+        us(s.p99_ns),
+        us(s.p999_ns),
+        us(s.max_ns),
+        s.count
+    ))
+}
+
+/// What the client's figure is, in the lines under the table.
+pub const CLIENT_WHAT: &str = "client last enqueue sent → corrections received";
+/// What the server's figure is, in the lines under the table.
+pub const SERVER_WHAT: &str = "server last syndrome → corrections ready";
+
 /// The lines a streaming run adds under the table.
 pub fn summary_lines(plan: &StreamPlan, r: &StreamResult) -> Vec<String> {
     let o = &r.outcome;
@@ -172,6 +210,11 @@ pub fn summary_lines(plan: &StreamPlan, r: &StreamResult) -> Vec<String> {
             m.rounds
         ));
     }
+    v.extend(figure_line(
+        &plan.label,
+        CLIENT_WHAT,
+        &o.last_to_corrections,
+    ));
     if let Some(k) = &r.keep_up {
         v.push(format!(
             "{}: keeps up: {} rounds in {:.1} ms of calls = {:.0} rounds/s; fed one round per \
@@ -210,6 +253,9 @@ pub fn json_fields(
     m.insert("ler_low".into(), lo.into());
     m.insert("ler_high".into(), hi.into());
     m.insert("refused".into(), o.mismatches().into());
+    if let Some(f) = figure_json(&o.last_to_corrections) {
+        m.insert(CLIENT_FIGURE.into(), f);
+    }
     if let Some(t) = r.windows.as_ref().filter(|t| t.count() > 0) {
         let q = |x| t.quantile_ns(x).unwrap_or(0);
         m.insert(

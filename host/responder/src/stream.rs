@@ -8,8 +8,10 @@
 //! whole shot), `deadline_us` (a per-window deadline: BP+OSD and Relay-BP stop there with their
 //! best answer so far, and the windows that reach it are counted), `streams` (decoder ids the
 //! spec takes from its base, one stream each, 1..=4096; default 1), `idle_ms` (a shot left this
-//! long mid-way is dropped when the stream is next used; default 5000), and the inner decoder's
-//! settings with `ldpc`'s or `relay-bp`'s names (`max_iter` 0..=1048576, `osd_method`, …,
+//! long mid-way is dropped when the stream is next used; default 5000), `decode` (where the CUQR
+//! server decodes: `inline`, on the thread that received the round, or `worker`, on a decode
+//! thread of the decoder's own; default `auto`, [`DecodeMode::realtime_default`]), and the inner
+//! decoder's settings with `ldpc`'s or `relay-bp`'s names (`max_iter` 0..=1048576, `osd_method`, …,
 //! `gamma0`, …). Example: `stream:surface.dem:bposd:window=5;commit=3;max_iter=30`. The model is
 //! read within the bounds of `BACKLINE_DEM_LIMITS`
 //! ([`backline_decoders::dem::DemLimits::from_env`]); errors quote at most an excerpt of the spec
@@ -18,7 +20,7 @@
 //! Each request is one operation of [`backline_wire::stream`] (enqueue a round, get the
 //! corrections, reset), and each reply starts with a [`CallStatus`]. (The CUQR server,
 //! [`crate::cuqr`], follows NVIDIA's rules instead: it takes a decoder of the same model and
-//! settings, [`StreamFunction::fresh_decoder`], onto a decode thread of its own.) The rules
+//! settings, [`StreamFunction::fresh_decoder`], and decodes where its `decode` says.) The rules
 //! of a stream served over backline's protocol:
 //!
 //! - round `r` of a shot is accepted only after rounds `0..r`; a later round than the next one
@@ -58,6 +60,40 @@ use crate::{Responder, ResponderError};
 /// Default idle time after which a shot left mid-way is dropped.
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(5);
 
+/// Where a CUQR server decodes a stream's windows (the spec's `decode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecodeMode {
+    /// On the ring's thread, inside the call that completes the window (NVIDIA's shape since
+    /// cudaqx PR #769): no hand-off, but the ring reads no datagram while a window decodes.
+    Inline,
+    /// On a decode thread of the decoder's own, fed through a bounded queue: an enqueue is
+    /// answered at once and the next datagram is read while a window decodes, at the cost of
+    /// a hand-off (a wake-up) per call that has to wait for the decode.
+    Worker,
+}
+
+impl DecodeMode {
+    /// `inline` or `worker`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DecodeMode::Inline => "inline",
+            DecodeMode::Worker => "worker",
+        }
+    }
+
+    /// The real-time default of registry decoder `decoder`: inline for a decoder whose window
+    /// decode is a few microseconds and bounded by the window's size (`matching`); a worker
+    /// for the iterative decoders (`bposd`, `relay-bp`), whose window decode runs to their
+    /// iteration budget or `deadline_us` (tens to hundreds of microseconds at d = 5..7), so
+    /// that the rounds after a window are read while it decodes.
+    pub fn realtime_default(decoder: &str) -> DecodeMode {
+        match decoder {
+            "matching" => DecodeMode::Inline,
+            _ => DecodeMode::Worker,
+        }
+    }
+}
+
 /// Why a `stream:` spec was refused.
 #[derive(Debug, thiserror::Error)]
 #[error("stream spec `{spec}`: {msg}")]
@@ -81,6 +117,8 @@ pub struct StreamSpec {
     pub streams: u32,
     /// Idle time after which a shot left mid-way is dropped.
     pub idle: Duration,
+    /// Where a CUQR server decodes (`decode`; `auto` resolved).
+    pub decode: DecodeMode,
 }
 
 /// Parses a `stream:FILE.dem[:DECODER[:SETTINGS]]` spec (without reading the model).
@@ -113,6 +151,7 @@ pub fn parse_stream_spec(spec: &str) -> Result<StreamSpec, StreamSpecError> {
         ..StreamSettings::default()
     };
     let (mut streams, mut idle) = (1u32, DEFAULT_IDLE);
+    let mut decode = DecodeMode::realtime_default(decoder);
     for kv in set.split(';').map(str::trim).filter(|s| !s.is_empty()) {
         let (k, v) = kv
             .split_once('=')
@@ -145,9 +184,23 @@ pub fn parse_stream_spec(spec: &str) -> Result<StreamSpec, StreamSpecError> {
                         ))
                     })?
             }
+            "decode" => {
+                decode = match v.trim() {
+                    "inline" => DecodeMode::Inline,
+                    "worker" => DecodeMode::Worker,
+                    "auto" => DecodeMode::realtime_default(decoder),
+                    _ => {
+                        return Err(bad(format!(
+                            "decode: `{}` is not inline, worker or auto",
+                            excerpt(v)
+                        )));
+                    }
+                }
+            }
             _ => settings.set(k, v).map_err(|e| {
                 bad(format!(
-                    "{e} (stream settings: {}, streams, idle_ms, and the {decoder} decoder's)",
+                    "{e} (stream settings: {}, streams, idle_ms, decode, and the {decoder} \
+                     decoder's)",
                     StreamSettings::KEYS
                 ))
             })?,
@@ -159,6 +212,7 @@ pub fn parse_stream_spec(spec: &str) -> Result<StreamSpec, StreamSpecError> {
         settings,
         streams,
         idle,
+        decode,
     })
 }
 
@@ -214,8 +268,9 @@ pub fn stream_functions(spec: &str, base: u32) -> Result<crate::Functions, Strea
             } else {
                 format!("{spec} (stream {k})")
             };
-            let f: std::sync::Arc<dyn Responder> =
-                std::sync::Arc::new(StreamFunction::new(name, dec.clone(), s.idle));
+            let f: std::sync::Arc<dyn Responder> = std::sync::Arc::new(
+                StreamFunction::new(name, dec.clone(), s.idle).with_decode(s.decode),
+            );
             (base + k, f)
         })
         .collect())
@@ -349,6 +404,10 @@ struct Shot {
     counters: StreamCounters,
     /// How long each inner decode took.
     times: WindowTimes,
+    /// When the shot's last round arrived (its enqueue began), until its final decode.
+    last_round: Option<Instant>,
+    /// Per shot: the last round's arrival → the final corrections ready.
+    figures: crate::cuqr::ShotLatencies,
 }
 
 /// One stream: a streaming decoder holding one shot at a time, behind a lock (calls from
@@ -361,6 +420,7 @@ pub struct StreamFunction {
     observables: usize,
     /// Detectors of each round.
     round_bits: Vec<u32>,
+    decode: DecodeMode,
     shot: Mutex<Shot>,
 }
 
@@ -375,14 +435,30 @@ impl StreamFunction {
             round_bits: (0..dec.rounds())
                 .map(|r| dec.round_detectors(r).len() as u32)
                 .collect(),
+            decode: DecodeMode::Worker,
             shot: Mutex::new(Shot {
                 dec,
                 dropped: false,
                 last: Instant::now(),
                 counters: StreamCounters::default(),
                 times: WindowTimes::default(),
+                last_round: None,
+                figures: crate::cuqr::ShotLatencies::with_capacity(
+                    crate::cuqr::latency::DEFAULT_LATENCY_SHOTS,
+                ),
             }),
         }
+    }
+
+    /// This stream with decode mode `mode` (default [`DecodeMode::Worker`]).
+    pub fn with_decode(mut self, mode: DecodeMode) -> StreamFunction {
+        self.decode = mode;
+        self
+    }
+
+    /// Where a CUQR server decodes this stream's windows.
+    pub fn decode_mode(&self) -> DecodeMode {
+        self.decode
     }
 
     /// Rounds per shot.
@@ -422,6 +498,14 @@ impl StreamFunction {
     /// all zero, final windows included; the clock around the decoder's call).
     pub fn window_times(&self) -> WindowTimes {
         self.lock().times.clone()
+    }
+
+    /// Per shot answered with final corrections: from the call that brought its last round
+    /// to the final corrections being ready (over backline's protocol the last window decodes
+    /// in the `get_corrections` after that round, so the interval holds the client's turn
+    /// between the two calls).
+    pub fn shot_figures(&self) -> crate::cuqr::ShotLatencies {
+        self.lock().figures.clone()
     }
 
     /// The windows (and their rounds) whose inner decode reached the spec's `deadline_us`.
@@ -467,6 +551,7 @@ impl StreamFunction {
     /// that completes a window is decoded before this returns ([`FLAG_DECODED`] when the inner
     /// decoder ran).
     pub fn enqueue(&self, round: u64, bits: &[u8]) -> Outcome {
+        let arrived = Instant::now();
         let mut g = self.fresh();
         if g.dropped {
             return Self::outcome(&mut g, CallStatus::SyndromesDropped, 0);
@@ -479,6 +564,9 @@ impl StreamFunction {
             Ok(ready) => {
                 mark(Hop::WindowReady);
                 g.counters.rounds += 1;
+                if g.dec.received() == self.rounds {
+                    g.last_round = Some(arrived);
+                }
                 let mut flags = 0;
                 if ready {
                     let t0 = Instant::now();
@@ -567,6 +655,10 @@ impl StreamFunction {
             }
             if !was_final {
                 g.counters.shots += 1;
+                if let Some(t) = g.last_round.take() {
+                    let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                    g.figures.record(ns);
+                }
             }
             flags |= FLAG_FINAL;
         }
@@ -627,8 +719,12 @@ impl Responder for StreamFunction {
         } else {
             String::new()
         };
+        let figure = match self.lock().figures.summary() {
+            Some(s) => format!("; last round → corrections ready: {}", s.render()),
+            None => String::new(),
+        };
         Some(format!(
-            "{}: {} rounds, {} shots finished, {} windows decoded, {} calls refused, {} idle shots dropped{late}",
+            "{}: {} rounds, {} shots finished, {} windows decoded, {} calls refused, {} idle shots dropped{late}{figure}",
             self.name, c.rounds, c.shots, c.decodes, c.refused, c.stale
         ))
     }
@@ -825,6 +921,37 @@ pub(crate) mod tests {
 
     fn enq(round: u32, bits: &[u8]) -> StreamRequest<'_> {
         StreamRequest::Enqueue { round, bits }
+    }
+
+    #[test]
+    fn each_shot_answered_final_counts_one_last_round_figure() {
+        let p = model_file("figure");
+        let spec = format!("stream:{}:matching", p.display());
+        let f = stream_functions(&spec, 0).unwrap().remove(0).1;
+        let s = as_stream(&*f).unwrap();
+        let gc = |reset| StreamRequest::GetCorrections {
+            observables: 1,
+            reset,
+        };
+        for _ in 0..3 {
+            for r in 0..3 {
+                assert_eq!(st(&*f, &enq(r, &[0])), CallStatus::Ok);
+            }
+            // Asked twice: the second answer decodes nothing and counts nothing.
+            assert_eq!(st(&*f, &gc(false)), CallStatus::Ok);
+            assert_eq!(st(&*f, &gc(true)), CallStatus::Ok);
+        }
+        // A shot reset before its last round counts nothing.
+        assert_eq!(st(&*f, &enq(0, &[0])), CallStatus::Ok);
+        assert_eq!(st(&*f, &StreamRequest::Reset), CallStatus::Ok);
+        let l = s.shot_figures();
+        assert_eq!(l.count(), 3);
+        assert!(l.samples().iter().all(|&ns| ns > 0));
+        let line = f.report().unwrap();
+        assert!(
+            line.contains("last round → corrections ready: median"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -14,6 +14,8 @@ use crate::cmd::common::{base_ids, is_gpu};
 pub(super) struct ServerProcess {
     child: Child,
     pub(super) peer: String,
+    /// A cuqr server's `--shot-csv` (its per-shot figures, written when it stops).
+    pub(super) shots: Option<std::path::PathBuf>,
     name: Option<String>,
     /// How long it may take to stop (writing hop probes takes a while).
     grace: Duration,
@@ -55,6 +57,14 @@ impl ServerProcess {
         if responders.iter().any(|r| is_gpu(r)) {
             cmd.args(c.gpu.to_args());
         }
+        // A cuqr server writes every shot's last syndrome → corrections ready figure when it
+        // stops, for the report.
+        let shots = c.cuqr.then(|| {
+            std::env::temp_dir().join(format!("backline-bench-{}.shots.csv", std::process::id()))
+        });
+        if let Some(p) = &shots {
+            cmd.arg("--shot-csv").arg(p);
+        }
         if let Some(p) = hop_csv {
             cmd.arg("--hop-csv")
                 .arg(p)
@@ -77,7 +87,12 @@ impl ServerProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let child = cmd.spawn().context("starting `backline serve`")?;
-        Self::wait_ready(child, transport, hop_csv.is_some())
+        let mut s = Self::wait_ready(child, transport, hop_csv.is_some())?;
+        if shots.is_some() {
+            s.grace = s.grace.max(Duration::from_secs(10));
+        }
+        s.shots = shots;
+        Ok(s)
     }
 
     /// Reads the server's `ready PEER` line, or its last word when it exits instead.
@@ -115,6 +130,7 @@ impl ServerProcess {
         Ok(ServerProcess {
             child,
             peer,
+            shots: None,
             name: (transport == TransportKind::Shm).then_some(name),
             grace: if hops {
                 Duration::from_secs(60)

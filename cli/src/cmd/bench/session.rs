@@ -44,6 +44,16 @@ struct Collected {
     /// What streaming runs print under the table.
     stream_lines: Vec<String>,
     interrupted: bool,
+    /// The CUQR runs of a server this bench started, for its per-shot figures.
+    cuqr_streams: Vec<CuqrStream>,
+}
+
+/// A CUQR stream's runs (enqueue, get_corrections), its decoder id and the client's figure.
+struct CuqrStream {
+    runs: std::ops::Range<usize>,
+    decoder_id: u32,
+    label: String,
+    client: Vec<f64>,
 }
 
 /// Runs a bench.
@@ -119,7 +129,12 @@ pub fn run(c: &BenchConfig) -> anyhow::Result<ExitCode> {
         // Round 0 of the second half is warm; only the very first floor round is cold.
         floor.append(&mut second);
     }
+    let shots_csv = cop._child.as_ref().and_then(|s| s.shots.clone());
     stop_and_report_hops(c, cop, &mut col)?;
+    if let Some(p) = shots_csv {
+        server_figures(&p, &mut col);
+        let _ = std::fs::remove_file(&p);
+    }
     let baseline = (c.baseline && col.failure.is_none() && !floor.is_empty())
         .then(|| report::baseline_run(c, &floor));
     write_outputs(c, &col.runs, baseline.as_ref())?;
@@ -286,6 +301,14 @@ fn run_stream(
         .and_then(|(_, f)| backline_responder::as_stream(&**f));
     r.windows = f.map(|f| f.window_times());
     r.deadline = f.map(|f| f.deadline_misses());
+    // A stream function of this process (memcpy): its own per-shot figure.
+    let local_figure: Vec<f64> = f.map_or(Vec::new(), |f| {
+        f.shot_figures()
+            .samples()
+            .iter()
+            .map(|&n| n as f64)
+            .collect()
+    });
     if c.hops.on() {
         col.controller_hops.push((plan.label.clone(), hops));
     }
@@ -307,7 +330,23 @@ fn run_stream(
         ))));
     }
     col.stream_lines.extend(bs::summary_lines(plan, &r));
+    if c.cuqr {
+        col.cuqr_streams.push(CuqrStream {
+            runs: col.runs.len()..col.runs.len() + 2,
+            decoder_id,
+            label: plan.label.clone(),
+            client: r.outcome.last_to_corrections.clone(),
+        });
+    }
     let mut fields = bs::json_fields(plan, &r);
+    if let Some(j) = bs::figure_json(&local_figure) {
+        fields.insert(bs::SERVER_FIGURE.into(), j);
+        col.stream_lines.extend(bs::figure_line(
+            &plan.label,
+            "coprocessor last round → corrections ready",
+            &local_figure,
+        ));
+    }
     if let Some(n) = polls {
         fields.insert("not_ready_polls".into(), n.into());
     }
@@ -412,6 +451,69 @@ fn sw_meta(c: &BenchConfig, spec: &str, cop: &Coprocessor, payload_bytes: usize,
         }
     }
     t.set_meta("payload_bytes", payload_bytes);
+}
+
+/// The per-shot figures of a cuqr server this bench started (its `--shot-csv`, written when
+/// it stopped), by decoder id.
+fn read_shots(p: &std::path::Path) -> anyhow::Result<Vec<(u32, Vec<f64>)>> {
+    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+    let mut by_id: Vec<(u32, Vec<f64>)> = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let parsed = match f.as_slice() {
+            [id, _, ns] => id.parse::<u32>().ok().zip(ns.parse::<f64>().ok()),
+            _ => None,
+        };
+        let Some((id, ns)) = parsed else {
+            anyhow::bail!("{}: a row that is not id,shot,ns: {line}", p.display());
+        };
+        match by_id.iter_mut().find(|(i, _)| *i == id) {
+            Some((_, v)) => v.push(ns),
+            None => by_id.push((id, vec![ns])),
+        }
+    }
+    Ok(by_id)
+}
+
+/// Adds the server's per-shot figure of each CUQR stream to its runs' JSON and the lines
+/// under the table, with the smallest per-shot difference client − server when both counted
+/// the same shots (the client's interval holds the server's: never negative).
+fn server_figures(p: &std::path::Path, col: &mut Collected) {
+    let by_id = match read_shots(p) {
+        Ok(v) => v,
+        Err(e) => {
+            col.stream_lines.push(format!(
+                "note: the server's per-shot figures could not be read ({})",
+                crate::one_line(&e)
+            ));
+            return;
+        }
+    };
+    for s in &col.cuqr_streams {
+        let server = by_id
+            .iter()
+            .find(|(id, _)| *id == s.decoder_id)
+            .map_or(&[][..], |(_, v)| v.as_slice());
+        let Some(json) = bs::figure_json(server) else {
+            continue;
+        };
+        col.stream_lines
+            .extend(bs::figure_line(&s.label, bs::SERVER_WHAT, server));
+        let gap = (server.len() == s.client.len()).then(|| {
+            s.client
+                .iter()
+                .zip(server)
+                .map(|(c, v)| c - v)
+                .fold(f64::INFINITY, f64::min)
+        });
+        for r in &mut col.runs[s.runs.clone()] {
+            r.extra.insert(bs::SERVER_FIGURE.into(), json.clone());
+            if let Some(g) = gap {
+                r.extra
+                    .insert("client_minus_server_min_ns".into(), g.into());
+            }
+        }
+    }
 }
 
 /// Stops the coprocessor (thread or process) and, with probes, merges its hops with the

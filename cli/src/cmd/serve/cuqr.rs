@@ -6,12 +6,16 @@
 //! Stdout, when the server accepts: `ready <address>` first (the first ring's address; what
 //! `backline bench` and the backline protocol's scripts wait for), then NVIDIA's line
 //! `QEC_DECODING_SERVER_READY port=<P0> transport=udp ring<id>=<port> …` (what NVIDIA's
-//! scripts wait for). At shutdown, on stderr: the frames answered by status and those dropped
+//! scripts wait for), with backline's `decode<id>=inline|worker` tokens at its end. At shutdown, on stderr: the frames answered by status and those dropped
 //! by reason, per ring and in all, and each decoder's counters; on stdout, NVIDIA's
 //! `QEC_DECODING_SERVER_RING decoder=<id> dispatched=<n>` lines. With `--hop-stats` /
 //! `--hop-csv`, the hops of every frame answered, one table per ring (session = the ring's
 //! number from 1); `--hop-csv FILE` also writes `FILE.frames.csv`, what each of those frames
-//! was (function, decoder id, counter, request id, status), the counter carried as sent.
+//! was (function, decoder id, counter, request id, status), the counter carried as sent, and
+//! `FILE.shots.csv`, as `--shot-csv` does: every shot's *last syndrome → corrections ready*
+//! figure (`decoder_id,shot,last_syndrome_to_correction_ns`, in shot order; the shutdown line
+//! of each decoder gives their median, mean, P99 and P99.9). The ready line ends with
+//! `decode<id>=inline|worker`, where each decoder's windows decode.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -70,7 +74,7 @@ pub fn run(c: &ServeConfig, settings: &CuqrSettings) -> anyhow::Result<ExitCode>
     );
     // A reader may have taken only the first line and closed the pipe (`backline bench`
     // does): NVIDIA's lines are written on, and a closed stdout is not an error.
-    stdout_line(&server.ready_line());
+    stdout_line(&server.ready_line_with_decode());
     serving.wait(|| server.is_finished());
     let report = server.stop().context("the cuqr server failed")?;
     print_report(&report);
@@ -100,7 +104,35 @@ pub fn run(c: &ServeConfig, settings: &CuqrSettings) -> anyhow::Result<ExitCode>
             path.display()
         );
     }
+    let beside = c.hops.csv.as_ref().map(|p| p.with_extension("shots.csv"));
+    for path in settings.shot_csv.iter().chain(&beside) {
+        write_shots(&report, path).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!(
+            "backline serve: wrote every shot's last syndrome → corrections ready figure to {}",
+            path.display()
+        );
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `decoder_id,shot,last_syndrome_to_correction_ns`, one row per shot whose figure was kept
+/// (in shot order, per decoder).
+fn write_shots(report: &CuqrReport, path: &std::path::Path) -> std::io::Result<()> {
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(
+        w,
+        "# backline serve --protocol cuqr: per shot, the arrival of the datagram that completes \
+         its syndromes to its corrections ready (monotonic clock, ns)"
+    )?;
+    writeln!(w, "decoder_id,shot,last_syndrome_to_correction_ns")?;
+    for r in &report.rings {
+        for (id, l) in &r.latencies {
+            for (k, ns) in l.samples().iter().enumerate() {
+                writeln!(w, "{id},{k},{ns}")?;
+            }
+        }
+    }
+    w.flush()
 }
 
 fn or_none(s: String) -> String {
@@ -135,6 +167,13 @@ fn print_report(report: &CuqrReport) {
         t.dropped_total(),
         or_none(t.render_dropped())
     );
+    let waited = t.waited.load(Ordering::Relaxed);
+    if waited > 0 {
+        eprintln!(
+            "backline serve: backlog: {waited} calls arrived while an inline decode ran and \
+             waited in the socket for it (the decoder behind the calls)"
+        );
+    }
     for l in &report.streams {
         eprintln!("backline serve: {l}");
     }

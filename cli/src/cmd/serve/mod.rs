@@ -56,6 +56,15 @@ impl From<ServeTransport> for TransportKind {
     }
 }
 
+/// `--decode`: where a CUQR server's decoders decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DecodeArg {
+    /// On the ring's thread.
+    Inline,
+    /// On a decode thread per decoder.
+    Worker,
+}
+
 /// Flags of `backline serve`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -89,6 +98,19 @@ pub struct Args {
     /// server never reads the counter).
     #[arg(long)]
     pub strict_counter: bool,
+    /// cuqr: where every decoder's windows decode: inline (on the ring's thread, inside the
+    /// call that completes a window: no hand-off, as NVIDIA's server since its PR #769) or
+    /// worker (on a decode thread of the decoder's own, fed through a queue of --num-slots).
+    /// Default: each stream spec's `decode` setting (auto: inline for matching, a worker for
+    /// bposd and relay-bp). The ready line says which each decoder uses (decode<ID>=…).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub decode: Option<DecodeArg>,
+    /// cuqr: write every shot's "last syndrome → corrections ready" figure (ns, from the
+    /// arrival of the datagram that completes the shot's syndromes to its corrections being
+    /// ready) at shutdown: decoder_id,shot,last_syndrome_to_correction_ns (--hop-csv FILE also
+    /// writes it beside, as FILE.shots.csv).
+    #[arg(long, value_name = "FILE")]
+    pub shot_csv: Option<PathBuf>,
     /// Shared-memory segment name (shm): /dev/shm/backline-NAME.
     #[arg(long, default_value = "backline")]
     pub name: String,
@@ -183,6 +205,8 @@ pub struct CuqrSettings {
     /// `--ring ID=PORT`: NVIDIA's shape, one ring per decoder; `None`: one socket at the
     /// address for every decoder.
     pub rings: Option<Vec<RingSpec>>,
+    /// `--shot-csv`: where the per-shot figures go at shutdown (checked writable first).
+    pub shot_csv: Option<PathBuf>,
 }
 
 /// The backline protocol's settings.
@@ -250,10 +274,15 @@ impl ServeConfig {
             bail!("--protocol cuqr runs over udp, not --transport {transport}");
         }
         if a.protocol == Protocol::Backline
-            && (!a.rings.is_empty() || a.slot_size.is_some() || a.strict_counter)
+            && (!a.rings.is_empty()
+                || a.slot_size.is_some()
+                || a.strict_counter
+                || a.decode.is_some()
+                || a.shot_csv.is_some())
         {
             bail!(
-                "--ring, --slot-size and --strict-counter are the cuqr server's: add --protocol cuqr"
+                "--ring, --slot-size, --strict-counter, --decode and --shot-csv are the cuqr \
+                 server's: add --protocol cuqr"
             );
         }
         let hops = HopOutputs::from_args(a)?;
@@ -416,6 +445,10 @@ fn cuqr_settings(
     };
     backline_responder::cuqr::check_slot_bytes(slot_bytes)
         .map_err(|e| anyhow::anyhow!("--slot-size: {e}"))?;
+    if let Some(p) = &a.shot_csv {
+        std::fs::File::create(p).with_context(|| format!("--shot-csv {}", p.display()))?;
+    }
+    let shot_csv = a.shot_csv.clone();
     let rings = if a.rings.is_empty() {
         None
     } else {
@@ -428,9 +461,14 @@ fn cuqr_settings(
             wait: a.ring.wait()?,
             probe_frames: hops.probe_rounds(),
             strict_counter: a.strict_counter,
+            decode: a.decode.map(|d| match d {
+                DecodeArg::Inline => backline_responder::stream::DecodeMode::Inline,
+                DecodeArg::Worker => backline_responder::stream::DecodeMode::Worker,
+            }),
             ..CuqrOptions::default()
         },
         rings,
+        shot_csv,
     })
 }
 

@@ -11,20 +11,27 @@
 //! ([`ring`]'s doc: which datagrams are dropped unanswered, which are `bad_request`).
 //! NVIDIA's shape is one ring per decoder ([`CuqrServer::start_rings`], `backline serve
 //! --protocol cuqr --ring ID=PORT …`); backline's own, one ring for every decoder
-//! ([`CuqrServer::start`], `--bind`). Each decoder also has a decode thread fed through a
-//! bounded queue ([`worker`]'s doc): an enqueue is answered `ok` as soon as its bits are
-//! queued, and the next datagram is read while a window decodes; a `get_corrections` waits
-//! for the decoder to catch up with the calls before it.
+//! ([`CuqrServer::start`], `--bind`). Each decoder decodes where its stream spec's `decode`
+//! says ([`crate::stream::DecodeMode`], [`worker`]'s doc), or where
+//! [`CuqrOptions::decode`] says for all: *inline*, on the ring's thread inside the call that
+//! completes a window (NVIDIA's shape since cudaqx PR #769: no hand-off), or on a *worker*,
+//! a decode thread fed through a bounded queue (an enqueue is answered `ok` as soon as its
+//! bits are queued, and the next datagram is read while a window decodes; a
+//! `get_corrections` waits for the decoder to catch up with the calls before it). The ready
+//! line `backline serve` prints says which each decoder uses
+//! ([`CuqrServer::ready_line_with_decode`]).
 //!
 //! | call | answer |
 //! |---|---|
-//! | `enqueue_syndromes` | `ok` at once (the counter is carried, never judged, unless [`CuqrOptions::strict_counter`]); a failure is reported at the next `get_corrections` |
+//! | `enqueue_syndromes` | `ok` once the bits are queued (worker) or taken in and the windows they complete decoded (inline); the counter is carried, never judged, unless [`CuqrOptions::strict_counter`]; a failure is reported at the next `get_corrections` |
 //! | `get_corrections` | `internal_error` after a failure, `not_ready` until the shot's last window is decoded, else the corrections; with reset, the corrections are cleared after |
 //! | `reset_decoder` | `ok`; the shot and the corrections are dropped |
 //!
 //! When it stops, every ring reports its frames by status and the frames it dropped, by
-//! reason ([`CuqrStats`]), and every decoder its counters.
+//! reason ([`CuqrStats`]), and every decoder its counters and its per-shot *last syndrome →
+//! corrections ready* figures ([`latency`]).
 
+pub mod latency;
 mod ring;
 mod worker;
 
@@ -38,7 +45,9 @@ use backline_probe::Recorder;
 use backline_ring::WaitPolicy;
 use backline_wire::cuqr::{self, CallStatus, ENQUEUE_FIXED_BYTES, HEADER_BYTES};
 
+use crate::stream::DecodeMode;
 use crate::{ResponderTable, StreamFunction};
+pub use latency::{LatencySummary, ShotLatencies};
 pub use worker::DecoderCounters;
 
 /// The smallest slot: a power of two that holds a header and any call's fixed arguments.
@@ -105,6 +114,11 @@ pub struct CuqrOptions {
     pub strict_counter: bool,
     /// Longest wait of a `get_corrections` for its decoder to catch up (then `not_ready`).
     pub drain_wait: Duration,
+    /// Shots per decoder whose last syndrome → corrections ready figure is kept exactly
+    /// ([`latency`]).
+    pub latency_shots: usize,
+    /// Where every decoder decodes (`None`: each stream spec's `decode`).
+    pub decode: Option<DecodeMode>,
 }
 
 impl Default for CuqrOptions {
@@ -116,6 +130,8 @@ impl Default for CuqrOptions {
             probe_frames: 0,
             strict_counter: false,
             drain_wait: Duration::from_secs(1),
+            latency_shots: latency::DEFAULT_LATENCY_SHOTS,
+            decode: None,
         }
     }
 }
@@ -179,6 +195,9 @@ pub struct CuqrStats {
     pub by_status: [AtomicU64; 7],
     /// Frames dropped, by [`DropReason`].
     pub dropped: [AtomicU64; 5],
+    /// Datagrams that were already waiting when the ring came back from an inline decode
+    /// (they arrived while it decoded: the decoder behind the calls).
+    pub waited: AtomicU64,
 }
 
 fn render(names: impl Iterator<Item = &'static str>, counts: &[AtomicU64]) -> String {
@@ -220,6 +239,7 @@ impl CuqrStats {
         for (a, b) in self.dropped.iter().zip(&other.dropped) {
             add(a, b);
         }
+        add(&self.waited, &other.waited);
     }
 }
 
@@ -254,6 +274,8 @@ pub struct RingInfo {
     pub addr: SocketAddr,
     /// Its decoder ids, in the order given.
     pub decoders: Vec<u32>,
+    /// Where each of them decodes (same order).
+    pub decode: Vec<DecodeMode>,
 }
 
 /// What a ring reports when it stops.
@@ -269,6 +291,8 @@ pub struct RingReport {
     pub frames: Vec<FrameTag>,
     /// Its decoders' counters, in decoder id order.
     pub decoders: Vec<(u32, DecoderCounters)>,
+    /// Its decoders' per-shot figures, in decoder id order.
+    pub latencies: Vec<(u32, ShotLatencies)>,
 }
 
 /// What a stopped server reports.
@@ -378,6 +402,7 @@ struct RingOutcome {
     frames: Vec<FrameTag>,
     streams: Vec<String>,
     decoders: Vec<(u32, DecoderCounters)>,
+    latencies: Vec<(u32, ShotLatencies)>,
 }
 
 /// A CUQR server: its rings, each on its own thread.
@@ -431,6 +456,8 @@ impl CuqrServer {
             wait: options.wait,
             drain_wait: options.drain_wait,
             strict_counter: options.strict_counter,
+            latency_shots: options.latency_shots,
+            decode: options.decode,
         };
         let mut server = CuqrServer {
             rings: Vec::new(),
@@ -456,6 +483,11 @@ impl CuqrServer {
             let stats = Arc::new(CuqrStats::default());
             let ring = ring::Ring::new(decoders, options.slot_bytes);
             let (st, s) = (server.stop.clone(), stats.clone());
+            let decode = r
+                .decoders
+                .iter()
+                .map(|id| ring.mode_of(*id).unwrap_or(DecodeMode::Worker))
+                .collect();
             let thread = std::thread::Builder::new()
                 .name(format!("cuqr:{}", addr.port()))
                 .spawn(move || run_ring(sock, ring, options, &st, &s, probes))
@@ -463,6 +495,7 @@ impl CuqrServer {
             server.rings.push(RingInfo {
                 addr,
                 decoders: r.decoders.clone(),
+                decode,
             });
             server.stats.push(stats);
             server.threads.push(Some(thread));
@@ -491,6 +524,19 @@ impl CuqrServer {
         for r in &self.rings {
             for id in &r.decoders {
                 s.push_str(&format!(" ring{id}={}", r.addr.port()));
+            }
+        }
+        s
+    }
+
+    /// [`CuqrServer::ready_line`], then one `decode<id>=inline|worker` per decoder: where its
+    /// windows decode (what `backline serve --protocol cuqr` prints; a reader of NVIDIA's
+    /// line takes the keys it knows).
+    pub fn ready_line_with_decode(&self) -> String {
+        let mut s = self.ready_line();
+        for r in &self.rings {
+            for (id, m) in r.decoders.iter().zip(&r.decode) {
+                s.push_str(&format!(" decode{id}={}", m.name()));
             }
         }
         s
@@ -538,6 +584,7 @@ impl CuqrServer {
                 hops: outcome.hops,
                 frames: outcome.frames,
                 decoders: outcome.decoders,
+                latencies: outcome.latencies,
             });
         }
         match failure {
@@ -568,10 +615,12 @@ fn run_ring(
     let served = ring::serve(sock, &mut ring, &options, stop, stats, &mut probes);
     let mut streams = Vec::new();
     let mut decoders = Vec::new();
+    let mut latencies = Vec::new();
     for d in &mut ring.decoders {
         d.shutdown();
         streams.push(d.report());
         decoders.push((d.id, d.counters()));
+        latencies.push((d.id, d.latencies()));
     }
     let frames = served? as usize;
     let mut hops = backline_probe::Table::new();
@@ -583,6 +632,7 @@ fn run_ring(
         frames: probes.tags,
         streams,
         decoders,
+        latencies,
     })
 }
 

@@ -14,7 +14,8 @@
 //! 5. a decoder id this ring does not serve: `invalid_decoder`;
 //! 6. arguments that do not parse: `bad_request` (for an enqueue, the decoder's shot fails
 //!    too, as does one with a syndrome mapping id other than 0);
-//! 7. the call, answered by its decoder ([`super::worker`]).
+//! 7. the call, answered by its decoder ([`super::worker`]; a decoder that decodes inline
+//!    decodes here, inside the call that completes a window).
 //!
 //! Every answer is one full slot: the response, then zeros; it goes to the sender of the
 //! request (the ring's last sender, as NVIDIA's; with one call at a time per client, each
@@ -58,6 +59,12 @@ impl Ring {
         }
     }
 
+    /// Where decoder `id` decodes.
+    pub fn mode_of(&self, id: u32) -> Option<crate::stream::DecodeMode> {
+        let i = self.decoders.binary_search_by_key(&id, |d| d.id).ok()?;
+        Some(self.decoders[i].mode())
+    }
+
     fn decoder(&mut self, id: i64) -> Option<&mut Decoder> {
         let id = u32::try_from(id).ok()?;
         let i = self.decoders.binary_search_by_key(&id, |d| d.id).ok()?;
@@ -65,12 +72,13 @@ impl Ring {
     }
 
     /// Handles one datagram of `len` bytes already copied into `slot` (a whole slot, zeroed
-    /// past the datagram): the answer goes into `out` (a whole slot), what it was about into
-    /// `tag`. Never panics on any input, never allocates.
+    /// past the datagram), received at `arrived`: the answer goes into `out` (a whole slot),
+    /// what it was about into `tag`. Never panics on any input, never allocates.
     pub fn answer(
         &mut self,
         slot: &[u8],
         len: usize,
+        arrived: Instant,
         out: &mut [u8],
         tag: &mut FrameTag,
         stop: &dyn Fn() -> bool,
@@ -106,7 +114,7 @@ impl Ring {
             return reply(out, CallStatus::BadRequest, 0);
         };
         tag.decoder_id = id;
-        let now = Instant::now();
+        let now = arrived;
         let Some(d) = self.decoder(id) else {
             return reply(out, CallStatus::InvalidDecoder, 0);
         };
@@ -305,11 +313,19 @@ pub(super) fn serve(
     // Relaxed: the flag carries no data; the thread only has to see it eventually.
     let stopped = || stop.load(Ordering::Relaxed);
     let mut frame = 0u64;
+    // The last call ran an inline decode, and no receive has come back empty since: a
+    // datagram received now waited behind it.
+    let mut after_decode = false;
     while !stopped() {
         let Some((n, peer)) = rx.recv(&mut buf)? else {
+            after_decode = false;
             continue;
         };
         rx.last = Instant::now();
+        let arrived = rx.last;
+        if std::mem::take(&mut after_decode) {
+            stats.waited.fetch_add(1, Ordering::Relaxed);
+        }
         probes.recorder.stamp(Hop::Received, frame);
         let reason = match n {
             0 => Some(DropReason::Empty),
@@ -327,7 +343,7 @@ pub(super) fn serve(
         let mut tag = FrameTag::default();
         // A panic while answering becomes an internal error; the ring lives on.
         let handled = catch_unwind(AssertUnwindSafe(|| {
-            ring.answer(&buf[..slot], n, &mut out, &mut tag, &stopped)
+            ring.answer(&buf[..slot], n, arrived, &mut out, &mut tag, &stopped)
         }))
         .unwrap_or_else(|_| ring.internal_error(&buf[..slot], &mut out));
         let status = match handled {
@@ -346,6 +362,7 @@ pub(super) fn serve(
         probes.recorder.stamp(Hop::ReplySent, frame);
         for d in &mut ring.decoders {
             d.wake();
+            after_decode |= d.take_decoded();
         }
         if let Some(t) = probes.tags.get_mut(frame as usize) {
             *t = FrameTag {

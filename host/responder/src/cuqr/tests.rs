@@ -15,10 +15,15 @@ use super::*;
 
 /// A table of the 3-round repetition code (2 detectors a round, 1 observable) at `ids`.
 fn table(tag: &str, ids: &[u32]) -> ResponderTable {
+    table_with(tag, ids, |_| "")
+}
+
+/// [`table`], with more settings for the stream at each id (`;key=value…`).
+fn table_with(tag: &str, ids: &[u32], more: impl Fn(u32) -> &'static str) -> ResponderTable {
     let p = crate::stream::tests::model_file(&format!("cuqr-{tag}"));
     let mut t = ResponderTable::new();
     for &id in ids {
-        let spec = format!("stream:{}:window=2;commit=1", p.display());
+        let spec = format!("stream:{}:window=2;commit=1{}", p.display(), more(id));
         for (_, r) in crate::stream_functions(&spec, id).unwrap() {
             t.insert(id, r);
         }
@@ -160,7 +165,10 @@ fn tables_and_settings_that_cannot_be_served_are_refused() {
 
 #[test]
 fn two_rings_serve_two_decoders_and_announce_themselves_as_nvidias_does() {
-    let t = table("rings", &[0, 1]);
+    // Decoder 1 decodes inline, decoder 0 on a worker (the default of bposd).
+    let t = table_with("rings", &[0, 1], |id| {
+        if id == 1 { ";decode=inline" } else { "" }
+    });
     let rings = [0u32, 1].map(|id| RingSpec {
         address: "127.0.0.1:0".into(),
         decoders: vec![id],
@@ -171,6 +179,10 @@ fn two_rings_serve_two_decoders_and_announce_themselves_as_nvidias_does() {
     assert_eq!(
         s.ready_line(),
         format!("QEC_DECODING_SERVER_READY port={p0} transport=udp ring0={p0} ring1={p1}")
+    );
+    assert_eq!(
+        s.ready_line_with_decode(),
+        format!("{} decode0=worker decode1=inline", s.ready_line())
     );
     // A shot on each at once; each decoder only on its own ring.
     let clients = [s.rings()[0].addr, s.rings()[1].addr].map(Client::to);
@@ -527,6 +539,8 @@ fn garbage_and_mutated_frames_never_panic_and_answer_at_most_once() {
         wait: WaitPolicy::default(),
         drain_wait: Duration::from_millis(200),
         strict_counter: false,
+        latency_shots: 16,
+        decode: None,
     };
     let decoders = streams
         .iter()
@@ -566,7 +580,14 @@ fn garbage_and_mutated_frames_never_panic_and_answer_at_most_once() {
         let mut slot = [0u8; 256];
         slot[..f.len()].copy_from_slice(&f);
         let mut tag = FrameTag::default();
-        match ring.answer(&slot, f.len(), &mut out, &mut tag, &never) {
+        match ring.answer(
+            &slot,
+            f.len(),
+            std::time::Instant::now(),
+            &mut out,
+            &mut tag,
+            &never,
+        ) {
             ring::Handled::Dropped(_) => {}
             ring::Handled::Answered(status) => {
                 let (h, r) = parse_response(&out).expect("a response frame");
@@ -576,4 +597,97 @@ fn garbage_and_mutated_frames_never_panic_and_answer_at_most_once() {
         }
     }
     assert!(start.elapsed() < Duration::from_secs(60));
+}
+
+/// One shot of NVIDIA's producer on `c` for decoder 0 (reset, three rounds of two bits, the
+/// first firing detector 0 when `flip`, get_corrections): the corrections and the time from
+/// sending the last enqueue to the corrections' arrival. A get_corrections before the last
+/// round is `not_ready`.
+fn timed_shot(c: &Client, flip: bool) -> (Vec<u8>, Duration) {
+    assert_eq!(c.call(&reset(9, 0)).0, OK);
+    assert_eq!(c.call(&enqueue(0, 0, 0, 2, &[flip as u8])).0, OK);
+    assert_eq!(c.call(&enqueue(0, 0, 0, 2, &[0])).0, OK);
+    assert_eq!(
+        c.call(&get_corrections(10, 0, 0)).0,
+        CallStatus::NotReady as i32
+    );
+    let t0 = Instant::now();
+    assert_eq!(c.call(&enqueue(0, 0, 0, 2, &[0])).0, OK);
+    let (s, r) = c.call(&get_corrections(11, 0, 0));
+    let t = t0.elapsed();
+    assert_eq!(s, OK);
+    (r, t)
+}
+
+#[test]
+fn inline_and_worker_decoders_answer_alike_and_time_every_shot_they_finish() {
+    for mode in ["inline", "worker"] {
+        let more = if mode == "inline" {
+            ";decode=inline"
+        } else {
+            ";decode=worker"
+        };
+        let t = table_with(&format!("figure-{mode}"), &[0], |_| more);
+        let s = CuqrServer::start("127.0.0.1:0", &t, CuqrOptions::default()).unwrap();
+        let line = s.ready_line_with_decode();
+        assert!(line.ends_with(&format!(" decode0={mode}")), "{line}");
+        let c = Client::to(s.local_addr());
+        let mut client = Vec::new();
+        for k in 0..40 {
+            let flip = k % 3 == 0;
+            let (r, t) = timed_shot(&c, flip);
+            assert_eq!(r, vec![flip as u8], "{mode}, shot {k}");
+            client.push(t);
+            if k % 10 == 5 {
+                // A shot whose last round never comes: the next reset recovers, and it
+                // counts no figure.
+                assert_eq!(c.call(&reset(9, 0)).0, OK);
+                assert_eq!(c.call(&enqueue(0, 0, 0, 4, &[0])).0, OK);
+            }
+        }
+        let r = s.stop().unwrap();
+        let (id, l) = &r.rings[0].latencies[0];
+        assert_eq!(*id, 0);
+        // One figure per shot finished, each within the client's own interval of that shot.
+        assert_eq!(l.count(), 40, "{mode}");
+        assert_eq!(r.rings[0].decoders[0].1.shots, 40, "{mode}");
+        for (k, (&server, client)) in l.samples().iter().zip(&client).enumerate() {
+            assert!(server > 0, "{mode}, shot {k}");
+            assert!(
+                u128::from(server) <= client.as_nanos(),
+                "{mode}, shot {k}: server {server} ns > client {client:?}"
+            );
+        }
+        let sum = l.summary().unwrap();
+        assert_eq!(sum.shots, 40);
+        assert!(sum.median_ns <= sum.p99_ns && sum.p99_ns <= sum.p999_ns);
+        assert!(sum.p999_ns <= sum.max_ns && sum.mean_ns <= sum.max_ns as f64);
+        let line = &r.streams[0];
+        assert!(
+            line.contains(&format!("decode {mode}"))
+                && line.contains("last syndrome → corrections ready: median")
+                && line.contains("(40 shots)"),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn calls_that_arrive_while_an_inline_decode_runs_are_counted_as_a_backlog() {
+    let t = table_with("backlog", &[0], |_| ";decode=inline");
+    let s = CuqrServer::start("127.0.0.1:0", &t, CuqrOptions::default()).unwrap();
+    let c = Client::to(s.local_addr());
+    // A client that does not wait for its answers: 100 whole shots sent back to back, each
+    // decoded inline by the ring while the next ones queue in its socket.
+    let shots = 100;
+    for _ in 0..shots {
+        c.send(&enqueue(0, 0, 0, 6, &[1]));
+    }
+    for _ in 0..shots {
+        assert_eq!(c.recv().0, OK);
+    }
+    let r = s.stop().unwrap();
+    let waited = r.totals().waited.load(Ordering::Relaxed);
+    assert!((1..shots).contains(&waited), "{waited}");
+    assert_eq!(r.rings[0].latencies[0].1.count(), shots);
 }

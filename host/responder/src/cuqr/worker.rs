@@ -1,38 +1,52 @@
 //! One decoder of a CUQR server: the receive thread's side of it ([`Decoder`]: the calls,
-//! answered at once) and its decode thread (the [`StreamDecoder`], fed through a bounded
-//! queue), so that the next datagram is read while a window decodes.
+//! answered at once) and where its windows decode ([`DecodeMode`], the stream spec's
+//! `decode`):
 //!
-//! # The queue
+//! - **inline**: on the ring's thread, inside the call that completes a window (NVIDIA's shape
+//!   since cudaqx PR #769): the decoder's state is the ring thread's own, so there is no
+//!   hand-off, no lock and no allocation; the ring reads no datagram while a window decodes
+//!   (the next calls wait in the socket's buffer, counted when the ring comes back to them:
+//!   [`super::CuqrStats::waited`]). A panic inside the decode fails the shot
+//!   (`internal_error` at the next `get_corrections`) and the ring thread lives on.
+//! - **worker**: on a decode thread of the decoder's own, fed through a bounded queue, so
+//!   that the next datagram is read while a window decodes; each call that has to wait for a
+//!   decode pays a hand-off (a wake-up of the other thread).
 //!
-//! `depth` entries (the server's `--num-slots`), each an [`Op`] and up to a slot of syndrome
-//! bytes, allocated when the decoder starts; the receive thread pushes, the decode thread
-//! pops, both under one mutex that also holds what `get_corrections` reads (the shot's state
-//! and its corrections). Two counters tell each side how far the other is without the lock:
-//! `pushed` (ops pushed, written by the receive thread) and `done` (ops the decode thread has
-//! finished, written by it after it has published their effect under the lock). A side that
-//! has nothing to do spins on the other's counter for the spin budget
-//! ([`backline_ring::SpinPhase`], which also yields a shared CPU), then sleeps on a condition
-//! variable; the other side notifies only a sleeper (a flag under the mutex says so, so that
-//! no wake-up is lost and none is paid for when nobody sleeps).
+//! # The worker's queue
+//!
+//! `depth` entries (the server's `--num-slots`), each an [`Op`], its datagram's arrival time
+//! and up to a slot of syndrome bytes, allocated when the decoder starts; the receive thread
+//! pushes, the decode thread pops, both under one mutex that also holds what
+//! `get_corrections` reads (the shot's state and its corrections). Two counters tell each side
+//! how far the other is without the lock: `pushed` (ops pushed, written by the receive thread)
+//! and `done` (ops the decode thread has finished, written by it after it has published their
+//! effect under the lock). A side that has nothing to do spins on the other's counter for the
+//! spin budget ([`backline_ring::SpinPhase`], which also yields a shared CPU), then sleeps on a
+//! condition variable; the other side notifies only a sleeper (a flag under the mutex says so,
+//! so that no wake-up is lost and none is paid for when nobody sleeps).
 //!
 //! When the queue is full (the client enqueues faster than the decoder decodes), the receive
 //! thread waits for the decode thread to take an entry before it reads the next datagram: the
-//! client's next call waits in the socket's buffer. Nothing is dropped, and the answers slow
-//! down to the decoder's pace (back-pressure, as NVIDIA's ring does when its slots are busy).
+//! client's next call waits in the socket's buffer. Nothing is dropped, the answers slow down
+//! to the decoder's pace (back-pressure, as NVIDIA's ring does when its slots are busy), and
+//! each such wait is counted ([`DecoderCounters::backlog`]).
 //!
 //! # The shot (NVIDIA's semantics, cudaqx `DecodingSession.cpp`)
 //!
-//! The syndrome bits of a shot are a stream: the decode thread cuts them into the model's
-//! rounds whatever the sizes of the enqueues that carry them, and decodes each window as its
-//! last round arrives and the last window as soon as the shot's last bit is in. The answer of
-//! `get_corrections` waits for the ops before it to be done (at most the drain wait), then:
-//! `internal_error` if the shot failed (a decode failure, more bits than the shot has room
-//! for, or a malformed enqueue, until `reset_decoder`), `not_ready` until the shot's last
+//! The syndrome bits of a shot are a stream: the decoder cuts them into the model's rounds
+//! whatever the sizes of the enqueues that carry them, and decodes each window as its last
+//! round arrives and the last window as soon as the shot's last bit is in. The answer of
+//! `get_corrections` waits for the ops before it to be done (worker: at most the drain wait),
+//! then: `internal_error` if the shot failed (a decode failure, more bits than the shot has
+//! room for, or a malformed enqueue, until `reset_decoder`), `not_ready` until the shot's last
 //! window is decoded, else the corrections, which the decoder keeps XORing shot after shot
 //! until a `get_corrections` with reset or a `reset_decoder` clears them. A shot's first bit
 //! after a complete shot starts the next one (a client that never asks for corrections keeps
 //! being decoded; its corrections accumulate until the next reset). `reset_decoder` drops the
 //! shot and the corrections.
+//!
+//! Each shot decoded to its end records its *last syndrome → corrections ready* figure
+//! ([`super::latency`]).
 //!
 //! With `strict_counter` the receive thread also judges the counter as backline's server did
 //! before it followed NVIDIA's (a diagnostic): the counter must be the round's index in the
@@ -51,9 +65,11 @@ use backline_probe::{Hop, mark};
 use backline_ring::{MAX_NAP, SpinPhase, WaitPolicy};
 use backline_wire::cuqr::CallStatus;
 
+use super::latency::ShotLatencies;
+use crate::stream::DecodeMode;
 use crate::{Responder, StreamFunction};
 
-/// What the receive thread hands the decode thread, in arrival order.
+/// What the receive thread hands the decoder, in arrival order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
     /// Syndrome bits (this many; the entry holds their bytes).
@@ -95,21 +111,44 @@ pub struct DecoderCounters {
     pub stale: u64,
     /// Calls answered with a status other than ok.
     pub refused: u64,
+    /// Calls that found the worker's queue full (the decoder behind the rounds: the ring
+    /// waited for it before reading on).
+    pub backlog: u64,
 }
 
-/// What the two threads share, under the mutex.
+/// What `get_corrections` reads: the shot's state, its corrections, the counters and the
+/// figures. The ring thread's own (inline) or under the worker's lock.
+struct Book {
+    state: ShotState,
+    /// The corrections, bit-packed LSB-first, `⌈k/8⌉` bytes.
+    corrections: Vec<u8>,
+    counters: DecoderCounters,
+    latency: ShotLatencies,
+}
+
+impl Book {
+    fn new(observables: usize, latency_shots: usize) -> Book {
+        Book {
+            state: ShotState::Collecting,
+            corrections: vec![0; observables.div_ceil(8)],
+            counters: DecoderCounters::default(),
+            latency: ShotLatencies::with_capacity(latency_shots),
+        }
+    }
+}
+
+/// What the two threads of a worker share, under the mutex.
 struct Inner {
     ops: Vec<Op>,
+    /// When each entry's datagram arrived.
+    arrivals: Vec<Instant>,
     /// `ops.len()` entries of `entry_bytes` each.
     data: Vec<u8>,
     /// The oldest entry (valid when `len > 0`); `head < ops.len()`.
     head: usize,
     /// Entries queued, `≤ ops.len()`.
     len: usize,
-    state: ShotState,
-    /// The corrections, bit-packed LSB-first, `⌈k/8⌉` bytes.
-    corrections: Vec<u8>,
-    counters: DecoderCounters,
+    book: Book,
     /// The decode thread is (about to be) asleep on `work`.
     worker_asleep: bool,
     /// The receive thread is (about to be) asleep on `progress`.
@@ -156,6 +195,10 @@ pub(super) struct WorkerOptions {
     pub drain_wait: Duration,
     /// Judge the counter (module doc).
     pub strict_counter: bool,
+    /// Shots whose figure is kept exactly.
+    pub latency_shots: usize,
+    /// Where to decode, over the stream's own choice.
+    pub decode: Option<DecodeMode>,
 }
 
 /// The counter check of `strict_counter`.
@@ -167,6 +210,19 @@ struct Strict {
     dropped: bool,
 }
 
+/// Where the windows decode.
+enum Engine {
+    /// On the ring's thread: the decoder and the book are its own.
+    Inline(Box<(Local, Book)>),
+    /// On a decode thread.
+    Worker {
+        shared: Arc<Shared>,
+        thread: Option<JoinHandle<()>>,
+        /// The decode thread sleeps and has an op to wake up for ([`Decoder::wake`]).
+        wake_pending: bool,
+    },
+}
+
 /// The receive thread's side of one decoder.
 pub(super) struct Decoder {
     /// Its decoder id.
@@ -174,12 +230,9 @@ pub(super) struct Decoder {
     name: String,
     observables: usize,
     round_bits: Vec<u32>,
-    shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
+    engine: Engine,
     /// Ops pushed (the receive thread's own count).
     pushed: u64,
-    /// The decode thread sleeps and has an op to wake up for ([`Decoder::wake`]).
-    wake_pending: bool,
     options: WorkerOptions,
     idle: Duration,
     /// When the last call arrived.
@@ -187,38 +240,56 @@ pub(super) struct Decoder {
     strict: Option<Strict>,
     /// The counter of the last enqueue (carried, never judged without `strict_counter`).
     pub last_counter: Option<i64>,
+    /// Whether the last call ran an inline decode.
+    decoded: bool,
+    #[cfg(test)]
+    panic_next: bool,
 }
 
 impl Decoder {
-    /// Starts the decode thread of stream `f` at decoder id `id`.
+    /// The decoder of stream `f` at decoder id `id`, with its decode thread when it decodes
+    /// on one.
     pub fn start(id: u32, f: &StreamFunction, options: WorkerOptions) -> std::io::Result<Decoder> {
         let dec = f.fresh_decoder();
-        let depth = options.depth.max(1);
         let observables = f.num_observables();
-        let shared = Arc::new(Shared {
-            inner: Mutex::new(Inner {
-                ops: vec![Op::Reset; depth],
-                data: vec![0; depth * options.entry_bytes],
-                head: 0,
-                len: 0,
-                state: ShotState::Collecting,
-                corrections: vec![0; observables.div_ceil(8)],
-                counters: DecoderCounters::default(),
-                worker_asleep: false,
-                receiver_asleep: false,
-                stop: false,
-            }),
-            work: Condvar::new(),
-            progress: Condvar::new(),
-            pushed: AtomicU64::new(0),
-            done: AtomicU64::new(0),
-            entry_bytes: options.entry_bytes,
-        });
-        let s = shared.clone();
-        let wait = options.wait;
-        let thread = std::thread::Builder::new()
-            .name(format!("cuqr-decode:{id}"))
-            .spawn(move || decode_thread(&s, dec, wait))?;
+        let mode = options.decode.unwrap_or(f.decode_mode());
+        let engine = match mode {
+            DecodeMode::Inline => Engine::Inline(Box::new((
+                Local::new(dec),
+                Book::new(observables, options.latency_shots),
+            ))),
+            DecodeMode::Worker => {
+                let depth = options.depth.max(1);
+                let shared = Arc::new(Shared {
+                    inner: Mutex::new(Inner {
+                        ops: vec![Op::Reset; depth],
+                        arrivals: vec![Instant::now(); depth],
+                        data: vec![0; depth * options.entry_bytes],
+                        head: 0,
+                        len: 0,
+                        book: Book::new(observables, options.latency_shots),
+                        worker_asleep: false,
+                        receiver_asleep: false,
+                        stop: false,
+                    }),
+                    work: Condvar::new(),
+                    progress: Condvar::new(),
+                    pushed: AtomicU64::new(0),
+                    done: AtomicU64::new(0),
+                    entry_bytes: options.entry_bytes,
+                });
+                let s = shared.clone();
+                let wait = options.wait;
+                let thread = std::thread::Builder::new()
+                    .name(format!("cuqr-decode:{id}"))
+                    .spawn(move || decode_thread(&s, dec, wait))?;
+                Engine::Worker {
+                    shared,
+                    thread: Some(thread),
+                    wake_pending: false,
+                }
+            }
+        };
         Ok(Decoder {
             id,
             name: f.name().to_string(),
@@ -226,41 +297,100 @@ impl Decoder {
             round_bits: (0..f.rounds())
                 .map(|r| f.round_bits(r).unwrap_or(0) as u32)
                 .collect(),
-            shared,
-            thread: Some(thread),
+            engine,
             pushed: 0,
-            wake_pending: false,
             options,
             idle: f.idle(),
             last: Instant::now(),
             strict: options.strict_counter.then(Strict::default),
             last_counter: None,
+            decoded: false,
+            #[cfg(test)]
+            panic_next: false,
         })
+    }
+
+    /// Where this decoder's windows decode.
+    pub fn mode(&self) -> DecodeMode {
+        match self.engine {
+            Engine::Inline(_) => DecodeMode::Inline,
+            Engine::Worker { .. } => DecodeMode::Worker,
+        }
+    }
+
+    /// Whether a call since the last [`Decoder::take_decoded`] ran an inline decode (the ring
+    /// counts the calls that waited behind it); clears the flag.
+    pub fn take_decoded(&mut self) -> bool {
+        std::mem::take(&mut self.decoded)
+    }
+
+    /// The next bits op panics inside the decode (a test of the inline path's recovery).
+    #[cfg(test)]
+    pub fn panic_next(&mut self) {
+        self.panic_next = true;
     }
 
     /// Wakes the decode thread if it sleeps through an op pushed since: the receive thread
     /// calls it once the answer is sent, so that the wake-up (a system call, and maybe the
     /// woken thread taking this CPU) never delays an answer.
     pub fn wake(&mut self) {
-        if std::mem::take(&mut self.wake_pending) {
-            self.shared.work.notify_one();
+        if let Engine::Worker {
+            shared,
+            wake_pending,
+            ..
+        } = &mut self.engine
+            && std::mem::take(wake_pending)
+        {
+            shared.work.notify_one();
         }
     }
 
-    /// Pushes `op` (with `bits` for [`Op::Bits`]), waiting for room when the queue is full;
-    /// `false` when the server stopped meanwhile. A sleeping decode thread is woken later
-    /// ([`Decoder::wake`]).
-    fn push(&mut self, op: Op, bits: &[u8], stop: &dyn Fn() -> bool) -> bool {
-        let mut g = self.shared.lock();
+    /// The book, wherever it is, for `f`.
+    fn with_book<R>(&mut self, f: impl FnOnce(&mut Book) -> R) -> R {
+        match &mut self.engine {
+            Engine::Inline(b) => f(&mut b.1),
+            Engine::Worker { shared, .. } => f(&mut shared.lock().book),
+        }
+    }
+
+    /// Hands `op` (with `bits` for [`Op::Bits`], its datagram arrived at `arrived`) to the
+    /// decoder: carried out now (inline), or pushed, waiting for room when the queue is full
+    /// (worker; `false` when the server stopped meanwhile; a sleeping decode thread is woken
+    /// later, [`Decoder::wake`]).
+    fn push(&mut self, op: Op, bits: &[u8], arrived: Instant, stop: &dyn Fn() -> bool) -> bool {
+        self.pushed += 1;
+        #[cfg(test)]
+        let poison = std::mem::take(&mut self.panic_next) && matches!(op, Op::Bits(_));
+        #[cfg(not(test))]
+        let poison = false;
+        let (shared, wake_pending) = match &mut self.engine {
+            Engine::Inline(b) => {
+                let (local, book) = &mut **b;
+                let e = run_op(local, op, bits, poison);
+                self.decoded |= e.decodes > 0 || e.finished;
+                publish(book, &e, local.dec.observables(), arrived);
+                return true;
+            }
+            Engine::Worker {
+                shared,
+                wake_pending,
+                ..
+            } => (&**shared, wake_pending),
+        };
+        let sh = shared;
+        let mut g = sh.lock();
         if g.len == g.ops.len() {
+            g.book.counters.backlog += 1;
             // The decode thread has work: it must not sleep through it while we wait.
             drop(g);
-            self.wake();
-            g = self.shared.lock();
+            if std::mem::take(wake_pending) {
+                sh.work.notify_one();
+            }
+            g = sh.lock();
         }
-        let sh = &*self.shared;
         while g.len == g.ops.len() {
             if stop() {
+                self.pushed -= 1;
                 return false;
             }
             g.receiver_asleep = true;
@@ -273,21 +403,24 @@ impl Decoder {
         g.receiver_asleep = false;
         let at = (g.head + g.len) % g.ops.len();
         g.ops[at] = op;
+        g.arrivals[at] = arrived;
         let n = bits.len().min(sh.entry_bytes);
         g.data[at * sh.entry_bytes..][..n].copy_from_slice(&bits[..n]);
         g.len += 1;
-        self.pushed += 1;
         // Release: pairs with the decode thread's Acquire spin (module doc).
         sh.pushed.store(self.pushed, Ordering::Release);
-        self.wake_pending |= g.worker_asleep;
+        *wake_pending |= g.worker_asleep;
         true
     }
 
-    /// Waits until the decode thread has done every op pushed so far, at most the drain
-    /// wait; whether it has.
+    /// Waits until the decoder has done every op pushed so far, at most the drain wait;
+    /// whether it has (inline: at once).
     fn drain(&mut self, stop: &dyn Fn() -> bool) -> bool {
         self.wake();
-        let sh = &*self.shared;
+        let Engine::Worker { shared, .. } = &self.engine else {
+            return true;
+        };
+        let sh = &**shared;
         // Acquire: pairs with the decode thread's Release store of `done`.
         let caught_up = || sh.done.load(Ordering::Acquire) >= self.pushed;
         if caught_up() {
@@ -330,7 +463,7 @@ impl Decoder {
     /// Drops a shot left mid-way when the decoder has idled past its idle time.
     fn idle_check(&mut self, now: Instant, stop: &dyn Fn() -> bool) {
         if now.duration_since(self.last) > self.idle && self.pushed > 0 {
-            self.push(Op::Stale, &[], stop);
+            self.push(Op::Stale, &[], now, stop);
             if let Some(s) = &mut self.strict {
                 *s = Strict::default();
             }
@@ -347,11 +480,12 @@ impl Decoder {
 
     /// Counts a call for this decoder answered with a status other than ok.
     pub fn note_refused(&mut self) {
-        self.shared.lock().counters.refused += 1;
+        self.with_book(|b| b.counters.refused += 1);
     }
 
-    /// `enqueue_syndromes`, its arguments parsed: answered at once (`ok`, or a status of the
-    /// strict counter check); the bits go to the decode thread.
+    /// `enqueue_syndromes`, its arguments parsed, its datagram arrived at `now`: answered
+    /// `ok` (or a status of the strict counter check) once the bits are queued (worker) or
+    /// taken in, the windows they complete decoded (inline).
     pub fn enqueue(
         &mut self,
         counter: i64,
@@ -365,13 +499,12 @@ impl Decoder {
         if let Some(status) = self.strict_enqueue(counter, num_bits) {
             return self.refused(status);
         }
-        if !self.push(Op::Bits(num_bits as u32), bits, stop) {
+        if !self.push(Op::Bits(num_bits as u32), bits, now, stop) {
             return self.refused(CallStatus::InternalError);
         }
         mark(Hop::WindowReady);
         CallStatus::Ok
     }
-
     /// The strict counter check of an enqueue: `None` to accept it.
     fn strict_enqueue(&mut self, counter: i64, num_bits: i64) -> Option<CallStatus> {
         let rounds = self.round_bits.len() as u64;
@@ -411,7 +544,7 @@ impl Decoder {
     /// does, the shot fails (until a reset).
     pub fn fail(&mut self, now: Instant, stop: &dyn Fn() -> bool) {
         self.idle_check(now, stop);
-        self.push(Op::Fail, &[], stop);
+        self.push(Op::Fail, &[], now, stop);
         self.refused(CallStatus::BadRequest);
     }
 
@@ -432,7 +565,7 @@ impl Decoder {
             && s.dropped
         {
             if reset {
-                self.push(Op::Reset, &[], stop);
+                self.push(Op::Reset, &[], now, stop);
                 self.strict = Some(Strict::default());
             }
             return (self.refused(CallStatus::SyndromesDropped), 0);
@@ -443,10 +576,10 @@ impl Decoder {
         }
         mark(Hop::DecodeDone);
         let bytes = self.observables.div_ceil(8);
-        let mut g = self.shared.lock();
-        let status = match g.state {
+        let observables = self.observables as u64;
+        let status = self.with_book(|g| match g.state {
             ShotState::Failed => CallStatus::InternalError,
-            _ if return_size as u64 != self.observables as u64 => CallStatus::BadRequest,
+            _ if return_size as u64 != observables => CallStatus::BadRequest,
             ShotState::Collecting => CallStatus::NotReady,
             ShotState::ResultReady if out.len() < bytes => CallStatus::InternalError,
             ShotState::ResultReady => {
@@ -457,8 +590,7 @@ impl Decoder {
                 }
                 CallStatus::Ok
             }
-        };
-        drop(g);
+        });
         if status == CallStatus::Ok {
             if reset && let Some(s) = &mut self.strict {
                 *s = Strict::default();
@@ -468,13 +600,13 @@ impl Decoder {
         (self.refused(status), 0)
     }
 
-    /// `reset_decoder`: answered `ok` at once; the decode thread drops the shot next.
+    /// `reset_decoder`: answered `ok` at once; the decoder drops the shot (worker: next).
     pub fn reset(&mut self, now: Instant, stop: &dyn Fn() -> bool) -> CallStatus {
         self.last = now;
         if let Some(s) = &mut self.strict {
             *s = Strict::default();
         }
-        if self.push(Op::Reset, &[], stop) {
+        if self.push(Op::Reset, &[], now, stop) {
             CallStatus::Ok
         } else {
             self.refused(CallStatus::InternalError)
@@ -482,30 +614,47 @@ impl Decoder {
     }
 
     /// The counters so far.
-    pub fn counters(&self) -> DecoderCounters {
-        self.shared.lock().counters
+    pub fn counters(&mut self) -> DecoderCounters {
+        self.with_book(|b| b.counters)
+    }
+
+    /// The per-shot figures so far.
+    pub fn latencies(&mut self) -> ShotLatencies {
+        self.with_book(|b| b.latency.clone())
     }
 
     /// The shutdown line: `decoder ID (NAME): N rounds, M shots finished, …`.
-    pub fn report(&self) -> String {
+    pub fn report(&mut self) -> String {
         let c = self.counters();
+        let mode = self.mode().name();
+        let backlog = match c.backlog {
+            0 => String::new(),
+            n => format!(", {n} calls waited for the decoder (a full queue: behind the rounds)"),
+        };
+        let figure = match self.with_book(|b| b.latency.summary()) {
+            Some(s) => format!("; last syndrome → corrections ready: {}", s.render()),
+            None => String::new(),
+        };
         let counter = match self.last_counter {
             Some(c) => format!(", last counter {c:#x}"),
             None => String::new(),
         };
         format!(
-            "decoder {} ({}): {} rounds, {} shots finished, {} windows decoded, {} calls \
-             refused, {} shots failed, {} idle shots dropped{counter}",
+            "decoder {} ({}, decode {mode}): {} rounds, {} shots finished, {} windows \
+             decoded, {} calls refused, {} shots failed, {} idle shots dropped{backlog}\
+             {counter}{figure}",
             self.id, self.name, c.rounds, c.shots, c.decodes, c.refused, c.failed, c.stale
         )
     }
 
     /// Ends the decode thread (after the ops queued).
     pub fn shutdown(&mut self) {
-        self.shared.lock().stop = true;
-        self.shared.work.notify_all();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let Engine::Worker { shared, thread, .. } = &mut self.engine {
+            shared.lock().stop = true;
+            shared.work.notify_all();
+            if let Some(t) = thread.take() {
+                let _ = t.join();
+            }
         }
     }
 }
@@ -516,7 +665,7 @@ impl Drop for Decoder {
     }
 }
 
-/// The decode thread's own state: the decoder and the round being assembled.
+/// The decoding side's own state: the decoder and the round being assembled.
 struct Local {
     dec: StreamDecoder,
     /// The round being assembled, one 0/1 byte per detector (the widest round's length).
@@ -666,8 +815,30 @@ impl Local {
     }
 }
 
-/// Publishes what an op did.
-fn publish(g: &mut Inner, e: &Effect, observables: &[u8]) {
+/// Carries out `op` on `local`, a panic inside the decoder failing the shot (the decoder
+/// starts clean); with `poison`, a panic is raised where the decoder would run (tests).
+fn run_op(local: &mut Local, op: Op, bits: &[u8], poison: bool) -> Effect {
+    let mut e = Effect::default();
+    let ran = catch_unwind(AssertUnwindSafe(|| {
+        if poison {
+            panic!("a decoder's panic (injected)");
+        }
+        local.apply(op, bits, &mut e)
+    }));
+    if ran.is_err() {
+        local.clear();
+        local.failed = true;
+        e = Effect {
+            failed: true,
+            ..Effect::default()
+        };
+    }
+    e
+}
+
+/// Publishes what an op did, its datagram arrived at `arrived`: a shot finished now records
+/// its last syndrome → corrections ready figure.
+fn publish(g: &mut Book, e: &Effect, observables: &[u8], arrived: Instant) {
     let c = &mut g.counters;
     c.rounds += e.rounds;
     c.decodes += e.decodes;
@@ -686,6 +857,8 @@ fn publish(g: &mut Inner, e: &Effect, observables: &[u8]) {
             g.corrections[i / 8] ^= (o & 1) << (i % 8);
         }
         g.state = ShotState::ResultReady;
+        let ns = Instant::now().saturating_duration_since(arrived).as_nanos();
+        g.latency.record(u64::try_from(ns).unwrap_or(u64::MAX));
     }
     if e.failed {
         g.counters.failed += (g.state != ShotState::Failed) as u64;
@@ -700,7 +873,7 @@ fn next_op<'a>(
     done: u64,
     wait: &WaitPolicy,
     buf: &mut [u8],
-) -> Option<(Op, MutexGuard<'a, Inner>)> {
+) -> Option<(Op, Instant, MutexGuard<'a, Inner>)> {
     let start = Instant::now();
     let mut spin = SpinPhase::new(wait, start, start + Duration::from_secs(3600), true);
     let mut polls = 0u32;
@@ -727,10 +900,11 @@ fn next_op<'a>(
     g.worker_asleep = false;
     let at = g.head;
     let op = g.ops[at];
+    let arrived = g.arrivals[at];
     buf.copy_from_slice(&g.data[at * sh.entry_bytes..][..sh.entry_bytes]);
     g.head = (at + 1) % g.ops.len();
     g.len -= 1;
-    Some((op, g))
+    Some((op, arrived, g))
 }
 
 /// The decode thread: pops each op, carries it out without the lock, publishes its effect.
@@ -738,26 +912,16 @@ fn decode_thread(sh: &Shared, dec: StreamDecoder, wait: WaitPolicy) {
     let mut local = Local::new(dec);
     let mut buf = vec![0u8; sh.entry_bytes];
     let mut done = 0u64;
-    while let Some((op, g)) = next_op(sh, done, &wait, &mut buf) {
+    while let Some((op, arrived, g)) = next_op(sh, done, &wait, &mut buf) {
         // An entry is free: a receive thread waiting for room may go on.
         let wake = g.receiver_asleep;
         drop(g);
         if wake {
             sh.progress.notify_one();
         }
-        let mut e = Effect::default();
-        let ran = catch_unwind(AssertUnwindSafe(|| local.apply(op, &buf, &mut e)));
-        if ran.is_err() {
-            // A panic inside the decoder: the shot fails; the decoder starts clean.
-            local.clear();
-            local.failed = true;
-            e = Effect {
-                failed: true,
-                ..Effect::default()
-            };
-        }
+        let e = run_op(&mut local, op, &buf, false);
         let mut g = sh.lock();
-        publish(&mut g, &e, local.dec.observables());
+        publish(&mut g.book, &e, local.dec.observables(), arrived);
         done += 1;
         // Release: pairs with the receive thread's Acquire load in `drain` (module doc).
         sh.done.store(done, Ordering::Release);
@@ -786,6 +950,8 @@ mod tests {
             wait: WaitPolicy::default(),
             drain_wait: Duration::from_secs(5),
             strict_counter: strict,
+            latency_shots: 64,
+            decode: Some(DecodeMode::Worker),
         }
     }
 
@@ -969,5 +1135,45 @@ mod tests {
         );
         assert_eq!(out, [1]);
         assert_eq!(d.counters().stale, 1);
+    }
+
+    #[test]
+    fn an_inline_decode_that_panics_fails_the_shot_and_the_next_one_decodes() {
+        let f = stream("panic");
+        let s = crate::as_stream(&*f).unwrap();
+        let mut o = options(2, false);
+        o.decode = Some(DecodeMode::Inline);
+        let mut d = Decoder::start(0, s, o).unwrap();
+        assert_eq!(d.mode(), DecodeMode::Inline);
+        let now = Instant::now();
+        let mut out = [0u8; 1];
+        d.panic_next();
+        assert_eq!(d.enqueue(0, 6, &[1], now, &never), CallStatus::Ok);
+        // Reported at the next get_corrections, with or without reset, until a reset.
+        for reset in [true, false] {
+            assert_eq!(
+                d.get_corrections(1, reset, &mut out, now, &never).0,
+                CallStatus::InternalError
+            );
+        }
+        assert_eq!(d.reset(now, &never), CallStatus::Ok);
+        // Before the last round: not ready; then the corrections, decoded inline.
+        assert_eq!(d.enqueue(0, 4, &[1], now, &never), CallStatus::Ok);
+        assert_eq!(
+            d.get_corrections(1, false, &mut out, now, &never).0,
+            CallStatus::NotReady
+        );
+        assert_eq!(d.enqueue(0, 2, &[0], now, &never), CallStatus::Ok);
+        assert!(d.take_decoded());
+        assert_eq!(
+            d.get_corrections(1, true, &mut out, now, &never),
+            (CallStatus::Ok, 1)
+        );
+        assert_eq!(out, [1]);
+        let c = d.counters();
+        assert_eq!((c.failed, c.shots), (1, 1));
+        // The failed shot counts no figure; the decoded one does.
+        assert_eq!(d.latencies().count(), 1);
+        assert!(d.report().contains("decode inline"), "{}", d.report());
     }
 }

@@ -511,7 +511,7 @@ fn bad_inputs_are_one_line_errors() {
         (&["--gamma0", "0.2"], "--gamma0 is a Relay-BP setting"),
         (
             &["--decoder", "matching", "--max-iter", "3"],
-            "--max-iter is a BP+OSD setting; --decoder matching has none",
+            "--max-iter is a BP+OSD setting; --decoder matching takes --correlations",
         ),
         (&["--shots", "5000"], "--shots 5000"),
         (&["--error-rate", "0.1"], "--error-rate is for --checks"),

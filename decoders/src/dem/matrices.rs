@@ -76,6 +76,13 @@ impl DecomposedErrors {
         self.undetectable_part
     }
 
+    /// Sets the line it names to 0 ([`DetectorErrorModel::without_lines`]).
+    pub(super) fn clear_lines(&mut self) {
+        if let Some(line) = &mut self.undetectable_part {
+            *line = 0;
+        }
+    }
+
     fn push(&mut self, p: f64, parts: &[u32]) {
         if self.start.is_empty() {
             self.start.push(0);

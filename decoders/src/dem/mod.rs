@@ -181,7 +181,7 @@ impl DetectorErrorModel {
     }
 
     /// A copy with every line number 0 — the instructions', the mechanisms', the graphlike
-    /// edges' and the hyperedge's: two models read from texts that differ only in comments,
+    /// edges', the hyperedge's and the split errors': two models read from texts that differ only in comments,
     /// blank lines, spacing, letter case or number spelling compare equal this way (given the
     /// same name).
     pub fn without_lines(&self) -> DetectorErrorModel {
@@ -200,6 +200,7 @@ impl DetectorErrorModel {
         if let Some(h) = &mut m.hyperedge {
             h.line = 0;
         }
+        m.decomposed.clear_lines();
         m
     }
 

@@ -127,6 +127,47 @@ def _correlations_unsupported(*_args: Any) -> None:
     )
 
 
+def _has_edges(model: Any) -> bool:
+    """Whether an error of ``model`` with p > 0 flips a detector."""
+    for inst in model.flattened():
+        if inst.type == "error" and inst.args_copy()[0] > 0:
+            if any(t.is_relative_detector_id() for t in inst.targets_copy()):
+                return True
+    return False
+
+
+class _EmptyGraph:
+    """The matching graph of a model from which nothing can be inferred: no edges, every
+    prediction 0 (PyMatching's answer); a detection event raises, as on a detector without
+    edges."""
+
+    num_edges = 0
+
+    def __init__(self, nodes: int, fault_ids: int):
+        self.num_nodes, self.num_fault_ids = nodes, fault_ids
+
+    def _none_fired(self, fired: bytes) -> None:
+        if fired:
+            d = int(np.frombuffer(fired, dtype=np.uint32)[0])
+            raise ValueError(f"detector D{d} fired, and no error of the model flips it")
+
+    def decode(self, fired: bytes):
+        self._none_fired(fired)
+        return bytes(self.num_fault_ids), 0.0
+
+    def decode_to_edges(self, fired: bytes):
+        self._none_fired(fired)
+        return []
+
+    def decode_batch(self, data: bytes, shots: int):
+        if any(data):
+            raise ValueError("a detection event on a model without edges: no error of the model flips it")
+        return bytes(shots * self.num_fault_ids), [0.0] * shots
+
+    def edges(self):
+        return []
+
+
 _MERGE = ("disallow", "independent", "smallest-weight", "keep-original", "replace")
 
 
@@ -180,10 +221,20 @@ class Matching:
     # -- construction ----------------------------------------------------------------------
 
     def _load_dem(self, model: Any) -> None:
-        self._native = _native.GraphMatching.from_dem(str(model))
+        from .errors import DetectorErrorModelError
+
+        try:
+            self._native = _native.GraphMatching.from_dem(str(model))
+        except DetectorErrorModelError:
+            if _has_edges(model):
+                raise
+            # Nothing to match (no error with p > 0 flips a detector): PyMatching's empty graph,
+            # every prediction 0.
+            self._native = _EmptyGraph(model.num_detectors, model.num_observables)
         self._edges = None
         self._nodes = self._native.num_nodes
         self._boundary = set()
+        self._sizes = (self._nodes, self._nodes)
 
     @staticmethod
     def from_detector_error_model(model: Any, *, enable_correlations: bool = False) -> Matching:
@@ -395,6 +446,7 @@ class Matching:
                     a, b = b, -1
                 edges.append((a, b, w, sorted(ids)))
             self._native = _native.GraphMatching.from_edges(self._nodes, num_faults, edges)
+            self._sizes = (self.num_detectors, self.num_nodes)
         return self._native
 
     # -- sizes -----------------------------------------------------------------------------
@@ -447,19 +499,26 @@ class Matching:
 
     # -- decoding --------------------------------------------------------------------------
 
-    def _events(self, z: Any) -> list[int]:
+    def _events(self, z: Any) -> bytes:
+        """The detection events of syndrome ``z`` as the native decoder's uint32 bytes."""
+        g = self._graph()
         try:
-            z = np.array(z, dtype=np.uint8)
+            z = np.asarray(z, dtype=np.uint8)
         except (ValueError, TypeError):
             raise ValueError(f"Syndrome must be of type numpy.ndarray or convertible to numpy.ndarray, not {z}")
-        g = self._graph()
-        if z.ndim == 1 and self.num_detectors <= z.shape[0] <= self.num_nodes:
-            ev = z.nonzero()[0]
+        nd, nn = self._sizes
+        if z.ndim == 1 and nd <= z.shape[0] <= nn:
+            ev = np.flatnonzero(z)
+        elif z.ndim == 2 and z.shape[0] * z.shape[1] == nd:
+            times, checks = z.T.nonzero()
+            ev = times * z.shape[0] + checks
         else:
             raise ValueError(f"The shape ({z.shape}) of the syndrome vector z is not valid: expected "
-                             f"({self.num_detectors},) one entry per detector")
-        n = g.num_nodes
-        return [int(e) for e in ev if e < n and int(e) not in self._boundary]
+                             f"({nd},), one entry per detector")
+        if self._boundary:
+            ev = ev[~np.isin(ev, sorted(self._boundary))]
+        ev = ev[ev < g.num_nodes] if nn > g.num_nodes else ev
+        return ev.astype(np.uint32).tobytes()
 
     def decode(self, z: Any, *, return_weight: bool = False, enable_correlations: bool = False, **kwargs: Any):
         """The fault ids flipped by a minimum-weight correction of syndrome ``z`` (uint8, one per

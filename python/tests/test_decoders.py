@@ -205,12 +205,28 @@ def test_matching_refuses_what_it_does_not_do_naming_it():
 
 
 def test_matching_degenerate_models():
-    # A model whose mechanisms touch no detector pair, one without detectors: refused by
-    # DetectorErrorModelError (a ValueError), as the matching graph has nothing to match.
+    # Nothing to match (no error with p > 0 flips a detector; no detectors; nothing at all):
+    # PyMatching's empty graph, every prediction 0; a detection event raises ValueError.
+    for text, nd, nf in (("error(0.1) L0", 0, 1), ("error(0.1) L0\ndetector D0", 1, 1), ("", 0, 0),
+                         ("error(0) D0 L0\nerror(0.2) L1", 1, 2)):
+        m = bd.Matching.from_detector_error_model(stim.DetectorErrorModel(text))
+        assert (m.num_detectors, m.num_fault_ids, m.num_edges) == (nd, nf, 0), text
+        assert m.decode(np.zeros(nd, dtype=np.uint8)).tolist() == [0] * nf
+        out = m.decode_batch(np.zeros((3, nd), dtype=np.uint8))
+        assert out.shape == (3, nf) and out.dtype == np.uint8 and not out.any()
+        if nd:
+            with pytest.raises(ValueError, match="D0"):
+                m.decode(np.ones(nd, dtype=np.uint8))
+        if HAS_PYMATCHING:
+            import pymatching
+
+            p = pymatching.Matching.from_detector_error_model(stim.DetectorErrorModel(text))
+            assert (p.num_detectors, p.num_fault_ids, p.num_edges) == (nd, nf, 0)
+    # A model that does not decompose is refused naming its line.
     from backline.errors import DetectorErrorModelError
 
-    with pytest.raises(DetectorErrorModelError):
-        bd.Matching.from_detector_error_model(stim.DetectorErrorModel("error(0.1) L0"))
+    with pytest.raises(DetectorErrorModelError, match="decompose"):
+        bd.Matching.from_detector_error_model(stim.DetectorErrorModel("error(0.1) D0 D1 D2"))
     # p > 0.5: a negative edge, as PyMatching weighs it.
     dem = stim.DetectorErrorModel("error(0.7) D0 L0\nerror(0.1) D0 D1\nerror(0.1) D1")
     m = bd.Matching.from_detector_error_model(dem)
@@ -235,6 +251,8 @@ def test_matching_degenerate_models():
 @pytest.mark.parametrize("kw", [
     {"error_rate": 0.05, "max_iter": 10, "bp_method": "ms", "osd_method": "osd_cs", "osd_order": 3},
     {"error_rate": 0.05, "max_iter": 10, "bp_method": "ps", "osd_method": "osd0"},
+    {"error_rate": 0.03, "max_iter": 5, "bp_method": "minimum_sum", "schedule": "serial", "ms_scaling_factor": 0.625},
+    {"error_rate": 0.03, "max_iter": 5, "bp_method": "ms", "ms_scaling_factor": 0, "osd_method": "osd_cs", "osd_order": 4},
     {"error_rate": 0.03, "max_iter": 5},  # ldpc's defaults: product-sum, whatever its signature says
     {"error_rate": 0.03, "max_iter": 5, "ms_scaling_factor": 0.625, "schedule": "serial", "osd_method": "osd_cs",
      "osd_order": 2},

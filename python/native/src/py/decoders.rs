@@ -459,6 +459,20 @@ pub struct GraphMatching {
     num_fault_ids: usize,
 }
 
+/// Detector indices from their little-endian `u32` bytes.
+fn events(bytes: &[u8]) -> PyResult<Vec<u32>> {
+    if !bytes.len().is_multiple_of(4) {
+        return Err(PyValueError::new_err(format!(
+            "{} bytes of detector indices: expected a multiple of 4 (uint32)",
+            bytes.len()
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
+}
+
 /// The interpreter-free part of one matching decode: fired detectors in, fault-id bytes out.
 fn match_one(
     d: &mut MatchingDecoder,
@@ -609,14 +623,12 @@ impl GraphMatching {
         })
     }
 
-    /// Decodes one shot given as the detectors that fired, the interpreter released: `(the
-    /// fault ids flipped, one byte each; the matching's weight)`.
-    fn decode<'py>(
-        &self,
-        py: Python<'py>,
-        fired: Vec<u32>,
-    ) -> PyResult<(Bound<'py, PyBytes>, f64)> {
+    /// Decodes one shot given as the detectors that fired (little-endian `u32`s, numpy's
+    /// `uint32` bytes), the interpreter released: `(the fault ids flipped, one byte each; the
+    /// matching's weight)`.
+    fn decode<'py>(&self, py: Python<'py>, fired: &[u8]) -> PyResult<(Bound<'py, PyBytes>, f64)> {
         boundary(|| {
+            let fired = events(fired)?;
             let mut guard = lock(&self.inner);
             let d = &mut *guard;
             let mut parity = vec![0u8; d.graph().edges().len()];
@@ -636,9 +648,10 @@ impl GraphMatching {
         })
     }
 
-    /// The correction's edges for one shot: `[(a, b or -1)]`.
-    fn decode_to_edges(&self, py: Python<'_>, fired: Vec<u32>) -> PyResult<Vec<(i64, i64)>> {
+    /// The correction's edges for one shot (detectors as for `decode`): `[(a, b or -1)]`.
+    fn decode_to_edges(&self, py: Python<'_>, fired: &[u8]) -> PyResult<Vec<(i64, i64)>> {
         boundary(|| {
+            let fired = events(fired)?;
             let mut guard = lock(&self.inner);
             let d = &mut *guard;
             let mut parity = vec![0u8; d.graph().edges().len()];

@@ -159,7 +159,7 @@ class _EmptyGraph:
         self._none_fired(fired)
         return []
 
-    def decode_batch(self, data: bytes, shots: int):
+    def decode_batch(self, data: bytes, shots: int, width: int, packed: bool):
         if any(data):
             raise ValueError("a detection event on a model without edges: no error of the model flips it")
         return bytes(shots * self.num_fault_ids), [0.0] * shots
@@ -550,32 +550,32 @@ class Matching:
         if shots.ndim != 2:
             raise ValueError(f"`shots` must be a 2D array, got shape {shots.shape}")
         nodes = g.num_nodes
+        nd, nn = self._sizes
         if bit_packed_shots:
             if shots.dtype != np.uint8:
                 raise ValueError(f"bit-packed shots must have dtype uint8, got {shots.dtype}")
             width = shots.shape[1]
-            lo, hi = (self.num_detectors + 7) // 8, (self.num_nodes + 7) // 8
+            lo, hi = (nd + 7) // 8, (nn + 7) // 8
             if not lo <= width <= hi:
-                raise ValueError(
-                    f"bit-packed shots have {width} bytes per shot: expected ceil(num_detectors/8) = {lo}"
-                )
-            bits = np.unpackbits(shots, axis=1, bitorder="little")[:, :nodes]
-        else:
-            if not self.num_detectors <= shots.shape[1] <= self.num_nodes:
-                raise ValueError(
-                    f"shots have {shots.shape[1]} columns: expected num_detectors = {self.num_detectors}"
-                )
-            bits = shots[:, :nodes] != 0
-        if self._boundary:
-            bits = np.array(bits, dtype=np.uint8)
+                raise ValueError(f"bit-packed shots have {width} bytes per shot: expected ceil(num_detectors/8) = {lo}")
+        elif not nd <= shots.shape[1] <= nn:
+            raise ValueError(f"shots have {shots.shape[1]} columns: expected num_detectors = {nd}")
+        narrow = shots.shape[1] < ((nodes + 7) // 8 if bit_packed_shots else nodes)
+        if self._boundary or narrow:
+            # Boundary nodes' events dropped, records widened to the graph's nodes.
+            bits = np.unpackbits(shots, axis=1, bitorder="little") if bit_packed_shots else shots != 0
+            bits = np.array(bits[:, :nodes], dtype=np.uint8)
             for b in self._boundary:
                 if b < bits.shape[1]:
                     bits[:, b] = 0
-        if bits.shape[1] < nodes:
-            bits = np.pad(bits, ((0, 0), (0, nodes - bits.shape[1])))
-        packed = np.packbits(np.asarray(bits, dtype=np.uint8), axis=1, bitorder="little")
-        n = packed.shape[0]
-        out, weights = g.decode_batch(np.ascontiguousarray(packed).tobytes(), n)
+            shots = np.pad(bits, ((0, 0), (0, nodes - bits.shape[1])))
+            bit_packed_shots = False
+        elif not bit_packed_shots and shots.dtype not in (np.uint8, np.bool_, np.int8):
+            shots = shots != 0
+        data = np.ascontiguousarray(shots)
+        n = data.shape[0]
+        out, weights = g.decode_batch(data.view(np.uint8).tobytes() if data.size else b"", n, data.shape[1],
+                                      bool(bit_packed_shots))
         pred = np.frombuffer(out, dtype=np.uint8).reshape(n, g.num_fault_ids)
         if bit_packed_predictions:
             pred = np.packbits(pred, axis=1, bitorder="little")
@@ -607,7 +607,14 @@ for _name in (
     "to_retworkx", "to_rustworkx", "load_from_networkx", "load_from_retworkx", "load_from_rustworkx",
 ):
     setattr(Matching, _name, _not_offered(_name))
-Matching.from_networkx = staticmethod(lambda *a, **k: (_ for _ in ()).throw(_unsupported("Matching.from_networkx")))  # type: ignore[attr-defined]
+
+
+def _from_networkx(*args: Any, **kwargs: Any) -> Matching:
+    """Not supported: raises ``NotImplementedError`` (PyMatching's ``from_networkx``)."""
+    raise _unsupported("Matching.from_networkx")
+
+
+Matching.from_networkx = staticmethod(_from_networkx)  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------------------------

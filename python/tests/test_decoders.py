@@ -67,6 +67,8 @@ def test_matching_gives_pymatchings_predictions_and_weights_on_a_surface_code(ba
     np.testing.assert_allclose(wa, wb, rtol=1e-5, atol=1e-3)
     # Ties may be broken either way; the lightest weights agree on every shot.
     assert (a != b).any(axis=1).mean() < 0.01
+    np.testing.assert_array_equal(ours.decode_batch(dets.astype(np.int64)), a)
+    np.testing.assert_array_equal(ours.decode_batch(dets.astype(np.uint8)), a)
     packed = np.packbits(dets, axis=1, bitorder="little")
     np.testing.assert_array_equal(
         ours.decode_batch(packed, bit_packed_shots=True, bit_packed_predictions=True),
@@ -131,6 +133,12 @@ def test_matching_single_errors_decode_to_themselves():
         e[j] = 1
         np.testing.assert_array_equal(m.decode((h @ e) % 2), e)
         np.testing.assert_array_equal(m.decode_batch(((h @ e) % 2)[None, :])[0], e)
+        packed = np.packbits(((h @ e) % 2)[None, :].astype(np.uint8), axis=1, bitorder="little")
+        np.testing.assert_array_equal(m.decode_batch(packed, bit_packed_shots=True)[0], e)
+        # The boundary node's column, when given, is ignored (PyMatching's rule).
+        z = np.append((h @ e) % 2, 1)
+        np.testing.assert_array_equal(m.decode(z), e)
+        np.testing.assert_array_equal(m.decode_batch(z[None, :])[0], e)
 
 
 def test_matching_edge_by_edge():

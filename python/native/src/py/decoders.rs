@@ -667,21 +667,29 @@ impl GraphMatching {
         })
     }
 
-    /// Decodes `shots` records of bit-packed detection events (`⌈nodes/8⌉` bytes each,
-    /// little-endian bits) into `(fault-id bytes [shots, num_fault_ids], weights)`, the
-    /// interpreter released.
+    /// Decodes `shots` records of `width` bytes each — bit-packed detection events
+    /// (little-endian bits, `packed`) or one byte per detector (non-zero: fired) — into
+    /// `(fault-id bytes [shots, num_fault_ids], weights)`, the interpreter released. Bits or
+    /// columns past the graph's nodes are ignored.
     fn decode_batch<'py>(
         &self,
         py: Python<'py>,
         data: &[u8],
         shots: usize,
+        width: usize,
+        packed: bool,
     ) -> PyResult<(Bound<'py, PyBytes>, Vec<f64>)> {
         boundary(|| {
             let mut guard = lock(&self.inner);
             let d = &mut *guard;
             let nodes = d.num_detectors();
-            let per = nodes.div_ceil(8);
-            check_batch(data, shots, per, "bit-packed detection events")?;
+            let least = if packed { nodes.div_ceil(8) } else { nodes };
+            if width < least {
+                return Err(PyValueError::new_err(format!(
+                    "{width} bytes per shot: expected at least {least}"
+                )));
+            }
+            check_batch(data, shots, width, "detection events")?;
             let k = self.num_fault_ids;
             let total = shots
                 .checked_mul(k)
@@ -695,17 +703,8 @@ impl GraphMatching {
             let r = py.detach(|| {
                 let mut fired = Vec::with_capacity(nodes);
                 for s in 0..shots {
-                    fired.clear();
-                    for (i, &byte) in data[s * per..(s + 1) * per].iter().enumerate() {
-                        let mut b = byte;
-                        while b != 0 {
-                            let det = 8 * i as u32 + b.trailing_zeros();
-                            if (det as usize) < nodes {
-                                fired.push(det);
-                            }
-                            b &= b - 1;
-                        }
-                    }
+                    let record = &data[s * width..(s + 1) * width];
+                    shot_events(record, packed, nodes, &mut fired);
                     weights[s] = match_one(
                         d,
                         &self.fault_ptr,
@@ -721,5 +720,30 @@ impl GraphMatching {
             r.map_err(PyValueError::new_err)?;
             Ok((PyBytes::new(py, &out), weights))
         })
+    }
+}
+
+/// The detectors below `nodes` that fired in one record (bit-packed or a byte each).
+fn shot_events(record: &[u8], packed: bool, nodes: usize, fired: &mut Vec<u32>) {
+    fired.clear();
+    if !packed {
+        fired.extend(
+            record[..nodes]
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b != 0)
+                .map(|(i, _)| i as u32),
+        );
+        return;
+    }
+    for (i, &byte) in record.iter().enumerate() {
+        let mut b = byte;
+        while b != 0 {
+            let det = 8 * i as u32 + b.trailing_zeros();
+            if (det as usize) < nodes {
+                fired.push(det);
+            }
+            b &= b - 1;
+        }
     }
 }

@@ -146,3 +146,28 @@ def test_compare_transports_agrees_on_every_placement():
     assert "identical samples on every placement: True" in out
     for label in ("memcpy (server thread)", "shm (executor process)", "udp (executor process)"):
         assert re.search(rf"{re.escape(label)}\s+519\s", out), out
+
+
+def test_the_decoders_drop_in_notebook_runs_and_matches_its_originals():
+    """examples/decoders_drop_in.py: the originals' README calls with backline's import; with
+    the originals installed, the same script on their import prints the same lines."""
+    import importlib.util
+
+    out = run("decoders_drop_in.py", "--shots", "300").stdout
+    assert "prediction [0 0 1 1 0], weight 5.0" in out
+    m = re.search(r"(\d+) logical errors in 300 shots one by one, (\d+) as a batch", out)
+    assert m and m.group(1) == m.group(2), out
+    assert "syndrome met True" in out
+    assert "the decoded errors were [0 1 0]" in out
+    assert "[[0, 0, 1], [1, 0, 0], [0, 1, 0]]" in out
+    if all(importlib.util.find_spec(x) for x in ("pymatching", "ldpc", "relay_bp")):
+        text = (EXAMPLES / "decoders_drop_in.py").read_text()
+        for ours, theirs in (("from backline.decoders import BpOsdDecoder", "from ldpc import BpOsdDecoder"),
+                             ("from backline.decoders import Matching", "from pymatching import Matching"),
+                             ("from backline.decoders import RelayDecoderF32", "from relay_bp import RelayDecoderF32")):
+            assert ours in text
+            text = text.replace(ours, theirs)
+        p = subprocess.run([sys.executable, "-c", text, "--shots", "300"], capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout == out

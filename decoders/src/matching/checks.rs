@@ -9,7 +9,6 @@
 use std::sync::Arc;
 
 use super::graph::{BOUNDARY, MatchingGraph};
-use super::path::Span;
 use super::{MatchFault, MatchingDecoder};
 use crate::bitmat::BitMatrix;
 
@@ -39,6 +38,8 @@ pub struct CheckMatching {
     cols: usize,
     /// Parity of each edge along the matched paths.
     parity: Vec<u8>,
+    /// The checks that fired (capacity: every check).
+    fired: Vec<u32>,
 }
 
 impl CheckMatching {
@@ -74,6 +75,7 @@ impl CheckMatching {
         let graph = MatchingGraph::from_weights(name, h.rows(), 0, &raw);
         Ok(CheckMatching {
             parity: vec![0; raw.len()],
+            fired: Vec::with_capacity(h.rows()),
             decoder: MatchingDecoder::from_graph(Arc::new(graph)),
             column_of_edge,
             cols: h.cols(),
@@ -110,31 +112,11 @@ impl CheckMatching {
                 } as u32,
             });
         }
-        let d = &mut self.decoder;
-        d.events.clear();
-        d.events
+        self.fired.clear();
+        self.fired
             .extend((0..m as u32).filter(|&i| syndrome[i as usize] != 0));
-        d.engine.set_window(0, m as u32, false, false, true);
-        let r = d.run_engine();
-        d.engine.set_window(0, m as u32, false, false, false);
-        r?;
-        let span = Span {
-            lo: 0,
-            hi: m as u32,
-            past_is_boundary: false,
-            future_is_boundary: false,
-        };
-        let g = &*d.graph;
-        let matches = std::mem::take(&mut d.engine.matches);
-        for e in &matches {
-            let target = if e.to == u32::MAX { BOUNDARY } else { e.to };
-            if d.paths.search(g, span, e.from, target) {
-                for &slot in &d.paths.slots {
-                    self.parity[g.adj_edge[slot as usize] as usize] ^= 1;
-                }
-            }
-        }
-        d.engine.matches = matches;
+        self.decoder
+            .decode_to_edges(&self.fired, &mut self.parity)?;
         correction.fill(0);
         let mut flipped = 0;
         for (k, p) in self.parity.iter_mut().enumerate() {

@@ -62,6 +62,17 @@ pub enum MatchingBuildError {
         /// Observables of the model.
         count: usize,
     },
+    /// An edge given by weight ([`crate::matching::MatchingGraph::from_edges`]) that cannot
+    /// be one: a node past the graph's, or a weight that is not a finite number.
+    #[error("{file}: edge {index}: {why}")]
+    BadEdge {
+        /// The graph's name.
+        file: String,
+        /// The edge's index in the list given.
+        index: usize,
+        /// What is wrong with it.
+        why: String,
+    },
     /// No graphlike part with `p > 0` flips a detector.
     #[error("{0}: no error with p > 0 flips one or two detectors; there is nothing to match")]
     NoEdges(String),

@@ -113,6 +113,8 @@ pub struct MatchingGraph {
     pub(crate) neg_obs: u64,
     /// The negative edges' total (integer) weight, ≤ 0.
     pub(crate) neg_weight: i64,
+    /// The negative edges (indices into `edges`), ascending.
+    neg_edges: Vec<u32>,
     scale: f64,
     /// Correlated matching's rules, when built with correlations.
     pub(crate) rules: Option<std::sync::Arc<Rules>>,
@@ -204,6 +206,53 @@ impl MatchingGraph {
         ))
     }
 
+    /// A graph of `nodes` nodes from edges `(a, b or BOUNDARY, weight, observable mask)` given
+    /// by weight (a check matrix's columns, PyMatching's `from_check_matrix`): weights are
+    /// discretised as the module says, a negative one is taken as already flipped. Refused
+    /// ([`MatchingBuildError::BadEdge`]): a node at or past `nodes`, a self-loop, a weight
+    /// that is NaN or infinite, an observable at or past `observables` (at most
+    /// [`MAX_MATCHING_OBSERVABLES`]); no edge at all is [`MatchingBuildError::NoEdges`].
+    pub fn from_edges(
+        name: &str,
+        nodes: usize,
+        observables: usize,
+        edges: &[(u32, u32, f64, u64)],
+    ) -> Result<MatchingGraph, MatchingBuildError> {
+        if observables > MAX_MATCHING_OBSERVABLES {
+            return Err(MatchingBuildError::TooManyObservables {
+                file: name.to_string(),
+                count: observables,
+            });
+        }
+        let allowed = if observables == 64 {
+            u64::MAX
+        } else {
+            (1u64 << observables) - 1
+        };
+        for (index, &(a, b, w, obs)) in edges.iter().enumerate() {
+            let why = if a as usize >= nodes || (b != BOUNDARY && b as usize >= nodes) {
+                format!("node {} is past the graph's {nodes} nodes", a.max(b))
+            } else if a == b {
+                format!("an edge from node {a} to itself")
+            } else if !w.is_finite() {
+                format!("weight {w} is not a finite number")
+            } else if obs & !allowed != 0 {
+                format!("it flips an observable past the graph's {observables}")
+            } else {
+                continue;
+            };
+            return Err(MatchingBuildError::BadEdge {
+                file: name.to_string(),
+                index,
+                why,
+            });
+        }
+        if edges.is_empty() {
+            return Err(MatchingBuildError::NoEdges(name.to_string()));
+        }
+        Ok(MatchingGraph::from_weights(name, nodes, observables, edges))
+    }
+
     /// A graph from edges `(a, b or BOUNDARY, weight, observable mask)` with real weights,
     /// discretised as the module says. Nodes must be below `nodes`.
     pub(crate) fn from_weights(
@@ -237,9 +286,11 @@ impl MatchingGraph {
         let mut edges = Vec::with_capacity(raw.len());
         let mut toggled = vec![false; nodes];
         let (mut neg_obs, mut neg_weight) = (0u64, 0i64);
-        for &(a, b, w, obs) in raw {
+        let mut neg_edges = Vec::new();
+        for (k, &(a, b, w, obs)) in raw.iter().enumerate() {
             let iw = (w * half_scale).round() as i64 * 2;
             if iw < 0 {
+                neg_edges.push(k as u32);
                 toggled[a as usize] ^= true;
                 if b != BOUNDARY {
                     toggled[b as usize] ^= true;
@@ -325,6 +376,7 @@ impl MatchingGraph {
             neg_events,
             neg_obs,
             neg_weight,
+            neg_edges,
             scale: half_scale * 2.0,
             rules,
         }
@@ -383,6 +435,12 @@ impl MatchingGraph {
     /// The observables every prediction is XORed with (the negative edges').
     pub fn negative_observables(&self) -> u64 {
         self.neg_obs
+    }
+
+    /// The negative edges (indices into [`MatchingGraph::edges`]), ascending: every matching
+    /// takes them, unless a path of it crosses one again.
+    pub fn negative_edges(&self) -> &[u32] {
+        &self.neg_edges
     }
 
     /// The negative edges' total integer weight (≤ 0), added to every matching's weight.

@@ -294,6 +294,64 @@ impl MatchingDecoder {
     /// Matches one shot given as the detectors that fired (each listed once; a detector
     /// listed twice cancels).
     pub fn decode_events(&mut self, fired: &[u32]) -> Result<Matched, MatchFault> {
+        self.load_events(fired)?;
+        self.run()
+    }
+
+    /// Matches one shot given as the detectors that fired (as
+    /// [`MatchingDecoder::decode_events`]) and toggles `parity[k]` for every edge `k` of
+    /// [`MatchingGraph::edges`] that the matching's paths take an odd number of times, the
+    /// negative edges included (taken unless a path crosses one again): the edges of the
+    /// correction. `parity`, one byte per edge, is XORed into, not cleared. Allocates nothing.
+    pub fn decode_to_edges(
+        &mut self,
+        fired: &[u32],
+        parity: &mut [u8],
+    ) -> Result<Matched, MatchFault> {
+        let edges = self.graph.edges().len();
+        if parity.len() != edges {
+            return Err(MatchFault::Length {
+                what: "edge parities",
+                expected: edges as u32,
+                found: parity.len() as u32,
+            });
+        }
+        self.load_events(fired)?;
+        let n = self.graph.num_nodes() as u32;
+        self.engine.set_window(0, n, false, false, true);
+        let r = self.run();
+        self.engine.set_window(0, n, false, false, false);
+        let m = r?;
+        self.toggle_paths(parity);
+        for &k in self.graph.negative_edges() {
+            parity[k as usize] ^= 1;
+        }
+        Ok(m)
+    }
+
+    /// Toggles the parity of every edge on a shortest path of each match the engine collected.
+    fn toggle_paths(&mut self, parity: &mut [u8]) {
+        let g = &*self.graph;
+        let span = path::Span {
+            lo: 0,
+            hi: g.num_nodes() as u32,
+            past_is_boundary: false,
+            future_is_boundary: false,
+        };
+        let matches = std::mem::take(&mut self.engine.matches);
+        for e in &matches {
+            let target = if e.to == u32::MAX { BOUNDARY } else { e.to };
+            if self.paths.search(g, span, e.from, target) {
+                for &slot in &self.paths.slots {
+                    parity[g.adj_edge[slot as usize] as usize] ^= 1;
+                }
+            }
+        }
+        self.engine.matches = matches;
+    }
+
+    /// `fired` as the engine's events (negative edges' toggles applied).
+    fn load_events(&mut self, fired: &[u32]) -> Result<(), MatchFault> {
         let n = self.graph.num_nodes() as u32;
         self.events.clear();
         if let Some(&bad) = fired.iter().find(|&&d| d >= n) {
@@ -316,7 +374,7 @@ impl MatchingDecoder {
             }
             self.collect_marked(fired.iter().copied());
         }
-        self.run()
+        Ok(())
     }
 
     /// Matches one shot in stim's `b8` layout (`⌈detectors/8⌉` bytes, bit `i` of byte `i/8`

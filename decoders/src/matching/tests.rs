@@ -654,3 +654,76 @@ fn paths_from_both_ends_are_shortest_paths() {
         assert!(joined >= 100, "{name}: {joined} of 300 pairs joined");
     }
 }
+
+#[test]
+fn decode_to_edges_gives_a_lightest_edge_set_with_the_syndrome_as_its_boundary() {
+    let mut rng = Rng(0xed9e);
+    let mut checked = 0;
+    for trial in 0..200 {
+        let n = 2 + rng.below(7) as usize;
+        let boundary = trial % 4 != 0;
+        let possible = n * (n - 1) / 2 + if boundary { n } else { 0 };
+        let m = (n + rng.below(n as u64 + 4) as usize).min(14).min(possible);
+        let edges = random_graph(&mut rng, n, m, boundary);
+        let raw: Vec<(u32, u32, f64, u64)> =
+            edges.iter().map(|e| (e.0, e.1, e.2 as f64, e.3)).collect();
+        let g = MatchingGraph::from_edges("random", n, 2, &raw).unwrap();
+        let table = subset_table(n, &edges);
+        let mut dec = MatchingDecoder::from_graph(Arc::new(g));
+        let mut parity = vec![0u8; edges.len()];
+        for (syn, lightest) in table.iter().enumerate() {
+            let fired: Vec<u32> = (0..n as u32).filter(|&d| syn >> d & 1 == 1).collect();
+            parity.fill(0);
+            let Ok(got) = dec.decode_to_edges(&fired, &mut parity) else {
+                continue;
+            };
+            let (mut bound, mut w, mut obs) = (0usize, 0i64, 0u64);
+            for (e, _) in edges.iter().zip(&parity).filter(|(_, p)| **p == 1) {
+                bound ^= 1 << e.0;
+                if e.1 != BOUNDARY {
+                    bound ^= 1 << e.1;
+                }
+                w += e.2;
+                obs ^= e.3;
+            }
+            assert_eq!(bound, syn, "trial {trial}: {edges:?} {parity:?}");
+            assert_eq!(
+                2 * w,
+                got.weight,
+                "trial {trial} syndrome {syn:b}: {edges:?}"
+            );
+            // Ties: the paths may be another lightest set than the one the engine's
+            // observables follow, but always a lightest one.
+            assert!(lightest.1 >> obs & 1 == 1, "trial {trial} syndrome {syn:b}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 2_000, "{checked}");
+    let mut dec = MatchingDecoder::from_graph(Arc::new(
+        MatchingGraph::from_edges("g", 2, 0, &[(0, 1, 1.0, 0)]).unwrap(),
+    ));
+    assert!(matches!(
+        dec.decode_to_edges(&[0, 1], &mut [0, 0]),
+        Err(MatchFault::Length { .. })
+    ));
+}
+
+#[test]
+fn edges_given_by_weight_are_checked() {
+    let bad = |nodes, obs, e: &[(u32, u32, f64, u64)]| {
+        MatchingGraph::from_edges("h", nodes, obs, e)
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        bad(2, 0, &[(0, 1, f64::NAN, 0)]),
+        "h: edge 0: weight NaN is not a finite number"
+    );
+    assert!(bad(2, 0, &[(0, 1, 1.0, 0), (0, 2, 1.0, 0)]).contains("edge 1: node 2 is past"));
+    assert!(bad(2, 0, &[(1, 1, 1.0, 0)]).contains("to itself"));
+    assert!(bad(2, 1, &[(0, BOUNDARY, 1.0, 2)]).contains("observable past"));
+    assert!(bad(2, 0, &[]).contains("nothing to match"));
+    assert!(bad(2, 65, &[(0, 1, 1.0, 0)]).contains("at most 64"));
+    let g = MatchingGraph::from_edges("h", 2, 0, &[(0, 1, -1.0, 0), (1, BOUNDARY, 1.0, 0)]);
+    assert_eq!(g.unwrap().negative_edges(), &[0]);
+}

@@ -5,6 +5,7 @@
 //! | [`compile`] | `compile`, `Compiled`, `run`, `latency_summary` |
 //! | [`placement`] | `Server` (a coprocessor served by a thread of this process) |
 //! | [`decode`] | `DemDecoder` (circuit-level decoders for `backline.sinter`), `decoder_registry` |
+//! | [`decoders`] | `CheckBpOsd`, `CheckRelay`, `GraphMatching` (under `backline.decoders`) |
 //! | [`stream`] | `StreamClient`, `stream_layout` |
 //! | [`board`] | `FpgaBoard` (feature `fpga`) |
 //! | [`cuqr`] | `CuqrServer` |
@@ -18,6 +19,7 @@ mod boundary;
 mod compile;
 mod cuqr;
 mod decode;
+mod decoders;
 mod errors;
 mod placement;
 mod stream;
@@ -40,6 +42,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<compile::Compiled>()?;
     m.add_class::<placement::Server>()?;
     m.add_class::<decode::DemDecoder>()?;
+    m.add_class::<decoders::CheckBpOsd>()?;
+    m.add_class::<decoders::CheckRelay>()?;
+    m.add_class::<decoders::GraphMatching>()?;
     m.add_class::<stream::StreamClient>()?;
     m.add_class::<cuqr::CuqrServer>()?;
     #[cfg(feature = "fpga")]

@@ -1,0 +1,1072 @@
+"""backline's decoders in the shape of the libraries researchers already use.
+
+Switching is the import line::
+
+    from backline.decoders import Matching                    # was: from pymatching import Matching
+    from backline.decoders import BpOsdDecoder, BpDecoder     # was: from ldpc import BpOsdDecoder, BpDecoder
+    from backline.decoders import RelayDecoderF32             # was: from relay_bp import RelayDecoderF32
+    from backline.decoders import ObservableDecoderRunner     # was: from relay_bp import ObservableDecoderRunner
+
+- :class:`Matching` as PyMatching 2.4's ``pymatching.Matching`` (exact minimum-weight perfect
+  matching, sparse blossom).
+- :class:`BpOsdDecoder` and :class:`BpDecoder` as ldpc 2.4's (BP+OSD, BP).
+- :class:`RelayDecoderF32` (also :class:`RelayDecoder`) and :class:`ObservableDecoderRunner` as
+  relay-bp 0.2.2's.
+
+The same names, argument names and defaults, input types (numpy arrays, scipy sparse matrices,
+lists), output shapes and dtypes and exception types as the originals. An argument or method we
+do not have raises ``NotImplementedError`` naming it; nothing is silently ignored, except where
+docs/decoders.md ("From PyMatching / ldpc / relay-bp") says so (relay-bp's ``progress_bar``
+draws no bar). The decoders' settings are the decoder registry's (``_native.decoder_registry()``:
+the same parser and ranges as ``backline decode`` and the sinter decoders); every decode runs in
+Rust with the interpreter released; batches run on threads where the original offers them
+(relay-bp's ``parallel=True``; ldpc's ``omp_thread_count`` for :meth:`BpOsdDecoder.decode_batch`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import _native
+
+__all__ = [
+    "BpDecoder",
+    "BpOsdDecoder",
+    "DecodeResult",
+    "Matching",
+    "ObservableDecoderRunner",
+    "RelayDecoder",
+    "RelayDecoderF32",
+    "RelayDecoderF64",
+]
+
+
+def _registry_keys(kind: str) -> set[str]:
+    """The setting names of the registered decoder ``kind``."""
+    for name, _title, settings in _native.decoder_registry():
+        if name == kind:
+            return {row[0] for row in settings}
+    raise RuntimeError(f"the decoder registry has no {kind!r}")
+
+
+def _text(value: Any) -> str:
+    """A setting's value as the text the registry's parser reads."""
+    if value is None:
+        return "none"
+    if isinstance(value, (tuple, list)):
+        return ",".join(repr(float(v)) for v in value)
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    return str(value)
+
+
+def _settings(kind: str, values: dict[str, Any]) -> list[tuple[str, str]]:
+    keys = _registry_keys(kind)
+    for k in values:
+        if k not in keys:  # a name this module passes that the registry lost: a bug here
+            raise RuntimeError(f"{kind}: the registry has no setting {k!r}")
+    return [(k, _text(v)) for k, v in values.items()]
+
+
+def _unsupported(what: str, why: str = "") -> NotImplementedError:
+    return NotImplementedError(f"backline.decoders: {what} is not supported{': ' + why if why else ''}")
+
+
+def _check_matrix(h: Any, what: str = "check matrix") -> Any:
+    """``h`` (numpy, scipy.sparse or nested lists) as a binary scipy CSC matrix, sorted, without
+    explicit zeros; ``TypeError`` for what cannot be one, ``ValueError`` for entries other than
+    0/1 or a shape that is not 2-D."""
+    import scipy.sparse as sp
+
+    if sp.issparse(h):
+        m = sp.csc_matrix(h)
+    else:
+        try:
+            arr = np.asarray(h)
+        except Exception as e:  # ragged lists and the like
+            raise TypeError(f"{what}: expected a numpy array or scipy sparse matrix, got {type(h).__name__}") from e
+        if arr.dtype == object or arr.dtype.kind not in "biuf":
+            raise TypeError(f"{what}: expected a numpy array or scipy sparse matrix of 0/1, got dtype {arr.dtype}")
+        if arr.ndim != 2:
+            raise ValueError(f"{what}: expected a 2-D matrix, got shape {arr.shape}")
+        m = sp.csc_matrix(arr)
+    m.sum_duplicates()
+    m.eliminate_zeros()
+    if m.nnz and not np.all((m.data == 1) | (m.data == True)):  # noqa: E712
+        bad = m.data[(m.data != 1)][0]
+        raise ValueError(f"{what}: entries must be 0 or 1, found {bad!r}")
+    m.sort_indices()
+    return m
+
+
+def _csc_parts(m: Any) -> tuple[int, int, list[int], list[int]]:
+    return int(m.shape[0]), int(m.shape[1]), m.indptr.astype(np.uint64).tolist(), m.indices.astype(np.uint32).tolist()
+
+
+def _bits(v: Any, length: int, what: str, exc: type = ValueError) -> bytes:
+    """A 1-D 0/1 vector of ``length`` as bytes; ``exc`` (ValueError) for another length."""
+    arr = np.asarray(v)
+    if arr.ndim != 1 or arr.shape[0] != length:
+        raise exc(f"{what} must have length {length}. Not {arr.shape[0] if arr.ndim == 1 else arr.shape}.")
+    return (arr != 0).astype(np.uint8).tobytes()
+
+
+# ---------------------------------------------------------------------------------------------
+# Matching (PyMatching 2.4)
+# ---------------------------------------------------------------------------------------------
+
+
+def _correlations_unsupported(*_args: Any) -> None:
+    """The one place correlated matching is refused (replaced when the matching decoder gains
+    its correlated setting)."""
+    raise NotImplementedError(
+        "backline.decoders.Matching: enable_correlations=True (correlated matching) is not supported yet"
+    )
+
+
+def _has_edges(model: Any) -> bool:
+    """Whether an error of ``model`` with p > 0 flips a detector."""
+    for inst in model.flattened():
+        if inst.type == "error" and inst.args_copy()[0] > 0:
+            if any(t.is_relative_detector_id() for t in inst.targets_copy()):
+                return True
+    return False
+
+
+class _EmptyGraph:
+    """The matching graph of a model from which nothing can be inferred: no edges, every
+    prediction 0 (PyMatching's answer); a detection event raises, as on a detector without
+    edges."""
+
+    num_edges = 0
+
+    def __init__(self, nodes: int, fault_ids: int):
+        self.num_nodes, self.num_fault_ids = nodes, fault_ids
+
+    def _none_fired(self, fired: bytes) -> None:
+        if fired:
+            d = int(np.frombuffer(fired, dtype=np.uint32)[0])
+            raise ValueError(f"detector D{d} fired, and no error of the model flips it")
+
+    def decode(self, fired: bytes):
+        self._none_fired(fired)
+        return bytes(self.num_fault_ids), 0.0
+
+    def decode_to_edges(self, fired: bytes):
+        self._none_fired(fired)
+        return []
+
+    def decode_batch(self, data: bytes, shots: int, width: int, packed: bool):
+        if any(data):
+            raise ValueError("a detection event on a model without edges: no error of the model flips it")
+        return bytes(shots * self.num_fault_ids), [0.0] * shots
+
+    def edges(self):
+        return []
+
+
+_MERGE = ("disallow", "independent", "smallest-weight", "keep-original", "replace")
+
+
+class Matching:
+    """Minimum-weight perfect matching as ``pymatching.Matching`` (PyMatching 2.4).
+
+    Built from a ``stim.DetectorErrorModel`` or ``stim.Circuit`` (its fault ids are the model's
+    observables), a check matrix (numpy, scipy.sparse or lists; a column is an edge, its fault id
+    its index, or the faults of ``faults_matrix``), or edge by edge (:meth:`add_edge`,
+    :meth:`add_boundary_edge`). Not supported (``NotImplementedError``): ``enable_correlations``,
+    ``repetitions`` > 1 with its time-like arguments, networkx/rustworkx graphs, drawing, noise.
+    """
+
+    def __init__(
+        self,
+        graph: Any = None,
+        weights: Any = None,
+        error_probabilities: Any = None,
+        repetitions: int | None = None,
+        timelike_weights: Any = None,
+        measurement_error_probabilities: Any = None,
+        *,
+        enable_correlations: bool = False,
+        **kwargs: Any,
+    ):
+        self._native = None
+        self._edges: dict[tuple[int, int], tuple[float, set[int], float]] | None = {}
+        self._nodes = 0
+        self._boundary: set[int] = set()
+        self._min_fault_ids = 0
+        if enable_correlations:
+            _correlations_unsupported()
+        if graph is None:
+            return
+        try:
+            import stim
+        except ImportError:  # pragma: no cover - stim is a dependency of the sinter front
+            stim = None
+        if stim is not None and isinstance(graph, stim.DetectorErrorModel):
+            self._load_dem(graph)
+        elif stim is not None and isinstance(graph, stim.Circuit):
+            self._load_dem(graph.detector_error_model(decompose_errors=True))
+        elif type(graph).__module__.split(".")[0] in ("networkx", "retworkx", "rustworkx"):
+            raise _unsupported("a networkx/rustworkx graph", "build from a check matrix or a stim model")
+        else:
+            self.load_from_check_matrix(
+                graph, weights, error_probabilities, repetitions, timelike_weights,
+                measurement_error_probabilities, **kwargs,
+            )
+
+    # -- construction ----------------------------------------------------------------------
+
+    def _load_dem(self, model: Any) -> None:
+        from .errors import DetectorErrorModelError
+
+        try:
+            self._native = _native.GraphMatching.from_dem(str(model))
+        except DetectorErrorModelError:
+            if _has_edges(model):
+                raise
+            # Nothing to match (no error with p > 0 flips a detector): PyMatching's empty graph,
+            # every prediction 0.
+            self._native = _EmptyGraph(model.num_detectors, model.num_observables)
+        self._edges = None
+        self._nodes = self._native.num_nodes
+        self._boundary = set()
+        self._sizes = (self._nodes, self._nodes)
+
+    @staticmethod
+    def from_detector_error_model(model: Any, *, enable_correlations: bool = False) -> Matching:
+        """The matching graph of a ``stim.DetectorErrorModel`` (its errors decomposed)."""
+        import stim
+
+        if enable_correlations:
+            _correlations_unsupported()
+        if not isinstance(model, stim.DetectorErrorModel):
+            raise TypeError(f"'model' must be `stim.DetectorErrorModel`. Instead, got: {type(model)}")
+        m = Matching()
+        m._load_dem(model)
+        return m
+
+    @staticmethod
+    def from_detector_error_model_file(dem_path: str, *, enable_correlations: bool = False) -> Matching:
+        """The matching graph of a ``.dem`` file."""
+        import stim
+
+        if enable_correlations:
+            _correlations_unsupported()
+        return Matching.from_detector_error_model(stim.DetectorErrorModel.from_file(dem_path))
+
+    @staticmethod
+    def from_stim_circuit(circuit: Any, *, enable_correlations: bool = False) -> Matching:
+        """The matching graph of a ``stim.Circuit``'s model, its errors decomposed."""
+        import stim
+
+        if enable_correlations:
+            _correlations_unsupported()
+        if not isinstance(circuit, stim.Circuit):
+            raise TypeError(f"`circuit` must be a `stim.Circuit`. Instead, got {type(circuit)}")
+        return Matching.from_detector_error_model(circuit.detector_error_model(decompose_errors=True))
+
+    @staticmethod
+    def from_stim_circuit_file(stim_circuit_path: str, *, enable_correlations: bool = False) -> Matching:
+        """The matching graph of a ``.stim`` file's circuit."""
+        import stim
+
+        return Matching.from_stim_circuit(
+            stim.Circuit.from_file(stim_circuit_path), enable_correlations=enable_correlations
+        )
+
+    @staticmethod
+    def from_check_matrix(
+        check_matrix: Any,
+        weights: Any = None,
+        error_probabilities: Any = None,
+        repetitions: int | None = None,
+        timelike_weights: Any = None,
+        measurement_error_probabilities: Any = None,
+        *,
+        faults_matrix: Any = None,
+        merge_strategy: str = "smallest-weight",
+        use_virtual_boundary_node: bool = False,
+        **kwargs: Any,
+    ) -> Matching:
+        """The matching graph of a check matrix: column ``j`` is an edge between the one or two
+        checks it touches (to the boundary for one), of weight ``weights[j]`` (default 1) or
+        ``log((1 - p)/p)`` for ``error_probabilities[j]``, flipping fault id ``j`` (or the
+        fault ids of column ``j`` of ``faults_matrix``)."""
+        m = Matching()
+        m.load_from_check_matrix(
+            check_matrix, weights, error_probabilities, repetitions, timelike_weights,
+            measurement_error_probabilities, faults_matrix=faults_matrix,
+            merge_strategy=merge_strategy, use_virtual_boundary_node=use_virtual_boundary_node, **kwargs,
+        )
+        return m
+
+    def load_from_check_matrix(
+        self,
+        H: Any = None,
+        weights: Any = None,
+        error_probabilities: Any = None,
+        repetitions: int | None = None,
+        timelike_weights: Any = None,
+        measurement_error_probabilities: Any = None,
+        *,
+        faults_matrix: Any = None,
+        merge_strategy: str = "smallest-weight",
+        use_virtual_boundary_node: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        """:meth:`from_check_matrix` into this object."""
+        for k in kwargs:
+            if k not in ("check_matrix", "spacelike_weights", "measurement_error_probability"):
+                raise TypeError(f"load_from_check_matrix() got an unexpected keyword argument {k!r}")
+        if H is None:
+            H = kwargs.get("check_matrix")
+            if H is None:
+                raise ValueError("No check_matrix provided")
+        if weights is None:
+            weights = kwargs.get("spacelike_weights")
+        if repetitions not in (None, 1):
+            raise _unsupported(f"repetitions={repetitions!r}", "only repetitions=1 (one round of checks)")
+        if timelike_weights is not None:
+            raise _unsupported("timelike_weights", "it needs repetitions > 1")
+        if measurement_error_probabilities is not None or kwargs.get("measurement_error_probability") is not None:
+            raise _unsupported("measurement_error_probabilities", "it needs repetitions > 1")
+        if merge_strategy not in _MERGE:
+            raise ValueError(f"merge_strategy {merge_strategy!r} not recognised: expected one of {', '.join(_MERGE)}")
+        h = _check_matrix(H)
+        rows, cols = h.shape
+        w = np.ones(cols) if weights is None else np.asarray(weights, dtype=float)
+        if w.ndim == 0:
+            w = np.full(cols, float(w))
+        if w.shape != (cols,):
+            raise ValueError(f"weights has shape {w.shape}: expected ({cols},), one per column of the check matrix")
+        if error_probabilities is None:
+            p = np.full(cols, -1.0)
+        else:
+            p = np.asarray(error_probabilities, dtype=float)
+            if p.ndim == 0:
+                p = np.full(cols, float(p))
+            if p.shape != (cols,):
+                raise ValueError(f"error_probabilities has shape {p.shape}: expected ({cols},)")
+        if faults_matrix is not None:
+            f = _check_matrix(faults_matrix, "faults_matrix")
+            if f.shape[1] != cols:
+                raise ValueError(f"faults_matrix has {f.shape[1]} columns: the check matrix has {cols}")
+            faults = [set(f.indices[f.indptr[j]:f.indptr[j + 1]].tolist()) for j in range(cols)]
+            num_faults = f.shape[0]
+        else:
+            faults = [{j} for j in range(cols)]
+            num_faults = cols
+        self._native = None
+        self._edges = {}
+        self._nodes = rows
+        self._boundary = set()
+        self._min_fault_ids = num_faults
+        boundary = None if use_virtual_boundary_node else rows
+        for j in range(cols):
+            dets = h.indices[h.indptr[j]:h.indptr[j + 1]].tolist()
+            if len(dets) == 0:
+                continue
+            if len(dets) > 2:
+                raise ValueError(
+                    f"`check_matrix` must contain at most two ones per column, but column {j} has {len(dets)} ones."
+                )
+            if len(dets) == 1:
+                self.add_boundary_edge(dets[0], fault_ids=faults[j], weight=float(w[j]),
+                                       error_probability=float(p[j]), merge_strategy=merge_strategy)
+            else:
+                self.add_edge(dets[0], dets[1], fault_ids=faults[j], weight=float(w[j]),
+                              error_probability=float(p[j]), merge_strategy=merge_strategy)
+        if boundary is not None:
+            self._boundary = {boundary}
+            self._nodes = rows + 1
+
+    def add_edge(
+        self, node1: int, node2: int, fault_ids: Any = None, weight: float = 1.0,
+        error_probability: float | None = None, *, merge_strategy: str = "disallow", **kwargs: Any,
+    ) -> None:
+        """An edge between two detectors (PyMatching's ``add_edge``)."""
+        self._add(int(node1), int(node2), fault_ids, weight, error_probability, merge_strategy, kwargs)
+
+    def add_boundary_edge(
+        self, node: int, fault_ids: Any = None, weight: float = 1.0,
+        error_probability: float | None = None, *, merge_strategy: str = "disallow", **kwargs: Any,
+    ) -> None:
+        """An edge from a detector to the boundary (PyMatching's ``add_boundary_edge``)."""
+        self._add(int(node), -1, fault_ids, weight, error_probability, merge_strategy, kwargs)
+
+    def _add(self, a: int, b: int, fault_ids: Any, weight: float, p: float | None, merge: str, kwargs: dict) -> None:
+        if self._edges is None:
+            raise _unsupported("adding edges to a graph built from a stim model")
+        if "qubit_id" in kwargs:
+            if fault_ids is not None:
+                raise ValueError("Both `fault_ids` and `qubit_id` were provided as arguments.")
+            fault_ids = kwargs.pop("qubit_id")
+        if kwargs:
+            raise TypeError(f"unexpected keyword argument {next(iter(kwargs))!r}")
+        if merge not in _MERGE:
+            raise ValueError(f"merge_strategy {merge!r} not recognised: expected one of {', '.join(_MERGE)}")
+        if merge == "independent":
+            raise _unsupported("merge_strategy='independent'")
+        weight = float(weight)
+        if math.isnan(weight) or math.isinf(weight):
+            raise ValueError(f"edge ({a}, {b}): weight {weight} is not a finite number")
+        if a < 0 or b < -1 or a == b:
+            raise ValueError(f"edge ({a}, {b}): nodes must be distinct non-negative integers")
+        ids = set() if fault_ids is None else ({int(fault_ids)} if np.isscalar(fault_ids) else {int(f) for f in fault_ids})
+        if any(f < 0 for f in ids):
+            raise ValueError(f"edge ({a}, {b}): fault ids must be non-negative")
+        key = (min(a, b), max(a, b)) if b >= 0 else (a, -1)
+        old = self._edges.get(key)
+        if old is not None:
+            if merge == "disallow":
+                raise ValueError(
+                    f"Edge ({a}, {b}) already exists in the graph. Parallel edges are not allowed with "
+                    "merge_strategy='disallow'."
+                )
+            if merge == "keep-original" or (merge == "smallest-weight" and old[0] <= weight):
+                return
+        self._edges[key] = (weight, ids, -1.0 if p is None else float(p))
+        self._nodes = max(self._nodes, a + 1, b + 1)
+        self._native = None
+
+    def _graph(self) -> Any:
+        if self._native is None:
+            if not self._edges:
+                raise ValueError("the matching graph has no edges")
+            num_faults = max([self._min_fault_ids] + [max(ids) + 1 for _, ids, _ in self._edges.values() if ids])
+            edges = []
+            for (a, b), (w, ids, _p) in self._edges.items():
+                if b in self._boundary:
+                    b = -1
+                if a in self._boundary:
+                    a, b = b, -1
+                edges.append((a, b, w, sorted(ids)))
+            self._native = _native.GraphMatching.from_edges(self._nodes, num_faults, edges)
+            self._sizes = (self.num_detectors, self.num_nodes)
+        return self._native
+
+    # -- sizes -----------------------------------------------------------------------------
+
+    @property
+    def num_nodes(self) -> int:
+        """Nodes of the graph (detectors and boundary nodes)."""
+        return self._nodes if self._edges is not None else self._graph().num_nodes
+
+    @property
+    def num_detectors(self) -> int:
+        """Nodes that are not boundary nodes."""
+        return self.num_nodes - len(self._boundary)
+
+    @property
+    def num_edges(self) -> int:
+        """Edges (parallel ones merged)."""
+        return len(self._edges) if self._edges is not None else self._graph().num_edges
+
+    @property
+    def num_fault_ids(self) -> int:
+        """Fault ids (a model's observables)."""
+        return self._graph().num_fault_ids
+
+    @property
+    def boundary(self) -> set[int]:
+        """The boundary nodes (a copy)."""
+        return set(self._boundary)
+
+    def ensure_num_fault_ids(self, min_num_fault_ids: int) -> None:
+        """At least ``min_num_fault_ids`` fault ids."""
+        if self._edges is None:
+            raise _unsupported("ensure_num_fault_ids on a graph built from a stim model")
+        self._min_fault_ids = max(self._min_fault_ids, int(min_num_fault_ids))
+        self._native = None
+
+    def edges(self) -> list[tuple[int, int | None, dict]]:
+        """The edges ``(a, b or None, {"fault_ids", "weight", "error_probability"})``."""
+        if self._edges is None:
+            return [(a, None if b < 0 else b, {"fault_ids": set(ids)}) for a, b, ids in self._graph().edges()]
+        return [
+            (a, None if b < 0 else b, {"fault_ids": set(ids), "weight": w, "error_probability": p})
+            for (a, b), (w, ids, p) in self._edges.items()
+        ]
+
+    def __repr__(self) -> str:
+        return (f"<backline.decoders.Matching object with {self.num_detectors} detectors, "
+                f"{len(self._boundary)} boundary node{'s' if len(self._boundary) != 1 else ''}, "
+                f"and {self.num_edges} edges>")
+
+    # -- decoding --------------------------------------------------------------------------
+
+    def _events(self, z: Any) -> bytes:
+        """The detection events of syndrome ``z`` as the native decoder's uint32 bytes."""
+        g = self._graph()
+        try:
+            z = np.asarray(z, dtype=np.uint8)
+        except (ValueError, TypeError):
+            raise ValueError(f"Syndrome must be of type numpy.ndarray or convertible to numpy.ndarray, not {z}")
+        nd, nn = self._sizes
+        if z.ndim == 1 and nd <= z.shape[0] <= nn:
+            ev = np.flatnonzero(z)
+        elif z.ndim == 2 and z.shape[0] * z.shape[1] == nd:
+            times, checks = z.T.nonzero()
+            ev = times * z.shape[0] + checks
+        else:
+            raise ValueError(f"The shape ({z.shape}) of the syndrome vector z is not valid: expected "
+                             f"({nd},), one entry per detector")
+        if self._boundary:
+            ev = ev[~np.isin(ev, sorted(self._boundary))]
+        ev = ev[ev < g.num_nodes] if nn > g.num_nodes else ev
+        return ev.astype(np.uint32).tobytes()
+
+    def decode(self, z: Any, *, return_weight: bool = False, enable_correlations: bool = False, **kwargs: Any):
+        """The fault ids flipped by a minimum-weight correction of syndrome ``z`` (uint8, one per
+        fault id), and with ``return_weight`` the correction's weight."""
+        if enable_correlations:
+            _correlations_unsupported()
+        for k in kwargs:
+            raise _unsupported(f"decode({k}=...)")
+        out, weight = self._graph().decode(self._events(z))
+        pred = np.frombuffer(out, dtype=np.uint8).copy()
+        return (pred, weight) if return_weight else pred
+
+    def decode_batch(
+        self,
+        shots: np.ndarray,
+        *,
+        return_weights: bool = False,
+        bit_packed_shots: bool = False,
+        bit_packed_predictions: bool = False,
+        enable_correlations: bool = False,
+    ):
+        """Predictions for a batch: uint8 ``[num_shots, num_fault_ids]`` (bit-packed
+        ``[num_shots, ceil(num_fault_ids/8)]`` with ``bit_packed_predictions``), and with
+        ``return_weights`` a float64 array of the solutions' weights."""
+        if enable_correlations:
+            _correlations_unsupported()
+        g = self._graph()
+        shots = np.asarray(shots)
+        if shots.ndim != 2:
+            raise ValueError(f"`shots` must be a 2D array, got shape {shots.shape}")
+        nodes = g.num_nodes
+        nd, nn = self._sizes
+        if bit_packed_shots:
+            if shots.dtype != np.uint8:
+                raise ValueError(f"bit-packed shots must have dtype uint8, got {shots.dtype}")
+            width = shots.shape[1]
+            lo, hi = (nd + 7) // 8, (nn + 7) // 8
+            if not lo <= width <= hi:
+                raise ValueError(f"bit-packed shots have {width} bytes per shot: expected ceil(num_detectors/8) = {lo}")
+        elif not nd <= shots.shape[1] <= nn:
+            raise ValueError(f"shots have {shots.shape[1]} columns: expected num_detectors = {nd}")
+        narrow = shots.shape[1] < ((nodes + 7) // 8 if bit_packed_shots else nodes)
+        if self._boundary or narrow:
+            # Boundary nodes' events dropped, records widened to the graph's nodes.
+            bits = np.unpackbits(shots, axis=1, bitorder="little") if bit_packed_shots else shots != 0
+            bits = np.array(bits[:, :nodes], dtype=np.uint8)
+            for b in self._boundary:
+                if b < bits.shape[1]:
+                    bits[:, b] = 0
+            shots = np.pad(bits, ((0, 0), (0, nodes - bits.shape[1])))
+            bit_packed_shots = False
+        elif not bit_packed_shots and shots.dtype not in (np.uint8, np.bool_, np.int8):
+            shots = shots != 0
+        data = np.ascontiguousarray(shots)
+        n = data.shape[0]
+        out, weights = g.decode_batch(data.view(np.uint8).tobytes() if data.size else b"", n, data.shape[1],
+                                      bool(bit_packed_shots))
+        pred = np.frombuffer(out, dtype=np.uint8).reshape(n, g.num_fault_ids)
+        if bit_packed_predictions:
+            pred = np.packbits(pred, axis=1, bitorder="little")
+        else:
+            pred = pred.copy()
+        return (pred, np.asarray(weights, dtype=np.float64)) if return_weights else pred
+
+    def decode_to_edges_array(self, syndrome: Any, *, enable_correlations: bool = False) -> np.ndarray:
+        """The correction's edges as an int64 array ``[num_edges, 2]`` of detector pairs, ``-1``
+        for the boundary (always in the second column)."""
+        if enable_correlations:
+            _correlations_unsupported()
+        pairs = self._graph().decode_to_edges(self._events(syndrome))
+        return np.array(pairs, dtype=np.int64).reshape(-1, 2)
+
+
+def _not_offered(name: str):
+    def method(self, *args: Any, **kwargs: Any):
+        raise _unsupported(f"Matching.{name}")
+
+    method.__name__ = name
+    method.__doc__ = f"Not supported: raises ``NotImplementedError`` (PyMatching's ``{name}``)."
+    return method
+
+
+for _name in (
+    "add_noise", "draw", "decode_to_matched_dets_array", "decode_to_matched_dets_dict", "has_edge",
+    "has_boundary_edge", "get_edge_data", "get_boundary_edge_data", "set_boundary_nodes", "to_networkx",
+    "to_retworkx", "to_rustworkx", "load_from_networkx", "load_from_retworkx", "load_from_rustworkx",
+):
+    setattr(Matching, _name, _not_offered(_name))
+
+
+def _from_networkx(*args: Any, **kwargs: Any) -> Matching:
+    """Not supported: raises ``NotImplementedError`` (PyMatching's ``from_networkx``)."""
+    raise _unsupported("Matching.from_networkx")
+
+
+Matching.from_networkx = staticmethod(_from_networkx)  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------------------------
+# BpOsdDecoder, BpDecoder (ldpc 2.4)
+# ---------------------------------------------------------------------------------------------
+
+
+def _osd_method(method: Any) -> str:
+    m = str(method).lower()
+    if m in ("osd_0", "0", "osd0"):
+        return "osd0"
+    if m in ("osd_cs", "1", "cs", "combination_sweep"):
+        return "osd_cs"
+    if m in ("off", "osd_off", "deactivated", "-1"):
+        return "off"
+    if m in ("osd_e", "e", "exhaustive"):
+        raise _unsupported("osd_method='OSD_E' (exhaustive OSD)", "use 'OSD_CS'")
+    raise ValueError(f"ERROR: OSD method '{method}' invalid. Please choose from the following methods: "
+                     "'OSD_0', 'OSD_E' or 'OSD_CS'.")
+
+
+def _bp_method(value: Any) -> str:
+    v = str(value).lower()
+    if v in ("prod_sum", "product_sum", "ps", "0", "prod sum"):
+        return "product_sum"
+    if v in ("min_sum", "minimum_sum", "ms", "1", "minimum sum", "min sum"):
+        return "minimum_sum"
+    raise ValueError(f"BP method '{value}' is invalid. Please choose from the following methods: "
+                     "'product_sum', 'minimum_sum'")
+
+
+def _schedule(value: Any) -> str:
+    v = str(value).lower()
+    if v in ("parallel", "p", "0"):
+        return "parallel"
+    if v in ("serial", "s", "1"):
+        return "serial"
+    if v in ("serial_relative", "sr", "2"):
+        raise _unsupported("schedule='serial_relative'")
+    raise ValueError(f"The BP schedule method '{value}' is invalid. Please choose from the following methods: "
+                     "'parallel', 'serial'")
+
+
+#: ldpc 2.4's effective default check-node rule: its signature says 'minimum_sum', but a
+#: decoder built without ``bp_method`` runs product-sum (the Cython base class reads the
+#: keyword with default 0, product-sum). The drop-in follows what ldpc does.
+_LDPC_DEFAULT_BP_METHOD = "product_sum"
+
+
+class _BpBase:
+    """The shared half of :class:`BpOsdDecoder` and :class:`BpDecoder`."""
+
+    _osd = False
+
+    def __init__(
+        self,
+        pcm: Any,
+        error_rate: float | None = None,
+        error_channel: Any = None,
+        max_iter: int = 0,
+        bp_method: str = _LDPC_DEFAULT_BP_METHOD,
+        ms_scaling_factor: float = 1.0,
+        schedule: str = "parallel",
+        omp_thread_count: int = 1,
+        random_schedule_seed: int = 0,
+        serial_schedule_order: Any = None,
+        osd_method: Any = 0,
+        osd_order: int = 0,
+        input_vector_type: str = "auto",
+        random_serial_schedule: bool = False,
+        **kwargs: Any,
+    ):
+        for k in kwargs:
+            raise ValueError(f"Unknown parameter '{k}' passed to the {type(self).__name__} constructor.")
+        if serial_schedule_order is not None:
+            raise _unsupported("serial_schedule_order")
+        if random_serial_schedule:
+            raise _unsupported("random_serial_schedule=True")
+        if input_vector_type not in ("auto", "syndrome", "received_vector"):
+            raise ValueError(f"The input vector type '{input_vector_type}' is invalid. Please choose from: "
+                             "'input_vector_type=syndrome', 'input_vector_type=received_vector'")
+        if input_vector_type == "received_vector":
+            raise _unsupported("input_vector_type='received_vector'")
+        if isinstance(ms_scaling_factor, bool) or not isinstance(ms_scaling_factor, (int, float, np.integer, np.floating)):
+            raise TypeError("The ms_scaling factor must be specified as a float")
+        if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 0:
+            raise ValueError(f"max_iter input parameter must be a positive int. Not {max_iter}.")
+        if isinstance(omp_thread_count, bool) or not isinstance(omp_thread_count, (int, np.integer)) or omp_thread_count < 1:
+            raise TypeError("The omp_thread_count must be specified as a positive integer.")
+        h = _check_matrix(pcm, "pcm")
+        self._h = h
+        m, n = h.shape
+        if error_channel is not None:
+            ch = np.asarray(error_channel, dtype=float)
+            if ch.shape != (n,):
+                raise ValueError(f"The error channel vector must have length {n}, not {ch.size}.")
+            channel = ch.tolist()
+            rate = float(ch[0]) if n else 0.01
+        elif error_rate is not None:
+            if not isinstance(error_rate, (int, float, np.integer, np.floating)) or isinstance(error_rate, bool):
+                raise ValueError("The `error_rate` parameter must be specified as a single float value.")
+            rate, channel = float(error_rate), None
+        else:
+            raise ValueError("Please specify the error channel. Either: 1) error_rate: float or 2) error_channel: "
+                             "list of floats of length equal to the block length of the code.")
+        method = _osd_method(osd_method) if self._osd else "off"
+        if self._osd and method == "osd0" and int(osd_order) != 0:
+            raise ValueError(f"ERROR: OSD order '{osd_order}' invalid. The 'osd_method' is set to 'OSD_0'. "
+                             "The osd order must therefore be set to 0.")
+        bp = {"bp_method": _bp_method(bp_method), "schedule": _schedule(schedule),
+              "max_iter": int(max_iter), "ms_scaling_factor": float(ms_scaling_factor)}
+        if self._osd:
+            bp.update({"osd_method": method, "osd_order": int(osd_order)})
+        indptr_rows_cols = _csc_parts(h)
+        self._native = _native.CheckBpOsd(
+            indptr_rows_cols[0], indptr_rows_cols[1], indptr_rows_cols[2], indptr_rows_cols[3],
+            rate, channel, _settings("bposd", bp), self._osd,
+        )
+        self._error_rate = None if error_channel is not None else rate
+        self._bp_method, self._schedule = bp["bp_method"], bp["schedule"]
+        self._ms = float(ms_scaling_factor)
+        self._omp = int(omp_thread_count)
+        self._seed = int(random_schedule_seed)
+        self._osd_method = method
+        self._input_type = input_vector_type
+        self._converge = False
+        self._iter = 0
+        self._decoding = np.zeros(n, dtype=np.uint8)
+
+    # -- ldpc's properties -----------------------------------------------------------------
+
+    check_count = property(lambda self: self._native.checks, doc="Checks (syndrome bits).")
+    bit_count = property(lambda self: self._native.bits, doc="Bits (the code's length).")
+    max_iter = property(lambda self: self._native.max_iter, doc="The iteration limit in force.")
+    bp_method = property(lambda self: self._bp_method, doc="'minimum_sum' or 'product_sum'.")
+    schedule = property(lambda self: self._schedule, doc="'parallel' or 'serial'.")
+    ms_scaling_factor = property(lambda self: self._ms, doc="The min-sum scaling factor.")
+    omp_thread_count = property(lambda self: self._omp, doc="Threads of :meth:`decode_batch`.")
+    random_schedule_seed = property(lambda self: self._seed, doc="Kept as given (no random schedule).")
+    input_vector_type = property(lambda self: self._input_type, doc="'syndrome' (or 'auto').")
+    converge = property(lambda self: self._converge, doc="Whether BP's hard decision met the last syndrome.")
+    iter = property(lambda self: self._iter, doc="BP iterations of the last decode.")
+    decoding = property(lambda self: self._decoding.copy(), doc="The last decode's output.")
+
+    @property
+    def error_rate(self) -> float | None:
+        """The error rate given (``None`` when a channel was)."""
+        return self._error_rate
+
+    @property
+    def error_channel(self) -> np.ndarray:
+        """The per-bit error probabilities."""
+        return np.array(self._native.channel, dtype=np.float64)
+
+    channel_probs = error_channel
+
+    @property
+    def log_prob_ratios(self) -> np.ndarray:
+        """BP's soft output of the last decode, ``ln(P(0)/P(1))`` per bit."""
+        return np.array(self._native.log_prob_ratios(), dtype=np.float64)
+
+    def update_channel_probs(self, channel: Any) -> None:
+        raise _unsupported("update_channel_probs", "build a new decoder with error_channel=")
+
+    # -- decoding --------------------------------------------------------------------------
+
+    def _syndrome(self, syndrome: Any) -> bytes:
+        s = np.asarray(syndrome)
+        m, n = self.check_count, self.bit_count
+        if s.ndim != 1:
+            raise ValueError(f"The input_vector must have length {m} (for syndrome decoding). Not shape {s.shape}.")
+        if s.shape[0] != m:
+            if s.shape[0] == n and self._input_type == "auto":
+                raise _unsupported("decoding a received vector (input of length n)")
+            raise ValueError(f"The syndrome must have length {m}. Not {s.shape[0]}.")
+        return (s != 0).astype(np.uint8).tobytes()
+
+    def decode(self, syndrome: Any) -> np.ndarray:
+        """The correction of ``syndrome`` (uint8, one per bit)."""
+        out, self._converge, self._iter, _osd = self._native.decode(self._syndrome(syndrome))
+        self._decoding = np.frombuffer(out, dtype=np.uint8).copy()
+        return self._decoding.copy()
+
+    def decode_batch(self, syndromes: Any) -> np.ndarray:
+        """An extension (ldpc has none): the corrections of a batch of syndromes, uint8
+        ``[shots, bits]``, on ``omp_thread_count`` threads."""
+        s = np.asarray(syndromes)
+        if s.ndim != 2 or s.shape[1] != self.check_count:
+            raise ValueError(f"syndromes of shape {s.shape}: expected [shots, {self.check_count}]")
+        data = np.ascontiguousarray(s != 0, dtype=np.uint8)
+        out = self._native.decode_batch(data.tobytes(), s.shape[0], self._omp)
+        return np.frombuffer(out, dtype=np.uint8).reshape(s.shape[0], self.bit_count).copy()
+
+
+class BpOsdDecoder(_BpBase):
+    """BP+OSD as ldpc 2.4's ``ldpc.BpOsdDecoder``: BP (min-sum or product-sum, parallel or
+    serial), then OSD-0 or OSD-CS of order ``osd_order`` when BP does not converge. Not supported
+    (``NotImplementedError``): ``osd_method='OSD_E'``, ``serial_schedule_order``,
+    ``random_serial_schedule``, ``schedule='serial_relative'``, ``update_channel_probs``."""
+
+    _osd = True
+
+    def __init__(
+        self,
+        pcm: Any,
+        error_rate: float | None = None,
+        error_channel: Any = None,
+        max_iter: int = 0,
+        bp_method: str = _LDPC_DEFAULT_BP_METHOD,
+        ms_scaling_factor: float = 1.0,
+        schedule: str = "parallel",
+        omp_thread_count: int = 1,
+        random_schedule_seed: int = 0,
+        serial_schedule_order: Any = None,
+        osd_method: Any = 0,
+        osd_order: int = 0,
+        input_vector_type: str = "syndrome",
+        **kwargs: Any,
+    ):
+        super().__init__(pcm, error_rate, error_channel, max_iter, bp_method, ms_scaling_factor, schedule,
+                         omp_thread_count, random_schedule_seed, serial_schedule_order, osd_method, osd_order,
+                         input_vector_type, **kwargs)
+        self._bp = np.zeros(self.bit_count, dtype=np.uint8)
+
+    def decode(self, syndrome: Any) -> np.ndarray:
+        out = super().decode(syndrome)
+        self._bp = np.frombuffer(self._native.bp_decoding(), dtype=np.uint8).copy()
+        return out
+
+    @property
+    def osd_method(self) -> str:
+        """'OSD_0', 'OSD_CS' or None (off)."""
+        return {"osd0": "OSD_0", "osd_cs": "OSD_CS"}.get(self._osd_method)
+
+    @property
+    def osd_order(self) -> int:
+        """The OSD order in force."""
+        return self._native.osd_order
+
+    @property
+    def bp_decoding(self) -> np.ndarray:
+        """BP's hard decision of the last decode."""
+        return self._bp.copy()
+
+    @property
+    def osdw_decoding(self) -> np.ndarray:
+        """The last decode's output (BP's when it converged, OSD's otherwise)."""
+        return self._decoding.copy()
+
+    @property
+    def osd0_decoding(self) -> np.ndarray:
+        """OSD-0's output: the last output with ``osd_method='OSD_0'``."""
+        if self._osd_method != "osd0":
+            raise _unsupported("osd0_decoding with osd_method='OSD_CS'")
+        return self._decoding.copy()
+
+
+class BpDecoder(_BpBase):
+    """Belief propagation as ldpc 2.4's ``ldpc.BpDecoder`` (no OSD)."""
+
+    def __init__(
+        self,
+        pcm: Any,
+        error_rate: float | None = None,
+        error_channel: Any = None,
+        max_iter: int = 0,
+        bp_method: str = _LDPC_DEFAULT_BP_METHOD,
+        ms_scaling_factor: float = 1.0,
+        schedule: str = "parallel",
+        omp_thread_count: int = 1,
+        random_schedule_seed: int = 0,
+        serial_schedule_order: Any = None,
+        input_vector_type: str = "auto",
+        random_serial_schedule: bool = False,
+        **kwargs: Any,
+    ):
+        super().__init__(pcm, error_rate, error_channel, max_iter, bp_method, ms_scaling_factor, schedule,
+                         omp_thread_count, random_schedule_seed, serial_schedule_order, 0, 0,
+                         input_vector_type, random_serial_schedule, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Relay-BP (relay-bp 0.2.2)
+# ---------------------------------------------------------------------------------------------
+
+
+class DecodeResult:
+    """What one decode did (relay-bp's ``DecodeResult``)."""
+
+    def __init__(self, decoding: np.ndarray, decoded_detectors: np.ndarray, success: bool, iterations: int,
+                 max_iter: int):
+        self.decoding = decoding
+        self.decoded_detectors = decoded_detectors
+        self.success = success
+        self.iterations = iterations
+        self.max_iter = max_iter
+
+    @property
+    def posterior_ratios(self) -> np.ndarray:
+        raise _unsupported("DecodeResult.posterior_ratios")
+
+
+def _detectors(d: Any, m: int, ndim: int) -> np.ndarray:
+    if not isinstance(d, np.ndarray) or d.dtype != np.uint8:
+        raise TypeError(f"detectors: expected a numpy.ndarray of dtype uint8, got "
+                        f"{type(d).__name__}{' of dtype ' + str(d.dtype) if isinstance(d, np.ndarray) else ''}")
+    if d.ndim != ndim or d.shape[-1] != m:
+        want = f"[{m}]" if ndim == 1 else f"[shots, {m}]"
+        raise ValueError(f"detectors of shape {d.shape}: expected {want}")
+    return np.ascontiguousarray(d != 0, dtype=np.uint8)
+
+
+class RelayDecoderF32:
+    """Relay-BP as relay-bp 0.2.2's ``RelayDecoderF32``: its arguments and defaults. Messages are
+    32-bit floats (so :class:`RelayDecoderF64` is the same decoder). Not supported
+    (``NotImplementedError``): ``data_scale_value``, ``max_data_value``, ``explicit_gammas``,
+    ``stopping_criterion`` other than ``'nconv'``, ``logging=True``, ``posterior_ratios``. The
+    relay legs' memory strengths are drawn per shot from ``seed`` (docs/decoders.md)."""
+
+    def __init__(
+        self,
+        check_matrix: Any,
+        error_priors: np.ndarray,
+        alpha: float | None = None,
+        alpha_iteration_scaling_factor: float = 1.0,
+        gamma0: float | None = 0.1,
+        data_scale_value: float | None = None,
+        max_data_value: float | None = None,
+        pre_iter: int = 80,
+        num_sets: int = 300,
+        set_max_iter: int = 60,
+        gamma_dist_interval: tuple[float, float] = (-0.24, 0.66),
+        explicit_gammas: Any = None,
+        stop_nconv: int = 1,
+        stopping_criterion: str = "nconv",
+        logging: bool = False,
+        seed: int = 0,
+    ):
+        for name, value in (("data_scale_value", data_scale_value), ("max_data_value", max_data_value),
+                            ("explicit_gammas", explicit_gammas)):
+            if value is not None:
+                raise _unsupported(name)
+        if stopping_criterion != "nconv":
+            raise _unsupported(f"stopping_criterion={stopping_criterion!r}", "only 'nconv'")
+        if logging:
+            raise _unsupported("logging=True")
+        if not isinstance(error_priors, np.ndarray) or error_priors.dtype != np.float64:
+            raise TypeError("error_priors: expected a numpy.ndarray of dtype float64")
+        h = _check_matrix(check_matrix, "check_matrix")
+        if error_priors.shape != (h.shape[1],):
+            raise ValueError(f"error_priors of shape {error_priors.shape}: expected ({h.shape[1]},)")
+        settings = {
+            "gamma0": 0.0 if gamma0 is None else gamma0, "pre_iter": pre_iter, "num_sets": num_sets,
+            "set_max_iter": set_max_iter, "gamma_dist_interval": tuple(gamma_dist_interval),
+            "stop_nconv": stop_nconv, "alpha": alpha,
+            "alpha_iteration_scaling_factor": alpha_iteration_scaling_factor, "seed": seed,
+        }
+        rows, cols, indptr, indices = _csc_parts(h)
+        self._h = h
+        self._native = _native.CheckRelay(rows, cols, indptr, indices, error_priors.tolist(),
+                                          _settings("relay-bp", settings))
+
+    @property
+    def check_matrix(self):
+        return self._h
+
+    def _result(self, dec: np.ndarray, ok: bool, iters: int) -> DecodeResult:
+        det = (self._h @ dec.astype(np.int64)) % 2
+        return DecodeResult(dec, det.astype(np.uint8), bool(ok), int(iters), self._native.max_iter)
+
+    def decode(self, detectors: np.ndarray) -> np.ndarray:
+        """The decoding (uint8, one per error) of one detector vector (uint8)."""
+        out, _ok, _it = self._native.decode(_detectors(detectors, self._native.checks, 1).tobytes())
+        return np.frombuffer(out, dtype=np.uint8).copy()
+
+    def decode_detailed(self, detectors: np.ndarray) -> DecodeResult:
+        """The decoding with what the decode did."""
+        out, ok, it = self._native.decode(_detectors(detectors, self._native.checks, 1).tobytes())
+        return self._result(np.frombuffer(out, dtype=np.uint8).copy(), ok, it)
+
+    def _batch(self, detectors: np.ndarray, threads: int, flags: bool) -> np.ndarray:
+        d = _detectors(detectors, self._native.checks, 2)
+        out = self._native.decode_batch(d.tobytes(), d.shape[0], threads, flags)
+        return np.frombuffer(out, dtype=np.uint8).reshape(d.shape[0], self._native.bits + flags).copy()
+
+    def decode_batch(self, detectors: np.ndarray) -> np.ndarray:
+        """Decodings ``[shots, errors]`` (uint8) of a batch ``[shots, detectors]`` (uint8)."""
+        return self._batch(detectors, 1, False)
+
+    def par_decode_batch(self, detectors: np.ndarray) -> np.ndarray:
+        """:meth:`decode_batch` on every core."""
+        return self._batch(detectors, 0, False)
+
+    def decode_detailed_batch(self, detectors: np.ndarray) -> list[DecodeResult]:
+        """:meth:`decode_detailed` for each shot of a batch."""
+        return [self.decode_detailed(row) for row in np.asarray(detectors)]
+
+
+RelayDecoderF64 = RelayDecoderF32
+RelayDecoder = RelayDecoderF32
+
+
+class ObservableDecoderRunner:
+    """relay-bp's ``ObservableDecoderRunner``: a decoder of errors and the observable matrix
+    (observables × errors); decodes detectors into observables. ``parallel=True`` decodes a
+    batch on every core; ``progress_bar`` draws no bar here."""
+
+    def __init__(self, decoder: RelayDecoderF32, observable_error_matrix: Any, include_decode_result: bool = False):
+        if not isinstance(decoder, RelayDecoderF32):
+            raise TypeError(f"decoder: expected a backline.decoders.RelayDecoderF32, got {type(decoder).__name__}")
+        self._d = decoder
+        self._obs = _check_matrix(observable_error_matrix, "observable_error_matrix")
+        if self._obs.shape[1] != decoder._native.bits:
+            raise ValueError(f"observable_error_matrix has {self._obs.shape[1]} columns: the decoder has "
+                             f"{decoder._native.bits} errors")
+        self._include = include_decode_result
+
+    def compute_observables(self, errors: np.ndarray) -> np.ndarray:
+        """The observables ``errors`` flip (uint8)."""
+        return ((self._obs @ np.asarray(errors, dtype=np.int64)) % 2).astype(np.uint8)
+
+    def decode(self, detectors: np.ndarray) -> np.ndarray:
+        """The errors' decoding of one shot."""
+        return self._d.decode(detectors)
+
+    def decode_detailed(self, detectors: np.ndarray) -> DecodeResult:
+        return self._d.decode_detailed(detectors)
+
+    def decode_observables(self, detectors: np.ndarray) -> np.ndarray:
+        """The observables the decoding of one shot flips (uint8)."""
+        return self.compute_observables(self._d.decode(detectors))
+
+    def decode_batch(self, detectors: np.ndarray, parallel: bool = False, progress_bar: bool = True,
+                     leave_progress_bar_on_finish: bool = False) -> np.ndarray:
+        return self._d._batch(detectors, 0 if parallel else 1, False)
+
+    def decode_detailed_batch(self, detectors: np.ndarray, parallel: bool = False, progress_bar: bool = True,
+                              leave_progress_bar_on_finish: bool = False) -> list[DecodeResult]:
+        return self._d.decode_detailed_batch(detectors)
+
+    def decode_observables_batch(self, detectors: np.ndarray, parallel: bool = False, progress_bar: bool = True,
+                                 leave_progress_bar_on_finish: bool = False) -> np.ndarray:
+        """Observables ``[shots, observables]`` (uint8) of a batch."""
+        errors = self._d._batch(detectors, 0 if parallel else 1, False)
+        return ((errors.astype(np.int64) @ self._obs.T.toarray().astype(np.int64)) % 2).astype(np.uint8) \
+            if errors.shape[0] else np.zeros((0, self._obs.shape[0]), dtype=np.uint8)
+
+    def from_errors_decode_observables(self, errors: np.ndarray) -> np.ndarray:
+        raise _unsupported("ObservableDecoderRunner.from_errors_decode_observables")
+
+    def from_errors_decode_observables_batch(self, *a: Any, **k: Any) -> np.ndarray:
+        raise _unsupported("ObservableDecoderRunner.from_errors_decode_observables_batch")
+
+    def decode_observables_detailed_batch(self, *a: Any, **k: Any):
+        raise _unsupported("ObservableDecoderRunner.decode_observables_detailed_batch")

@@ -1,0 +1,749 @@
+//! The native half of `backline.decoders` (objects in the shape of PyMatching's `Matching`,
+//! ldpc's `BpOsdDecoder`/`BpDecoder` and relay-bp's `RelayDecoderF32`): decoders built on a
+//! check matrix or a matching graph, one syndrome or a batch at a time, the interpreter
+//! released while they decode. The Python module checks and converts the arguments (dtypes,
+//! shapes, scipy matrices); what reaches here is bytes and plain lists, and every length is
+//! checked again.
+//!
+//! Settings are the decoder registry's: each object's settings start at the registry's
+//! offline defaults of its decoder and are set by key from text, by the decoder's own parser.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use backline_decoders::bposd::{BpOsdConfig, BpOsdDecoder};
+use backline_decoders::dem::DetectorErrorModel;
+use backline_decoders::matching::{BOUNDARY, MatchingDecoder, MatchingGraph};
+use backline_decoders::osd::OsdMethod;
+use backline_decoders::registry::{self, Profile};
+use backline_decoders::relay::{RelayBpDecoder, RelayConfig};
+use backline_decoders::sparse::SparseMatrix;
+use pyo3::exceptions::{PyMemoryError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::boundary::boundary;
+use super::errors::{Class, err};
+
+/// The most threads a batch is decoded on.
+const MAX_THREADS: usize = 1024;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The check matrix of `rows` × `cols` from compressed columns (`indptr`, `indices`: scipy's
+/// CSC layout), each column's rows ascending and distinct (the Python side sorts and sums
+/// duplicates away).
+fn check_matrix(
+    py: Python<'_>,
+    rows: usize,
+    cols: usize,
+    indptr: &[u64],
+    indices: &[u32],
+) -> PyResult<SparseMatrix> {
+    let bad = |m: String| PyValueError::new_err(m);
+    if indptr.len() != cols + 1 || indptr.last().copied() != Some(indices.len() as u64) {
+        return Err(bad(format!(
+            "check matrix: {} column pointers and {} row indices for {cols} columns",
+            indptr.len(),
+            indices.len()
+        )));
+    }
+    let mut h = SparseMatrix::with_rows(rows);
+    let mut col = Vec::new();
+    for c in 0..cols {
+        let (lo, hi) = (indptr[c] as usize, indptr[c + 1] as usize);
+        if lo > hi || hi > indices.len() {
+            return Err(bad(format!(
+                "check matrix: column {c}'s pointers are out of order"
+            )));
+        }
+        col.clear();
+        col.extend_from_slice(&indices[lo..hi]);
+        h.push_column(&mut col).map_err(|e| {
+            err(
+                py,
+                Class::DecoderSettingsError,
+                format!("check matrix: {e}"),
+            )
+        })?;
+    }
+    Ok(h)
+}
+
+/// The registry's settings of `decoder` with `settings` (`(key, text)`) applied.
+fn registry_settings(
+    py: Python<'_>,
+    decoder: &str,
+    settings: &[(String, String)],
+) -> PyResult<registry::DecoderSettings> {
+    let bad =
+        |e: backline_decoders::SettingError| err(py, Class::DecoderSettingsError, e.to_string());
+    let mut s = registry::settings(decoder, Profile::Offline).map_err(bad)?;
+    for (k, v) in settings {
+        s.set(k, v).map_err(bad)?;
+    }
+    Ok(s)
+}
+
+/// Decodes `shots` records of `per_in` bytes into records of `per_out` bytes, on `threads`
+/// threads (0: every core), each with its own copy of `dec`; the first error wins.
+fn batch<D, E>(
+    dec: &D,
+    data: &[u8],
+    shots: usize,
+    per_in: usize,
+    per_out: usize,
+    threads: usize,
+    f: impl Fn(&mut D, &[u8], &mut [u8]) -> Result<(), E> + Sync,
+) -> Result<Vec<u8>, BatchError<E>>
+where
+    D: Clone + Send + Sync,
+    E: Send,
+{
+    let total = shots.checked_mul(per_out).ok_or(BatchError::Memory)?;
+    let mut out = Vec::new();
+    out.try_reserve_exact(total)
+        .map_err(|_| BatchError::Memory)?;
+    out.resize(total, 0);
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        t => t,
+    }
+    .min(shots.max(1));
+    let per_thread = shots.div_ceil(threads.max(1)).max(1);
+    let run = |d: &mut D, input: &[u8], output: &mut [u8]| -> Result<(), E> {
+        for (i, o) in input
+            .chunks(per_in.max(1))
+            .zip(output.chunks_mut(per_out.max(1)))
+        {
+            f(d, if per_in == 0 { &[] } else { i }, o)?;
+        }
+        Ok(())
+    };
+    if per_in == 0 || per_out == 0 || threads <= 1 {
+        let mut d = dec.clone();
+        for s in 0..shots {
+            f(
+                &mut d,
+                &data[s * per_in..(s + 1) * per_in],
+                &mut out[s * per_out..(s + 1) * per_out],
+            )
+            .map_err(BatchError::Decode)?;
+        }
+        return Ok(out);
+    }
+    let results: Vec<Result<(), BatchError<E>>> = std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        for (input, output) in data
+            .chunks(per_thread * per_in)
+            .zip(out.chunks_mut(per_thread * per_out))
+        {
+            let run = &run;
+            let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
+                let mut d = dec.clone();
+                run(&mut d, input, output).map_err(BatchError::Decode)
+            });
+            handles.push(spawned.map_err(|e| BatchError::Threads(e.to_string())));
+        }
+        handles
+            .into_iter()
+            .map(|h| match h {
+                Ok(h) => h.join().unwrap_or_else(|_| {
+                    Err(BatchError::Threads("a decoding thread panicked".into()))
+                }),
+                Err(e) => Err(e),
+            })
+            .collect()
+    });
+    for r in results {
+        r?;
+    }
+    Ok(out)
+}
+
+/// Why a batch failed.
+enum BatchError<E> {
+    Memory,
+    Threads(String),
+    Decode(E),
+}
+
+fn batch_err<E: std::fmt::Display>(py: Python<'_>, e: BatchError<E>) -> PyErr {
+    match e {
+        BatchError::Memory => PyMemoryError::new_err("the batch's output does not fit in memory"),
+        BatchError::Threads(m) => err(py, Class::RunError, m),
+        BatchError::Decode(e) => PyValueError::new_err(e.to_string()),
+    }
+}
+
+fn check_threads(threads: usize) -> PyResult<()> {
+    if threads > MAX_THREADS {
+        return Err(PyValueError::new_err(format!(
+            "{threads} threads: at most {MAX_THREADS} (0: every core)"
+        )));
+    }
+    Ok(())
+}
+
+fn check_batch(data: &[u8], shots: usize, per: usize, what: &str) -> PyResult<()> {
+    if shots.checked_mul(per) != Some(data.len()) {
+        return Err(PyValueError::new_err(format!(
+            "{} bytes of {what} for {shots} shots: expected uint8 [{shots}, {per}]",
+            data.len()
+        )));
+    }
+    Ok(())
+}
+
+/// BP (+OSD) on a check matrix, ldpc's `BpOsdDecoder`/`BpDecoder` underneath
+/// `backline.decoders`.
+#[pyclass(module = "backline._native", frozen)]
+pub struct CheckBpOsd {
+    inner: Mutex<BpOsdDecoder>,
+    /// Did the last decode run OSD, and was it BP's hard decision that answered.
+    last_osd: Mutex<bool>,
+}
+
+#[pymethods]
+impl CheckBpOsd {
+    /// `CheckBpOsd(rows, cols, indptr, indices, error_rate, error_channel, settings, osd)`: the
+    /// registry's `bposd` settings with `settings` (`[(key, text)]`) applied; without `osd`
+    /// the OSD stage is off (ldpc's `BpDecoder`). Raises `DecoderSettingsError` (a
+    /// `ValueError`) for a setting, rate or channel out of range.
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (rows, cols, indptr, indices, error_rate, error_channel, settings, osd))]
+    fn new(
+        py: Python<'_>,
+        rows: usize,
+        cols: usize,
+        indptr: Vec<u64>,
+        indices: Vec<u32>,
+        error_rate: f64,
+        error_channel: Option<Vec<f64>>,
+        settings: Vec<(String, String)>,
+        osd: bool,
+    ) -> PyResult<CheckBpOsd> {
+        boundary(|| {
+            let h = check_matrix(py, rows, cols, &indptr, &indices)?;
+            let s = registry_settings(py, "bposd", &settings)?;
+            let mut config: BpOsdConfig = s
+                .config::<BpOsdConfig>()
+                .cloned()
+                .ok_or_else(|| err(py, Class::RunError, "the registry's bposd is not BP+OSD"))?;
+            config.error_rate = error_rate;
+            config.error_channel = error_channel;
+            if !osd {
+                config.osd_method = OsdMethod::Off;
+            }
+            let built = py.detach(|| BpOsdDecoder::from_sparse(&h, &config));
+            let d = built.map_err(|e| err(py, Class::DecoderSettingsError, e.to_string()))?;
+            Ok(CheckBpOsd {
+                inner: Mutex::new(d),
+                last_osd: Mutex::new(false),
+            })
+        })
+    }
+
+    /// Checks (syndrome bits).
+    #[getter]
+    fn checks(&self) -> PyResult<usize> {
+        boundary(|| Ok(lock(&self.inner).checks()))
+    }
+
+    /// Bits (correction bits).
+    #[getter]
+    fn bits(&self) -> PyResult<usize> {
+        boundary(|| Ok(lock(&self.inner).bits()))
+    }
+
+    /// The iteration limit in force (`max_iter`, or the number of bits when it was 0).
+    #[getter]
+    fn max_iter(&self) -> PyResult<usize> {
+        boundary(|| Ok(lock(&self.inner).bp().max_iter()))
+    }
+
+    /// The per-bit error probabilities.
+    #[getter]
+    fn channel(&self) -> PyResult<Vec<f64>> {
+        boundary(|| Ok(lock(&self.inner).bp().channel().to_vec()))
+    }
+
+    /// The effective OSD order.
+    #[getter]
+    fn osd_order(&self) -> PyResult<usize> {
+        boundary(|| Ok(lock(&self.inner).osd_order()))
+    }
+
+    /// Decodes one syndrome (one byte per check, 0/1) with the interpreter released: `(the
+    /// correction, one byte per bit; converged; iterations; osd_used)`.
+    fn decode<'py>(
+        &self,
+        py: Python<'py>,
+        syndrome: &[u8],
+    ) -> PyResult<(Bound<'py, PyBytes>, bool, u32, bool)> {
+        boundary(|| {
+            let mut guard = lock(&self.inner);
+            let d = &mut *guard;
+            let mut out = vec![0u8; d.bits()];
+            let r = py.detach(|| d.decode(syndrome, &mut out));
+            let info = r.map_err(|e| PyValueError::new_err(e.to_string()))?;
+            *lock(&self.last_osd) = info.osd_used;
+            Ok((
+                PyBytes::new(py, &out),
+                info.converged,
+                info.iterations,
+                info.osd_used,
+            ))
+        })
+    }
+
+    /// BP's soft output of the last decode: `ln(P(0)/P(1))` per bit (the channel's priors
+    /// before any decode, and after a zero syndrome, which runs no BP).
+    fn log_prob_ratios(&self) -> PyResult<Vec<f64>> {
+        boundary(|| Ok(lock(&self.inner).bp().log_prob_ratios().to_vec()))
+    }
+
+    /// BP's hard decision of the last decode, one byte per bit.
+    fn bp_decoding<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        boundary(|| Ok(PyBytes::new(py, lock(&self.inner).bp().decoding())))
+    }
+
+    /// Decodes `shots` syndromes (uint8 `[shots, checks]`, back to back) into corrections
+    /// (`[shots, bits]`) on `threads` threads (0: every core), the interpreter released.
+    fn decode_batch<'py>(
+        &self,
+        py: Python<'py>,
+        data: &[u8],
+        shots: usize,
+        threads: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        boundary(|| {
+            check_threads(threads)?;
+            let d = lock(&self.inner).clone();
+            let (m, n) = (d.checks(), d.bits());
+            check_batch(data, shots, m, "syndromes")?;
+            let r = py.detach(|| {
+                batch(&d, data, shots, m, n, threads, |d, s, o| {
+                    d.decode(s, o).map(|_| ())
+                })
+            });
+            let out = r.map_err(|e| batch_err(py, e))?;
+            Ok(PyBytes::new(py, &out))
+        })
+    }
+}
+
+/// Relay-BP on a check matrix and its priors, relay-bp's `RelayDecoderF32` underneath
+/// `backline.decoders`.
+#[pyclass(module = "backline._native", frozen)]
+pub struct CheckRelay {
+    inner: Mutex<RelayBpDecoder>,
+}
+
+#[pymethods]
+impl CheckRelay {
+    /// `CheckRelay(rows, cols, indptr, indices, priors, settings)`: the registry's `relay-bp`
+    /// settings with `settings` applied. `DecoderSettingsError` for a setting or prior out of
+    /// range.
+    #[new]
+    #[pyo3(signature = (rows, cols, indptr, indices, priors, settings))]
+    fn new(
+        py: Python<'_>,
+        rows: usize,
+        cols: usize,
+        indptr: Vec<u64>,
+        indices: Vec<u32>,
+        priors: Vec<f64>,
+        settings: Vec<(String, String)>,
+    ) -> PyResult<CheckRelay> {
+        boundary(|| {
+            let h = check_matrix(py, rows, cols, &indptr, &indices)?;
+            let s = registry_settings(py, "relay-bp", &settings)?;
+            let config: RelayConfig = s.config::<RelayConfig>().cloned().ok_or_else(|| {
+                err(
+                    py,
+                    Class::RunError,
+                    "the registry's relay-bp is not Relay-BP",
+                )
+            })?;
+            let built = py.detach(|| RelayBpDecoder::new(&h, &priors, &config));
+            let d = built.map_err(|e| err(py, Class::DecoderSettingsError, e.to_string()))?;
+            Ok(CheckRelay {
+                inner: Mutex::new(d),
+            })
+        })
+    }
+
+    /// Checks (detectors).
+    #[getter]
+    fn checks(&self) -> PyResult<usize> {
+        boundary(|| Ok(lock(&self.inner).checks()))
+    }
+
+    /// Bits (error mechanisms).
+    #[getter]
+    fn bits(&self) -> PyResult<usize> {
+        boundary(|| Ok(lock(&self.inner).bits()))
+    }
+
+    /// The most iterations a decode runs: `pre_iter + num_sets · set_max_iter`.
+    #[getter]
+    fn max_iter(&self) -> PyResult<usize> {
+        boundary(|| {
+            let d = lock(&self.inner);
+            let c = d.config();
+            Ok(c.pre_iter + c.num_sets * c.set_max_iter)
+        })
+    }
+
+    /// Decodes one syndrome with the interpreter released: `(the decoding, one byte per
+    /// bit; converged; iterations)`.
+    fn decode<'py>(
+        &self,
+        py: Python<'py>,
+        syndrome: &[u8],
+    ) -> PyResult<(Bound<'py, PyBytes>, bool, u32)> {
+        boundary(|| {
+            let mut guard = lock(&self.inner);
+            let d = &mut *guard;
+            let mut out = vec![0u8; d.bits()];
+            let r = py.detach(|| d.decode(syndrome, &mut out));
+            let info = r.map_err(|e| PyValueError::new_err(e.to_string()))?;
+            Ok((PyBytes::new(py, &out), info.converged, info.iterations))
+        })
+    }
+
+    /// Decodes `shots` syndromes into decodings on `threads` threads (0: every core); with
+    /// `flags`, each record is followed by one byte: 1 when the shot converged.
+    fn decode_batch<'py>(
+        &self,
+        py: Python<'py>,
+        data: &[u8],
+        shots: usize,
+        threads: usize,
+        flags: bool,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        boundary(|| {
+            check_threads(threads)?;
+            let d = lock(&self.inner).clone();
+            let (m, n) = (d.checks(), d.bits());
+            check_batch(data, shots, m, "syndromes")?;
+            let per_out = n + flags as usize;
+            let r = py.detach(|| {
+                batch(&d, data, shots, m, per_out, threads, |d, s, o| {
+                    let info = d.decode(s, &mut o[..n])?;
+                    if flags {
+                        o[n] = info.converged as u8;
+                    }
+                    Ok::<(), backline_decoders::DecoderError>(())
+                })
+            });
+            let out = r.map_err(|e| batch_err(py, e))?;
+            Ok(PyBytes::new(py, &out))
+        })
+    }
+}
+
+/// Minimum-weight perfect matching on a graph, PyMatching's `Matching` underneath
+/// `backline.decoders`. Each edge flips a set of fault ids; with at most 64 fault ids the
+/// decoder follows them along the matching (as the sinter decoder does), with more it takes
+/// the correction's edges and adds up their fault ids.
+#[pyclass(module = "backline._native", frozen)]
+pub struct GraphMatching {
+    inner: Mutex<MatchingDecoder>,
+    /// Fault ids of each edge: `faults[fault_ptr[k]..fault_ptr[k + 1]]` (the edges-path).
+    fault_ptr: Vec<u32>,
+    faults: Vec<u32>,
+    num_fault_ids: usize,
+}
+
+/// Detector indices from their little-endian `u32` bytes.
+fn events(bytes: &[u8]) -> PyResult<Vec<u32>> {
+    if !bytes.len().is_multiple_of(4) {
+        return Err(PyValueError::new_err(format!(
+            "{} bytes of detector indices: expected a multiple of 4 (uint32)",
+            bytes.len()
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
+}
+
+/// The interpreter-free part of one matching decode: fired detectors in, fault-id bytes out.
+fn match_one(
+    d: &mut MatchingDecoder,
+    fault_ptr: &[u32],
+    faults: &[u32],
+    fired: &[u32],
+    parity: &mut [u8],
+    out: &mut [u8],
+) -> Result<f64, backline_decoders::matching::MatchFault> {
+    out.fill(0);
+    let scale = d.graph().scale();
+    if out.len() <= 64 {
+        let m = d.decode_events(fired)?;
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = (m.observables >> i & 1) as u8;
+        }
+        return Ok(m.weight as f64 / scale);
+    }
+    parity.fill(0);
+    let m = d.decode_to_edges(fired, parity)?;
+    for (k, &p) in parity.iter().enumerate() {
+        if p != 0 {
+            for &f in &faults[fault_ptr[k] as usize..fault_ptr[k + 1] as usize] {
+                out[f as usize] ^= 1;
+            }
+        }
+    }
+    Ok(m.weight as f64 / scale)
+}
+
+#[pymethods]
+impl GraphMatching {
+    /// `GraphMatching.from_dem(dem_text)`: the graph of a stim model's graphlike
+    /// decomposition; its fault ids are the model's observables. `DetectorErrorModelError`
+    /// for a model that does not read or cannot be matched.
+    #[staticmethod]
+    fn from_dem(py: Python<'_>, dem_text: &str) -> PyResult<GraphMatching> {
+        boundary(|| {
+            let r = py.detach(|| {
+                let dem =
+                    DetectorErrorModel::parse(dem_text, "<dem>").map_err(|e| e.to_string())?;
+                MatchingGraph::from_dem(&dem).map_err(|e| e.to_string())
+            });
+            let g = r.map_err(|m| err(py, Class::DetectorErrorModelError, m))?;
+            let (mut fault_ptr, mut faults) = (vec![0u32], Vec::new());
+            for e in g.edges() {
+                faults.extend((0..64u32).filter(|&l| e.obs >> l & 1 == 1));
+                fault_ptr.push(faults.len() as u32);
+            }
+            let num_fault_ids = g.num_observables();
+            Ok(GraphMatching {
+                inner: Mutex::new(MatchingDecoder::from_graph(Arc::new(g))),
+                fault_ptr,
+                faults,
+                num_fault_ids,
+            })
+        })
+    }
+
+    /// `GraphMatching.from_edges(nodes, num_fault_ids, edges)`: edges `(a, b or -1 for the
+    /// boundary, weight, [fault ids])`. `ValueError` for an edge that cannot be one (a node
+    /// past `nodes`, a weight that is not finite, a fault id past `num_fault_ids`).
+    #[staticmethod]
+    fn from_edges(
+        nodes: usize,
+        num_fault_ids: usize,
+        edges: Vec<(u32, i64, f64, Vec<u32>)>,
+    ) -> PyResult<GraphMatching> {
+        boundary(|| {
+            let (mut fault_ptr, mut faults) = (vec![0u32], Vec::new());
+            let mut raw = Vec::with_capacity(edges.len());
+            let small = num_fault_ids <= 64;
+            for (k, (a, b, w, ids)) in edges.iter().enumerate() {
+                let mut mask = 0u64;
+                for &f in ids {
+                    if f as usize >= num_fault_ids {
+                        return Err(PyValueError::new_err(format!(
+                            "edge {k}: fault id {f} is past the graph's {num_fault_ids}"
+                        )));
+                    }
+                    if small {
+                        mask ^= 1 << f;
+                    }
+                }
+                faults.extend_from_slice(ids);
+                fault_ptr.push(faults.len() as u32);
+                let b = if *b < 0 { BOUNDARY } else { *b as u32 };
+                raw.push((*a, b, *w, mask));
+            }
+            let observables = if small { num_fault_ids } else { 0 };
+            let g = MatchingGraph::from_edges("<graph>", nodes, observables, &raw)
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            Ok(GraphMatching {
+                inner: Mutex::new(MatchingDecoder::from_graph(Arc::new(g))),
+                fault_ptr,
+                faults,
+                num_fault_ids,
+            })
+        })
+    }
+
+    /// Nodes (detectors).
+    #[getter]
+    fn num_nodes(&self) -> PyResult<usize> {
+        boundary(|| Ok(lock(&self.inner).num_detectors()))
+    }
+
+    /// Edges (parallel edges merged).
+    #[getter]
+    fn num_edges(&self) -> PyResult<usize> {
+        boundary(|| Ok(lock(&self.inner).graph().edges().len()))
+    }
+
+    /// Fault ids (observables of a model).
+    #[getter]
+    fn num_fault_ids(&self) -> PyResult<usize> {
+        boundary(|| Ok(self.num_fault_ids))
+    }
+
+    /// Nodes with an edge to the boundary.
+    #[getter]
+    fn boundary_nodes(&self) -> PyResult<Vec<u32>> {
+        boundary(|| {
+            let d = lock(&self.inner);
+            let g = d.graph();
+            Ok((0..g.num_nodes() as u32)
+                .filter(|&n| g.has_boundary(n as usize))
+                .collect())
+        })
+    }
+
+    /// The edges `(a, b or -1, fault ids)` in the graph's order.
+    fn edges(&self) -> PyResult<Vec<(u32, i64, Vec<u32>)>> {
+        boundary(|| {
+            let d = lock(&self.inner);
+            Ok(d.graph()
+                .edges()
+                .iter()
+                .enumerate()
+                .map(|(k, e)| {
+                    let b = if e.b == BOUNDARY { -1 } else { e.b as i64 };
+                    let ids = self.faults
+                        [self.fault_ptr[k] as usize..self.fault_ptr[k + 1] as usize]
+                        .to_vec();
+                    (e.a, b, ids)
+                })
+                .collect())
+        })
+    }
+
+    /// Decodes one shot given as the detectors that fired (little-endian `u32`s, numpy's
+    /// `uint32` bytes), the interpreter released: `(the fault ids flipped, one byte each; the
+    /// matching's weight)`.
+    fn decode<'py>(&self, py: Python<'py>, fired: &[u8]) -> PyResult<(Bound<'py, PyBytes>, f64)> {
+        boundary(|| {
+            let fired = events(fired)?;
+            let mut guard = lock(&self.inner);
+            let d = &mut *guard;
+            let mut parity = vec![0u8; d.graph().edges().len()];
+            let mut out = vec![0u8; self.num_fault_ids];
+            let r = py.detach(|| {
+                match_one(
+                    d,
+                    &self.fault_ptr,
+                    &self.faults,
+                    &fired,
+                    &mut parity,
+                    &mut out,
+                )
+            });
+            let w = r.map_err(|e| PyValueError::new_err(e.to_string()))?;
+            Ok((PyBytes::new(py, &out), w))
+        })
+    }
+
+    /// The correction's edges for one shot (detectors as for `decode`): `[(a, b or -1)]`.
+    fn decode_to_edges(&self, py: Python<'_>, fired: &[u8]) -> PyResult<Vec<(i64, i64)>> {
+        boundary(|| {
+            let fired = events(fired)?;
+            let mut guard = lock(&self.inner);
+            let d = &mut *guard;
+            let mut parity = vec![0u8; d.graph().edges().len()];
+            let r = py.detach(|| d.decode_to_edges(&fired, &mut parity));
+            r.map_err(|e| PyValueError::new_err(e.to_string()))?;
+            let g = d.graph();
+            Ok(g.edges()
+                .iter()
+                .zip(&parity)
+                .filter(|(_, p)| **p != 0)
+                .map(|(e, _)| (e.a as i64, if e.b == BOUNDARY { -1 } else { e.b as i64 }))
+                .collect())
+        })
+    }
+
+    /// Decodes `shots` records of `width` bytes each — bit-packed detection events
+    /// (little-endian bits, `packed`) or one byte per detector (non-zero: fired) — into
+    /// `(fault-id bytes [shots, num_fault_ids], weights)`, the interpreter released. Bits or
+    /// columns past the graph's nodes are ignored.
+    fn decode_batch<'py>(
+        &self,
+        py: Python<'py>,
+        data: &[u8],
+        shots: usize,
+        width: usize,
+        packed: bool,
+    ) -> PyResult<(Bound<'py, PyBytes>, Vec<f64>)> {
+        boundary(|| {
+            let mut guard = lock(&self.inner);
+            let d = &mut *guard;
+            let nodes = d.num_detectors();
+            let least = if packed { nodes.div_ceil(8) } else { nodes };
+            if width < least {
+                return Err(PyValueError::new_err(format!(
+                    "{width} bytes per shot: expected at least {least}"
+                )));
+            }
+            check_batch(data, shots, width, "detection events")?;
+            let k = self.num_fault_ids;
+            let total = shots
+                .checked_mul(k)
+                .ok_or_else(|| PyMemoryError::new_err("the predictions do not fit in memory"))?;
+            let mut out = Vec::new();
+            out.try_reserve_exact(total)
+                .map_err(|_| PyMemoryError::new_err("the predictions do not fit in memory"))?;
+            out.resize(total, 0);
+            let mut weights = vec![0.0; shots];
+            let mut parity = vec![0u8; d.graph().edges().len()];
+            let r = py.detach(|| {
+                let mut fired = Vec::with_capacity(nodes);
+                for s in 0..shots {
+                    let record = &data[s * width..(s + 1) * width];
+                    shot_events(record, packed, nodes, &mut fired);
+                    weights[s] = match_one(
+                        d,
+                        &self.fault_ptr,
+                        &self.faults,
+                        &fired,
+                        &mut parity,
+                        &mut out[s * k..(s + 1) * k],
+                    )
+                    .map_err(|e| format!("shot {s}: {e}"))?;
+                }
+                Ok::<(), String>(())
+            });
+            r.map_err(PyValueError::new_err)?;
+            Ok((PyBytes::new(py, &out), weights))
+        })
+    }
+}
+
+/// The detectors below `nodes` that fired in one record (bit-packed or a byte each).
+fn shot_events(record: &[u8], packed: bool, nodes: usize, fired: &mut Vec<u32>) {
+    fired.clear();
+    if !packed {
+        fired.extend(
+            record[..nodes]
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b != 0)
+                .map(|(i, _)| i as u32),
+        );
+        return;
+    }
+    for (i, &byte) in record.iter().enumerate() {
+        let mut b = byte;
+        while b != 0 {
+            let det = 8 * i as u32 + b.trailing_zeros();
+            if (det as usize) < nodes {
+                fired.push(det);
+            }
+            b &= b - 1;
+        }
+    }
+}

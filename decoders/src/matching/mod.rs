@@ -30,8 +30,9 @@
 //! `enable_correlations=True`: a first matching; the edges of its paths (shortest paths
 //! between the matched detection events, each edge counted once per path, an edge used twice
 //! cancels); the weights those edges' rewrite rules lower ([`graph`]'s doc), written into the
-//! decoder's own copy of the weights; a second matching, whose answer is the decode's; the
-//! weights restored. It needs the model's errors decomposed (stim's
+//! decoder's own copy of the weights; a second matching, whose answer is the decode's. The
+//! weights are put back when the next decode starts, so the answer's paths
+//! ([`MatchingDecoder::decode_to_edges`], a window's cut) follow the weights it came from. It needs the model's errors decomposed (stim's
 //! `decompose_errors=True`): an error's parts are what the rules connect. Allocation-free
 //! after construction, like the plain decoder; about 2.5× its time.
 //!
@@ -112,8 +113,9 @@ pub struct MatchingDecoder {
     corr: Option<Box<Correlated>>,
 }
 
-/// Correlated matching's scratch: the weights the second pass matches on, and the first
-/// pass's edges. Sized when built: a decode allocates nothing.
+/// Correlated matching's scratch: the weights the second pass matches on (lowered until the
+/// next decode puts them back), and the first pass's edges. Sized when built: a decode
+/// allocates nothing.
 #[derive(Debug)]
 struct Correlated {
     /// The graph with the weights of the pass under way (the rules lower them; the original
@@ -147,7 +149,13 @@ impl Clone for Correlated {
             used: self.used.clone(),
             used_list: blossom::room_of(&self.used_list),
             lowered: self.lowered.clone(),
-            lowered_list: blossom::room_of(&self.lowered_list),
+            // The weights lowered by the last decode are copied with the graph: so are their
+            // names, for the next decode to put back.
+            lowered_list: {
+                let mut l = Vec::with_capacity(self.lowered_list.capacity());
+                l.extend_from_slice(&self.lowered_list);
+                l
+            },
             on: self.on,
             pairs: self.pairs.clone(),
         }
@@ -338,6 +346,11 @@ impl MatchingDecoder {
             past_is_boundary: false,
             future_is_boundary: false,
         };
+        // The weights the last matching ran on (a correlated decode's second pass).
+        let g = match self.corr.as_deref() {
+            Some(c) if c.on => &c.graph,
+            _ => g,
+        };
         let matches = std::mem::take(&mut self.engine.matches);
         for e in &matches {
             let target = if e.to == u32::MAX { BOUNDARY } else { e.to };
@@ -480,6 +493,9 @@ impl MatchingDecoder {
         let Some(c) = self.corr.as_deref_mut().filter(|c| c.on) else {
             return self.engine.decode(g, &self.events).map_err(fault);
         };
+        // The last decode's lowered weights stay until now (paths after a decode follow the
+        // weights its answer came from).
+        c.restore(g);
         // The first matching, its matches kept; the edges of their shortest paths.
         let collect = self.engine.collects();
         self.engine.set_collect(true);
@@ -525,9 +541,7 @@ impl MatchingDecoder {
             return Ok(first);
         }
         self.engine.matches.clear();
-        let second = self.engine.decode(&c.graph, &self.events);
-        c.restore(g);
-        second.map_err(fault)
+        self.engine.decode(&c.graph, &self.events).map_err(fault)
     }
 }
 

@@ -727,3 +727,33 @@ fn edges_given_by_weight_are_checked() {
     let g = MatchingGraph::from_edges("h", 2, 0, &[(0, 1, -1.0, 0), (1, BOUNDARY, 1.0, 0)]);
     assert_eq!(g.unwrap().negative_edges(), &[0]);
 }
+
+#[test]
+fn a_correlated_decodes_edges_are_those_of_its_second_matching() {
+    let dem = correlated_model();
+    let mut corr = MatchingDecoder::new_correlated(&dem).unwrap();
+    let g = corr.graph().clone();
+    let names = |parity: &[u8]| -> Vec<(u32, u32)> {
+        g.edges()
+            .iter()
+            .zip(parity)
+            .filter(|(_, p)| **p != 0)
+            .map(|(e, _)| (e.a, e.b))
+            .collect()
+    };
+    let mut parity = vec![0u8; g.edges().len()];
+    corr.decode_to_edges(&[0, 2], &mut parity).unwrap();
+    // D0 D1 and D1's boundary (not D0 L0), and D2's boundary.
+    let mut got = names(&parity);
+    got.sort();
+    assert_eq!(got, [(0, 1), (1, BOUNDARY), (2, BOUNDARY)]);
+    // The next decode puts the weights back: D0 alone goes over D0 L0 again, and a clone
+    // taken between two decodes does too.
+    let mut clone = corr.clone();
+    parity.fill(0);
+    corr.decode_to_edges(&[0], &mut parity).unwrap();
+    assert_eq!(names(&parity), [(0, BOUNDARY)]);
+    parity.fill(0);
+    clone.decode_to_edges(&[0], &mut parity).unwrap();
+    assert_eq!(names(&parity), [(0, BOUNDARY)]);
+}

@@ -152,7 +152,11 @@ impl MatchingDecoder {
         };
         let target = if t == NONE { BOUNDARY } else { t };
         out.cut += 1;
-        let g = &*self.graph;
+        // The weights the window was matched on (a correlated decode's second pass).
+        let g = match self.corr.as_deref() {
+            Some(c) if c.on => &c.graph,
+            _ => &*self.graph,
+        };
         if !self.paths.search(g, span, s, target) {
             // Cannot happen (the match proves a path); commit nothing rather than guess.
             debug_assert!(false, "no path for a match");

@@ -469,6 +469,8 @@ class Matching:
     @property
     def num_fault_ids(self) -> int:
         """Fault ids (a model's observables)."""
+        if self._edges is not None and not self._edges:
+            return self._min_fault_ids
         return self._graph().num_fault_ids
 
     @property

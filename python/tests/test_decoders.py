@@ -143,6 +143,9 @@ def test_matching_single_errors_decode_to_themselves():
 
 def test_matching_edge_by_edge():
     m = bd.Matching()
+    assert (m.num_nodes, m.num_edges, m.num_fault_ids) == (0, 0, 0)
+    with pytest.raises(ValueError, match="no edges"):
+        m.decode([])
     m.add_boundary_edge(0, fault_ids=0)
     for i in range(6):
         m.add_edge(i, i + 1, fault_ids=i + 1)

@@ -119,11 +119,12 @@ def _bits(v: Any, length: int, what: str, exc: type = ValueError) -> bytes:
 # ---------------------------------------------------------------------------------------------
 
 
-def _correlations_unsupported(*_args: Any) -> None:
-    """The one place correlated matching is refused (replaced when the matching decoder gains
-    its correlated setting)."""
+def _correlations_on_check_matrix() -> None:
+    """Correlated matching needs a stim model's decomposed errors (which parts of one error go
+    together); a check matrix has no such thing."""
     raise NotImplementedError(
-        "backline.decoders.Matching: enable_correlations=True (correlated matching) is not supported yet"
+        "backline.decoders.Matching: enable_correlations=True needs a graph built from a stim "
+        "DetectorErrorModel or Circuit (its decomposed errors); a check-matrix graph has none"
     )
 
 
@@ -151,15 +152,15 @@ class _EmptyGraph:
             d = int(np.frombuffer(fired, dtype=np.uint32)[0])
             raise ValueError(f"detector D{d} fired, and no error of the model flips it")
 
-    def decode(self, fired: bytes):
+    def decode(self, fired: bytes, correlations: bool = False):
         self._none_fired(fired)
         return bytes(self.num_fault_ids), 0.0
 
-    def decode_to_edges(self, fired: bytes):
+    def decode_to_edges(self, fired: bytes, correlations: bool = False):
         self._none_fired(fired)
         return []
 
-    def decode_batch(self, data: bytes, shots: int, width: int, packed: bool):
+    def decode_batch(self, data: bytes, shots: int, width: int, packed: bool, correlations: bool = False):
         if any(data):
             raise ValueError("a detection event on a model without edges: no error of the model flips it")
         return bytes(shots * self.num_fault_ids), [0.0] * shots
@@ -177,8 +178,10 @@ class Matching:
     Built from a ``stim.DetectorErrorModel`` or ``stim.Circuit`` (its fault ids are the model's
     observables), a check matrix (numpy, scipy.sparse or lists; a column is an edge, its fault id
     its index, or the faults of ``faults_matrix``), or edge by edge (:meth:`add_edge`,
-    :meth:`add_boundary_edge`). Not supported (``NotImplementedError``): ``enable_correlations``,
-    ``repetitions`` > 1 with its time-like arguments, networkx/rustworkx graphs, drawing, noise.
+    :meth:`add_boundary_edge`). ``enable_correlations=True`` (built from a stim model, then asked
+    of each decode, as PyMatching's) is correlated matching; asked of a decode on a graph built
+    without it, ``ValueError``. Not supported (``NotImplementedError``): correlations on a
+    check-matrix graph, ``repetitions`` > 1 with its time-like arguments, networkx/rustworkx graphs, drawing, noise.
     """
 
     def __init__(
@@ -198,18 +201,20 @@ class Matching:
         self._nodes = 0
         self._boundary: set[int] = set()
         self._min_fault_ids = 0
-        if enable_correlations:
-            _correlations_unsupported()
         if graph is None:
+            if enable_correlations:
+                _correlations_on_check_matrix()
             return
         try:
             import stim
         except ImportError:  # pragma: no cover - stim is a dependency of the sinter front
             stim = None
         if stim is not None and isinstance(graph, stim.DetectorErrorModel):
-            self._load_dem(graph)
+            self._load_dem(graph, enable_correlations)
         elif stim is not None and isinstance(graph, stim.Circuit):
-            self._load_dem(graph.detector_error_model(decompose_errors=True))
+            self._load_dem(graph.detector_error_model(decompose_errors=True), enable_correlations)
+        elif enable_correlations:
+            _correlations_on_check_matrix()
         elif type(graph).__module__.split(".")[0] in ("networkx", "retworkx", "rustworkx"):
             raise _unsupported("a networkx/rustworkx graph", "build from a check matrix or a stim model")
         else:
@@ -220,11 +225,11 @@ class Matching:
 
     # -- construction ----------------------------------------------------------------------
 
-    def _load_dem(self, model: Any) -> None:
+    def _load_dem(self, model: Any, correlations: bool = False) -> None:
         from .errors import DetectorErrorModelError
 
         try:
-            self._native = _native.GraphMatching.from_dem(str(model))
+            self._native = _native.GraphMatching.from_dem(str(model), bool(correlations))
         except DetectorErrorModelError:
             if _has_edges(model):
                 raise
@@ -241,12 +246,10 @@ class Matching:
         """The matching graph of a ``stim.DetectorErrorModel`` (its errors decomposed)."""
         import stim
 
-        if enable_correlations:
-            _correlations_unsupported()
         if not isinstance(model, stim.DetectorErrorModel):
             raise TypeError(f"'model' must be `stim.DetectorErrorModel`. Instead, got: {type(model)}")
         m = Matching()
-        m._load_dem(model)
+        m._load_dem(model, enable_correlations)
         return m
 
     @staticmethod
@@ -254,20 +257,20 @@ class Matching:
         """The matching graph of a ``.dem`` file."""
         import stim
 
-        if enable_correlations:
-            _correlations_unsupported()
-        return Matching.from_detector_error_model(stim.DetectorErrorModel.from_file(dem_path))
+        return Matching.from_detector_error_model(
+            stim.DetectorErrorModel.from_file(dem_path), enable_correlations=enable_correlations
+        )
 
     @staticmethod
     def from_stim_circuit(circuit: Any, *, enable_correlations: bool = False) -> Matching:
         """The matching graph of a ``stim.Circuit``'s model, its errors decomposed."""
         import stim
 
-        if enable_correlations:
-            _correlations_unsupported()
         if not isinstance(circuit, stim.Circuit):
             raise TypeError(f"`circuit` must be a `stim.Circuit`. Instead, got {type(circuit)}")
-        return Matching.from_detector_error_model(circuit.detector_error_model(decompose_errors=True))
+        return Matching.from_detector_error_model(
+            circuit.detector_error_model(decompose_errors=True), enable_correlations=enable_correlations
+        )
 
     @staticmethod
     def from_stim_circuit_file(stim_circuit_path: str, *, enable_correlations: bool = False) -> Matching:
@@ -525,11 +528,9 @@ class Matching:
     def decode(self, z: Any, *, return_weight: bool = False, enable_correlations: bool = False, **kwargs: Any):
         """The fault ids flipped by a minimum-weight correction of syndrome ``z`` (uint8, one per
         fault id), and with ``return_weight`` the correction's weight."""
-        if enable_correlations:
-            _correlations_unsupported()
         for k in kwargs:
             raise _unsupported(f"decode({k}=...)")
-        out, weight = self._graph().decode(self._events(z))
+        out, weight = self._graph().decode(self._events(z), bool(enable_correlations))
         pred = np.frombuffer(out, dtype=np.uint8).copy()
         return (pred, weight) if return_weight else pred
 
@@ -545,8 +546,6 @@ class Matching:
         """Predictions for a batch: uint8 ``[num_shots, num_fault_ids]`` (bit-packed
         ``[num_shots, ceil(num_fault_ids/8)]`` with ``bit_packed_predictions``), and with
         ``return_weights`` a float64 array of the solutions' weights."""
-        if enable_correlations:
-            _correlations_unsupported()
         g = self._graph()
         shots = np.asarray(shots)
         if shots.ndim != 2:
@@ -577,7 +576,7 @@ class Matching:
         data = np.ascontiguousarray(shots)
         n = data.shape[0]
         out, weights = g.decode_batch(data.view(np.uint8).tobytes() if data.size else b"", n, data.shape[1],
-                                      bool(bit_packed_shots))
+                                      bool(bit_packed_shots), bool(enable_correlations))
         pred = np.frombuffer(out, dtype=np.uint8).reshape(n, g.num_fault_ids)
         if bit_packed_predictions:
             pred = np.packbits(pred, axis=1, bitorder="little")
@@ -588,9 +587,7 @@ class Matching:
     def decode_to_edges_array(self, syndrome: Any, *, enable_correlations: bool = False) -> np.ndarray:
         """The correction's edges as an int64 array ``[num_edges, 2]`` of detector pairs, ``-1``
         for the boundary (always in the second column)."""
-        if enable_correlations:
-            _correlations_unsupported()
-        pairs = self._graph().decode_to_edges(self._events(syndrome))
+        pairs = self._graph().decode_to_edges(self._events(syndrome), bool(enable_correlations))
         return np.array(pairs, dtype=np.int64).reshape(-1, 2)
 
 

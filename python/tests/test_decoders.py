@@ -196,15 +196,18 @@ def test_matching_bad_inputs_raise_pymatchings_exception_types():
 def test_matching_refuses_what_it_does_not_do_naming_it():
     h = repetition(4)
     c = surface_circuit(3)
+    # Correlations asked of a decode on a graph built without them: ValueError, as PyMatching's.
+    plain = bd.Matching.from_stim_circuit(c)
     for call in (
-        lambda: bd.Matching.from_stim_circuit(c, enable_correlations=True),
-        lambda: bd.Matching.from_detector_error_model(c.detector_error_model(decompose_errors=True),
-                                                      enable_correlations=True),
+        lambda: plain.decode(np.zeros(plain.num_detectors, np.uint8), enable_correlations=True),
+        lambda: plain.decode_batch(np.zeros((1, plain.num_detectors), np.uint8), enable_correlations=True),
         lambda: bd.Matching.from_check_matrix(h).decode([1, 0, 0], enable_correlations=True),
         lambda: bd.Matching.from_check_matrix(h).decode_batch(np.zeros((1, 3), np.uint8), enable_correlations=True),
     ):
-        with pytest.raises(NotImplementedError, match="enable_correlations"):
+        with pytest.raises(ValueError, match="correlations were asked of a decoder built without them"):
             call()
+    with pytest.raises(NotImplementedError, match="enable_correlations"):
+        bd.Matching(h, enable_correlations=True)
     with pytest.raises(NotImplementedError, match="repetitions"):
         bd.Matching.from_check_matrix(h, repetitions=3)
     with pytest.raises(NotImplementedError, match="timelike_weights"):
@@ -489,3 +492,33 @@ def test_every_setting_passed_is_a_registry_key():
     assert {"bp_method", "max_iter", "ms_scaling_factor", "schedule", "osd_method", "osd_order"} <= reg["bposd"]
     assert {"gamma0", "pre_iter", "num_sets", "set_max_iter", "gamma_dist_interval", "stop_nconv", "alpha",
             "alpha_iteration_scaling_factor", "seed"} <= reg["relay-bp"]
+
+
+def test_correlated_matching_as_pymatching_builds_and_calls_it():
+    # PyMatching >= 2.3: built with enable_correlations=True, then asked per call.
+    c = stim.Circuit.generated(
+        "surface_code:rotated_memory_z", distance=5, rounds=5, after_clifford_depolarization=0.004,
+        before_round_data_depolarization=0.004, before_measure_flip_probability=0.004,
+        after_reset_flip_probability=0.004,
+    )
+    dets, obs = c.compile_detector_sampler(seed=5).sample(5000, separate_observables=True)
+    for m in (bd.Matching.from_stim_circuit(c, enable_correlations=True),
+              bd.Matching.from_detector_error_model(c.detector_error_model(decompose_errors=True),
+                                                    enable_correlations=True)):
+        corr = m.decode_batch(dets, enable_correlations=True)
+        plain = m.decode_batch(dets)
+        assert corr.shape == obs.shape and corr.dtype == np.uint8
+        e_corr, e_plain = int((corr != obs).any(axis=1).sum()), int((plain != obs).any(axis=1).sum())
+        assert 0 < e_corr < e_plain, (e_corr, e_plain)
+        # One shot at a time gives the batch's answers, weights included.
+        for k in range(40):
+            p, w = m.decode(dets[k], return_weight=True, enable_correlations=True)
+            assert np.array_equal(p, corr[k]) and np.isfinite(w)
+        edges = m.decode_to_edges_array(dets[0], enable_correlations=True)
+        assert edges.dtype == np.int64 and edges.ndim == 2 and edges.shape[1] == 2
+    if HAS_PYMATCHING:
+        import pymatching
+
+        want = pymatching.Matching.from_stim_circuit(c, enable_correlations=True).decode_batch(
+            dets, enable_correlations=True)
+        assert int((want != corr).any(axis=1).sum()) <= 5

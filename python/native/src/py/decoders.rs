@@ -473,6 +473,13 @@ fn events(bytes: &[u8]) -> PyResult<Vec<u32>> {
         .collect())
 }
 
+/// Makes the decodes that follow correlated or plain; `ValueError` when correlations are
+/// asked of a graph built without them (PyMatching raises the same).
+fn with_correlations(d: &mut MatchingDecoder, on: bool) -> PyResult<()> {
+    d.set_correlations(on)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// The interpreter-free part of one matching decode: fired detectors in, fault-id bytes out.
 fn match_one(
     d: &mut MatchingDecoder,
@@ -505,16 +512,23 @@ fn match_one(
 
 #[pymethods]
 impl GraphMatching {
-    /// `GraphMatching.from_dem(dem_text)`: the graph of a stim model's graphlike
-    /// decomposition; its fault ids are the model's observables. `DetectorErrorModelError`
+    /// `GraphMatching.from_dem(dem_text, correlations=False)`: the graph of a stim model's
+    /// graphlike decomposition (with correlated matching's rules when asked); its fault ids are
+    /// the model's observables. `DetectorErrorModelError`
     /// for a model that does not read or cannot be matched.
     #[staticmethod]
-    fn from_dem(py: Python<'_>, dem_text: &str) -> PyResult<GraphMatching> {
+    #[pyo3(signature = (dem_text, correlations = false))]
+    fn from_dem(py: Python<'_>, dem_text: &str, correlations: bool) -> PyResult<GraphMatching> {
         boundary(|| {
             let r = py.detach(|| {
                 let dem =
                     DetectorErrorModel::parse(dem_text, "<dem>").map_err(|e| e.to_string())?;
-                MatchingGraph::from_dem(&dem).map_err(|e| e.to_string())
+                if correlations {
+                    MatchingGraph::from_dem_correlated(&dem)
+                } else {
+                    MatchingGraph::from_dem(&dem)
+                }
+                .map_err(|e| e.to_string())
             });
             let g = r.map_err(|m| err(py, Class::DetectorErrorModelError, m))?;
             let (mut fault_ptr, mut faults) = (vec![0u32], Vec::new());
@@ -626,11 +640,18 @@ impl GraphMatching {
     /// Decodes one shot given as the detectors that fired (little-endian `u32`s, numpy's
     /// `uint32` bytes), the interpreter released: `(the fault ids flipped, one byte each; the
     /// matching's weight)`.
-    fn decode<'py>(&self, py: Python<'py>, fired: &[u8]) -> PyResult<(Bound<'py, PyBytes>, f64)> {
+    #[pyo3(signature = (fired, correlations = false))]
+    fn decode<'py>(
+        &self,
+        py: Python<'py>,
+        fired: &[u8],
+        correlations: bool,
+    ) -> PyResult<(Bound<'py, PyBytes>, f64)> {
         boundary(|| {
             let fired = events(fired)?;
             let mut guard = lock(&self.inner);
             let d = &mut *guard;
+            with_correlations(d, correlations)?;
             let mut parity = vec![0u8; d.graph().edges().len()];
             let mut out = vec![0u8; self.num_fault_ids];
             let r = py.detach(|| {
@@ -649,11 +670,18 @@ impl GraphMatching {
     }
 
     /// The correction's edges for one shot (detectors as for `decode`): `[(a, b or -1)]`.
-    fn decode_to_edges(&self, py: Python<'_>, fired: &[u8]) -> PyResult<Vec<(i64, i64)>> {
+    #[pyo3(signature = (fired, correlations = false))]
+    fn decode_to_edges(
+        &self,
+        py: Python<'_>,
+        fired: &[u8],
+        correlations: bool,
+    ) -> PyResult<Vec<(i64, i64)>> {
         boundary(|| {
             let fired = events(fired)?;
             let mut guard = lock(&self.inner);
             let d = &mut *guard;
+            with_correlations(d, correlations)?;
             let mut parity = vec![0u8; d.graph().edges().len()];
             let r = py.detach(|| d.decode_to_edges(&fired, &mut parity));
             r.map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -671,6 +699,7 @@ impl GraphMatching {
     /// (little-endian bits, `packed`) or one byte per detector (non-zero: fired) — into
     /// `(fault-id bytes [shots, num_fault_ids], weights)`, the interpreter released. Bits or
     /// columns past the graph's nodes are ignored.
+    #[pyo3(signature = (data, shots, width, packed, correlations = false))]
     fn decode_batch<'py>(
         &self,
         py: Python<'py>,
@@ -678,10 +707,12 @@ impl GraphMatching {
         shots: usize,
         width: usize,
         packed: bool,
+        correlations: bool,
     ) -> PyResult<(Bound<'py, PyBytes>, Vec<f64>)> {
         boundary(|| {
             let mut guard = lock(&self.inner);
             let d = &mut *guard;
+            with_correlations(d, correlations)?;
             let nodes = d.num_detectors();
             let least = if packed { nodes.div_ceil(8) } else { nodes };
             if width < least {

@@ -97,7 +97,7 @@ def test_models_matching_cannot_take_raise():
     dem = memory_x(3, 0.01).detector_error_model()
     with pytest.raises(errors.DecoderSettingsError, match=r":\d+: this error has a part that flips \d+ detectors"):
         MatchingSinterDecoder().compile_decoder_for_dem(dem=dem)
-    with pytest.raises(errors.DecoderSettingsError, match="unknown setting `max_iter` \(expected one of correlations\)"):
+    with pytest.raises(errors.DecoderSettingsError, match=r"unknown setting `max_iter` \(expected one of correlations\)"):
         _native.DemDecoder("error(0.1) D0\n", "matching", [("max_iter", "3")])
     good = memory_x(3, 0.01).detector_error_model(decompose_errors=True)
     with pytest.raises(CoprocessorFunctionError, match="unknown setting `max_iter`"):

@@ -30,17 +30,11 @@ impl Span {
     }
 }
 
-/// Dijkstra's scratch for one graph.
+/// Dijkstra's scratch for one graph: one [`Side`] over the nodes and a virtual boundary node
+/// at index `n`, and the last path.
 #[derive(Debug)]
 pub(crate) struct PathSearch {
-    /// Distance per node, and the virtual boundary node at index `n`.
-    dist: Vec<i64>,
-    /// The adjacency slot each node was reached over (`u32::MAX`: none).
-    via: Vec<u32>,
-    /// The node that slot belongs to.
-    from: Vec<u32>,
-    touched: Vec<u32>,
-    heap: BinaryHeap<Reverse<(i64, u32)>>,
+    side: Side,
     /// The last path: adjacency slots from the source.
     pub(crate) slots: Vec<u32>,
 }
@@ -48,11 +42,7 @@ pub(crate) struct PathSearch {
 impl Clone for PathSearch {
     fn clone(&self) -> PathSearch {
         PathSearch {
-            dist: self.dist.clone(),
-            via: self.via.clone(),
-            from: self.from.clone(),
-            touched: Vec::with_capacity(self.touched.capacity()),
-            heap: BinaryHeap::with_capacity(self.heap.capacity()),
+            side: self.side.clone(),
             slots: Vec::with_capacity(self.slots.capacity()),
         }
     }
@@ -62,26 +52,8 @@ impl PathSearch {
     pub(crate) fn new(g: &MatchingGraph) -> PathSearch {
         let n = g.num_nodes();
         PathSearch {
-            dist: vec![i64::MAX; n + 1],
-            via: vec![u32::MAX; n + 1],
-            from: vec![u32::MAX; n + 1],
-            touched: Vec::with_capacity(n + 1),
-            // Each relaxation pushes at most once per directed edge, plus the source.
-            heap: BinaryHeap::with_capacity(g.adj.len() + 2),
+            side: Side::new(n + 1, g),
             slots: Vec::with_capacity(n + 1),
-        }
-    }
-
-    fn relax(&mut self, node: u32, d: i64, via: u32, from: u32) {
-        let i = node as usize;
-        if d < self.dist[i] {
-            if self.dist[i] == i64::MAX {
-                self.touched.push(node);
-            }
-            self.dist[i] = d;
-            self.via[i] = via;
-            self.from[i] = from;
-            self.heap.push(Reverse((d, node)));
         }
     }
 
@@ -97,10 +69,11 @@ impl PathSearch {
     ) -> bool {
         let n = g.num_nodes() as u32;
         let goal = if target == BOUNDARY { n } else { target };
-        self.relax(source, 0, u32::MAX, u32::MAX);
+        let side = &mut self.side;
+        side.relax(source, 0, u32::MAX, u32::MAX);
         let mut found = false;
-        while let Some(Reverse((d, x))) = self.heap.pop() {
-            if d > self.dist[x as usize] {
+        while let Some(Reverse((d, x))) = side.heap.pop() {
+            if d > side.dist[x as usize] {
                 continue;
             }
             if x == goal {
@@ -118,33 +91,28 @@ impl PathSearch {
                 let a = g.adj[slot];
                 let nd = d + a.weight as i64;
                 if span.inside(a.to) {
-                    self.relax(a.to, nd, slot as u32, x);
+                    side.relax(a.to, nd, slot as u32, x);
                 } else if target == BOUNDARY && span.leads_to_boundary(a.to) {
-                    self.relax(n, nd, slot as u32, x);
+                    side.relax(n, nd, slot as u32, x);
                 }
             }
         }
         self.slots.clear();
         if found {
             let mut y = goal;
-            while self.via[y as usize] != u32::MAX {
-                self.slots.push(self.via[y as usize]);
-                y = self.from[y as usize];
+            while side.via[y as usize] != u32::MAX {
+                self.slots.push(side.via[y as usize]);
+                y = side.from[y as usize];
             }
             self.slots.reverse();
         }
-        for &t in &self.touched {
-            self.dist[t as usize] = i64::MAX;
-            self.via[t as usize] = u32::MAX;
-            self.from[t as usize] = u32::MAX;
-        }
-        self.touched.clear();
-        self.heap.clear();
+        side.reset();
         found
     }
 }
 
-/// One side of a [`PairSearch`]: distances, the slot each node was reached over, the heap.
+/// One Dijkstra search's state: distances, the slot each node was reached over (and from
+/// which node), the nodes touched (reset after each search), the heap.
 #[derive(Debug)]
 struct Side {
     dist: Vec<i64>,
@@ -155,8 +123,9 @@ struct Side {
 }
 
 impl Side {
-    fn new(g: &MatchingGraph) -> Side {
-        let n = g.num_nodes();
+    /// Room for `n` nodes of `g` (each relaxation pushes at most once per directed edge,
+    /// plus the source).
+    fn new(n: usize, g: &MatchingGraph) -> Side {
         Side {
             dist: vec![i64::MAX; n],
             via: vec![u32::MAX; n],
@@ -231,8 +200,8 @@ impl Clone for PairSearch {
 impl PairSearch {
     pub(crate) fn new(g: &MatchingGraph) -> PairSearch {
         PairSearch {
-            fwd: Side::new(g),
-            bwd: Side::new(g),
+            fwd: Side::new(g.num_nodes(), g),
+            bwd: Side::new(g.num_nodes(), g),
             edges: Vec::with_capacity(g.num_nodes() + 1),
         }
     }

@@ -132,7 +132,8 @@ def stream_decoder(
     settings by the names of ``ldpc`` (``max_iter``, ``bp_method``, ``ms_scaling_factor``,
     ``osd_method``, ``osd_order``…; the real-time defaults are 30 min-sum iterations with
     α = 0.625 and OSD-0) or ``relay-bp`` (``gamma0``, ``pre_iter``…); matching (exact
-    minimum-weight perfect matching, each window flooded on the model's graph) has none. ``streams``: decoder ids
+    minimum-weight perfect matching, each window flooded on the model's graph) takes
+    ``correlations`` (PyMatching's two-pass correlated matching, 0 or 1). ``streams``: decoder ids
     served from the base id, one stream (logical qubit) each. ``idle_ms``: a shot left
     mid-way this long is dropped when its stream is next used (default 5000).
 

@@ -928,7 +928,7 @@ mod tests {
         let e = flags.apply("matching").unwrap_err().to_string();
         assert_eq!(
             e,
-            "--max-iter is a BP+OSD setting; --decoder matching has none"
+            "--max-iter is a BP+OSD setting; --decoder matching takes --correlations"
         );
     }
 }

@@ -189,13 +189,15 @@ pub fn matrix(data: &[u8]) {
     }
 }
 
-/// The bounds the `dem` target parses within: a sixteenth of the defaults, so that the largest
-/// model an input may unroll to parses in a fraction of AFL's 2 s (at the defaults a 258-byte
-/// `repeat 666662 { … }` legitimately takes 2.4 s, which AFL reports as a hang).
+/// The bounds the `dem` and `dem-print` targets parse within: a sixty-fourth of the defaults, so
+/// that the largest model an input may unroll to parses in a fraction of AFL's 2 s on a loaded
+/// CI machine. At the defaults a 258-byte `repeat 666662 { … }` legitimately takes 2.4 s; at a
+/// sixteenth, `dem-print` (two parses, two prints, a comparison) took 1.5 s on 150,000 distinct
+/// mechanisms in the instrumented build, and CI's slower machine called such an input a hang.
 const FUZZ_DEM_LIMITS: backline_decoders::dem::DemLimits = backline_decoders::dem::DemLimits {
-    targets: 1 << 20,
-    coords: 1 << 20,
-    mechanisms: 1 << 18,
+    targets: 1 << 18,
+    coords: 1 << 18,
+    mechanisms: 1 << 16,
 };
 
 /// A stim detector error model: one that parses has matrices of its declared sizes, finite

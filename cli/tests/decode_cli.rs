@@ -108,6 +108,7 @@ fn decodes_a_file_and_prints_one_json_object() {
             "bp_converged_rate",
             "mean_ns",
             "median_ns",
+            "p999_ns",
             "p99_ns",
             "shots",
             "throughput_per_s"
@@ -364,6 +365,7 @@ fn decodes_shots_and_counts_logical_errors() {
                 "median_ns",
                 "observables",
                 "osd_order",
+                "p999_ns",
                 "p99_ns",
                 "shots",
                 "threads",
@@ -391,7 +393,8 @@ fn decodes_shots_and_counts_logical_errors() {
             v["ler_high"].as_f64().unwrap(),
         );
         assert!(lo < r && r < hi && r < 0.15, "{lo} {r} {hi}");
-        assert!(v["median_ns"].as_f64().unwrap() <= v["p99_ns"].as_f64().unwrap());
+        let tail = ["median_ns", "p99_ns", "p999_ns"].map(|k| v[k].as_f64().unwrap());
+        assert!(tail[0] <= tail[1] && tail[1] <= tail[2], "{tail:?}");
         match decoder {
             "bposd" => assert_eq!(v["osd_order"], 7),
             _ => assert!(v["osd_order"].is_null()),

@@ -273,15 +273,17 @@ impl BpOsdDecoder {
 }
 
 impl BpOsdConfig {
-    /// The settings of `profile`: `ldpc`'s defaults offline; in real time 30 min-sum
+    /// The settings of `profile`: `ldpc`'s defaults offline; in real time 5 min-sum
     /// iterations with α = 0.625, then OSD-0 — a bounded cost per window, where `ldpc`'s
     /// offline default (as many iterations as mechanisms) lets a window's BP run for
-    /// milliseconds. The registry's table ([`ENTRY`]) states both.
+    /// milliseconds, and where more iterations gave OSD no better soft output on stim's
+    /// surface-code models (docs/decoders.md, "Deadlines and real-time defaults"). The
+    /// registry's table ([`ENTRY`]) states both.
     pub fn for_profile(profile: Profile) -> BpOsdConfig {
         match profile {
             Profile::Offline => BpOsdConfig::default(),
             Profile::Realtime => BpOsdConfig {
-                max_iter: 30,
+                max_iter: 5,
                 ms_scaling_factor: 0.625,
                 ..BpOsdConfig::default()
             },
@@ -396,7 +398,7 @@ pub static ENTRY: Entry = Entry {
             value: ValueType::Integer,
             range: MAX_ITER_SETTING,
             offline: "0",
-            realtime: "30",
+            realtime: "5",
             help: "BP iterations at most (0: the number of mechanisms)",
         },
         Setting {

@@ -1076,7 +1076,7 @@ pub(crate) mod tests {
             s.settings.decoder,
             registry::settings("bposd", Profile::Realtime).unwrap()
         );
-        assert_eq!(s.settings.decoder.get("max_iter").as_deref(), Some("30"));
+        assert_eq!(s.settings.decoder.get("max_iter").as_deref(), Some("5"));
     }
 
     #[test]

@@ -226,7 +226,7 @@ fn nvidias_client_streams_two_decoders_on_two_rings_like_backline_decoders() {
     let dem = DetectorErrorModel::parse(&std::fs::read_to_string(&m).unwrap(), &m).unwrap();
     // The whole-history window: the answers are bit for bit `backline decode --dem`'s.
     let spec = format!("stream:{m}");
-    let (f0, f1) = (format!("0={spec}"), format!("1={spec}:decode=inline"));
+    let (f0, f1) = (format!("0={spec}:decode=worker"), format!("1={spec}"));
     let dir = scratch("ler");
     let shots_csv = dir.join("shots.csv");
     let s = serve(&[
@@ -244,7 +244,8 @@ fn nvidias_client_streams_two_decoders_on_two_rings_like_backline_decoders() {
         "1=0",
     ]);
     // NVIDIA's READY line: port=<ring 0's> transport=udp ring0=<port> ring1=<port>, then
-    // where each decoder decodes (bposd's real-time default, a worker, and inline as asked).
+    // where each decoder decodes (a worker as asked, and inline: the real-time default of a
+    // stream of one window).
     let (p0, p1) = (token(&s.nvidia, "ring0="), token(&s.nvidia, "ring1="));
     assert_ne!(p0, p1);
     assert_eq!(

@@ -10,7 +10,8 @@
 //! spec takes from its base, one stream each, 1..=4096; default 1), `idle_ms` (a shot left this
 //! long mid-way is dropped when the stream is next used; default 5000), `decode` (where the CUQR
 //! server decodes: `inline`, on the thread that received the round, or `worker`, on a decode
-//! thread of the decoder's own; default `auto`, [`DecodeMode::realtime_default`]), and the inner
+//! thread of the decoder's own; default `auto`, [`DecodeMode::realtime_default`]: inline for
+//! matching and for one window over the shot, else a worker), and the inner
 //! decoder's settings with `ldpc`'s or `relay-bp`'s names (`max_iter` 0..=1048576, `osd_method`, …,
 //! `gamma0`, …). Example: `stream:surface.dem:bposd:window=5;commit=3;max_iter=30`. The model is
 //! read within the bounds of `BACKLINE_DEM_LIMITS`
@@ -81,14 +82,18 @@ impl DecodeMode {
         }
     }
 
-    /// The real-time default of registry decoder `decoder`: inline for a decoder whose window
-    /// decode is a few microseconds and bounded by the window's size (`matching`); a worker
-    /// for the iterative decoders (`bposd`, `relay-bp`), whose window decode runs to their
+    /// The real-time default (`decode=auto`) of registry decoder `decoder` on a stream of
+    /// `windows` windows: inline for a decoder whose window decode is a few microseconds
+    /// (`matching`), and for any decoder on a stream of one window (the real-time default: one
+    /// window over the shot) — its one decode starts with the shot's last round, so a worker
+    /// would overlap nothing with it and only add the hand-off; a worker for the iterative
+    /// decoders (`bposd`, `relay-bp`) over several windows, whose window decodes run to their
     /// iteration budget or `deadline_us` (tens to hundreds of microseconds at d = 5..7), so
-    /// that the rounds after a window are read while it decodes.
-    pub fn realtime_default(decoder: &str) -> DecodeMode {
+    /// that the next window's rounds are read while one decodes.
+    pub fn realtime_default(decoder: &str, windows: usize) -> DecodeMode {
         match decoder {
             "matching" => DecodeMode::Inline,
+            _ if windows <= 1 => DecodeMode::Inline,
             _ => DecodeMode::Worker,
         }
     }
@@ -117,8 +122,9 @@ pub struct StreamSpec {
     pub streams: u32,
     /// Idle time after which a shot left mid-way is dropped.
     pub idle: Duration,
-    /// Where a CUQR server decodes (`decode`; `auto` resolved).
-    pub decode: DecodeMode,
+    /// Where a CUQR server decodes (`decode`); `None` for `auto`, resolved by
+    /// [`stream_decoder_of`] once the windows are known ([`DecodeMode::realtime_default`]).
+    pub decode: Option<DecodeMode>,
 }
 
 /// Parses a `stream:FILE.dem[:DECODER[:SETTINGS]]` spec (without reading the model).
@@ -151,7 +157,7 @@ pub fn parse_stream_spec(spec: &str) -> Result<StreamSpec, StreamSpecError> {
         ..StreamSettings::default()
     };
     let (mut streams, mut idle) = (1u32, DEFAULT_IDLE);
-    let mut decode = DecodeMode::realtime_default(decoder);
+    let mut decode = None;
     for kv in set.split(';').map(str::trim).filter(|s| !s.is_empty()) {
         let (k, v) = kv
             .split_once('=')
@@ -186,9 +192,9 @@ pub fn parse_stream_spec(spec: &str) -> Result<StreamSpec, StreamSpecError> {
             }
             "decode" => {
                 decode = match v.trim() {
-                    "inline" => DecodeMode::Inline,
-                    "worker" => DecodeMode::Worker,
-                    "auto" => DecodeMode::realtime_default(decoder),
+                    "inline" => Some(DecodeMode::Inline),
+                    "worker" => Some(DecodeMode::Worker),
+                    "auto" => None,
                     _ => {
                         return Err(bad(format!(
                             "decode: `{}` is not inline, worker or auto",
@@ -222,7 +228,7 @@ pub fn stream_width(spec: &str) -> u32 {
     parse_stream_spec(spec).map_or(1, |s| s.streams)
 }
 
-/// The model and the decoder of a `stream:` spec.
+/// The model and the decoder of a `stream:` spec, the spec's `decode` resolved (`Some`).
 pub fn stream_decoder_of(spec: &str) -> Result<(StreamSpec, StreamDecoder), StreamSpecError> {
     let s = parse_stream_spec(spec)?;
     let bad = |msg: String| StreamSpecError {
@@ -235,6 +241,11 @@ pub fn stream_decoder_of(spec: &str) -> Result<(StreamSpec, StreamDecoder), Stre
         .map_err(|e| bad(e.to_string()))?;
     drop(text);
     let dec = StreamDecoder::new(&dem, &s.settings).map_err(|e| bad(e.to_string()))?;
+    let mut s = s;
+    s.decode = Some(
+        s.decode
+            .unwrap_or_else(|| DecodeMode::realtime_default(s.decoder, dec.windows().count())),
+    );
     Ok((s, dec))
 }
 
@@ -269,7 +280,8 @@ pub fn stream_functions(spec: &str, base: u32) -> Result<crate::Functions, Strea
                 format!("{spec} (stream {k})")
             };
             let f: std::sync::Arc<dyn Responder> = std::sync::Arc::new(
-                StreamFunction::new(name, dec.clone(), s.idle).with_decode(s.decode),
+                StreamFunction::new(name, dec.clone(), s.idle)
+                    .with_decode(s.decode.unwrap_or(DecodeMode::Worker)),
             );
             (base + k, f)
         })
@@ -1077,6 +1089,35 @@ pub(crate) mod tests {
             registry::settings("bposd", Profile::Realtime).unwrap()
         );
         assert_eq!(s.settings.decoder.get("max_iter").as_deref(), Some("5"));
+    }
+
+    #[test]
+    fn auto_decodes_inline_on_one_window_or_with_matching_and_on_a_worker_otherwise() {
+        let p = model_file("auto");
+        let mode = |more: &str| {
+            let (s, dec) = stream_decoder_of(&format!("stream:{}{more}", p.display())).unwrap();
+            (s.decode.unwrap(), dec.windows().count())
+        };
+        // Unresolved until the windows are known.
+        let spec = format!("stream:{}", p.display());
+        assert_eq!(parse_stream_spec(&spec).unwrap().decode, None);
+        // One window over the shot: its one decode starts with the last round.
+        assert_eq!(mode(""), (DecodeMode::Inline, 1));
+        assert_eq!(mode(":relay-bp"), (DecodeMode::Inline, 1));
+        // Several windows: the next window's rounds are read while one decodes.
+        assert_eq!(mode(":window=2;commit=1"), (DecodeMode::Worker, 2));
+        assert_eq!(mode(":relay-bp:window=2;commit=1"), (DecodeMode::Worker, 2));
+        assert_eq!(mode(":matching:window=2;commit=1"), (DecodeMode::Inline, 2));
+        // Asked for, it is kept.
+        assert_eq!(mode(":decode=worker"), (DecodeMode::Worker, 1));
+        assert_eq!(
+            mode(":window=2;commit=1;decode=inline"),
+            (DecodeMode::Inline, 2)
+        );
+        assert_eq!(
+            mode(":window=2;commit=1;decode=auto"),
+            (DecodeMode::Worker, 2)
+        );
     }
 
     #[test]

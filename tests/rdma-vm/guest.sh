@@ -19,6 +19,7 @@ ROUNDS=${ROUNDS:-100000}
 # shellcheck source=tests/rdma-vm/rxe.sh
 . tests/rdma-vm/rxe.sh
 setup_rxe || exit 1
+stage_bin
 
 half=$((ROUNDS / 2))
 if write_lat "$OUT/ib_write_lat-1.txt" "$half"; then
@@ -44,10 +45,10 @@ if serve --pin 1 --spin-us -1; then
     if [ $rc = 0 ]; then
         status "bench ok ($ROUNDS steane rounds, every reply checked, $t0..$t1 s)"
     else
-        status "bench FAILED (exit $rc): $(tail -1 "$OUT/bench.err")"
+        status "bench FAILED (exit $rc$(death $rc)): $(tail -3 "$OUT/bench.err" | tr '\n' ' ')"
     fi
 else
-    status "bench FAILED: backline serve did not start"
+    status "bench FAILED: backline serve did not start $SERVE_WHY"
 fi
 
 # -- the simulated board's fabric bridged to a real coprocessor over rdma ---------------------
@@ -83,12 +84,12 @@ print(("FAILED: " if bad else "ok ") +
 PY
 )
     if [ $rc -gt 1 ]; then
-        status "sim-rdma FAILED (exit $rc): $(tail -1 "$OUT/sim-rdma.err")"
+        status "sim-rdma FAILED (exit $rc$(death $rc)): $(tail -3 "$OUT/sim-rdma.err" | tr '\n' ' ')"
     else
         status "sim-rdma $verdict, $t0..$t1 s"
     fi
 else
-    status "sim-rdma FAILED: backline serve did not start"
+    status "sim-rdma FAILED: backline serve did not start $SERVE_WHY"
 fi
 
 if write_lat "$OUT/ib_write_lat-2.txt" "$half"; then
@@ -112,7 +113,7 @@ expect_error() { # name, expected text, command...
     if [ $rc != 0 ] && [ $rc != 124 ] && grep -qF -- "$want" <<<"$out"; then
         status "bad-input $name ok"
     else
-        status "bad-input $name FAILED (exit $rc): $out"
+        status "bad-input $name FAILED (exit $rc$(death $rc)): $out"
     fi
 }
 bench=("$BIN" bench --transport rdma --device "$DEV" --gid-index "$GID" --no-plots --quiet --out-dir /run/bad)
@@ -142,10 +143,10 @@ if serve; then
         fi
         stop_serve
     else
-        status "fault peer-restarted FAILED: backline serve did not start again"
+        status "fault peer-restarted FAILED: backline serve did not start again $SERVE_WHY"
     fi
 else
-    status "bad-input FAILED: backline serve did not start"
+    status "bad-input FAILED: backline serve did not start $SERVE_WHY"
 fi
 # A peer stopped (SIGSTOP) past the controller's reply timeout: the controller stops with the
 # rounds it completed and a timeout; resumed, the peer serves the next controller.
@@ -163,7 +164,7 @@ if serve; then
     fi
     stop_serve
 else
-    status "fault peer-stopped FAILED: backline serve did not start"
+    status "fault peer-stopped FAILED: backline serve did not start $SERVE_WHY"
 fi
 # A controller killed mid-run: the server notices (its set-up connection closes), ends that
 # session and serves the next controller.
@@ -182,7 +183,7 @@ if serve; then
     grep -q "stopped after 4 sessions" "$SERVE_LOG" \
         || status "bad-input controller-killed FAILED: $(tail -1 "$SERVE_LOG") (expected 4 sessions: killed, floor, run, floor)"
 else
-    status "bad-input FAILED: backline serve did not start"
+    status "bad-input FAILED: backline serve did not start $SERVE_WHY"
 fi
 
 # -- demo 1a: the unchanged Python program of demo 1 over rdma --------------------------------

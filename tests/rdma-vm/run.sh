@@ -87,6 +87,9 @@ done | while read -r ko; do
     echo "$b" >>"$OUT/initramfs/modules/order"
 done
 install -m 755 tests/rdma-vm/init.sh "$OUT/initramfs/init"
+# What the guest must read back over 9p: it runs its own copy of the binary only if the copy's
+# sha256 is this (rxe.sh's stage_bin), and names a binary that changed when a command dies.
+sha256sum "$BIN" ${TESTS//,/ } >"$OUT/share/binaries.sha256"
 (cd "$OUT/initramfs" && find . | cpio -o -H newc --quiet | gzip -1) >"$OUT/initramfs.cpio.gz"
 
 echo "-- booting $kver under qemu (TCG, $CPUS CPUs); guest console follows"

@@ -4,9 +4,47 @@ DEV=rxe0
 GID=1
 ADDR=10.77.0.1
 SERVE_LOG=/run/serve.log
+SERVE_WHY=
 
 status() { echo "$*" >>"$OUT/status"; echo "guest: $*"; }
 elapsed() { cut -d' ' -f1 /proc/uptime; }
+
+# Runs the release binary from the guest's own memory, not from the host's root over 9p: a
+# copy in /run (tmpfs) checked against the sha256 the host took before the boot
+# ($OUT/binaries.sha256, written by run.sh). A page of an executable that 9p reads back other
+# than it was (a host-side rebuild during the run, or a read that goes wrong under memory
+# pressure) would be a crash with no message; here it is a named difference. Sets BIN.
+stage_bin() {
+    local want got try
+    want=$(awk -v p="$BIN" '$2 == p { print $1 }' "$OUT/binaries.sha256" 2>/dev/null)
+    mkdir -p /run/bin
+    for try in 1 2 3; do
+        got=$(cp "$BIN" /run/bin/backline && sha256sum /run/bin/backline | cut -d' ' -f1)
+        if [ -n "$want" ] && [ "$got" = "$want" ]; then
+            BIN=/run/bin/backline
+            status "stage ok: $BIN, sha256 ${want:0:16}… as on the host (copy $try)"
+            return 0
+        fi
+        echo "guest: copy $try of $BIN has sha256 ${got:-none}, the host's ${want:-unknown}"
+    done
+    status "stage FAILED: $BIN read over 9p differs from the host's build (sha256 ${got:-none} against ${want:-unknown}); running it from the share"
+    return 1
+}
+
+# What an exit status $1 says beyond its number: for a death by a signal (above 128; not
+# timeout's 124) the signal's name, the kernel's last lines about a fault (faulting address,
+# instruction pointer and the file mapped there) and whether the binary still matches the
+# host's build. Empty for any other exit.
+death() {
+    local rc=$1 sig kern same
+    [ "$rc" -gt 128 ] 2>/dev/null || return 0
+    sig=$(kill -l $((rc - 128)) 2>/dev/null || echo "$((rc - 128))")
+    kern=$(dmesg 2>/dev/null | grep -E 'segfault at|traps:|general protection|invalid opcode|Killed process' \
+        | tail -2 | tr '\n' ' ')
+    same=$(sha256sum "$BIN" 2>/dev/null | cut -d' ' -f1)
+    grep -q "^$same " "$OUT/binaries.sha256" 2>/dev/null && same="unchanged" || same="CHANGED (sha256 ${same:-unreadable})"
+    echo "; died of SIG$sig; kernel: ${kern:-nothing logged}; $BIN $same"
+}
 
 # rxe0 on a dummy interface with a private address: RoCE v2 traffic to our own GID is looped
 # back inside rdma_rxe, so no packet leaves the VM.
@@ -61,7 +99,14 @@ serve() {
         kill -0 $SERVE_PID 2>/dev/null || break
         sleep 0.1
     done
-    cat "$SERVE_LOG"
+    local rc=running
+    if ! kill -0 $SERVE_PID 2>/dev/null; then
+        wait $SERVE_PID
+        rc=$?
+    fi
+    # Why it did not start, in the status line of the step that wanted it.
+    SERVE_WHY="(serve exit $rc$(death "$rc"); its stderr ends: $(tail -3 "$SERVE_LOG" | tr '\n' ' '))"
+    echo "guest: backline serve $* did not start $SERVE_WHY"
     return 1
 }
 

@@ -130,7 +130,7 @@ def stream_decoder(
     the model's order. ``decoder``: a registered decoder's name (``_native.decoder_registry()``:
     BP+OSD, the default, Relay-BP or matching), with its
     settings by the names of ``ldpc`` (``max_iter``, ``bp_method``, ``ms_scaling_factor``,
-    ``osd_method``, ``osd_order``…; the real-time defaults are 30 min-sum iterations with
+    ``osd_method``, ``osd_order``…; the real-time defaults are 5 min-sum iterations with
     α = 0.625 and OSD-0) or ``relay-bp`` (``gamma0``, ``pre_iter``…); matching (exact
     minimum-weight perfect matching, each window flooded on the model's graph) takes
     ``correlations`` (PyMatching's two-pass correlated matching, 0 or 1). ``streams``: decoder ids

@@ -435,8 +435,10 @@ fn a_run_that_goes_on_after_its_coprocessor_died_ends_soon_counting_every_lost_r
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr),
     );
+    // Loose on purpose: the bug took hours, and this runs beside other suites on two vCPUs
+    // (a 5 s bound failed once at 5.6 s under load).
     assert!(
-        after < Duration::from_secs(5),
+        after < Duration::from_secs(20),
         "ended {after:?} after the kill: {err}"
     );
     // Exit 1: the run completed, its checks (the lost rounds) failed.

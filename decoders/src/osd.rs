@@ -159,6 +159,62 @@ pub struct Osd {
     cols_packed: Vec<u64>,
     /// `(bit, pivot row)` of every pivot row, sorted by bit (general weights path).
     pivot_bits: Vec<(u32, u32)>,
+    /// The OSD-0 path's basis of the columns taken so far ([`Basis`]).
+    basis: Basis,
+}
+
+/// What OSD-0 needs, column by column: the pivot columns taken so far as a basis of column
+/// vectors (`m` bits, `rw` words each), kept fully reduced — basis vector `k` has a 1 at its
+/// pivot row and 0 at every other basis vector's — each with the set of taken columns it sums
+/// (bits over basis slots), and the syndrome reduced the same way. A column joins when it
+/// is not in the span of those before it (reducing it costs one XOR per pivot row it
+/// touches); OSD-0 stops when the reduced syndrome is zero. The pivot columns and the stopping
+/// point are those of the row elimination ([`Osd::eliminate`]), so the solution — the unique
+/// one on those columns — is the same, at a cost that grows with the pivots taken rather than
+/// with `m × n` per pivot.
+#[derive(Debug, Clone)]
+struct Basis {
+    /// Words per vector (`⌈m/64⌉`, at least 1).
+    rw: usize,
+    /// Slot `k`'s vector, `vecs[k·rw..(k+1)·rw]`, and the slots (taken columns) it sums.
+    vecs: Vec<u64>,
+    combos: Vec<u64>,
+    /// Pivot row → slot (valid where `pivmask` is set); slot → column.
+    row_slot: Vec<u32>,
+    slot_col: Vec<u32>,
+    /// The pivot rows taken.
+    pivmask: Vec<u64>,
+    /// The column being reduced and its combination; the reduced syndrome and its.
+    v: Vec<u64>,
+    vc: Vec<u64>,
+    s: Vec<u64>,
+    sc: Vec<u64>,
+}
+
+impl Basis {
+    fn new(m: usize) -> Basis {
+        let rw = words_for(m).max(1);
+        Basis {
+            rw,
+            vecs: vec![0; m * rw],
+            combos: vec![0; m * rw],
+            row_slot: vec![0; m],
+            slot_col: vec![0; m],
+            pivmask: vec![0; rw],
+            v: vec![0; rw],
+            vc: vec![0; rw],
+            s: vec![0; rw],
+            sc: vec![0; rw],
+        }
+    }
+}
+
+/// `a ^= b`, word by word.
+#[inline]
+fn xor_into(a: &mut [u64], b: &[u64]) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x ^= y;
+    }
 }
 
 impl Clone for Osd {
@@ -189,6 +245,7 @@ impl Clone for Osd {
             s_packed: self.s_packed.clone(),
             cols_packed: self.cols_packed.clone(),
             pivot_bits: Vec::with_capacity(self.pivot_bits.capacity()),
+            basis: self.basis.clone(),
         }
     }
 }
@@ -267,6 +324,7 @@ impl Osd {
             s_packed: vec![0; rwords],
             cols_packed: vec![0; order * rwords],
             pivot_bits: Vec::with_capacity(m),
+            basis: Basis::new(m),
         })
     }
 
@@ -296,6 +354,9 @@ impl Osd {
         assert_eq!(llr.len(), self.n);
         assert_eq!(out.len(), self.n);
         self.sort_columns(llr);
+        if self.order == 0 && self.osd0_by_columns(syndrome, out) {
+            return;
+        }
         self.fill(syndrome);
         let rank = self.eliminate(self.order == 0);
         let choice = if self.order == 0 {
@@ -304,6 +365,87 @@ impl Osd {
             self.sweep(rank)
         };
         self.solution(rank, choice, out);
+    }
+
+    /// OSD-0 column by column ([`Basis`]): writes the solution and returns true once the
+    /// syndrome lies in the span of the pivot columns taken; false (`out` unspecified) when
+    /// every pivot is taken first — a syndrome outside the column space, which the row
+    /// elimination answers with the solution of its consistent part.
+    fn osd0_by_columns(&mut self, syndrome: &[u8], out: &mut [u8]) -> bool {
+        let b = &mut self.basis;
+        let rw = b.rw;
+        b.pivmask.fill(0);
+        b.s.fill(0);
+        b.sc.fill(0);
+        for (r, &x) in syndrome.iter().enumerate() {
+            if x != 0 {
+                b.s[r / WORD_BITS] |= 1 << (r % WORD_BITS);
+            }
+        }
+        out.fill(0);
+        if b.s.iter().all(|&w| w == 0) {
+            return true;
+        }
+        let mut rank = 0usize;
+        for &c in &self.perm {
+            if rank == self.rank {
+                return false;
+            }
+            let c = c as usize;
+            b.v.fill(0);
+            b.vc.fill(0);
+            for &r in &self.col_rows[self.col_start[c] as usize..self.col_start[c + 1] as usize] {
+                b.v[r as usize / WORD_BITS] |= 1 << (r as usize % WORD_BITS);
+            }
+            // Reduce: one XOR per pivot row the column touches (the basis vectors are zero at
+            // each other's pivot rows, so an XOR sets no pivot bit).
+            for w in 0..rw {
+                let mut t = b.v[w] & b.pivmask[w];
+                while t != 0 {
+                    let r = w * WORD_BITS + t.trailing_zeros() as usize;
+                    t &= t - 1;
+                    let k = b.row_slot[r] as usize;
+                    xor_into(&mut b.v, &b.vecs[k * rw..(k + 1) * rw]);
+                    xor_into(&mut b.vc, &b.combos[k * rw..(k + 1) * rw]);
+                }
+            }
+            let Some(w) = b.v.iter().position(|&x| x != 0) else {
+                continue; // in the span of the columns before it: free
+            };
+            let p = w * WORD_BITS + b.v[w].trailing_zeros() as usize;
+            let (pw, pbit) = (p / WORD_BITS, 1u64 << (p % WORD_BITS));
+            let k = rank;
+            b.vc[k / WORD_BITS] |= 1 << (k % WORD_BITS);
+            // Keep the basis fully reduced: clear the new pivot row from the others.
+            for o in 0..rank {
+                if b.vecs[o * rw + pw] & pbit != 0 {
+                    xor_into(&mut b.vecs[o * rw..(o + 1) * rw], &b.v);
+                    xor_into(&mut b.combos[o * rw..(o + 1) * rw], &b.vc);
+                }
+            }
+            if b.s[pw] & pbit != 0 {
+                xor_into(&mut b.s, &b.v);
+                xor_into(&mut b.sc, &b.vc);
+            }
+            b.vecs[k * rw..(k + 1) * rw].copy_from_slice(&b.v);
+            b.combos[k * rw..(k + 1) * rw].copy_from_slice(&b.vc);
+            b.row_slot[p] = k as u32;
+            b.slot_col[k] = c as u32;
+            b.pivmask[pw] |= pbit;
+            rank += 1;
+            if b.s.iter().all(|&x| x == 0) {
+                for (w, &word) in b.sc.iter().enumerate() {
+                    let mut t = word;
+                    while t != 0 {
+                        let k = w * WORD_BITS + t.trailing_zeros() as usize;
+                        t &= t - 1;
+                        out[b.slot_col[k] as usize] = 1;
+                    }
+                }
+                return true;
+            }
+        }
+        false
     }
 
     /// Orders the columns by soft output ascending, as `ldpc` does: glibc's `qsort` over
@@ -666,6 +808,79 @@ mod tests {
         let mut s = vec![0u8; h.rows()];
         h.mul_bytes(e, &mut s);
         s
+    }
+
+    /// OSD-0 by the row elimination alone, as before the column path.
+    fn osd0_by_rows(osd: &mut Osd, syndrome: &[u8], llr: &[f64], out: &mut [u8]) {
+        osd.sort_columns(llr);
+        osd.fill(syndrome);
+        let rank = osd.eliminate(true);
+        osd.solution(rank, Choice::Osd0, out);
+    }
+
+    #[test]
+    fn osd0_by_columns_answers_as_the_row_elimination() {
+        // Random sparse checks (some rank-deficient, some with repeated columns), soft outputs
+        // with ties, and syndromes inside and outside the column space.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut by_columns, mut outside) = (0, 0);
+        for case in 0..400 {
+            let m = 1 + (next() % 40) as usize;
+            let n = 1 + (next() % 90) as usize;
+            let weight = 1 + (next() % 4) as usize;
+            let mut pic = vec![vec![b'.'; n]; m];
+            for c in 0..n {
+                for _ in 0..weight {
+                    pic[(next() % m as u64) as usize][c] = b'1';
+                }
+            }
+            if case % 5 == 0 && n > 1 {
+                // A repeated column.
+                for row in &mut pic {
+                    row[n - 1] = row[0];
+                }
+            }
+            let text: Vec<String> = pic
+                .iter()
+                .map(|r| String::from_utf8(r.clone()).unwrap())
+                .collect();
+            let h = BitMatrix::from_picture(&text.join("\n")).unwrap();
+            let channel: Vec<f64> = (0..n)
+                .map(|_| 0.01 + (next() % 40) as f64 / 100.0)
+                .collect();
+            let mut osd = Osd::new(&h, &channel, 0).unwrap();
+            for _ in 0..8 {
+                let llr: Vec<f64> = (0..n).map(|_| (next() % 7) as f64 - 3.0).collect();
+                let syndrome: Vec<u8> = if next() % 3 == 0 {
+                    (0..m).map(|_| (next() % 2) as u8).collect()
+                } else {
+                    let e: Vec<u8> = (0..n).map(|_| (next() % 4 == 0) as u8).collect();
+                    syndrome(&h, &e)
+                };
+                let (mut a, mut b) = (vec![0u8; n], vec![9u8; n]);
+                osd0_by_rows(&mut osd, &syndrome, &llr, &mut a);
+                osd.decode(&syndrome, &llr, &mut b);
+                assert_eq!(
+                    a, b,
+                    "case {case}: {m}x{n}, syndrome {syndrome:?}, llr {llr:?}"
+                );
+                osd.sort_columns(&llr);
+                if osd.osd0_by_columns(&syndrome, &mut b) {
+                    by_columns += 1;
+                    assert_eq!(super::tests::syndrome(&h, &b), syndrome);
+                } else {
+                    outside += 1;
+                }
+            }
+        }
+        // Both paths ran: most syndromes by columns, those outside the span by rows.
+        assert!(by_columns > 1000 && outside > 50, "{by_columns} {outside}");
     }
 
     #[test]

@@ -835,10 +835,9 @@ mod tests {
             let n = 1 + (next() % 90) as usize;
             let weight = 1 + (next() % 4) as usize;
             let mut pic = vec![vec![b'.'; n]; m];
-            for c in 0..n {
-                for _ in 0..weight {
-                    pic[(next() % m as u64) as usize][c] = b'1';
-                }
+            for k in 0..n * weight {
+                // Up to `weight` ones in column k / weight.
+                pic[(next() % m as u64) as usize][k / weight] = b'1';
             }
             if case % 5 == 0 && n > 1 {
                 // A repeated column.

@@ -31,7 +31,7 @@ use std::str::FromStr;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::bitmat::{BitMatrix, WORD_BITS, words_for};
+use crate::bitmat::{BitMatrix, Ones, WORD_BITS, get_bit, set_bit, words_for, xor_into};
 use crate::error::DecoderError;
 use crate::gf2;
 use crate::sparse::SparseMatrix;
@@ -209,14 +209,6 @@ impl Basis {
     }
 }
 
-/// `a ^= b`, word by word.
-#[inline]
-fn xor_into(a: &mut [u64], b: &[u64]) {
-    for (x, y) in a.iter_mut().zip(b) {
-        *x ^= y;
-    }
-}
-
 impl Clone for Osd {
     /// A copy whose scratch keeps its room: a clone (one per thread, or the CUQR server's
     /// decoder) decodes without allocating, as the original does.
@@ -378,9 +370,7 @@ impl Osd {
         b.s.fill(0);
         b.sc.fill(0);
         for (r, &x) in syndrome.iter().enumerate() {
-            if x != 0 {
-                b.s[r / WORD_BITS] |= 1 << (r % WORD_BITS);
-            }
+            set_bit(&mut b.s, r, x != 0);
         }
         out.fill(0);
         if b.s.iter().all(|&w| w == 0) {
@@ -395,7 +385,7 @@ impl Osd {
             b.v.fill(0);
             b.vc.fill(0);
             for &r in &self.col_rows[self.col_start[c] as usize..self.col_start[c + 1] as usize] {
-                b.v[r as usize / WORD_BITS] |= 1 << (r as usize % WORD_BITS);
+                set_bit(&mut b.v, r as usize, true);
             }
             // Reduce: one XOR per pivot row the column touches (the basis vectors are zero at
             // each other's pivot rows, so an XOR sets no pivot bit).
@@ -413,17 +403,16 @@ impl Osd {
                 continue; // in the span of the columns before it: free
             };
             let p = w * WORD_BITS + b.v[w].trailing_zeros() as usize;
-            let (pw, pbit) = (p / WORD_BITS, 1u64 << (p % WORD_BITS));
             let k = rank;
-            b.vc[k / WORD_BITS] |= 1 << (k % WORD_BITS);
+            set_bit(&mut b.vc, k, true);
             // Keep the basis fully reduced: clear the new pivot row from the others.
             for o in 0..rank {
-                if b.vecs[o * rw + pw] & pbit != 0 {
+                if get_bit(&b.vecs[o * rw..(o + 1) * rw], p) {
                     xor_into(&mut b.vecs[o * rw..(o + 1) * rw], &b.v);
                     xor_into(&mut b.combos[o * rw..(o + 1) * rw], &b.vc);
                 }
             }
-            if b.s[pw] & pbit != 0 {
+            if get_bit(&b.s, p) {
                 xor_into(&mut b.s, &b.v);
                 xor_into(&mut b.sc, &b.vc);
             }
@@ -431,16 +420,11 @@ impl Osd {
             b.combos[k * rw..(k + 1) * rw].copy_from_slice(&b.vc);
             b.row_slot[p] = k as u32;
             b.slot_col[k] = c as u32;
-            b.pivmask[pw] |= pbit;
+            set_bit(&mut b.pivmask, p, true);
             rank += 1;
             if b.s.iter().all(|&x| x == 0) {
-                for (w, &word) in b.sc.iter().enumerate() {
-                    let mut t = word;
-                    while t != 0 {
-                        let k = w * WORD_BITS + t.trailing_zeros() as usize;
-                        t &= t - 1;
-                        out[b.slot_col[k] as usize] = 1;
-                    }
+                for k in Ones::new(&b.sc) {
+                    out[b.slot_col[k] as usize] = 1;
                 }
                 return true;
             }

@@ -69,7 +69,7 @@ _LAZY = {
         ".qec",
     ),
     **dict.fromkeys(["format_latency", "ir_dumps"], ".tools"),
-    **dict.fromkeys(["qjit", "QjitError"], "._qjit"),
+    **dict.fromkeys(["qjit", "compile_once", "QjitError", "QjitFallbackWarning", "CATALYST_VERSION"], "._qjit"),
     **dict.fromkeys(errors._PENNYLANE_BASED, ".errors"),
 }
 

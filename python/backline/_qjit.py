@@ -1,40 +1,48 @@
-"""``qp.qjit``: a QNode compiled once and run many times.
+"""``qp.qjit``: PennyLane-Catalyst's ``qjit``, with ``backline.qubit`` as a Catalyst device.
 
-``@qp.qjit(capture=True)`` over a QNode on a backline placement (``qp.Backline``) compiles
-each distinct circuit the QNode records once, with backline's own compiler (the Rust passes:
-QEC lowering, noise, decodes to transport rounds, the VM program), and keeps the program:
-later calls record the QNode (cheap) and run the kept program shot by shot on the stabilizer
-VM, its decode rounds through the placement's transport, without compiling again. The
-samples are those of the QNode without ``qjit`` for the same seed (the program and the shot
-seeds are the same).
+``@qp.qjit(capture=True)`` is ``catalyst.qjit`` (pennylane-catalyst 0.15.0, the release of
+PennyLane 0.45: ``pip install 'backline[catalyst]'``). Over a backline placement, Catalyst
+compiles the QNode and its compiled program drives ``backline.qubit`` through Catalyst's
+runtime device interface (``Backline.get_c_interface()``: the factory in backline's native
+module), one gate and one measurement at a time, in this process. With
+``qec_code="steane"`` every wire is a Steane block: each gate is applied transversally and
+followed by a correction cycle whose two decodes are real rounds through the placement's
+transport to its coprocessor, and a measurement is a decoded block measurement — the same
+programs, in the same order, as without ``qjit``, so the samples are the same for the same
+seed. The coprocessors run where the placement puts them (this process, an executor process,
+another host); a remote *controller*'s executor is not used under Catalyst, whose compiled
+program is the controller.
 
-Over any other device, ``qp.qjit`` is PennyLane-Catalyst's ``qjit`` (installed with
-``pip install pennylane-catalyst==0.15.0``, the release of PennyLane 0.45).
+What Catalyst cannot host runs on backline's own compiler instead, with a
+:class:`QjitFallbackWarning` saying why: a placement whose controller is an FPGA board (the
+whole program runs on the board), and programs with backline's explicit operators
+(``qp.backline.decode``, ``qp.runtime_call``, ``apply_correction``): their results are values
+the program branches on, and Catalyst 0.15's device interface returns values only from
+measurements (docs/python.md, "Under Catalyst").
 
-Why backline's placements are not compiled by Catalyst itself: Catalyst runs a QNode's
-operations through a device's C++ runtime interface (``Catalyst::Runtime::QuantumDevice``,
-loaded from the shared library a device's ``get_c_interface()`` names) one gate and one
-measurement at a time, after its own compilation of the program. backline's implicit QEC
-rewrites the whole program before anything runs (every logical gate becomes a Steane-block
-gate followed by a syndrome round and two decode rounds; measurements become decoded block
-measurements), and its explicit decodes and runtime calls are operators that Catalyst's
-capture has no primitive for. Hosting a placement behind ``QuantumDevice`` would mean
-running backline's compiler gate by gate inside the device and giving up its decode
-operators; ``catalyst.qjit`` over a ``backline.qubit`` device therefore raises Catalyst's
-``CompileError: The backline.qubit device does not provide C interface for compilation`` —
-``qp.qjit(..., backend="catalyst")`` raises it as :class:`QjitError` with this explanation.
+``qp.compile_once`` is backline's own compile-once path: each distinct circuit compiled once by
+backline's compiler (the Rust passes) and the program reused, without Catalyst.
 """
 
 from __future__ import annotations
 
 import functools
+import warnings
 
 from .errors import BacklineError
 
+#: The Catalyst release ``qp.qjit`` runs with (the one of PennyLane 0.45).
+CATALYST_VERSION = "0.15.0"
+
 
 class QjitError(BacklineError, RuntimeError):
-    """A QNode that ``qp.qjit`` cannot compile: the message says why (Catalyst missing, a
-    placement Catalyst cannot host, what Catalyst said)."""
+    """A QNode that ``qp.qjit`` cannot compile: the message says why (Catalyst missing or of
+    another release, a placement Catalyst cannot host, what Catalyst said)."""
+
+
+class QjitFallbackWarning(UserWarning):
+    """``qp.qjit`` compiled a QNode with backline's compiler, not Catalyst: the message says
+    what Catalyst cannot host."""
 
 
 def _is_backline(qnode) -> bool:
@@ -43,9 +51,30 @@ def _is_backline(qnode) -> bool:
     return isinstance(getattr(qnode, "device", None), Backline)
 
 
+def _catalyst():
+    """The ``catalyst`` module of the pinned release; QjitError if it is missing or another."""
+    try:
+        import catalyst
+    except ImportError as e:
+        raise QjitError(
+            f"qp.qjit is PennyLane-Catalyst's qjit: pip install 'backline[catalyst]' (pennylane-catalyst=="
+            f"{CATALYST_VERSION}) — {e}; backline's own compile-once path without Catalyst is "
+            "qp.compile_once"
+        ) from None
+    version = getattr(catalyst, "__version__", "unknown")
+    if version != CATALYST_VERSION:
+        raise QjitError(
+            f"pennylane-catalyst {version} is installed; backline.qubit's Catalyst device is built "
+            f"for {CATALYST_VERSION} (pip install 'backline[catalyst]')"
+        )
+    return catalyst
+
+
 class CompiledQNode:
-    """A QNode on a backline placement whose circuits are compiled once each (see the module
-    docs); call it like the QNode."""
+    """A QNode on a backline placement whose circuits are compiled once each by backline's
+    compiler (``qp.compile_once``); call it like the QNode."""
+
+    backend = "backline"
 
     def __init__(self, qnode, capture: bool | None = None):
         self.qnode = qnode
@@ -63,46 +92,120 @@ class CompiledQNode:
         return self.device.compiled_programs
 
     def __repr__(self):
+        return f"compile_once({self.qnode!r})"
+
+
+def compile_once(fn=None, *, capture: bool | None = None):
+    """Compiles a QNode on a backline placement once per distinct circuit with backline's
+    compiler and runs the kept program on later calls (no Catalyst). ``capture`` is accepted
+    as Catalyst's and ignored. Usable as ``@compile_once``, ``@compile_once(capture=True)`` or
+    ``compile_once(qnode)``."""
+    if fn is None:
+        return functools.partial(compile_once, capture=capture)
+    if not _is_backline(fn):
+        raise QjitError(f"compile_once compiles QNodes on a backline placement, not {getattr(fn, 'device', fn)!r}")
+    return CompiledQNode(fn, capture)
+
+
+def _why_not_catalyst(qnode, args, kwargs) -> str | None:
+    """What in this QNode Catalyst cannot host, or None."""
+    import pennylane as qml
+
+    dev = qnode.device
+    if dev.controller.hardware == "fpga":
+        return ("its controller is an FPGA board, which runs the whole program itself; Catalyst "
+                "runs a compiled program in this process, gate by gate")
+    tape = qml.workflow.construct_tape(qnode)(*args, **kwargs)
+    ours = sorted({type(op).__name__ for op in tape.operations
+                   if type(op).__module__.startswith("backline.")})
+    if ours:
+        return (f"it uses backline's explicit operators ({', '.join(ours)}), whose results the "
+                "program branches on; Catalyst 0.15's device interface returns values only "
+                "from measurements")
+    return None
+
+
+class CatalystQNode:
+    """A QNode on a backline placement under ``catalyst.qjit`` (see the module docs); call it
+    like the QNode. Each call numbers its shots from 0 with a seed drawn from the device's
+    seed, as an execution without ``qjit`` does."""
+
+    backend = "catalyst"
+
+    def __init__(self, qnode, catalyst, capture: bool | None, options: dict):
+        self.qnode = qnode
+        self.device = qnode.device
+        self.capture = capture
+        self._catalyst = catalyst
+        self._options = options
+        self._compiled = None
+        self._fallback: CompiledQNode | None = None
+        #: Why Catalyst does not compile this QNode (None while it does).
+        self.fallback_reason: str | None = None
+        functools.update_wrapper(self, qnode)
+
+    def _decide(self, args, kwargs):
+        why = _why_not_catalyst(self.qnode, args, kwargs)
+        if why is not None:
+            self.fallback_reason = why
+            self._fallback = CompiledQNode(self.qnode, self.capture)
+            warnings.warn(f"qp.qjit: Catalyst cannot compile {self.qnode!r}: {why}; compiled with "
+                          "backline's compiler instead (qp.compile_once)", QjitFallbackWarning, stacklevel=3)
+            return
+        kw = dict(self._options)
+        if self.capture is not None:
+            kw["capture"] = self.capture
+        self._compiled = self._catalyst.qjit(self.qnode, **kw)
+
+    def __call__(self, *args, **kwargs):
+        with warnings.catch_warnings():
+            # Catalyst's capture path names the observable transforms it leaves out (it
+            # compiles at qjit() for a function without arguments, else at the first call);
+            # under Catalyst this device samples, counts and gives probabilities, no observables.
+            warnings.filterwarnings("ignore", message="The following device-preprocessing transforms",
+                                    category=UserWarning)
+            if self._compiled is None and self._fallback is None:
+                self._decide(args, kwargs)
+            if self._fallback is not None:
+                return self._fallback(*args, **kwargs)
+            from . import _native
+
+            dev = self.device
+            settings = dev.catalyst_settings()
+            with dev._run_lock:
+                _native.catalyst_begin(settings, int(dev._seeds.integers(0, 2**63)))
+                return self._compiled(*args, **kwargs)
+
+    @property
+    def compiled(self):
+        """Catalyst's ``QJIT`` object (None before the first call, or when not compiled by
+        Catalyst)."""
+        return self._compiled
+
+    @property
+    def rounds(self) -> int:
+        """Decode rounds the compiled program has done on its placement's open sessions."""
+        from . import _native
+
+        return _native.catalyst_rounds(self.device.catalyst_settings())
+
+    def __repr__(self):
         return f"qjit({self.qnode!r})"
 
 
 def qjit(fn=None, *, capture: bool | None = None, backend: str | None = None, **options):
-    """Compiles a QNode once and runs it many times: on a backline placement with backline's
-    compiler (``backend=None`` or ``"backline"``), elsewhere with PennyLane-Catalyst
-    (``backend="catalyst"``, the default for other devices). ``capture`` is accepted as
-    Catalyst's (program capture); backline traces the QNode itself. Usable as ``@qjit``,
-    ``@qjit(capture=True)`` or ``qjit(qnode)``."""
+    """PennyLane-Catalyst's ``qjit`` (the pinned release), with backline placements as
+    Catalyst devices; usable as ``@qjit``, ``@qjit(capture=True)`` or ``qjit(qnode)``. Other
+    keyword arguments are Catalyst's. ``backend="backline"`` is :func:`compile_once`."""
     if fn is None:
         return functools.partial(qjit, capture=capture, backend=backend, **options)
     if backend not in (None, "backline", "catalyst"):
-        raise QjitError(f"qjit(backend={backend!r}): 'backline' or 'catalyst'")
-    if _is_backline(fn) and backend != "catalyst":
+        raise QjitError(f"qjit(backend={backend!r}): 'catalyst' (the default) or 'backline' (qp.compile_once)")
+    if backend == "backline":
         if options:
-            raise QjitError(
-                f"qjit over a backline placement takes no Catalyst options ({sorted(options)})"
-            )
-        return CompiledQNode(fn, capture)
-    try:
-        import catalyst
-    except ImportError as e:
-        raise QjitError(
-            f"qjit over {getattr(fn, 'device', fn)!r} needs PennyLane-Catalyst "
-            f"(pip install pennylane-catalyst==0.15.0): {e}"
-        ) from None
-    compiled = catalyst.qjit(fn, capture=capture, **options) if capture is not None else catalyst.qjit(fn, **options)
+            raise QjitError(f"qjit(backend='backline') takes no Catalyst options ({sorted(options)})")
+        return compile_once(fn, capture=capture)
+    catalyst = _catalyst()
     if not _is_backline(fn):
-        return compiled
-
-    @functools.wraps(fn)
-    def run(*args, **kwargs):
-        try:
-            return compiled(*args, **kwargs)
-        except Exception as e:  # noqa: BLE001 — Catalyst's own exception classes
-            raise QjitError(
-                f"Catalyst cannot compile a QNode on a backline placement ({type(e).__name__}: "
-                f"{e}); backline's placements rewrite the whole program for QEC and decode "
-                "rounds, which Catalyst's gate-by-gate device interface cannot host — use "
-                "qjit(backend='backline') (the default)"
-            ) from e
-
-    return run
+        return catalyst.qjit(fn, capture=capture, **options) if capture is not None else catalyst.qjit(fn, **options)
+    return CatalystQNode(fn, catalyst, capture, options)

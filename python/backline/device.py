@@ -445,7 +445,12 @@ class Backline(Device):
         self.print_after_all = print_after_all
         self.payload_bytes = int(payload_bytes)
         self._seeds = np.random.default_rng(seed)
-        self._runtime = None
+        self._seed = seed
+        #: The settings Catalyst's compiled functions run this placement with (hex; see
+        #: :meth:`catalyst_settings`), once made.
+        #: What copies of the device share (Catalyst compiles with a shallow copy): the running
+        #: placement and the settings its compiled functions run it with.
+        self._shared = _Shared()
         self._lock = threading.Lock()
         # One run at a time: a coprocessor session serves one controller at a time.
         self._run_lock = threading.Lock()
@@ -453,7 +458,7 @@ class Backline(Device):
         #: Programs compiled so far; the compiled programs kept by ``program_cache``.
         self.compiled_programs = 0
         self._cache: dict | None = None
-        self._finalizer = weakref.finalize(self, _close_runtime, [None])
+        self._finalizer = weakref.finalize(self, _Shared.close, self._shared)
 
     # ---- the device API ----
 
@@ -488,18 +493,61 @@ class Backline(Device):
     def runtime(self) -> _Runtime:
         """Starts the placement's coprocessors (once)."""
         with self._lock:
-            if self._runtime is None:
-                self._runtime = _Runtime(self)
-                self._finalizer.detach()
-                self._finalizer = weakref.finalize(self, _close_runtime, [self._runtime])
-            return self._runtime
+            if self._shared.runtime is None:
+                self._shared.runtime = _Runtime(self)
+            return self._shared.runtime
 
     def close(self):
         """Stops the coprocessors this device started."""
         with self._lock:
-            if self._runtime is not None:
-                self._runtime.close()
-                self._runtime = None
+            self._shared.close()
+
+    # ---- Catalyst ----
+
+    def get_c_interface(self):
+        """Catalyst's device interface (``catalyst.qjit``): ``(name, library)``, the factory
+        ``BacklineQubitFactory`` of this package's native module. Under Catalyst every gate
+        runs as it is called — with a code, transversally on the Steane blocks and followed by
+        a correction cycle whose two decodes are rounds to coprocessor 0 — and measurements are
+        decoded block measurements, as without Catalyst (``backline/_qjit.py``)."""
+        return _native.CATALYST_DEVICE, _native.__file__
+
+    @property
+    def device_kwargs(self) -> dict:
+        """What Catalyst passes to the device library: the placement (its coprocessors started
+        first), code, pipeline, noise and seed, as :meth:`catalyst_settings`."""
+        return {"backline": self.catalyst_settings()}
+
+    def catalyst_settings(self) -> str:
+        """The placement as Catalyst's compiled functions run it: hex of ``key=value`` lines
+        (no quote or comma can break Catalyst's kwargs string). Starts the coprocessors."""
+        if self.controller.hardware == "fpga":
+            from ._qjit import QjitError
+
+            raise QjitError(
+                "Controller(hardware='fpga'): Catalyst runs a compiled program in this process, "
+                "gate by gate; an FPGA controller runs the whole program on its board — use "
+                "qp.compile_once (backline's compiler) for this placement"
+            )
+        with self._lock:
+            if self._shared.catalyst_hex is not None:
+                return self._shared.catalyst_hex
+        rt = self.runtime()
+        pipeline = self.pipeline or (_native.IMPLICIT_QEC if self.qec_code else _native.PLAIN)
+        seed = self._seed if self._seed is not None else int.from_bytes(os.urandom(8), "little") >> 1
+        lines = [
+            f"qec={self.qec_code or 'none'}",
+            f"pipeline={pipeline}",
+            f"noise={float(self.noise_p)!r} {self.noise_channel}",
+            f"seed={int(seed) % 2**64}",
+        ]
+        for t, key, peer, payload, reply, setup in rt.endpoints:
+            lines.append(f"endpoint={t} {key} {peer} {int(payload)} {float(reply)!r} {float(setup)!r}")
+        text = "\n".join(lines)
+        with self._lock:
+            if self._shared.catalyst_hex is None:
+                self._shared.catalyst_hex = text.encode().hex()
+            return self._shared.catalyst_hex
 
     def _wire_list(self, tape) -> list:
         if self.wires is not None:
@@ -585,10 +633,22 @@ class Backline(Device):
         return _frontend.results(tape, bits, width, shots, tr)
 
 
-def _close_runtime(holder):
-    rt = holder[0]
-    if rt is not None:
-        rt.close()
+class _Shared:
+    """The running parts of a placement, shared by a device and its (shallow) copies."""
+
+    def __init__(self):
+        self.runtime: _Runtime | None = None
+        #: The settings of Catalyst's compiled functions (hex), once made.
+        self.catalyst_hex: str | None = None
+
+    def close(self):
+        if self.catalyst_hex is not None:
+            # The sessions of compiled functions go before the servers they talk to.
+            _native.catalyst_forget(self.catalyst_hex)
+            self.catalyst_hex = None
+        if self.runtime is not None:
+            self.runtime.close()
+            self.runtime = None
 
 
 def _wires(w) -> Wires:

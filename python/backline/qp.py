@@ -12,7 +12,8 @@ untouched), and backline adds its own:
   ``ROLE_COPROCESSOR``, ``STAGE_PAYLOAD``, ``POST``, ``WORK_ITEM``, ``COLLECT``;
 * ``qp.backline`` — the ``backline`` package itself: ``qp.backline.decode``,
   ``qp.backline.triton_decoder``, ``qp.backline.css_bp_decoder`` …;
-* ``qp.qjit`` — see :func:`backline.qjit`.
+* ``qp.qjit`` — PennyLane-Catalyst's ``qjit``, with backline placements as Catalyst devices
+  (see :func:`backline.qjit`); ``qp.compile_once`` — backline's own compile-once path.
 
 So a listing of the reference runs with its ``import pennylane as qp`` line changed to
 ``import backline.qp as qp`` (``examples/paper/``).
@@ -36,7 +37,7 @@ from .qec import (
     WORK_ITEM,
     runtime_call,
 )
-from ._qjit import qjit
+from ._qjit import compile_once, qjit
 
 __all__ = [
     "Backline",
@@ -52,6 +53,7 @@ __all__ = [
     "STAGE_PAYLOAD",
     "WORK_ITEM",
     "backline",
+    "compile_once",
     "qjit",
     "runtime_call",
 ]

@@ -287,6 +287,89 @@ pub fn run_observed(
     })
 }
 
+/// A machine whose qubits live on between programs: each [`Stepper::step`] runs the body of
+/// one program (its setup and tear-down are the caller's: sessions stay open across steps)
+/// on the same tableau and random stream, with that program's own bits and words.
+///
+/// It serves front ends that receive a circuit gate by gate and must answer a measurement
+/// before they see the next gate (a device of a just-in-time compiler): they compile each
+/// gate to a small program over the same qubits and step through them. A sequence of steps
+/// seeded with [`shot_seed`]`(seed, k)` whose bodies, concatenated, are the body of a
+/// program draws the same randomness as shot `k` of [`run`] of that program, so both give
+/// the same outcomes.
+pub struct Stepper {
+    tab: Tableau,
+    rng: Xoshiro256PlusPlus,
+    payload: Vec<u8>,
+}
+
+impl Stepper {
+    /// `num_qubits` qubits in |0>, randomness from `seed` (one shot's seed).
+    pub fn new(num_qubits: u32, seed: u64) -> Result<Stepper, VmError> {
+        let limits = ProgramLimits::from_env()?;
+        limits.check_program(&Program {
+            num_qubits,
+            ..Program::default()
+        })?;
+        Ok(Stepper {
+            tab: Tableau::new(num_qubits as usize),
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            payload: Vec::with_capacity(64),
+        })
+    }
+
+    /// Qubits of the machine.
+    pub fn qubits(&self) -> u32 {
+        self.tab.qubits() as u32
+    }
+
+    /// Runs `program`'s body on the machine's qubits and returns its output bits. The
+    /// program may use no more qubits than the machine has.
+    pub fn step(
+        &mut self,
+        program: &Program,
+        rounds: &mut dyn Rounds,
+    ) -> Result<Vec<bool>, VmError> {
+        if program.num_qubits > self.qubits() {
+            return Err(VmError::Invalid(format!(
+                "the program uses {} qubits; the machine has {}",
+                program.num_qubits,
+                self.qubits()
+            )));
+        }
+        program.validate().map_err(VmError::Invalid)?;
+        let placeholder = Xoshiro256PlusPlus::seed_from_u64(0);
+        let mut m = Machine {
+            p: program,
+            tab: std::mem::replace(&mut self.tab, Tableau::new(0)),
+            bits: vec![false; program.num_bits as usize],
+            words: vec![u64::MAX; program.num_words as usize],
+            payload: std::mem::take(&mut self.payload),
+            rng: std::mem::replace(&mut self.rng, placeholder),
+        };
+        let mut result = Ok(());
+        for (index, instr) in program.body.iter().enumerate() {
+            if let Err(source) = m.exec(instr, rounds) {
+                result = Err(VmError::Round {
+                    shot: 0,
+                    index,
+                    source,
+                });
+                break;
+            }
+        }
+        let out = program
+            .outputs
+            .iter()
+            .map(|&b| m.bits[b as usize])
+            .collect();
+        self.tab = m.tab;
+        self.rng = m.rng;
+        self.payload = m.payload;
+        result.map(|()| out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,6 +431,47 @@ mod tests {
             "same seed, same samples"
         );
         assert_ne!(run(&p, 200, 8, &mut r).unwrap(), a);
+    }
+
+    #[test]
+    fn steps_whose_bodies_make_a_program_give_its_shots() {
+        // Noise and random outcomes in both halves, so the random stream must carry over.
+        let whole = |body: Vec<Instr>, outputs: Vec<u32>| Program {
+            num_qubits: 3,
+            num_bits: 3,
+            body,
+            outputs,
+            ..Default::default()
+        };
+        let first = vec![
+            Instr::G1(Gate1::H, 0),
+            Instr::Noise(Channel::Depolarize(0.3), 1),
+            Instr::Measure { q: 0, bit: 0 },
+        ];
+        let second = vec![
+            Instr::G2(Gate2::Cx, 0, 2),
+            Instr::G1(Gate1::H, 1),
+            Instr::Measure { q: 1, bit: 1 },
+            Instr::Measure { q: 2, bit: 2 },
+        ];
+        let p = whole([first.clone(), second.clone()].concat(), vec![0, 1, 2]);
+        let (a, b) = (whole(first, vec![0]), whole(second, vec![1, 2]));
+        let mut r = Lookup(vec![], 0);
+        let shots = run(&p, 100, 11, &mut r).unwrap();
+        let mut differ = 0;
+        for k in 0..100 {
+            let mut s = Stepper::new(3, shot_seed(11, k)).unwrap();
+            let got = [s.step(&a, &mut r).unwrap(), s.step(&b, &mut r).unwrap()].concat();
+            assert_eq!(got, shots.shot(k as usize), "shot {k}");
+            differ += (got != shots.shot(0)) as usize;
+        }
+        assert!(differ > 0, "the shots should not all be alike");
+        let big = Program {
+            num_qubits: 4,
+            ..Default::default()
+        };
+        let mut s = Stepper::new(3, 1).unwrap();
+        assert!(matches!(s.step(&big, &mut r), Err(VmError::Invalid(_))));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! module, which maturin builds); everything else is plain Rust with its own tests.
 #![deny(missing_docs)]
 
+pub mod catalyst;
 #[cfg(feature = "fpga")]
 pub mod fpga;
 pub mod placement;

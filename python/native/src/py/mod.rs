@@ -9,6 +9,7 @@
 //! | [`stream`] | `StreamClient`, `stream_layout` |
 //! | [`board`] | `FpgaBoard` (feature `fpga`) |
 //! | [`cuqr`] | `CuqrServer` |
+//! | [`catalyst`] | `catalyst_begin`, `catalyst_forget`, `catalyst_rounds` (the Catalyst device) |
 //!
 //! Every call from Python runs behind the one panic boundary of [`boundary`], and raises the
 //! classes of the pure-Python module `backline.errors` named by [`errors::Class`].
@@ -16,6 +17,7 @@
 #[cfg(feature = "fpga")]
 mod board;
 mod boundary;
+mod catalyst;
 mod compile;
 mod cuqr;
 mod decode;
@@ -56,6 +58,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile::program_limits, m)?)?;
     m.add_function(wrap_pyfunction!(stream::stream_layout, m)?)?;
     m.add_function(wrap_pyfunction!(decode::decoder_registry, m)?)?;
+    m.add_function(wrap_pyfunction!(catalyst::catalyst_begin, m)?)?;
+    m.add_function(wrap_pyfunction!(catalyst::catalyst_forget, m)?)?;
+    m.add_function(wrap_pyfunction!(catalyst::catalyst_rounds, m)?)?;
+    m.add("CATALYST_DEVICE", catalyst::CATALYST_DEVICE)?;
     m.add_function(wrap_pyfunction!(error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(boundary::panic_for_test, m)?)?;
     m.add("HAS_FPGA", cfg!(feature = "fpga"))?;

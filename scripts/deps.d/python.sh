@@ -6,9 +6,10 @@
 # pytest-mock and flaky: what PennyLane's device test suite (pl-device-test) needs; stim and
 # sinter: the circuit-level decoders' tests (backline.sinter, a sinter.collect sweep);
 # triton: decoders written in Triton compile ahead of time for the GPU (no GPU needed);
-# pymatching: the reference beside backline-matching in the sinter sweep.
+# pymatching: the reference beside backline-matching in the sinter sweep; pennylane-catalyst:
+# qp.qjit is Catalyst's, with backline.qubit as its device (python/tests/test_catalyst.py).
 PY_PACKAGES=("pennylane==0.45.1" "maturin==1.16.0" "pytest==9.0.2" "pytest-mock==3.17.0" "flaky==3.8.1"
-    "stim==1.16.0" "sinter==1.16.0" "triton==3.9.0" "pymatching==2.4.0")
+    "stim==1.16.0" "sinter==1.16.0" "triton==3.9.0" "pymatching==2.4.0" "pennylane-catalyst==0.15.0")
 if ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
     apt_install python3-venv
 fi
@@ -26,6 +27,7 @@ assert m.version("stim") == "1.16.0"
 assert m.version("sinter") == "1.16.0"
 assert m.version("triton") == "3.9.0"
 assert m.version("pymatching") == "2.4.0"
+assert m.version("pennylane-catalyst") == "0.15.0"
 PY
 then
     echo "install-deps: pip (.venv-py): ${PY_PACKAGES[*]}"

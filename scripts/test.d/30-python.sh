@@ -2,7 +2,8 @@
 # The Python front (python/, examples/): installs the package from the working tree into
 # .venv-py with pip (maturin builds backline._native in release), lints its bindings, runs
 # its tests (done-when checks, bad inputs, the front end against default.qubit, the
-# examples) and PennyLane's own device test suite against backline.qubit.
+# examples, the Catalyst device under pennylane-catalyst 0.15.0) and PennyLane's own device
+# test suite against backline.qubit.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY="$PWD/.venv-py/bin/python"
@@ -19,8 +20,15 @@ echo "   built and installed in $(( $(date +%s) - t0 )) s"
 # The tests must import the installed package, not the source tree.
 (cd /tmp && "$PY" -c "import backline, sys; assert 'site-packages' in backline.__file__, backline.__file__")
 
+# Catalyst must be there: its tests skip without it, and CI must not pass by skipping them.
+"$PY" -c "import catalyst; assert catalyst.__version__ == '0.15.0', catalyst.__version__"
+
 echo "-- pytest python/tests"
-"$PY" -m pytest -q -p no:cacheprovider python/tests
+# The Catalyst tests in a process of their own: Catalyst brings JAX's threads, which the other
+# tests' forks of executor processes should not inherit.
+"$PY" -m pytest -q -p no:cacheprovider python/tests --ignore=python/tests/test_catalyst.py
+echo "-- pytest python/tests/test_catalyst.py (pennylane-catalyst $("$PY" -c 'import catalyst; print(catalyst.__version__)'))"
+"$PY" -m pytest -q -p no:cacheprovider python/tests/test_catalyst.py
 
 # sinter's own decoder tests, from the installed sinter wheel (nothing of it is committed),
 # against every backline decoder: the degenerate models its contract allows (empty circuits, no

@@ -204,22 +204,22 @@ impl Program {
         let q = |i: u32| {
             (i < self.num_qubits)
                 .then_some(())
-                .ok_or(format!("qubit {i} ≥ {}", self.num_qubits))
+                .ok_or_else(|| format!("qubit {i} ≥ {}", self.num_qubits))
         };
         let b = |i: u32| {
             (i < self.num_bits)
                 .then_some(())
-                .ok_or(format!("bit {i} ≥ {}", self.num_bits))
+                .ok_or_else(|| format!("bit {i} ≥ {}", self.num_bits))
         };
         let w = |i: u32| {
             (i < self.num_words)
                 .then_some(())
-                .ok_or(format!("word {i} ≥ {}", self.num_words))
+                .ok_or_else(|| format!("word {i} ≥ {}", self.num_words))
         };
         let s = |i: u32| {
             (i < self.num_sessions)
                 .then_some(())
-                .ok_or(format!("session {i} ≥ {}", self.num_sessions))
+                .ok_or_else(|| format!("session {i} ≥ {}", self.num_sessions))
         };
         let list = |l: List| -> Result<&[u32], String> {
             self.pool

@@ -212,6 +212,9 @@ pub struct Placement {
     pieces: Mutex<HashMap<(u32, Piece), Arc<Program>>>,
     /// `(seed, next shot)` of the runs: the front end names the seed of each call.
     shots: Mutex<(u64, u64)>,
+    /// Rounds done (the sessions' round times are dropped as they come: a long-lived
+    /// placement does not grow).
+    rounds_done: std::sync::atomic::AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -238,6 +241,7 @@ impl Placement {
             rounds: Mutex::new(None),
             pieces: Mutex::new(HashMap::new()),
             shots: Mutex::new((seed, 0)),
+            rounds_done: Default::default(),
         });
         all.insert(hex.to_string(), p.clone());
         Ok(p)
@@ -389,7 +393,14 @@ impl Placement {
             Some(r) => r,
             None => &mut none,
         };
-        vm.step(program, rounds).map_err(|e| {
+        let out = vm.step(program, rounds);
+        if let Some(r) = guard.as_mut() {
+            // Relaxed: a statistic, read after the run by the same or a joined thread.
+            self.rounds_done
+                .fetch_add(r.rtts_ns.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            r.rtts_ns.clear();
+        }
+        out.map_err(|e| {
             let msg = match &e {
                 VmError::Round { .. } => {
                     // The session is in an unknown state: the next run reconnects.
@@ -412,9 +423,9 @@ impl Placement {
         }
     }
 
-    /// Rounds done since the sessions opened (for tests and reports).
-    pub fn rounds_done(&self) -> usize {
-        lock(&self.rounds).as_ref().map_or(0, |r| r.rtts_ns.len())
+    /// Decode rounds done on this placement's sessions (for tests and reports).
+    pub fn rounds_done(&self) -> u64 {
+        self.rounds_done.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -791,7 +802,7 @@ mod tests {
         // block measured (3).
         assert_eq!(server.stats().1, shots as u64 * 13);
         let p = Placement::of(settings_hex(&kw).unwrap()).unwrap();
-        assert_eq!(p.rounds_done(), shots * 13);
+        assert_eq!(p.rounds_done(), shots as u64 * 13);
         server.stop().unwrap();
         let mut d = Device::new(&kw).unwrap();
         d.allocate(1).unwrap();

@@ -28,9 +28,9 @@ pub(crate) fn catalyst_forget(settings: &str) -> PyResult<bool> {
 }
 
 /// catalyst_rounds(settings) -> int: the decode rounds the compiled functions of this
-/// placement have done over their open sessions (0 when none are open).
+/// placement have done.
 #[pyfunction]
-pub(crate) fn catalyst_rounds(py: Python<'_>, settings: &str) -> PyResult<usize> {
+pub(crate) fn catalyst_rounds(py: Python<'_>, settings: &str) -> PyResult<u64> {
     boundary(|| {
         let p =
             Placement::of(settings).map_err(|e| err(py, Class::PlacementError, e.to_string()))?;

@@ -27,12 +27,17 @@ backline's compiler (the Rust passes) and the program reused, without Catalyst.
 from __future__ import annotations
 
 import functools
+import os
 import warnings
 
 from .errors import BacklineError
 
 #: The Catalyst release ``qp.qjit`` runs with (the one of PennyLane 0.45).
 CATALYST_VERSION = "0.15.0"
+
+#: ``qp.qjit``'s backend where a call names none: ``catalyst`` (unset) or ``backline``, for
+#: machines where Catalyst cannot run or compiles too slowly (an emulated guest).
+BACKEND_ENV = "BACKLINE_QJIT_BACKEND"
 
 
 class QjitError(BacklineError, RuntimeError):
@@ -196,11 +201,16 @@ class CatalystQNode:
 def qjit(fn=None, *, capture: bool | None = None, backend: str | None = None, **options):
     """PennyLane-Catalyst's ``qjit`` (the pinned release), with backline placements as
     Catalyst devices; usable as ``@qjit``, ``@qjit(capture=True)`` or ``qjit(qnode)``. Other
-    keyword arguments are Catalyst's. ``backend="backline"`` is :func:`compile_once`."""
+    keyword arguments are Catalyst's. ``backend="backline"`` is :func:`compile_once`;
+    ``BACKLINE_QJIT_BACKEND=backline`` makes it the default."""
     if fn is None:
         return functools.partial(qjit, capture=capture, backend=backend, **options)
     if backend not in (None, "backline", "catalyst"):
         raise QjitError(f"qjit(backend={backend!r}): 'catalyst' (the default) or 'backline' (qp.compile_once)")
+    if backend is None and os.environ.get(BACKEND_ENV):
+        backend = os.environ[BACKEND_ENV]
+        if backend not in ("backline", "catalyst"):
+            raise QjitError(f"{BACKEND_ENV}={backend!r}: 'catalyst' (the default) or 'backline' (qp.compile_once)")
     if backend == "backline":
         if options:
             raise QjitError(f"qjit(backend='backline') takes no Catalyst options ({sorted(options)})")

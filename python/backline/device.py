@@ -9,6 +9,7 @@ released; each decode is a real round through the runtime to the placement's cop
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import itertools
 import os
 import select
@@ -510,6 +511,9 @@ class Backline(Device):
         runs as it is called — with a code, transversally on the Steane blocks and followed by
         a correction cycle whose two decodes are rounds to coprocessor 0 — and measurements are
         decoded block measurements, as without Catalyst (``backline/_qjit.py``)."""
+        # Loaded globally, so that the noise channels' runtime symbols it exports
+        # (`__catalyst__qis__BitFlip` …) resolve when Catalyst loads a compiled program.
+        ctypes.CDLL(_native.__file__, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
         return _native.CATALYST_DEVICE, _native.__file__
 
     @property

@@ -12,26 +12,13 @@ import numpy as np
 import pennylane as qml
 import pytest
 from conftest import steane_placement
+from test_paper import _ghz  # listing 3's program: GHZ parity, mid-circuit measurements sampled
 
 import backline
 import backline.qp as qp
 from backline import CoprocessorFunction, Endpoint, _native
 
 catalyst = pytest.importorskip("catalyst", reason="pennylane-catalyst is not installed")
-
-
-def _ghz(dev, shots=10):
-    """Listing 3's program (GHZ parity, mid-circuit measurements sampled)."""
-
-    @qp.set_shots(shots)
-    @qp.qnode(dev, mcm_method="one-shot")
-    def ghz():
-        qp.Hadamard(0)
-        qp.CNOT([0, 1])
-        qp.CNOT([1, 2])
-        return qp.sample([qp.measure(0), qp.measure(1), qp.measure(2)])
-
-    return ghz
 
 
 def _rounds(dev) -> int:
@@ -89,6 +76,31 @@ def test_under_noise_decoding_lowers_the_logical_error_rate():
           f"shots: logical error rate {rates['decoded']:.4f} with decoding, {rates['not decoded']:.4f} without")
     assert rates["not decoded"] > 0.005
     assert rates["decoded"] < rates["not decoded"] / 3
+
+
+def test_pennylane_noise_channels_in_the_circuit_act_on_the_blocks_as_without_qjit():
+    def noisy(dev):
+        @qp.set_shots(400)
+        @qp.qnode(dev, mcm_method="one-shot")
+        def c():
+            qp.Hadamard(0)
+            qp.BitFlip(0.05, 0)
+            qp.CNOT([0, 1])
+            qp.DepolarizingChannel(0.05, 1)
+            qp.PhaseFlip(0.05, 2)
+            qp.CNOT([1, 2])
+            return qp.sample([qp.measure(0), qp.measure(1), qp.measure(2)])
+
+        return c
+
+    bad = {}
+    for name, pipeline in (("decoded", None), ("not decoded", backline.NO_DECODE)):
+        a = np.asarray(noisy(steane_placement("memcpy", seed=13, pipeline=pipeline))())
+        b = np.asarray(qp.qjit(capture=True)(noisy(steane_placement("memcpy", seed=13, pipeline=pipeline)))())
+        np.testing.assert_array_equal(a, b, err_msg=name)
+        bad[name] = int((~(b == b[:, :1]).all(axis=1)).sum())
+    # The channels flipped qubits of the blocks; the correction cycles undid them.
+    assert bad["not decoded"] > 10 and bad["decoded"] < bad["not decoded"] / 3, bad
 
 
 def test_a_plain_placement_without_a_code_runs_counts_and_probabilities():
@@ -229,6 +241,15 @@ def test_what_catalyst_cannot_host_runs_on_backlines_compiler_with_a_warning():
         warnings.simplefilter("error")
         jitted()  # warned once
     assert qp.compile_once(_ghz(steane_placement())).backend == "backline"
+
+
+def test_the_environment_can_make_backlines_compiler_the_default(monkeypatch):
+    monkeypatch.setenv("BACKLINE_QJIT_BACKEND", "backline")
+    assert qp.qjit(_ghz(steane_placement())).backend == "backline"
+    assert qp.qjit(_ghz(steane_placement()), backend="catalyst").backend == "catalyst"
+    monkeypatch.setenv("BACKLINE_QJIT_BACKEND", "mlir")
+    with pytest.raises(backline.QjitError, match="BACKLINE_QJIT_BACKEND='mlir'"):
+        qp.qjit(_ghz(steane_placement()))
 
 
 @pytest.mark.parametrize("fabric", ["shm", "udp"])

@@ -50,6 +50,8 @@ char *backline_catalyst_measure(void *device, int64_t wire, bool has_postselect,
                                 int32_t postselect, bool *out);
 char *backline_catalyst_sample(void *device, const int64_t *wires, size_t n_wires,
                                uint8_t *out, size_t out_len);
+char *backline_catalyst_channel(void *device, const char *name, size_t name_len, double p,
+                                int64_t wire);
 void backline_catalyst_free_error(char *error);
 }
 
@@ -70,6 +72,11 @@ void check(char *error)
 bool kTrue = true;
 bool kFalse = false;
 
+class Device;
+// The device of the run in progress on this thread (Catalyst runs one at a time): the noise
+// channels' runtime symbols, which get no device, act on it.
+thread_local Device *current = nullptr;
+
 class Device {
   public:
     explicit Device(const char *kwargs)
@@ -77,12 +84,19 @@ class Device {
         char *error = nullptr;
         rust_ = backline_catalyst_new(kwargs, &error);
         check(error);
+        current = this;
     }
     Device(const Device &) = delete;
     Device &operator=(const Device &) = delete;
 
     // The slots, in the order of Catalyst's runtime device class.
-    virtual ~Device() { backline_catalyst_drop(rust_); }
+    virtual ~Device()
+    {
+        if (current == this) {
+            current = nullptr;
+        }
+        backline_catalyst_drop(rust_);
+    }
 
     virtual std::vector<QubitId> AllocateQubits(size_t n)
     {
@@ -202,6 +216,12 @@ class Device {
     virtual void StartTapeRecording() { fail("gradients are not supported (a sampling device)"); }
     virtual void StopTapeRecording() { fail("gradients are not supported (a sampling device)"); }
 
+    // Not a slot: a Pauli channel on a wire (the runtime symbols below).
+    void Channel(const char *name, double p, QubitId wire)
+    {
+        check(backline_catalyst_channel(rust_, name, std::strlen(name), p, wire));
+    }
+
   private:
     static constexpr const char *kMeasurements =
         "observables are not supported under catalyst.qjit: use qml.sample, qml.counts or "
@@ -251,6 +271,17 @@ class Device {
 };
 
 } // namespace backline_catalyst
+
+// A PennyLane noise channel in a compiled program lowers to a call of
+// `__catalyst__qis__<Name>(p, qubit, modifiers)`, which Catalyst's runtime does not define; the
+// Rust library exports these names and calls this.
+extern "C" void backline_catalyst_qis_channel(const char *name, double p, void *qubit)
+{
+    if (backline_catalyst::current == nullptr) {
+        backline_catalyst::fail(std::string(name) + " outside a run of backline.qubit");
+    }
+    backline_catalyst::current->Channel(name, p, reinterpret_cast<backline_catalyst::QubitId>(qubit));
+}
 
 // The factory; the Rust library exports it as BacklineQubitFactory (a C++ symbol linked into
 // a Rust cdylib is not exported). An error in the kwargs or the placement is thrown from here

@@ -202,6 +202,9 @@ enum Piece {
     Measure(u32),
     /// Re-encodes a measured block, flipped to `|1>` when it read 1.
     Reencode(u32, bool),
+    /// A Pauli channel (`bit_flip`, `phase_flip`, `depolarize`; the probability's bits) on a
+    /// wire (with a code: on every data qubit of its block).
+    Noise(&'static str, u64, u32),
 }
 
 /// The open sessions and compiled pieces of one placement, shared by its devices.
@@ -337,6 +340,10 @@ impl Placement {
                         });
                     }
                 }
+                Piece::Noise(c, p, b) => m.body.push(Op::LNoise {
+                    channel: channel(c, f64::from_bits(*p)),
+                    block: *b,
+                }),
             }
         } else {
             match piece {
@@ -346,6 +353,10 @@ impl Placement {
                     let bit = m.measure(*q);
                     m.body.push(Op::Output { bits: vec![bit] });
                 }
+                Piece::Noise(c, p, q) => m.body.push(Op::Noise {
+                    channel: channel(c, f64::from_bits(*p)),
+                    qubit: *q,
+                }),
             }
         }
         let what = || format!("{piece:?}");
@@ -426,6 +437,15 @@ impl Placement {
     /// Decode rounds done on this placement's sessions (for tests and reports).
     pub fn rounds_done(&self) -> u64 {
         self.rounds_done.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+fn channel(name: &str, p: f64) -> backline_stabvm::Channel {
+    use backline_stabvm::Channel;
+    match name {
+        "bit_flip" => Channel::BitFlip(p),
+        "phase_flip" => Channel::PhaseFlip(p),
+        _ => Channel::Depolarize(p),
     }
 }
 
@@ -695,6 +715,30 @@ impl Device {
             self.run(Piece::Gate(g, gw))?;
         }
         Ok(())
+    }
+
+    /// A PennyLane Pauli channel (`BitFlip`, `PhaseFlip`, `DepolarizingChannel`) with
+    /// probability `p` on a wire: with a code on every data qubit of its block, as the
+    /// front end lowers the same operation.
+    pub fn channel(&mut self, name: &str, p: f64, wire: i64) -> Result<(), DeviceError> {
+        let c = match name {
+            "BitFlip" => "bit_flip",
+            "PhaseFlip" => "phase_flip",
+            "DepolarizingChannel" => "depolarize",
+            _ => {
+                return Err(DeviceError::Gate(format!(
+                    "{name}: not a channel backline.qubit runs"
+                )));
+            }
+        };
+        if !(0.0..=1.0).contains(&p) {
+            return Err(DeviceError::Gate(format!(
+                "{name}({p}): a probability in [0, 1]"
+            )));
+        }
+        let w = self.check_wire(wire)?;
+        self.ready(w)?;
+        self.run(Piece::Noise(c, p.to_bits(), w)).map(drop)
     }
 
     /// Measures a wire (with a code, a decoded logical measurement).

@@ -16,6 +16,32 @@ use super::Device;
 unsafe extern "C-unwind" {
     /// `new backline_catalyst::Device(kwargs)`; throws a C++ exception on a bad placement.
     fn backline_catalyst_factory(kwargs: *const c_char) -> *mut c_void;
+    /// A Pauli channel on the current run's device; throws on an error.
+    fn backline_catalyst_qis_channel(name: *const c_char, p: f64, qubit: *mut c_void);
+}
+
+/// The runtime symbols PennyLane's noise channels lower to in a compiled program
+/// (`__catalyst__qis__<Name>(p, qubit, modifiers)`), which Catalyst's runtime does not define.
+/// They resolve when this library is loaded globally (`Backline.get_c_interface()` does so).
+macro_rules! channel_symbols {
+    ($($symbol:ident => $name:literal),* $(,)?) => {$(
+        /// A Pauli channel on the current run's device (see [`channel_symbols`]).
+        ///
+        /// # Safety
+        /// Called by Catalyst's compiled code with a qubit of the current run.
+        #[unsafe(no_mangle)]
+        #[allow(non_snake_case)]
+        pub unsafe extern "C-unwind" fn $symbol(p: f64, qubit: *mut c_void, _modifiers: *const c_void) {
+            // SAFETY: a NUL-terminated literal; the C++ side checks that a run is in progress.
+            unsafe { backline_catalyst_qis_channel($name.as_ptr(), p, qubit) }
+        }
+    )*};
+}
+
+channel_symbols! {
+    __catalyst__qis__BitFlip => c"BitFlip",
+    __catalyst__qis__PhaseFlip => c"PhaseFlip",
+    __catalyst__qis__DepolarizingChannel => c"DepolarizingChannel",
 }
 
 /// Catalyst's entry point: `<DEVICE_NAME>Factory`.
@@ -260,4 +286,22 @@ pub unsafe extern "C" fn backline_catalyst_sample(
         }
         Ok(())
     })
+}
+
+/// A Pauli channel (`BitFlip`, `PhaseFlip`, `DepolarizingChannel`) with probability `p` on a
+/// wire.
+///
+/// # Safety
+/// `device` is a live device; `name` points to `name_len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn backline_catalyst_channel(
+    device: *mut c_void,
+    name: *const c_char,
+    name_len: usize,
+    p: f64,
+    wire: i64,
+) -> *mut c_char {
+    // SAFETY: the length the C++ caller passes with its string.
+    let name = String::from_utf8_lossy(unsafe { slice(name as *const u8, name_len) });
+    with(device, |d| d.channel(&name, p, wire))
 }

@@ -4,6 +4,8 @@ Every execution compiles the circuit with the Rust passes (logical qubits to Ste
 with a correction cycle after each gate when ``qec_code="steane"``, noise, encoding, decodes
 to transport rounds) and runs its shots on the stabilizer VM in Rust, with the interpreter
 released; each decode is a real round through the runtime to the placement's coprocessor.
+Under ``catalyst.qjit`` (``qp.qjit``) the device is also a Catalyst device
+(:meth:`Backline.get_c_interface`): Catalyst's compiled program drives it gate by gate.
 """
 
 from __future__ import annotations

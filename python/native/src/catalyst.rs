@@ -9,7 +9,7 @@
 //! The placement (endpoints, code, pipeline, noise, seed) arrives in Catalyst's device
 //! keyword string ([`Settings::from_kwargs`]). Catalyst makes a device for every run of a
 //! compiled program, so what is worth keeping — the open sessions and the compiled gate
-//! programs — lives in a process-wide [`Placement`] per keyword string.
+//! programs — lives in a process-wide [`Placement`] per settings.
 //!
 //! Samples equal those of the non-compiled path for the same seed: a run's programs,
 //! concatenated, are the program the front end compiles for the whole circuit, and the

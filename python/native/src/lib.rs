@@ -5,6 +5,9 @@
 //! interpreter released — sending every decode as a round through backline-transport to the
 //! placement's coprocessors, or through the (simulated) FPGA board of backline-apu.
 //!
+//! The same module is Catalyst's device library for `backline.qubit` (`catalyst`: a C++ class of
+//! Catalyst's runtime device interface over a Rust device that steps the VM gate by gate).
+//!
 //! The Python bindings live in `py` (one module per area, every call behind one panic
 //! boundary) behind the `python` feature (on for the extension
 //! module, which maturin builds); everything else is plain Rust with its own tests.

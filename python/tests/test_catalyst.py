@@ -140,6 +140,23 @@ def test_mid_circuit_conditions_run_in_the_compiled_program():
     assert (s[:, 0] == s[:, 1]).all() and 0 < s[:, 0].sum() < 50
 
 
+def test_a_block_measured_mid_circuit_and_used_again_is_re_encoded_with_its_value():
+    dev = steane_placement("memcpy", seed=6)
+
+    @qp.qjit(capture=True)
+    @qp.set_shots(40)
+    @qp.qnode(dev, mcm_method="one-shot")
+    def again():
+        qp.Hadamard(0)
+        m = qp.measure(0)
+        qp.PauliX(0)
+        qp.CNOT([0, 1])
+        return qp.sample([m, qp.measure(0), qp.measure(1)])
+
+    s = np.asarray(again())
+    assert (s[:, 1] == 1 - s[:, 0]).all() and (s[:, 2] == s[:, 1]).all() and 0 < s[:, 0].sum() < 40
+
+
 # ---------------------------------------------------------------- bad input
 
 

@@ -208,6 +208,20 @@ def test_a_gate_the_device_does_not_run_is_refused_with_its_name():
         rx()
 
 
+def test_observables_under_catalyst_are_refused_naming_what_works():
+    dev = qp.Backline(wires=1, seed=1)
+
+    @qp.qjit(capture=True)
+    @qp.set_shots(10)
+    @qp.qnode(dev)
+    def z():
+        qp.Hadamard(0)
+        return qp.expval(qp.Z(0))
+
+    with pytest.raises(RuntimeError, match="observables are not supported under catalyst.qjit: use qml.sample"):
+        z()
+
+
 def test_more_logical_qubits_than_the_vm_allows_is_refused(monkeypatch):
     monkeypatch.setenv("BACKLINE_PROGRAM_LIMITS", "qubits=16")
     dev = qp.Backline(wires=3, coprocessors=[qp.Coprocessor(coprocessor_fn=CoprocessorFunction.builtin("steane"))],

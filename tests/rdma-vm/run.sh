@@ -11,9 +11,10 @@
 # simulated board bridged over rdma, default 20: each costs 0.3 to a few seconds under TCG),
 # BACKLINE_VM_CPUS (2),
 # BACKLINE_VM_KERNEL (default: the newest /boot/vmlinuz-*-amd64 with rdma_rxe),
-# BACKLINE_VM_TIMEOUT (s, 1200; a cold CI run's VM took 760 s), BACKLINE_VM_GUEST (another
-# guest script to run instead of tests/rdma-vm/guest.sh, e.g. for measurements; path relative
-# to the repository).
+# BACKLINE_VM_TIMEOUT (s, 1800: a cold CI run's VM took 760 s, one beside other jobs 1175 s;
+# the guest's Python steps import JAX through PennyLane, slow under TCG), BACKLINE_VM_GUEST
+# (another guest script to run instead of tests/rdma-vm/guest.sh, e.g. for measurements; path
+# relative to the repository).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -96,7 +97,7 @@ sha256sum "$BIN" ${TESTS//,/ } >"$OUT/share/binaries.sha256"
 echo "-- booting $kver under qemu (TCG, $CPUS CPUs); guest console follows"
 t0=$(date +%s)
 set +e
-timeout "${BACKLINE_VM_TIMEOUT:-1200}" qemu-system-x86_64 \
+timeout "${BACKLINE_VM_TIMEOUT:-1800}" qemu-system-x86_64 \
     -machine q35 -accel tcg,thread=multi -cpu max -smp "$CPUS" -m 1024 \
     -display none -nodefaults -no-reboot \
     -chardev stdio,id=con,signal=off -serial chardev:con \
@@ -108,7 +109,7 @@ timeout "${BACKLINE_VM_TIMEOUT:-1200}" qemu-system-x86_64 \
 qrc=${PIPESTATUS[0]}
 set -e
 vm_s=$(( $(date +%s) - t0 ))
-[ "$qrc" = 124 ] && fail "the VM did not finish within ${BACKLINE_VM_TIMEOUT:-1200} s (console: $OUT/console.log)"
+[ "$qrc" = 124 ] && fail "the VM did not finish within ${BACKLINE_VM_TIMEOUT:-1800} s (console: $OUT/console.log)"
 [ -s "$OUT/share/status" ] || fail "the guest wrote no results (qemu exit $qrc; console: $OUT/console.log)"
 
 python3 tests/rdma-vm/report.py "$OUT/share" "$vm_s" "$(( $(date +%s) - t_start ))"

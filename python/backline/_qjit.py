@@ -189,7 +189,7 @@ class CatalystQNode:
 
     @property
     def rounds(self) -> int:
-        """Decode rounds the compiled program has done on its placement's open sessions."""
+        """Decode rounds the compiled functions of its placement have done."""
         from . import _native
 
         return _native.catalyst_rounds(self.device.catalyst_settings())

@@ -184,28 +184,22 @@ def test_a_coprocessor_that_dies_mid_run_is_an_exception_naming_it_and_the_inter
         jitted()
 
 
-def test_a_gate_the_device_does_not_run_is_refused_with_its_name():
+@pytest.mark.parametrize(("gate", "says"), [
+    (lambda: qp.T(0), "T is not a gate backline.qubit runs"),
+    (lambda: qp.RX(0.3, 0), r"RX\(0\.3\) is not a Clifford gate"),
+])
+def test_a_gate_the_device_does_not_run_is_refused_with_its_name(gate, says):
     dev = steane_placement("memcpy")
 
     @qp.qjit(capture=True)
     @qp.set_shots(1)
     @qp.qnode(dev, mcm_method="one-shot")
-    def t_gate():
-        qp.T(0)
+    def one_gate():
+        gate()
         return qp.sample([qp.measure(0)])
 
-    with pytest.raises(RuntimeError, match="T is not a gate backline.qubit runs"):
-        t_gate()
-
-    @qp.qjit(capture=True)
-    @qp.set_shots(1)
-    @qp.qnode(dev, mcm_method="one-shot")
-    def rx():
-        qp.RX(0.3, 0)
-        return qp.sample([qp.measure(0)])
-
-    with pytest.raises(RuntimeError, match=r"RX\(0\.3\) is not a Clifford gate"):
-        rx()
+    with pytest.raises(RuntimeError, match=says):
+        one_gate()
 
 
 def test_observables_under_catalyst_are_refused_naming_what_works():

@@ -107,12 +107,8 @@ impl PassManager {
                     if !(0.0..=1.0).contains(&p) {
                         return Err(bad("p", &p.to_string()));
                     }
-                    let channel = match channel.as_str() {
-                        "depolarize" => Channel::Depolarize(p),
-                        "bit_flip" => Channel::BitFlip(p),
-                        "phase_flip" => Channel::PhaseFlip(p),
-                        other => return Err(bad("channel", other)),
-                    };
+                    let channel =
+                        Channel::named(&channel, p).ok_or_else(|| bad("channel", &channel))?;
                     Box::new(InjectNoise { channel })
                 }
                 "steane-encode" => {

@@ -24,6 +24,19 @@ pub enum Channel {
     Depolarize(f64),
 }
 
+impl Channel {
+    /// The channel named `name` (`depolarize`, `bit_flip`, `phase_flip`: the names of
+    /// `noise=`, the IR and the front end's ops) with probability `p`; `None` for another name.
+    pub fn named(name: &str, p: f64) -> Option<Channel> {
+        Some(match name {
+            "depolarize" => Channel::Depolarize(p),
+            "bit_flip" => Channel::BitFlip(p),
+            "phase_flip" => Channel::PhaseFlip(p),
+            _ => return None,
+        })
+    }
+}
+
 /// One-qubit Clifford gates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Gate1 {

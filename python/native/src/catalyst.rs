@@ -440,13 +440,9 @@ impl Placement {
     }
 }
 
+/// A channel of a piece (its name one the device mapped from PennyLane's).
 fn channel(name: &str, p: f64) -> backline_stabvm::Channel {
-    use backline_stabvm::Channel;
-    match name {
-        "bit_flip" => Channel::BitFlip(p),
-        "phase_flip" => Channel::PhaseFlip(p),
-        _ => Channel::Depolarize(p),
-    }
+    backline_stabvm::Channel::named(name, p).expect("a channel name of Device::channel")
 }
 
 /// The rounds of programs without decodes.

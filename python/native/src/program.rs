@@ -198,11 +198,8 @@ impl<'a> Operands<'a> {
             return Err(self.bad(format!("probability {p} outside [0, 1]")));
         }
         Ok(Op::Noise {
-            channel: match tag {
-                "bit_flip" => Channel::BitFlip(p),
-                "phase_flip" => Channel::PhaseFlip(p),
-                _ => Channel::Depolarize(p),
-            },
+            channel: Channel::named(tag, p)
+                .ok_or_else(|| self.bad(format!("no channel `{tag}`")))?,
             qubit: self.ints[0],
         })
     }

@@ -277,12 +277,13 @@ def test_the_environment_can_make_backlines_compiler_the_default(monkeypatch):
         qp.qjit(_ghz(steane_placement()))
 
 
-@pytest.mark.parametrize("fabric", ["shm", "udp"])
-def test_listing_3_as_printed_runs_under_catalyst_and_gives_demo_1s_samples(fabric):
-    """examples/paper/demo3_ghz_remote.py: a remote controller (under Catalyst the compiled
-    program is the controller, in this process) and a remote GPU coprocessor (emulated) in an
-    executor, over shm and udp. (Its coprocessor is in another process, which memcpy cannot
-    reach; memcpy runs the same program above.)"""
+@pytest.mark.parametrize(("listing", "fabric"), [
+    ("demo1_ghz_memcpy.py", "memcpy"), ("demo3_ghz_remote.py", "shm"), ("demo3_ghz_remote.py", "udp")])
+def test_the_papers_ghz_listings_as_printed_run_under_catalyst_and_give_demo_1s_samples(listing, fabric):
+    """examples/paper/demo1_ghz_memcpy.py (the controller and a CPU coprocessor in this
+    process), and demo3_ghz_remote.py: a remote controller (under Catalyst the compiled program
+    is the controller, in this process) and a remote GPU coprocessor (emulated) in an executor,
+    over shm and udp. test_paper.py runs them where Catalyst is not installed."""
     import os
     import re
     import subprocess
@@ -292,11 +293,13 @@ def test_listing_3_as_printed_runs_under_catalyst_and_gives_demo_1s_samples(fabr
 
     # As test_paper's runs, with a fallback to backline's compiler an error.
     code = ("import numpy, runpy, sys, warnings, backline; warnings.simplefilter('error', backline.QjitFallbackWarning); "
-            f"sys.path.insert(0, {str(PAPER)!r}); runpy.run_path({str(PAPER / 'demo3_ghz_remote.py')!r}, run_name='__main__')")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=PAPER,
-                       env={**os.environ, **TESTBED, "BACKLINE_PAPER_TRANSPORT": fabric,
-                            # The coprocessor's endpoint: an shm name, or any udp port here.
-                            "BACKLINE_PAPER_ENDPOINT": f"demo3-{os.getpid()}" if fabric == "shm" else "127.0.0.1:0"})
+            f"sys.path.insert(0, {str(PAPER)!r}); runpy.run_path({str(PAPER / listing)!r}, run_name='__main__')")
+    env = {**os.environ, **TESTBED, "BACKLINE_PAPER_TRANSPORT": fabric}
+    env.pop("BACKLINE_QJIT_BACKEND", None)
+    if listing == "demo3_ghz_remote.py":
+        # The coprocessor's endpoint: an shm name, or any udp port here.
+        env["BACKLINE_PAPER_ENDPOINT"] = f"demo3-{os.getpid()}" if fabric == "shm" else "127.0.0.1:0"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=PAPER, env=env)
     assert p.returncode == 0, p.stderr
     ours = np.array([[int(x) for x in r.split()] for r in re.findall(r"\[([01 ]+)\]", p.stdout)])
     today = _example_samples("01_ghz_memcpy.py", "--shots", "10", "--seed", TESTBED["BACKLINE_PAPER_SEED"])

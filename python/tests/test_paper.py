@@ -311,6 +311,14 @@ def test_qjit_over_a_device_it_cannot_compile_is_a_named_error():
 
 
 def _paper_samples(name: str, env: dict) -> np.ndarray:
+    """The samples a listing prints. Its ``@qp.qjit`` is Catalyst's where Catalyst is installed;
+    CI runs this file in a venv without it (python/tests/test_catalyst.py runs the listings
+    under Catalyst), and there ``qp.qjit`` is backline's compile-once path, whose samples are
+    the same."""
+    import importlib.util
+
+    if importlib.util.find_spec("catalyst") is None:
+        env = {"BACKLINE_QJIT_BACKEND": "backline", **env}
     code = ("import numpy, runpy, sys; numpy.set_printoptions(threshold=sys.maxsize, linewidth=1 << 20); "
             f"sys.path.insert(0, {str(PAPER)!r}); runpy.run_path({str(PAPER / name)!r}, run_name='__main__')")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,

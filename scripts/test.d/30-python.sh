@@ -1,34 +1,43 @@
 #!/usr/bin/env bash
-# The Python front (python/, examples/): installs the package from the working tree into
-# .venv-py with pip (maturin builds backline._native in release), lints its bindings, runs
+# The Python front (python/, examples/): builds the package from the working tree (maturin
+# builds backline._native in release) and installs it into .venv-py and .venv-catalyst with
+# pip, lints its bindings, runs
 # its tests (done-when checks, bad inputs, the front end against default.qubit, the
-# examples, the Catalyst device under pennylane-catalyst 0.15.0) and PennyLane's own device
-# test suite against backline.qubit.
+# examples, the Catalyst device under pennylane-catalyst 0.15.0 in .venv-catalyst) and
+# PennyLane's own device test suite against backline.qubit.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY="$PWD/.venv-py/bin/python"
-[ -x "$PY" ] || { echo "30-python: .venv-py missing: run scripts/install-deps.sh" >&2; exit 1; }
+CATALYST_PY="$PWD/.venv-catalyst/bin/python"
+for venv in "$PY" "$CATALYST_PY"; do
+    [ -x "$venv" ] || { echo "30-python: ${venv%/bin/python} missing: run scripts/install-deps.sh" >&2; exit 1; }
+done
 export PATH="$PWD/.venv-py/bin:$PATH"
 
 echo "-- cargo clippy -p backline-py --features python (the bindings)"
 cargo clippy -q --locked -p backline-py --features python --all-targets -- -D warnings
 
-echo "-- pip install ./python (maturin, release)"
+echo "-- pip wheel ./python (maturin, release), installed into .venv-py and .venv-catalyst"
 t0=$(date +%s)
-"$PY" -m pip install -q --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps ./python
+WHEELS=target/python-wheel
+rm -rf "$WHEELS"
+"$PY" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w "$WHEELS" ./python
+for venv in "$PY" "$CATALYST_PY"; do
+    "$venv" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$WHEELS"/backline-*.whl
+    # The tests must import the installed package, not the source tree.
+    (cd /tmp && "$venv" -c "import backline, sys; assert 'site-packages' in backline.__file__, backline.__file__")
+done
 echo "   built and installed in $(( $(date +%s) - t0 )) s"
-# The tests must import the installed package, not the source tree.
-(cd /tmp && "$PY" -c "import backline, sys; assert 'site-packages' in backline.__file__, backline.__file__")
 
-# Catalyst must be there: its tests skip without it, and CI must not pass by skipping them.
-"$PY" -c "import catalyst; assert catalyst.__version__ == '0.15.0', catalyst.__version__"
+# Catalyst must be in its venv (its tests skip without it, and CI must not pass by skipping
+# them), and not in .venv-py, whose every `import pennylane` would import JAX.
+"$CATALYST_PY" -c "import catalyst; assert catalyst.__version__ == '0.15.0', catalyst.__version__"
+"$PY" -c "import importlib.util as u; assert not (u.find_spec('catalyst') or u.find_spec('jax')), 'Catalyst or JAX in .venv-py'"
 
 echo "-- pytest python/tests"
-# The Catalyst tests in a process of their own: Catalyst brings JAX's threads, which the other
-# tests' forks of executor processes should not inherit.
 "$PY" -m pytest -q -p no:cacheprovider python/tests --ignore=python/tests/test_catalyst.py
-echo "-- pytest python/tests/test_catalyst.py (pennylane-catalyst $("$PY" -c 'import catalyst; print(catalyst.__version__)'))"
-"$PY" -m pytest -q -p no:cacheprovider python/tests/test_catalyst.py
+echo "-- pytest python/tests/test_catalyst.py (.venv-catalyst: pennylane-catalyst $("$CATALYST_PY" -c 'import catalyst; print(catalyst.__version__)'))"
+"$CATALYST_PY" -m pytest -q -p no:cacheprovider python/tests/test_catalyst.py
 
 # sinter's own decoder tests, from the installed sinter wheel (nothing of it is committed),
 # against every backline decoder: the degenerate models its contract allows (empty circuits, no

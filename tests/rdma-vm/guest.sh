@@ -214,9 +214,11 @@ fi
 # -- the reference's demo 3 as printed (examples/paper): the controller and the GPU coprocessor
 # (emulated) each in an executor process, the rounds over rdma; its samples are demo 1's -----
 if [ -x "$PY" ] && "$PY" -c "import backline" >/dev/null 2>&1; then
-    # qp.qjit on backline's compiler (BACKLINE_QJIT_BACKEND): Catalyst's compile under this
-    # emulated guest takes minutes, and its path over udp and shm is tested on the host
-    # (python/tests/test_catalyst.py); here the rounds over rdma and the remote controller are.
+    # qp.qjit on backline's compiler (BACKLINE_QJIT_BACKEND): .venv-py has no Catalyst (it
+    # lives in .venv-catalyst: with it, every import of PennyLane imports JAX), its compile
+    # under this emulated guest takes minutes, and its path over udp and shm is tested on the
+    # host (python/tests/test_catalyst.py); here the rounds over rdma and the remote
+    # controller are.
     if BACKLINE_QJIT_BACKEND=backline BACKLINE_SPIN_US=-1 BACKLINE_PAPER_TRANSPORT=rdma BACKLINE_PAPER_ENDPOINT="$ADDR:7879" \
             BACKLINE_GPU_BACKEND=emu BACKLINE_PAPER_SEED=7 BACKLINE_RDMA_DEVICE="$DEV" \
             BACKLINE_RDMA_GID_INDEX="$GID" timeout 900 "$PY" -c \

@@ -12,8 +12,10 @@ elapsed() { cut -d' ' -f1 /proc/uptime; }
 # Runs the release binary from the guest's own memory, not from the host's root over 9p: a
 # copy in /run (tmpfs) checked against the sha256 the host took before the boot
 # ($OUT/binaries.sha256, written by run.sh). A page of an executable that 9p reads back other
-# than it was (a host-side rebuild during the run, or a read that goes wrong under memory
-# pressure) would be a crash with no message; here it is a named difference. Sets BIN.
+# than it was (a file rewritten in place on the host during the run, or a read that goes wrong)
+# would be a crash with no message; here it is a named difference. (A rebuild that replaces
+# the file, as cargo does, is not one: the guest goes on reading the file it found first.)
+# Sets BIN.
 stage_bin() {
     local want got try
     want=$(awk -v p="$BIN" '$2 == p { print $1 }' "$OUT/binaries.sha256" 2>/dev/null)

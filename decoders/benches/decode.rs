@@ -115,6 +115,12 @@ fn median(sorted: &[f64]) -> f64 {
     sorted[(sorted.len() - 1) / 2]
 }
 
+/// The `q` quantile of a non-empty sorted sample (the smallest value with at least `q` of the
+/// sample at or below it).
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    sorted[((sorted.len() as f64 * q).ceil() as usize).max(1) - 1]
+}
+
 /// A circuit-level case: a registered decoder on a model file.
 struct ModelCase {
     name: &'static str,
@@ -244,7 +250,7 @@ fn run_models(filters: &[String], shots_override: Option<usize>) {
         }
         times.sort_by(f64::total_cmp);
         let med = median(&times);
-        let p99 = times[((times.len() as f64 * 0.99).ceil() as usize).saturating_sub(1)];
+        let p99 = quantile(&times, 0.99);
         let goal = case
             .goal_ns
             .map_or("-".to_string(), |g| format!("{:.2}x", med / g));
@@ -279,14 +285,12 @@ fn tail_line(dec: &mut DemDecoder, packed: &[u8], row_bytes: usize) -> String {
         .chunks_exact(row_bytes)
         .map(|r| r.iter().map(|b| b.count_ones()).sum())
         .collect();
-    let at =
-        |sorted: &[f64], q: f64| sorted[((sorted.len() as f64 * q).ceil() as usize).max(1) - 1];
     let mut sorted = best.clone();
     sorted.sort_by(f64::total_cmp);
-    let (p50, p999) = (median(&sorted), at(&sorted, 0.999));
+    let (p50, p999) = (median(&sorted), quantile(&sorted, 0.999));
     let mut ev: Vec<f64> = events.iter().map(|&e| f64::from(e)).collect();
     ev.sort_by(f64::total_cmp);
-    let (e50, e999) = (median(&ev), at(&ev, 0.999));
+    let (e50, e999) = (median(&ev), quantile(&ev, 0.999));
     let median_where = |keep: &dyn Fn(f64) -> bool| {
         let mut t: Vec<f64> = best
             .iter()
@@ -387,7 +391,7 @@ fn main() {
         }
         times.sort_by(f64::total_cmp);
         let med = median(&times);
-        let p99 = times[((times.len() as f64 * 0.99).ceil() as usize).saturating_sub(1)];
+        let p99 = quantile(&times, 0.99);
         let goal = match case.goal_ns {
             Some(g) => format!("{:.2}x", med / g),
             None => "-".into(),

@@ -200,6 +200,14 @@ const FUZZ_DEM_LIMITS: backline_decoders::dem::DemLimits = backline_decoders::de
     mechanisms: 1 << 16,
 };
 
+/// The most detectors a model may have for the `dem` and `dem-print` targets to check it
+/// further: a sixty-fourth of [`MAX_DETECTORS`](backline_decoders::dem::MAX_DETECTORS), as
+/// [`FUZZ_DEM_LIMITS`] are of the defaults. [`DemLimits`](backline_decoders::dem::DemLimits)
+/// do not bound the detector count: one index (`error(0.125) D11100000`, 23 bytes) declares
+/// that many detectors, and the checks below are linear in them. In the instrumented build,
+/// `dem` took 2.5 s on that model (AFL's hang) and `dem-print` 1.5 s.
+const FUZZ_MAX_DETECTORS: usize = (backline_decoders::dem::MAX_DETECTORS >> 6) as usize;
+
 /// A stim detector error model: one that parses has matrices of its declared sizes, finite
 /// priors in (0, 1] and finite detector times, and a window over all of it is itself.
 pub fn dem(data: &[u8]) {
@@ -208,6 +216,9 @@ pub fn dem(data: &[u8]) {
     let Ok(dem) = DetectorErrorModel::parse_with(&text, "fuzz.dem", &FUZZ_DEM_LIMITS) else {
         return;
     };
+    if dem.num_detectors() > FUZZ_MAX_DETECTORS {
+        return;
+    }
     let (d, o, m) = (
         dem.num_detectors(),
         dem.num_observables(),
@@ -283,6 +294,9 @@ pub fn dem_print(data: &[u8]) {
     let Ok(dem) = DetectorErrorModel::parse_with(&text, "fuzz.dem", &FUZZ_DEM_LIMITS) else {
         return;
     };
+    if dem.num_detectors() > FUZZ_MAX_DETECTORS {
+        return;
+    }
     // A model of no instruction (empty, or comments only) is a model too: it prints as nothing.
     assert!(!dem.instructions().is_empty() || dem.num_mechanisms() == 0);
     let printed = dem.to_string();

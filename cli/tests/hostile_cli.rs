@@ -205,7 +205,7 @@ fn defect1_a_small_model_that_expands_to_billions_of_targets_is_refused_at_its_l
     ]);
     refused(
         &r,
-        "unknown setting `tagrets` (expected one of targets, coords, mechanisms)",
+        "unknown setting `tagrets` (expected one of targets, coords, mechanisms, detectors)",
     );
     // A model inside the bounds still decodes.
     let (dem, dets) = tiny(&dir);
@@ -566,4 +566,162 @@ fn defect8_sim_and_bench_pointed_at_a_cuqr_server_say_so_at_once() {
     ]);
     refused(&r, &want.replace("{}", "hello"));
     assert!(r.took < Duration::from_secs(1), "{:?}", r.took);
+}
+
+/// Issue 39, case 1: a 23-byte model naming detector 11,100,000 is refused by the `detectors`
+/// bound before anything is built for it (it aborted on 3.6 GB in matching); the bound is the
+/// user's to move, and is carried through `shift_detectors` inside `repeat`.
+#[test]
+fn issue39_1_a_tiny_model_naming_a_huge_detector_is_refused_by_the_detectors_bound() {
+    let dir = Dir::new("i39-1");
+    let dets = dir.write("one.01", "1\n");
+    let big = dir.write("big.dem", "error(0.125) D11100000\n");
+    assert_eq!(std::fs::metadata(&big).unwrap().len(), 23);
+    let want = |file: &Path, line: usize| {
+        format!(
+            "{}:{line}: the model expands to more than 4194304 detectors (limit `detectors`; \
+             BACKLINE_DEM_LIMITS=detectors=N raises it)",
+            s(file)
+        )
+    };
+    for decoder in ["matching", "bposd", "relay-bp"] {
+        let r = limited(&[
+            "decode",
+            "--dem",
+            s(&big),
+            "--dets",
+            s(&dets),
+            "--decoder",
+            decoder,
+        ]);
+        refused(&r, &want(&big, 1));
+        assert!(r.took < Duration::from_secs(2), "{decoder}: {:?}", r.took);
+    }
+    let decl = dir.write("decl.dem", "error(0.1) D0\ndetector D16000000\n");
+    let r = limited(&["decode", "--dem", s(&decl), "--dets", s(&dets)]);
+    refused(&r, &want(&decl, 2));
+    // Through shifts inside repeats: the last iteration's offset is 5,000,000.
+    let shifted = dir.write(
+        "shifted.dem",
+        "repeat 1000 {\n    repeat 5 {\n        shift_detectors 1000\n    }\n    error(0.1) D0\n}\n",
+    );
+    let r = limited(&["decode", "--dem", s(&shifted), "--dets", s(&dets)]);
+    refused(&r, &want(&shifted, 5));
+    // The user's bound, both ways.
+    let r = limited(&[
+        "decode",
+        "--dem",
+        s(&shifted),
+        "--dets",
+        s(&dets),
+        "--dem-limits",
+        "detectors=100",
+    ]);
+    refused(&r, "more than 100 detectors");
+}
+
+/// Issue 39, case 2: BP+OSD on a model of 11.1 M detectors (the bound raised) answers within
+/// the address-space limit; OSD's basis is sized by the rank it reaches, not `m × m` bits (it
+/// asked for 15 TB and aborted).
+#[test]
+fn issue39_2_osd_on_a_tall_model_answers_within_the_limit() {
+    let dir = Dir::new("i39-2");
+    let big = dir.write("big.dem", "error(0.125) D11100000 L0\n");
+    let mut shot = "0".repeat(11_100_000);
+    shot.push_str("1\n");
+    let dets = dir.write("big.01", &shot);
+    let out = dir.0.join("obs.01");
+    let r = limited_with(
+        &[
+            "decode",
+            "--dem",
+            s(&big),
+            "--dets",
+            s(&dets),
+            "--decoder",
+            "bposd",
+            "--obs-out",
+            s(&out),
+        ],
+        &[("BACKLINE_DEM_LIMITS", "detectors=16777216")],
+        LIMIT_KB,
+        Duration::from_secs(60),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    // The one mechanism explains the event, and flips the observable.
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "1\n");
+}
+
+/// Issue 39, case 7: 4,096 streams of one model start under the address-space limit (each
+/// reserved 1 MiB of exact latency figures: 4 GiB before any shot) and decode.
+#[test]
+fn issue39_7_four_thousand_streams_start_under_the_limit() {
+    let model = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../decoders/tests/data/dem/surface_d3_r8_p0.01.dem");
+    let spec = format!("stream:{}:matching:streams=4096", model.display());
+    let dir = Dir::new("i39-7");
+    let r = limited(&[
+        "bench",
+        "--shots",
+        "10",
+        "--responder",
+        &spec,
+        "--no-plots",
+        "--json",
+        "-q",
+        "--out-dir",
+        s(&dir.0),
+    ]);
+    assert_eq!(r.code, Some(0), "{}", &r.stderr[..r.stderr.len().min(2000)]);
+    assert!(!r.stderr.contains("panicked"));
+    assert!(r.stdout.trim_start().starts_with('{'), "{}", r.stdout);
+}
+
+/// Issue 39, case 12: a detection event that no error of the model can explain (the only
+/// mechanism has p = 0) is an error for every decoder, not "nothing flipped" (PyMatching:
+/// "No perfect matching could be found").
+#[test]
+fn issue39_12_an_event_no_error_explains_is_an_error() {
+    let dir = Dir::new("i39-12");
+    let dem = dir.write("zero.dem", "error(0) D0 L0\n");
+    let dets = dir.write("one.01", "1\n");
+    for decoder in ["matching", "bposd", "relay-bp"] {
+        let r = limited(&[
+            "decode",
+            "--dem",
+            s(&dem),
+            "--dets",
+            s(&dets),
+            "--decoder",
+            decoder,
+        ]);
+        assert_eq!(
+            r.code,
+            Some(2),
+            "{decoder}: exit {:?}: {}",
+            r.code,
+            r.stderr
+        );
+        assert!(
+            r.stderr
+                .contains("detector D0 fired, and no error of the model"),
+            "{decoder}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    }
+    // A shot without events is still answered (sinter's contract for such a model).
+    let quiet = dir.write("zero.01", "0\n");
+    let out = dir.0.join("obs.01");
+    let r = limited(&[
+        "decode",
+        "--dem",
+        s(&dem),
+        "--dets",
+        s(&quiet),
+        "--obs-out",
+        s(&out),
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "0\n");
 }

@@ -157,8 +157,10 @@ pub fn bp_prior(p: f64) -> f64 {
 }
 
 /// The decoder of a model from which nothing can be inferred (no mechanism with `p > 0` flips
-/// a detector: an empty circuit's model, one without detectors): every shot is predicted to
-/// flip no observable, as PyMatching predicts for such a model. Built by the registry for any
+/// a detector: an empty circuit's model, one without detectors): every shot without detection
+/// events is predicted to flip no observable, as PyMatching predicts for such a model. A shot
+/// with a detection event has no explanation in such a model (no error that can happen flips
+/// a detector): it is refused with [`DecoderError::Unexplained`], as PyMatching refuses it. Built by the registry for any
 /// decoder ([`crate::registry::DecoderSettings::build`]), so that every decoder keeps sinter's
 /// contract for degenerate models.
 #[derive(Debug, Clone)]
@@ -188,10 +190,19 @@ impl ObservableDecoder for ConstantDecoder {
 
     fn decode_packed(
         &mut self,
-        _detectors: &[u8],
+        detectors: &[u8],
         observables: &mut [u8],
     ) -> Result<ShotInfo, DecoderError> {
         observables.fill(0);
+        // Bits past the detector count are padding, not events.
+        let fired = detectors.iter().enumerate().find_map(|(i, &b)| {
+            let live = self.num_detectors.saturating_sub(8 * i).min(8);
+            let b = b & (((1u16 << live) - 1) as u8);
+            (b != 0).then(|| 8 * i + b.trailing_zeros() as usize)
+        });
+        if let Some(d) = fired {
+            return Err(DecoderError::Unexplained(d as u32));
+        }
         Ok(ShotInfo {
             converged: true,
             ..ShotInfo::default()

@@ -605,8 +605,10 @@ mod tests {
     }
 
     /// sinter's contract: every model decodes. No detectors (or none that a mechanism with
-    /// `p > 0` flips): constant predictions; mechanisms with `p ≥ ½`: BP takes them with a prior
-    /// of about ½ and the syndrome decides, matching weighs them negatively.
+    /// `p > 0` flips): constant predictions for every shot such a model can give — one without
+    /// detection events; a detection event there has no explanation and is refused (issue 39,
+    /// as PyMatching refuses it); mechanisms with `p ≥ ½`: BP takes them with a prior of about
+    /// ½ and the syndrome decides, matching weighs them negatively.
     #[test]
     fn degenerate_models_decode_as_sinter_expects() {
         let all = || {
@@ -625,14 +627,28 @@ mod tests {
                 let mut d = DemDecoder::new(&dem, &s).unwrap();
                 let (nd, no) = (dem.num_detectors(), dem.num_observables());
                 let mut out = vec![9u8; no.div_ceil(8)];
-                let info = d
-                    .decode_packed(&vec![0xff; nd.div_ceil(8)], &mut out)
-                    .unwrap();
+                let info = d.decode_packed(&vec![0; nd.div_ceil(8)], &mut out).unwrap();
                 assert!(
                     out.iter().all(|&b| b == 0) && info.converged,
                     "{text:?} {s:?}"
                 );
                 assert!(d.mechanisms().is_empty());
+                if nd > 0 {
+                    let last = nd as u32 - 1;
+                    let mut fired = vec![0u8; nd.div_ceil(8)];
+                    fired[last as usize / 8] = 1 << (last % 8);
+                    assert_eq!(
+                        d.decode_packed(&fired, &mut out),
+                        Err(DecoderError::Unexplained(last)),
+                        "{text:?} {s:?}"
+                    );
+                    // Padding bits past the last detector are not events.
+                    let mut pad = vec![0u8; nd.div_ceil(8)];
+                    if nd % 8 != 0 {
+                        pad[nd / 8] = !((1u8 << (nd % 8)) - 1);
+                        assert!(d.decode_packed(&pad, &mut out).is_ok(), "{text:?}");
+                    }
+                }
             }
         }
         // sinter's post-selection model: D0 (p = 0.6) and D1 (p = 0.5) each flip L0.

@@ -131,6 +131,13 @@ pub enum DecoderError {
     /// A matching decode refused its shot (a `Copy` fault: returning it does not allocate).
     #[error(transparent)]
     Match(#[from] crate::matching::errors::MatchFault),
+    /// A detection event on a detector that no error of the model with `p > 0` flips: no
+    /// correction explains the shot (PyMatching: "No perfect matching could be found"). A
+    /// `Copy` fault: returning it does not allocate.
+    #[error(
+        "detector D{0} fired, and no error of the model with p > 0 flips it: no correction explains the shot"
+    )]
+    Unexplained(u32),
     /// An output buffer whose length is not the number of bits.
     #[error("correction buffer has {found} entries, the checks have {expected} columns")]
     OutputLength {

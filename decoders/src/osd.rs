@@ -31,7 +31,9 @@ use std::str::FromStr;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::bitmat::{BitMatrix, Ones, WORD_BITS, get_bit, set_bit, words_for, xor_into};
+use crate::bitmat::{
+    BitMatrix, MAX_DENSE_BITS, Ones, TooLarge, WORD_BITS, get_bit, set_bit, words_for, xor_into,
+};
 use crate::error::DecoderError;
 use crate::gf2;
 use crate::sparse::SparseMatrix;
@@ -164,7 +166,8 @@ pub struct Osd {
 }
 
 /// What OSD-0 needs, column by column: the pivot columns taken so far as a basis of column
-/// vectors (`m` bits, `rw` words each), kept fully reduced — basis vector `k` has a 1 at its
+/// vectors (`m` bits, `rw` words each; at most `rank(H)` of them, so the basis is sized by the
+/// rank, never `m × m`: a tall matrix of few columns costs a few vectors), kept fully reduced — basis vector `k` has a 1 at its
 /// pivot row and 0 at every other basis vector's — each with the set of taken columns it sums
 /// (bits over basis slots), and the syndrome reduced the same way. A column joins when it
 /// is not in the span of those before it (reducing it costs one XOR per pivot row it
@@ -176,7 +179,10 @@ pub struct Osd {
 struct Basis {
     /// Words per vector (`⌈m/64⌉`, at least 1).
     rw: usize,
-    /// Slot `k`'s vector, `vecs[k·rw..(k+1)·rw]`, and the slots (taken columns) it sums.
+    /// Words per combination (`⌈rank/64⌉`, at least 1): a set of slots.
+    cw: usize,
+    /// Slot `k`'s vector, `vecs[k·rw..(k+1)·rw]`, and the slots (taken columns) it sums,
+    /// `combos[k·cw..(k+1)·cw]`; `rank` slots.
     vecs: Vec<u64>,
     combos: Vec<u64>,
     /// Pivot row → slot (valid where `pivmask` is set); slot → column.
@@ -192,21 +198,50 @@ struct Basis {
 }
 
 impl Basis {
-    fn new(m: usize) -> Basis {
+    /// The basis for `m` checks of rank `rank`, its memory checked before it is taken.
+    fn new(m: usize, rank: usize) -> Result<Basis, TooLarge> {
         let rw = words_for(m).max(1);
-        Basis {
+        let cw = words_for(rank).max(1);
+        Ok(Basis {
             rw,
-            vecs: vec![0; m * rw],
-            combos: vec![0; m * rw],
-            row_slot: vec![0; m],
-            slot_col: vec![0; m],
+            cw,
+            vecs: zeroed(rank, rw, m, rank)?,
+            combos: zeroed(rank, cw, m, rank)?,
+            row_slot: zeroed(m, 1, m, rank)?,
+            slot_col: zeroed(rank, 1, m, rank)?,
             pivmask: vec![0; rw],
             v: vec![0; rw],
-            vc: vec![0; rw],
+            vc: vec![0; cw],
             s: vec![0; rw],
-            sc: vec![0; rw],
-        }
+            sc: vec![0; cw],
+        })
     }
+}
+
+/// `rows × per` zeros, or [`TooLarge`] (naming the `m × n` checks it was for) when that many
+/// elements are past [`MAX_DENSE_BITS`] bits' worth of words or cannot be allocated: OSD's
+/// scratch is sized by the checks, so a hostile size is an error, never an abort.
+fn zeroed<T: Copy + Default>(
+    rows: usize,
+    per: usize,
+    m: usize,
+    n: usize,
+) -> Result<Vec<T>, TooLarge> {
+    let len = rows.checked_mul(per);
+    let bits = len.map(|l| (l as u64).saturating_mul(8 * std::mem::size_of::<T>() as u64));
+    let too_large = |out_of_memory| TooLarge {
+        rows: m,
+        cols: n,
+        out_of_memory,
+    };
+    let len = match (len, bits) {
+        (Some(l), Some(b)) if b <= MAX_DENSE_BITS => l,
+        _ => return Err(too_large(false)),
+    };
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| too_large(true))?;
+    v.resize(len, T::default());
+    Ok(v)
 }
 
 impl Clone for Osd {
@@ -303,7 +338,7 @@ impl Osd {
             weight,
             uniform,
             wpr,
-            a: vec![0; m * wpr],
+            a: zeroed(m, wpr, m, n).map_err(DecoderError::TooLarge)?,
             keys: vec![0; n],
             order_buf: vec![(0.0, 0); n],
             order_tmp: vec![(0.0, 0); n],
@@ -314,9 +349,9 @@ impl Osd {
             delta: vec![0; n],
             rwords,
             s_packed: vec![0; rwords],
-            cols_packed: vec![0; order * rwords],
+            cols_packed: zeroed(order, rwords, m, n).map_err(DecoderError::TooLarge)?,
             pivot_bits: Vec::with_capacity(m),
-            basis: Basis::new(m),
+            basis: Basis::new(m, rank).map_err(DecoderError::TooLarge)?,
         })
     }
 
@@ -365,7 +400,7 @@ impl Osd {
     /// elimination answers with the solution of its consistent part.
     fn osd0_by_columns(&mut self, syndrome: &[u8], out: &mut [u8]) -> bool {
         let b = &mut self.basis;
-        let rw = b.rw;
+        let (rw, cw) = (b.rw, b.cw);
         b.pivmask.fill(0);
         b.s.fill(0);
         b.sc.fill(0);
@@ -396,7 +431,7 @@ impl Osd {
                     t &= t - 1;
                     let k = b.row_slot[r] as usize;
                     xor_into(&mut b.v, &b.vecs[k * rw..(k + 1) * rw]);
-                    xor_into(&mut b.vc, &b.combos[k * rw..(k + 1) * rw]);
+                    xor_into(&mut b.vc, &b.combos[k * cw..(k + 1) * cw]);
                 }
             }
             let Some(w) = b.v.iter().position(|&x| x != 0) else {
@@ -409,7 +444,7 @@ impl Osd {
             for o in 0..rank {
                 if get_bit(&b.vecs[o * rw..(o + 1) * rw], p) {
                     xor_into(&mut b.vecs[o * rw..(o + 1) * rw], &b.v);
-                    xor_into(&mut b.combos[o * rw..(o + 1) * rw], &b.vc);
+                    xor_into(&mut b.combos[o * cw..(o + 1) * cw], &b.vc);
                 }
             }
             if get_bit(&b.s, p) {
@@ -417,7 +452,7 @@ impl Osd {
                 xor_into(&mut b.sc, &b.vc);
             }
             b.vecs[k * rw..(k + 1) * rw].copy_from_slice(&b.v);
-            b.combos[k * rw..(k + 1) * rw].copy_from_slice(&b.vc);
+            b.combos[k * cw..(k + 1) * cw].copy_from_slice(&b.vc);
             b.row_slot[p] = k as u32;
             b.slot_col[k] = c as u32;
             set_bit(&mut b.pivmask, p, true);
@@ -783,6 +818,38 @@ fn merge_sort(b: &mut [(f64, u32)], tmp: &mut [(f64, u32)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_basis_is_sized_by_the_rank_not_by_the_checks() {
+        // 20,000 × 2 checks with two ones (rank 2): a basis of `m × m` bits would be 100 MB;
+        // 200,000 × 2 asked for 5 GB and aborted (issue 39).
+        let m = 20_000;
+        let mut h = SparseMatrix::with_rows(m);
+        h.push_column(&mut [0]).unwrap();
+        h.push_column(&mut [m as u32 - 1]).unwrap();
+        let mut osd = Osd::from_sparse(&h, &[0.1, 0.2], 0).unwrap();
+        assert_eq!(osd.rank(), 2);
+        let b = &osd.basis;
+        assert_eq!(b.vecs.len(), 2 * words_for(m));
+        assert_eq!(b.combos.len(), 2);
+        assert_eq!(b.slot_col.len(), 2);
+        let mut syndrome = vec![0u8; m];
+        syndrome[m - 1] = 1;
+        let mut out = [0u8; 2];
+        osd.decode(&syndrome, &[0.0, 0.0], &mut out);
+        assert_eq!(out, [0, 1]);
+        // A clone keeps the same small scratch.
+        assert_eq!(osd.clone().basis.vecs.len(), 2 * words_for(m));
+    }
+
+    #[test]
+    fn scratch_past_the_dense_bound_is_an_error_not_an_abort() {
+        // 2^20 checks of 2^13 columns: the augmented matrix alone is 2^33 bits.
+        let e = zeroed::<u64>(1 << 20, 1 << 7, 1 << 20, 1 << 13).unwrap_err();
+        assert!(!e.out_of_memory);
+        assert!(e.to_string().contains("1048576 × 8192"), "{e}");
+        assert!(zeroed::<u64>(usize::MAX, 2, 1, 1).is_err());
+    }
 
     fn hamming() -> BitMatrix {
         BitMatrix::from_picture("1.1.1.1\n.11..11\n...1111").unwrap()

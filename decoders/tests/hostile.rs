@@ -382,9 +382,22 @@ fn thread_counts_have_an_upper_bound() {
 fn one_target_that_names_a_far_detector_parses_quickly() {
     // AFL found `error(0.02) D11111111 …` taking 2 s: a hash lookup per detector up to the
     // one named. The declared detectors are now walked in order beside them.
+    // The default `detectors` bound refuses it now (issue 39); raised, it still parses quickly.
     let text = "error(0.02) D16777215 D0\ndetector(0, 0) D0\ndetector(1, 1) D16777214\n";
+    let e = DetectorErrorModel::parse(text, "far.dem").unwrap_err();
+    assert!(
+        matches!(
+            e.kind,
+            DemErrorKind::Limit {
+                key: "detectors",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let raised = DemLimits::parse("detectors=16777216").unwrap();
     let t0 = std::time::Instant::now();
-    let dem = DetectorErrorModel::parse(text, "far.dem").unwrap();
+    let dem = DetectorErrorModel::parse_with(text, "far.dem", &raised).unwrap();
     let took = t0.elapsed();
     assert_eq!(dem.num_detectors(), 1 << 24);
     assert_eq!(dem.detector_coords(16_777_214), Some(&[1.0, 1.0][..]));

@@ -67,7 +67,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub dem: Option<PathBuf>,
     /// Bounds on what the model may expand to, repeat blocks unrolled: targets=N,coords=N,
-    /// mechanisms=N, each a positive integer (defaults 16777216, 16777216, 4194304).
+    /// mechanisms=N,detectors=N, each a positive integer (defaults 16777216, 16777216, 4194304,
+    /// 4194304).
     #[arg(long, value_name = "SPEC", env = "BACKLINE_DEM_LIMITS", value_parser = parse_dem_limits)]
     pub dem_limits: Option<DemLimits>,
     /// Layout of --checks: auto (by extension, then content), alist or dense.

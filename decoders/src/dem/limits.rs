@@ -2,7 +2,7 @@
 //! unrolled `repeat` blocks to them — before anything is allocated for them.
 
 use super::MAX_EXPANDED;
-use super::syntax::{DemErrorKind, Instruction, InstructionKind, Res};
+use super::syntax::{DemErrorKind, DemTarget, Instruction, InstructionKind, Res};
 use crate::error::SettingError;
 
 /// What a model may expand to, counted over every executed instruction with `repeat` blocks
@@ -20,6 +20,12 @@ pub struct DemLimits {
     pub coords: u64,
     /// Mechanisms: executed `error` instructions, before merging (default 2^22 = 4,194,304).
     pub mechanisms: u64,
+    /// Detectors: one more than the largest absolute detector index an `error` or `detector`
+    /// names, `shift_detectors` offsets included (default 2^22 = 4,194,304; never above
+    /// [`MAX_DETECTORS`](super::MAX_DETECTORS)). A model's text does not bound its indices —
+    /// `error(0.125) D11100000` is 23 bytes — and what parsing and every decoder build cost
+    /// grows with the detector count, so the count is bounded before anything is built for it.
+    pub detectors: u64,
 }
 
 impl Default for DemLimits {
@@ -34,6 +40,7 @@ impl DemLimits {
         targets: 1 << 24,
         coords: 1 << 24,
         mechanisms: 1 << 22,
+        detectors: 1 << 22,
     };
 
     /// The environment variable [`DemLimits::from_env`] reads: `key=N` pairs separated by `,`
@@ -41,7 +48,7 @@ impl DemLimits {
     pub const ENV: &'static str = "BACKLINE_DEM_LIMITS";
 
     /// The names [`DemLimits::set`] takes.
-    pub const KEYS: &'static str = "targets, coords, mechanisms";
+    pub const KEYS: &'static str = "targets, coords, mechanisms, detectors";
 
     /// Sets one bound by name from text (a positive integer).
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
@@ -49,6 +56,7 @@ impl DemLimits {
             "targets" => &mut self.targets,
             "coords" => &mut self.coords,
             "mechanisms" => &mut self.mechanisms,
+            "detectors" => &mut self.detectors,
             other => return Err(SettingError::unknown(other, Self::KEYS)),
         };
         *field = value
@@ -216,6 +224,78 @@ pub(super) fn check_limits(
         return Err((line, k));
     }
     Ok(())
+}
+
+/// The total `shift_detectors` offset of a block once its repeats are unrolled, saturating.
+fn expanded_shift(body: &[Instruction]) -> u64 {
+    body.iter().fold(0u64, |acc, i| {
+        acc.saturating_add(match &i.kind {
+            InstructionKind::ShiftDetectors { count, .. } => *count,
+            InstructionKind::Repeat { count, body } => count.saturating_mul(expanded_shift(body)),
+            _ => 0,
+        })
+    })
+}
+
+/// Checks every absolute detector index `body` names, starting at offset `base`, against
+/// `limits.detectors` (and [`MAX_DETECTORS`](super::MAX_DETECTORS)), without unrolling: the
+/// offsets only grow, so a `repeat`'s largest indices are those of its last iteration, and its
+/// body is walked once at that iteration's offset. Returns the offset after the block; an
+/// error names the line of the first index past the bound.
+pub(super) fn check_detectors(
+    body: &[Instruction],
+    base: u64,
+    limits: &DemLimits,
+) -> Result<u64, (usize, DemErrorKind)> {
+    let bound = limits.detectors.min(super::MAX_DETECTORS);
+    let mut offset = base;
+    let check = |line: u32, offset: u64, d: u64| {
+        if offset.saturating_add(d) < bound {
+            return Ok(());
+        }
+        let kind = if bound == limits.detectors {
+            DemErrorKind::Limit {
+                what: "detectors",
+                key: "detectors",
+                limit: limits.detectors,
+            }
+        } else {
+            DemErrorKind::DetectorRange {
+                index: offset.saturating_add(d),
+                limit: super::MAX_DETECTORS,
+                what: "supported",
+            }
+        };
+        Err((line as usize, kind))
+    };
+    for ins in body {
+        match &ins.kind {
+            InstructionKind::Error { targets, .. } => {
+                for t in targets {
+                    if let DemTarget::Detector(d) = *t {
+                        check(ins.line, offset, d)?;
+                    }
+                }
+            }
+            InstructionKind::Detector { targets, .. } => {
+                for &d in targets {
+                    check(ins.line, offset, d)?;
+                }
+            }
+            InstructionKind::ShiftDetectors { count, .. } => {
+                offset = offset.saturating_add(*count);
+            }
+            InstructionKind::LogicalObservable { .. } => {}
+            InstructionKind::Repeat { count: 0, .. } => {}
+            InstructionKind::Repeat { count, body } => {
+                let per = expanded_shift(body);
+                let last = offset.saturating_add(per.saturating_mul(count - 1));
+                check_detectors(body, last, limits)?;
+                offset = offset.saturating_add(per.saturating_mul(*count));
+            }
+        }
+    }
+    Ok(offset)
 }
 
 /// Instructions executed by a block once its repeats are unrolled, saturating.

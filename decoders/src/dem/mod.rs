@@ -29,7 +29,8 @@
 //! A small text can expand to a huge model: `repeat 20000 { error(0.1) D0 … D99999
 //! shift_detectors 1 }` is 689 KB and names two billion targets. [`DemLimits`] bounds what a
 //! model may expand to — its targets, its coordinates and its mechanisms, counted over every
-//! executed instruction, `repeat` blocks unrolled — and the parser checks the bounds twice
+//! executed instruction, `repeat` blocks unrolled, and its detectors (the largest index named,
+//! offsets included: `error(0.1) D11100000` is 22 bytes) — and the parser checks the bounds twice
 //! before allocating: while it reads the text (a line's targets are counted before they are
 //! stored) and once the text is read (the expansion's totals, computed from the blocks'
 //! counts without expanding them). A model past a bound is
@@ -168,6 +169,7 @@ impl DetectorErrorModel {
         let tree = syntax::parse_tree(text, limits).map_err(err)?;
         limits::check_size(&tree).map_err(err)?;
         limits::check_limits(&tree, &mut limits::Cost::default(), limits).map_err(err)?;
+        limits::check_detectors(&tree, 0, limits).map_err(err)?;
         let mut model = matrices::execute(&tree, file).map_err(err)?;
         model.instructions = tree;
         Ok(model)

@@ -70,7 +70,7 @@ pub enum DemErrorKind {
          BACKLINE_DEM_LIMITS={key}=N raises it)"
     )]
     Limit {
-        /// What: `targets`, `coordinates` or `mechanisms`.
+        /// What: `targets`, `coordinates`, `mechanisms` or `detectors`.
         what: &'static str,
         /// The bound's name in [`DemLimits::set`].
         key: &'static str,

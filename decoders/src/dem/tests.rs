@@ -116,7 +116,7 @@ fn bad_models_are_errors_with_lines() {
         ("repeat 2\nerror(0.1) D0\n", "must be followed by `{`"),
         (
             "error(0.1) D16777216\n",
-            "detector 16777216 is beyond the 16777216",
+            "t.dem:1: the model expands to more than 4194304 detectors",
         ),
         ("error(0.1 D0\n", "without its closing `)`"),
         ("error[tag(0.1) D0\n", "tag `[` without"),
@@ -129,9 +129,22 @@ fn bad_models_are_errors_with_lines() {
         let e = err(text);
         assert!(e.contains(want), "{text:?}: {e}");
     }
-    // Shifts that push an index past the limit inside a repeat.
-    let e = err("repeat 20 {\nerror(0.1) D0\nshift_detectors 1000000\n}\n");
-    assert!(e.starts_with("t.dem:2: detector 17000000 is beyond"), "{e}");
+    // Shifts that push an index past the limit inside a repeat: the `detectors` bound, and
+    // past it (raised) the largest index supported.
+    let text = "repeat 20 {\nerror(0.1) D0\nshift_detectors 1000000\n}\n";
+    let e = err(text);
+    assert!(
+        e.starts_with("t.dem:2: the model expands to more than 4194304 detectors"),
+        "{e}"
+    );
+    let raised = DemLimits::parse("detectors=1000000000").unwrap();
+    let e = DetectorErrorModel::parse_with(text, "t.dem", &raised)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("t.dem:2: detector 19000000 is beyond the 16777216"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -178,4 +191,57 @@ fn windows_and_committed_mechanisms() {
     assert_eq!(w.mechanisms, vec![3, 4, 5]);
     assert_eq!(w.model.check_matrix().col(0), &[0, 1]);
     assert_eq!(dem.window_from(0..7).mechanisms.len(), dem.num_mechanisms());
+}
+
+#[test]
+fn the_detectors_bound_counts_shifts_inside_repeats_without_unrolling() {
+    let bound = |n: u64| DemLimits {
+        detectors: n,
+        ..DemLimits::DEFAULT
+    };
+    let text = "repeat 10 {\n error(0.1) D0 D9\n shift_detectors 10\n}\n";
+    // Largest index 99: 100 detectors.
+    let dem = DetectorErrorModel::parse_with(text, "t.dem", &bound(100)).unwrap();
+    assert_eq!(dem.num_detectors(), 100);
+    let e = DetectorErrorModel::parse_with(text, "t.dem", &bound(99)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "t.dem:2: the model expands to more than 99 detectors (limit `detectors`; \
+         BACKLINE_DEM_LIMITS=detectors=N raises it)"
+    );
+    // A declaration counts; shifts after the last index do not.
+    let e = DetectorErrorModel::parse_with("detector D7\n", "t.dem", &bound(7)).unwrap_err();
+    assert_eq!(e.line, 1);
+    let text = "error(0.1) D0\nshift_detectors 1000\nrepeat 3 {\n shift_detectors 5\n}\n";
+    let r = DetectorErrorModel::parse_with(text, "t.dem", &bound(1));
+    assert!(r.is_ok(), "{r:?}");
+    // Nested repeats of shifts: 4 × 1000 × 1000 = 4,000,000 before the error; one more
+    // iteration of the outer block is past the default.
+    let nested = |outer: u64| {
+        format!(
+            "repeat {outer} {{\n repeat 1000 {{\n  shift_detectors 1000\n }}\n error(0.1) D0\n}}\n"
+        )
+    };
+    let e = DetectorErrorModel::parse_with(&nested(5), "t.dem", &bound(4_000_000)).unwrap_err();
+    assert_eq!(e.line, 5);
+    assert!(DetectorErrorModel::parse_with(&nested(4), "t.dem", &bound(4_000_001)).is_ok());
+    // A huge count saturates instead of wrapping, and is refused.
+    let e = DetectorErrorModel::parse(
+        "repeat 18446744073709551615 {\n shift_detectors 18446744073709551615\n}\nerror(0.1) D0\n",
+        "t.dem",
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            e.kind,
+            DemErrorKind::Limit {
+                key: "detectors",
+                ..
+            } | DemErrorKind::TooLarge
+        ),
+        "{e}"
+    );
+    // The key parses like the others.
+    assert_eq!(DemLimits::parse("detectors=5").unwrap().detectors, 5);
+    assert!(DemLimits::parse("detectors=0").is_err());
 }

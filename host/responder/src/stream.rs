@@ -271,6 +271,11 @@ pub fn stream_functions(spec: &str, base: u32) -> Result<crate::Functions, Strea
             ),
         });
     }
+    // The streams share one budget of exact figures (each reserves its buffer up front).
+    let latency_shots = crate::cuqr::latency::latency_shots_per(
+        crate::cuqr::latency::DEFAULT_LATENCY_SHOTS,
+        s.streams as usize,
+    );
     Ok((0..s.streams)
         .map(|k| {
             let spec = excerpt(spec);
@@ -280,7 +285,7 @@ pub fn stream_functions(spec: &str, base: u32) -> Result<crate::Functions, Strea
                 format!("{spec} (stream {k})")
             };
             let f: std::sync::Arc<dyn Responder> = std::sync::Arc::new(
-                StreamFunction::new(name, dec.clone(), s.idle)
+                StreamFunction::with_latency_shots(name, dec.clone(), s.idle, latency_shots)
                     .with_decode(s.decode.unwrap_or(DecodeMode::Worker)),
             );
             (base + k, f)
@@ -437,8 +442,26 @@ pub struct StreamFunction {
 }
 
 impl StreamFunction {
-    /// A stream of `dec`'s model, dropping a shot left mid-way for `idle`.
+    /// A stream of `dec`'s model, dropping a shot left mid-way for `idle`, keeping the figures
+    /// of its first [`DEFAULT_LATENCY_SHOTS`](crate::cuqr::latency::DEFAULT_LATENCY_SHOTS)
+    /// shots exactly.
     pub fn new(name: String, dec: StreamDecoder, idle: Duration) -> StreamFunction {
+        StreamFunction::with_latency_shots(
+            name,
+            dec,
+            idle,
+            crate::cuqr::latency::DEFAULT_LATENCY_SHOTS,
+        )
+    }
+
+    /// [`StreamFunction::new`] keeping the figures of the first `latency_shots` shots exactly
+    /// (one of several streams shares the budget: [`crate::cuqr::latency::latency_shots_per`]).
+    pub fn with_latency_shots(
+        name: String,
+        dec: StreamDecoder,
+        idle: Duration,
+        latency_shots: usize,
+    ) -> StreamFunction {
         StreamFunction {
             name,
             idle,
@@ -455,9 +478,7 @@ impl StreamFunction {
                 counters: StreamCounters::default(),
                 times: WindowTimes::default(),
                 last_round: None,
-                figures: crate::cuqr::ShotLatencies::with_capacity(
-                    crate::cuqr::latency::DEFAULT_LATENCY_SHOTS,
-                ),
+                figures: crate::cuqr::ShotLatencies::with_capacity(latency_shots),
             }),
         }
     }

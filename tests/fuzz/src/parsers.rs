@@ -198,15 +198,11 @@ const FUZZ_DEM_LIMITS: backline_decoders::dem::DemLimits = backline_decoders::de
     targets: 1 << 18,
     coords: 1 << 18,
     mechanisms: 1 << 16,
+    // One index declares that many detectors (`error(0.125) D11100000`, 23 bytes), and the
+    // checks below are linear in them: in the instrumented build `dem` took 2.5 s on that model
+    // at the defaults (AFL's hang). The bound refuses it before anything is built.
+    detectors: 1 << 16,
 };
-
-/// The most detectors a model may have for the `dem` and `dem-print` targets to check it
-/// further: a sixty-fourth of [`MAX_DETECTORS`](backline_decoders::dem::MAX_DETECTORS), as
-/// [`FUZZ_DEM_LIMITS`] are of the defaults. [`DemLimits`](backline_decoders::dem::DemLimits)
-/// do not bound the detector count: one index (`error(0.125) D11100000`, 23 bytes) declares
-/// that many detectors, and the checks below are linear in them. In the instrumented build,
-/// `dem` took 2.5 s on that model (AFL's hang) and `dem-print` 1.5 s.
-const FUZZ_MAX_DETECTORS: usize = (backline_decoders::dem::MAX_DETECTORS >> 6) as usize;
 
 /// A stim detector error model: one that parses has matrices of its declared sizes, finite
 /// priors in (0, 1] and finite detector times, and a window over all of it is itself.
@@ -216,9 +212,7 @@ pub fn dem(data: &[u8]) {
     let Ok(dem) = DetectorErrorModel::parse_with(&text, "fuzz.dem", &FUZZ_DEM_LIMITS) else {
         return;
     };
-    if dem.num_detectors() > FUZZ_MAX_DETECTORS {
-        return;
-    }
+    assert!(dem.num_detectors() as u64 <= FUZZ_DEM_LIMITS.detectors);
     let (d, o, m) = (
         dem.num_detectors(),
         dem.num_observables(),
@@ -244,8 +238,8 @@ pub fn dem(data: &[u8]) {
 /// input (`backline_decoders::io::excerpt`), whatever its length.
 const MAX_ERROR_BYTES: usize = 1024;
 
-/// A stim detector error model parsed with small resource bounds (the first six input bytes
-/// pick them: targets, coordinates and mechanisms, each up to 2^16): any text, however far its
+/// A stim detector error model parsed with small resource bounds (the first eight input bytes
+/// pick them: targets, coordinates, mechanisms and detectors, each up to 2^16): any text, however far its
 /// `repeat` blocks unroll, parses within the bounds or is refused with a short error naming
 /// its line — so the expansion's memory and time stay bounded for every input.
 pub fn dem_limits(data: &[u8]) {
@@ -255,11 +249,13 @@ pub fn dem_limits(data: &[u8]) {
         targets: u64::from(b.u16()) + 1,
         coords: u64::from(b.u16()) + 1,
         mechanisms: u64::from(b.u16()) + 1,
+        detectors: u64::from(b.u16()) + 1,
     };
     let text = String::from_utf8_lossy(b.rest());
     match DetectorErrorModel::parse_with(&text, "fuzz.dem", &limits) {
         Ok(dem) => {
             assert!(dem.num_mechanisms() as u64 <= limits.mechanisms);
+            assert!(dem.num_detectors() as u64 <= limits.detectors);
             let entries = dem.check_matrix().nnz() + dem.observable_matrix().nnz();
             assert!(
                 entries as u64 <= limits.targets,
@@ -278,7 +274,8 @@ pub fn dem_limits(data: &[u8]) {
             assert!(msg.len() <= MAX_ERROR_BYTES, "{} bytes", msg.len());
             if let DemErrorKind::Limit { limit, .. } = e.kind {
                 assert!(e.line > 0, "a bound is crossed at a line: {msg}");
-                assert!([limits.targets, limits.coords, limits.mechanisms].contains(&limit));
+                let bounds = [limits.targets, limits.coords, limits.mechanisms];
+                assert!(bounds.contains(&limit) || limit == limits.detectors);
             }
         }
     }
@@ -294,9 +291,7 @@ pub fn dem_print(data: &[u8]) {
     let Ok(dem) = DetectorErrorModel::parse_with(&text, "fuzz.dem", &FUZZ_DEM_LIMITS) else {
         return;
     };
-    if dem.num_detectors() > FUZZ_MAX_DETECTORS {
-        return;
-    }
+    assert!(dem.num_detectors() as u64 <= FUZZ_DEM_LIMITS.detectors);
     // A model of no instruction (empty, or comments only) is a model too: it prints as nothing.
     assert!(!dem.instructions().is_empty() || dem.num_mechanisms() == 0);
     let printed = dem.to_string();

@@ -225,8 +225,9 @@ shift_detectors() 18446744073709551615\nrepeat 3333333333333333 {\n}\n"
                 .to_vec(),
         ),
         ("dem-limits", "repeat-past-the-bounds", {
-            // targets 1000, coordinates 200, mechanisms 100 (little-endian u16s, minus one).
-            let mut v = vec![0xE7, 0x03, 0xC7, 0x00, 0x63, 0x00];
+            // targets 1000, coordinates 200, mechanisms 100, detectors 65,536 (little-endian
+            // u16s, minus one).
+            let mut v = vec![0xE7, 0x03, 0xC7, 0x00, 0x63, 0x00, 0xFF, 0xFF];
             v.extend_from_slice(
                 b"error(0.1) D0 D1\nrepeat 20000 {\n    error(0.1) D0 D1 D2 D3 L0\n    \
 detector(1, 2, 3) D0\n    shift_detectors(0, 0, 1) 1\n}\n",
@@ -234,7 +235,7 @@ detector(1, 2, 3) D0\n    shift_detectors(0, 0, 1) 1\n}\n",
             v
         }),
         ("dem-limits", "within-the-bounds", {
-            let mut v = vec![0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF];
+            let mut v = vec![0xFF; 8];
             v.extend_from_slice(
                 b"repeat 3 {\n error(0.01) D0 D1 ^ D2 L0\n detector(0, 1) D0\n \
 shift_detectors(0, 1) 1\n}\nlogical_observable L1\n",

@@ -15,6 +15,18 @@
 /// Default number of shots whose figure is kept exactly, per decoder.
 pub const DEFAULT_LATENCY_SHOTS: usize = 1 << 18;
 
+/// The fewest shots a decoder keeps exactly when [`latency_shots_per`] shares the budget out.
+pub const MIN_LATENCY_SHOTS: usize = 1 << 10;
+
+/// Shots kept exactly by each of `decoders` decoders of one process given `shots` for one:
+/// `shots` shared out among them, at least [`MIN_LATENCY_SHOTS`] each (and never more than
+/// `shots`). The buffers are reserved address space, so a server of thousands of streams
+/// (`streams=4096`) reserves about what one decoder does, plus 4 KiB a stream, instead of
+/// 1 MiB a stream — 4 GiB, past a 4 GB address-space limit before any shot arrived.
+pub fn latency_shots_per(shots: usize, decoders: usize) -> usize {
+    (shots / decoders.max(1)).max(MIN_LATENCY_SHOTS).min(shots)
+}
+
 /// The figures of one decoder's shots.
 #[derive(Debug, Clone, Default)]
 pub struct ShotLatencies {
@@ -129,6 +141,32 @@ impl ShotLatencies {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_budget_is_shared_among_decoders() {
+        assert_eq!(
+            latency_shots_per(DEFAULT_LATENCY_SHOTS, 1),
+            DEFAULT_LATENCY_SHOTS
+        );
+        assert_eq!(
+            latency_shots_per(DEFAULT_LATENCY_SHOTS, 0),
+            DEFAULT_LATENCY_SHOTS
+        );
+        assert_eq!(
+            latency_shots_per(DEFAULT_LATENCY_SHOTS, 4),
+            DEFAULT_LATENCY_SHOTS / 4
+        );
+        assert_eq!(
+            latency_shots_per(DEFAULT_LATENCY_SHOTS, 4096),
+            MIN_LATENCY_SHOTS
+        );
+        // A budget below the floor is kept as asked.
+        assert_eq!(latency_shots_per(16, 8), 16);
+        let total: usize = (0..4096)
+            .map(|_| latency_shots_per(DEFAULT_LATENCY_SHOTS, 4096))
+            .sum();
+        assert!(total * 4 <= 16 << 20, "{total} shots reserved");
+    }
 
     #[test]
     fn figures_are_kept_up_to_the_capacity_and_summarised() {

@@ -456,7 +456,8 @@ impl CuqrServer {
             wait: options.wait,
             drain_wait: options.drain_wait,
             strict_counter: options.strict_counter,
-            latency_shots: options.latency_shots,
+            // Every decoder of the server shares one budget of exact figures.
+            latency_shots: latency::latency_shots_per(options.latency_shots, streams.len()),
             decode: options.decode,
         };
         let mut server = CuqrServer {

@@ -662,6 +662,10 @@ pub struct BpDecoder {
     suffix: Vec<f64>,
     /// Soft output and hard decision in internal column order (work), and in matrix order.
     llr_internal: Vec<f64>,
+    /// Each bit's least soft output so far, the prior included (internal order, work), and in
+    /// matrix order; empty unless [`BpDecoder::track_min_llr`] turned it on.
+    min_internal: Vec<f64>,
+    min_llr: Vec<f64>,
     decision_internal: Vec<u8>,
     llr: Vec<f64>,
     decoding: Vec<u8>,
@@ -750,6 +754,8 @@ impl BpDecoder {
             suffix: vec![0.0; n],
             memo: [Memo::new(tanh), Memo::new(log_ratio)],
             llr_internal: vec![0.0; n],
+            min_internal: Vec::new(),
+            min_llr: Vec::new(),
             decision_internal: vec![0; n],
             llr: vec![0.0; n],
             decoding: vec![0; n],
@@ -842,6 +848,32 @@ impl BpDecoder {
         &self.decoding
     }
 
+    /// Keep, from the next decode on, each bit's least soft output over its channel prior and
+    /// every iteration's ([`BpDecoder::min_log_prob_ratios`]); one comparison per bit and
+    /// iteration. Off by default.
+    pub fn track_min_llr(&mut self, on: bool) {
+        let n = if on { self.graph.n } else { 0 };
+        self.min_internal = vec![0.0; n];
+        self.min_llr = vec![0.0; n];
+    }
+
+    /// Each bit's least log-likelihood ratio of the last decode: the minimum of its channel
+    /// prior and the soft output after every iteration run (OSD's `min_llr` order). Empty unless
+    /// [`BpDecoder::track_min_llr`] is on.
+    pub fn min_log_prob_ratios(&self) -> &[f64] {
+        &self.min_llr
+    }
+
+    /// Folds the soft output of the iteration just run into the running minimum.
+    #[inline]
+    fn fold_min(&mut self) {
+        for (m, &l) in self.min_internal.iter_mut().zip(&self.llr_internal) {
+            if l < *m {
+                *m = l;
+            }
+        }
+    }
+
     /// Runs BP on a syndrome (0/1 per check; any non-zero byte is 1) and returns the hard
     /// decision. Check [`BpDecoder::converged`] to see whether it satisfies the syndrome.
     pub fn decode(&mut self, syndrome: &[u8]) -> Result<&[u8], DecoderError> {
@@ -861,6 +893,9 @@ impl BpDecoder {
         for (&c, &l) in self.graph.order.iter().zip(&self.llr_internal) {
             self.llr[c as usize] = l;
             self.decoding[c as usize] = (l <= 0.0) as u8;
+        }
+        for (&c, &l) in self.graph.order.iter().zip(&self.min_internal) {
+            self.min_llr[c as usize] = l;
         }
         Ok(&self.decoding)
     }
@@ -885,6 +920,9 @@ impl BpDecoder {
         self.iterations = 0;
         self.deadline_hit = false;
         self.fixed_point = false;
+        if !self.min_internal.is_empty() {
+            self.min_internal.copy_from_slice(&self.prior_llr);
+        }
     }
 
     /// Whether the hard decision's syndrome equals the syndrome.
@@ -941,6 +979,8 @@ impl BpDecoder {
                     &mut self.suffix,
                 )
             );
+            self.fold_min();
+            let g = &self.graph;
             self.candidate[..m].fill(0);
             for (c, &l) in self.llr_internal.iter().enumerate() {
                 if l <= 0.0 {
@@ -981,6 +1021,7 @@ impl BpDecoder {
                 self.serial_bit(self.graph.position[c] as usize, alpha);
             }
             self.iterations = it;
+            self.fold_min();
             self.candidate.fill(0);
             for c in 0..self.graph.n {
                 if self.decision_internal[c] == 1 {

@@ -22,12 +22,12 @@ use crate::bitmat::BitMatrix;
 use crate::bp::{BpDecoder, BpMethod, BpSettings, Schedule};
 use crate::decoder::{MechanismDecoder, MechanismsToObservables, ObservableDecoder, ShotInfo};
 use crate::dem::DetectorErrorModel;
-use crate::error::{DecoderError, SettingError, parse_bounded, parse_value};
+use crate::error::{DecoderError, SettingError, parse_bounded, parse_flag, parse_value};
 use crate::registry::{DecoderConfig, Entry, Profile, Setting, ValueType, config_any};
 
 /// What `max_iter` takes, as its setting errors say.
 const MAX_ITER_SETTING: &str = "a non-negative integer in 0..=1048576 (0: the number of bits)";
-use crate::osd::{Osd, OsdMethod};
+use crate::osd::{Osd, OsdInit, OsdMethod};
 use crate::sparse::SparseMatrix;
 
 /// Settings of [`BpOsdDecoder`], named and defaulted as `ldpc`'s `BpOsdDecoder`.
@@ -54,6 +54,14 @@ pub struct BpOsdConfig {
     /// [`BpOsdDecoder::osd_order`]; one warning per process). Ignored unless `osd_method` is
     /// `OsdCs`.
     pub osd_order: usize,
+    /// What OSD orders the columns by (default BP's last soft output; `MinLlr`: each bit's
+    /// least LLR over its prior and BP's iterations, NVIDIA's `min_llr`). Not an `ldpc`
+    /// setting.
+    pub osd_init: OsdInit,
+    /// Run OSD on shots where BP converged too, and answer with OSD's correction (default
+    /// false: BP's converged answer stands, as in `ldpc`; ldpc issue #104 asks for this). Not
+    /// an `ldpc` setting.
+    pub osd_on_converged: bool,
 }
 
 impl Default for BpOsdConfig {
@@ -67,6 +75,8 @@ impl Default for BpOsdConfig {
             schedule: Schedule::Parallel,
             osd_method: OsdMethod::Osd0,
             osd_order: 0,
+            osd_init: OsdInit::Soft,
+            osd_on_converged: false,
         }
     }
 }
@@ -74,11 +84,13 @@ impl Default for BpOsdConfig {
 impl BpOsdConfig {
     /// The setting names [`BpOsdConfig::set`] takes (`ldpc`'s).
     pub const KEYS: &'static str = "error_rate, bp_method, max_iter, ms_scaling_factor, \
-                                    schedule, osd_method, osd_order";
+                                    schedule, osd_method, osd_order, osd_init, \
+                                    osd_on_converged";
 
     /// Sets one setting by its `ldpc` name from text: `error_rate`, `bp_method`
     /// (`minimum_sum`/`product_sum`, …), `max_iter`, `ms_scaling_factor`, `schedule`
-    /// (`parallel`/`serial`), `osd_method` (`osd0`/`osd_cs`/`off`), `osd_order`. The upper
+    /// (`parallel`/`serial`), `osd_method` (`osd0`/`osd_cs`/`off`), `osd_order`, and two of
+    /// backline's own: `osd_init` (`soft`/`min_llr`) and `osd_on_converged` (`0`/`1`). The upper
     /// bounds of `max_iter` and `osd_order` are checked here, the other ranges when the
     /// decoder is built.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
@@ -114,6 +126,13 @@ impl BpOsdConfig {
                     .parse()
                     .map_err(|_| SettingError::value(key, value, "osd0, osd_cs or off"))?
             }
+            "osd_init" => {
+                self.osd_init = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| SettingError::value(key, value, "soft or min_llr"))?
+            }
+            "osd_on_converged" => self.osd_on_converged = parse_flag(key, value)?,
             other => return Err(SettingError::unknown(other, Self::KEYS)),
         }
         Ok(())
@@ -147,6 +166,8 @@ pub struct BpOsdDecoder {
     bp: BpDecoder,
     osd: Option<Osd>,
     method: OsdMethod,
+    init: OsdInit,
+    on_converged: bool,
     m: usize,
     n: usize,
 }
@@ -168,12 +189,14 @@ impl BpOsdDecoder {
         if config.osd_method == OsdMethod::OsdCs {
             crate::osd::check_order(config.osd_order)?;
         }
-        let bp = BpDecoder::from_sparse(
+        let mut bp = BpDecoder::from_sparse(
             h,
             config.error_rate,
             config.error_channel.as_deref(),
             config.bp_settings(),
         )?;
+        let osd_on = config.osd_method != OsdMethod::Off;
+        bp.track_min_llr(osd_on && config.osd_init == OsdInit::MinLlr);
         let order = match config.osd_method {
             OsdMethod::OsdCs => config.osd_order,
             _ => 0,
@@ -186,6 +209,8 @@ impl BpOsdDecoder {
             bp,
             osd,
             method: config.osd_method,
+            init: config.osd_init,
+            on_converged: config.osd_on_converged,
             m: h.rows(),
             n: h.cols(),
         })
@@ -216,6 +241,16 @@ impl BpOsdDecoder {
     /// The OSD method in force.
     pub fn osd_method(&self) -> OsdMethod {
         self.method
+    }
+
+    /// What OSD orders the columns by.
+    pub fn osd_init(&self) -> OsdInit {
+        self.init
+    }
+
+    /// Whether OSD runs on converged shots too.
+    pub fn osd_on_converged(&self) -> bool {
+        self.on_converged
     }
 
     /// The BP stage (soft output, iterations, hard decision of the last decode).
@@ -251,9 +286,14 @@ impl BpOsdDecoder {
         let iterations = self.bp.iterations() as u32;
         // Past a deadline OSD is skipped: BP's hard decision is the best answer so far.
         let late = self.bp.deadline_hit();
-        match (&mut self.osd, converged) {
-            (Some(osd), false) if !late => {
-                osd.decode(syndrome, self.bp.log_prob_ratios(), correction);
+        let wanted = !converged || self.on_converged;
+        match &mut self.osd {
+            Some(osd) if wanted && !late => {
+                let order = match self.init {
+                    OsdInit::Soft => self.bp.log_prob_ratios(),
+                    OsdInit::MinLlr => self.bp.min_log_prob_ratios(),
+                };
+                osd.decode(syndrome, order, correction);
                 Ok(DecodeInfo {
                     converged,
                     iterations,
@@ -337,19 +377,30 @@ impl DecoderConfig for BpOsdConfig {
             "schedule" => self.schedule.to_string(),
             "osd_method" => self.osd_method.to_string(),
             "osd_order" => self.osd_order.to_string(),
+            "osd_init" => self.osd_init.to_string(),
+            "osd_on_converged" => u8::from(self.osd_on_converged).to_string(),
             _ => return None,
         })
     }
 
     fn notes(&self) -> Vec<(&'static str, String)> {
+        let mut notes = Vec::new();
         if self.osd_order != 0 && self.osd_method != OsdMethod::OsdCs {
             let why = format!(
                 "{} applies to osd_method osd_cs only; ignored",
                 self.osd_order
             );
-            return vec![("osd_order", why)];
+            notes.push(("osd_order", why));
         }
-        Vec::new()
+        if self.osd_method == OsdMethod::Off {
+            if self.osd_init != OsdInit::Soft {
+                notes.push(("osd_init", "osd_method is off; ignored".to_string()));
+            }
+            if self.osd_on_converged {
+                notes.push(("osd_on_converged", "osd_method is off; ignored".to_string()));
+            }
+        }
+        notes
     }
 
     fn build(&self, dem: &DetectorErrorModel) -> Result<Box<dyn ObservableDecoder>, DecoderError> {
@@ -432,6 +483,23 @@ pub static ENTRY: Entry = Entry {
             offline: "0",
             realtime: "0",
             help: "combination-sweep order of osd_cs (clamped to n - rank)",
+        },
+        Setting {
+            key: "osd_init",
+            value: ValueType::Choice(&["soft", "min_llr"]),
+            range: "soft (BP's last soft output) or min_llr (each bit's least LLR over its \
+                    prior and BP's iterations, NVIDIA's)",
+            offline: "soft",
+            realtime: "soft",
+            help: "what OSD orders the columns by",
+        },
+        Setting {
+            key: "osd_on_converged",
+            value: ValueType::Flag,
+            range: "0 or 1",
+            offline: "0",
+            realtime: "0",
+            help: "run OSD on shots where BP converged too, answering with OSD's correction",
         },
     ],
     config: bposd_config,

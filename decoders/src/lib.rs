@@ -83,4 +83,4 @@ pub use bposd::{BpOsdConfig, BpOsdDecoder, DecodeInfo};
 pub use coprocessor::{CssDecoder, CssDecoderError, RespondError};
 pub use error::{DecoderError, SettingError};
 pub use lookup::LookupDecoder;
-pub use osd::{Osd, OsdMethod};
+pub use osd::{Osd, OsdInit, OsdMethod};

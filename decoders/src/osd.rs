@@ -113,6 +113,45 @@ impl fmt::Display for OsdMethod {
     }
 }
 
+/// What OSD orders the columns by (step 1 of the module docs): which soft output of BP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OsdInit {
+    /// BP's last soft output, the posterior log-likelihood ratios (`ldpc`'s, and ours before).
+    #[default]
+    Soft,
+    /// Each bit's least LLR over the channel prior and every BP iteration's posterior
+    /// ([`crate::bp::BpDecoder::min_log_prob_ratios`]): a bit that BP flipped at any point, or
+    /// whose prior already made it likely, ranks as likely. NVIDIA's `osd_init_method =
+    /// "min_llr"` (cudaq-qec 0.8, "BP10 + min-LLR OSD"); with BP's iterations at 0 it is the
+    /// channel priors' order.
+    MinLlr,
+}
+
+impl FromStr for OsdInit {
+    type Err = String;
+
+    /// Accepts `soft` (`posterior`) and `min_llr` (`minllr`), any case.
+    fn from_str(s: &str) -> Result<OsdInit, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "soft" | "posterior" => Ok(OsdInit::Soft),
+            "min_llr" | "minllr" => Ok(OsdInit::MinLlr),
+            _ => Err(format!(
+                "unknown OSD initialisation \"{}\" (expected soft or min_llr)",
+                crate::io::excerpt(s)
+            )),
+        }
+    }
+}
+
+impl fmt::Display for OsdInit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OsdInit::Soft => "soft",
+            OsdInit::MinLlr => "min_llr",
+        })
+    }
+}
+
 /// Which candidate of the combination sweep won.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Choice {

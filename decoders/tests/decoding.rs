@@ -230,3 +230,96 @@ fn bad_settings_are_errors_not_crashes() {
         })
     ));
 }
+
+/// `osd_init = min_llr` orders OSD by each bit's least LLR over its prior and every iteration:
+/// the tracked minimum equals the minimum of the soft outputs of decoders stopped after
+/// 1, 2, …, `it` iterations (BP is deterministic), bit for bit.
+#[test]
+fn min_llr_is_the_least_soft_output_over_the_prior_and_every_iteration() {
+    use backline_decoders::{BpDecoder, BpSettings};
+    let code = CssCode::by_name("bb72").unwrap();
+    let h = &code.hz;
+    let n = code.n();
+    let mut noise = CodeCapacity::new(0.06, 7);
+    let (mut e, mut s) = (vec![0u8; n], vec![0u8; h.rows()]);
+    let settings = |max_iter| BpSettings {
+        max_iter,
+        ms_scaling_factor: 0.625,
+        ..BpSettings::default()
+    };
+    let prior = ((1.0 - 0.06f64) / 0.06).ln();
+    let mut checked = 0;
+    for _ in 0..40 {
+        noise.sample(&mut e);
+        h.mul_bytes(&e, &mut s);
+        let mut full = BpDecoder::new(h, 0.06, None, settings(8)).unwrap();
+        full.track_min_llr(true);
+        full.decode(&s).unwrap();
+        let ran = full.iterations();
+        let mut want = vec![prior; n];
+        for it in 1..=ran {
+            let mut d = BpDecoder::new(h, 0.06, None, settings(it)).unwrap();
+            d.decode(&s).unwrap();
+            for (w, &l) in want.iter_mut().zip(d.log_prob_ratios()) {
+                *w = w.min(l);
+            }
+        }
+        if full.fixed_point() {
+            continue; // stopped early at a repeat: the remaining iterations add nothing
+        }
+        assert_eq!(full.min_log_prob_ratios(), &want[..]);
+        checked += 1;
+    }
+    assert!(checked >= 30, "{checked}");
+    // Off by default, and off costs nothing.
+    let d = BpDecoder::new(h, 0.06, None, settings(8)).unwrap();
+    assert!(d.min_log_prob_ratios().is_empty());
+}
+
+/// `osd_on_converged` runs OSD on converged shots too: every answer still reproduces its
+/// syndrome, OSD is reported used on every shot with events, and OSD-CS's answer is never
+/// heavier than BP's converged one on the same shot.
+#[test]
+fn osd_on_converged_answers_every_shot_with_osd() {
+    let code = CssCode::by_name("bb72").unwrap();
+    let h = &code.hz;
+    let n = code.n();
+    let base = BpOsdConfig {
+        error_rate: 0.03,
+        max_iter: 10,
+        ms_scaling_factor: 0.625,
+        osd_method: OsdMethod::OsdCs,
+        osd_order: 6,
+        ..BpOsdConfig::default()
+    };
+    let mut plain = BpOsdDecoder::new(h, &base).unwrap();
+    let mut always = BpOsdDecoder::new(
+        h,
+        &BpOsdConfig {
+            osd_on_converged: true,
+            ..base.clone()
+        },
+    )
+    .unwrap();
+    let mut noise = CodeCapacity::new(0.03, 11);
+    let (mut e, mut s, mut check) = (vec![0u8; n], vec![0u8; h.rows()], vec![0u8; h.rows()]);
+    let (mut a, mut b) = (vec![0u8; n], vec![0u8; n]);
+    let mut converged = 0;
+    for _ in 0..200 {
+        noise.sample(&mut e);
+        h.mul_bytes(&e, &mut s);
+        let pi = plain.decode(&s, &mut a).unwrap();
+        let ai = always.decode(&s, &mut b).unwrap();
+        h.mul_bytes(&b, &mut check);
+        assert_eq!(check, s);
+        if s.iter().any(|&x| x != 0) {
+            assert!(ai.osd_used);
+            if pi.converged {
+                converged += 1;
+                let weight = |v: &[u8]| v.iter().filter(|&&x| x != 0).count();
+                assert!(weight(&b) <= weight(&a), "OSD-CS heavier than BP");
+            }
+        }
+    }
+    assert!(converged > 50, "{converged}");
+}

@@ -9,7 +9,7 @@ use std::cell::Cell;
 use backline_decoders::codes::CssCode;
 use backline_decoders::noise::CodeCapacity;
 use backline_decoders::{
-    BpMethod, BpOsdConfig, BpOsdDecoder, CssDecoder, LookupDecoder, OsdMethod, Schedule,
+    BpMethod, BpOsdConfig, BpOsdDecoder, CssDecoder, LookupDecoder, OsdInit, OsdMethod, Schedule,
 };
 
 thread_local! {
@@ -84,7 +84,13 @@ fn decoders_do_not_allocate_after_construction() {
     for bp_method in [BpMethod::MinimumSum, BpMethod::ProductSum] {
         for schedule in [Schedule::Parallel, Schedule::Serial] {
             for (osd_method, osd_order) in [(OsdMethod::Osd0, 0), (OsdMethod::OsdCs, 7)] {
-                for error_channel in [None, Some(channel.clone())] {
+                for (k, error_channel) in [None, Some(channel.clone())].into_iter().enumerate() {
+                    // Both OSD orderings and both policies, alternating with the channel.
+                    let (osd_init, osd_on_converged) = if k == 0 {
+                        (OsdInit::Soft, false)
+                    } else {
+                        (OsdInit::MinLlr, true)
+                    };
                     let config = BpOsdConfig {
                         error_rate: 0.08,
                         error_channel,
@@ -94,6 +100,8 @@ fn decoders_do_not_allocate_after_construction() {
                         osd_order,
                         max_iter: 12,
                         ms_scaling_factor: 0.625,
+                        osd_init,
+                        osd_on_converged,
                     };
                     let mut dec = BpOsdDecoder::new(&code.hz, &config).unwrap();
                     let before = allocations();

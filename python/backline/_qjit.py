@@ -174,8 +174,20 @@ class CatalystQNode:
             if self._fallback is not None:
                 return self._fallback(*args, **kwargs)
             from . import _native
+            from .limits import check_samples, program_limits
 
             dev = self.device
+            # The program limits, as a run without qjit checks them (device.py
+            # _execute_one), before Catalyst allocates anything for the shots: an absurd count
+            # is a ValueError naming the limit, not a signal in the compiled program.
+            shots = getattr(getattr(self.qnode, "shots", None), "total_shots", None)
+            if shots is not None:
+                lim = program_limits()
+                lim.check("shots", shots)
+                if dev.wires is not None:
+                    lim.check("qubits", len(dev.wires), "wires")
+                    # The samples are at most shots × the device's wires.
+                    check_samples(shots, len(dev.wires), lim)
             settings = dev.catalyst_settings()
             with dev._run_lock:
                 _native.catalyst_begin(settings, int(dev._seeds.integers(0, 2**63)))

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from . import _native
+from .limits import U32_MAX, check_int
 
 __all__ = [
     "BpDecoder",
@@ -128,13 +129,26 @@ def _correlations_on_check_matrix() -> None:
     )
 
 
-def _has_edges(model: Any) -> bool:
-    """Whether an error of ``model`` with p > 0 flips a detector."""
-    for inst in model.flattened():
-        if inst.type == "error" and inst.args_copy()[0] > 0:
-            if any(t.is_relative_detector_id() for t in inst.targets_copy()):
-                return True
-    return False
+#: A node of a matching graph: the native graph's nodes are ``u32`` and ``u32::MAX`` is its
+#: boundary (``BOUNDARY`` in ``decoders/src/matching/graph.rs``).
+NODE = (0, U32_MAX - 1)
+
+#: A fault id: ``u32`` in the native graph (``GraphMatching``'s fault ids), so at most 2^32.
+FAULT_ID = (0, U32_MAX)
+NUM_FAULT_IDS = (0, U32_MAX + 1)
+
+
+def _syndrome_u8(z: Any) -> np.ndarray:
+    """A syndrome (or a batch of them) as uint8, by PyMatching's rule for :meth:`Matching.decode`
+    and :meth:`Matching.decode_batch` alike: each entry cast to uint8 as numpy casts (floats
+    toward zero, integers modulo 256, bools 0/1), non-zero an event. ``ValueError`` for what
+    numpy cannot convert (NaN, ragged lists); ``OverflowError`` for a Python int out of uint8's
+    range in a list, as PyMatching's ``decode``."""
+    try:
+        return np.asarray(z, dtype=np.uint8)
+    except (ValueError, TypeError):
+        shown = repr(z) if len(repr(z)) <= 80 else repr(z)[:80] + "…"
+        raise ValueError(f"Syndrome must be of type numpy.ndarray or convertible to numpy.ndarray, not {shown}") from None
 
 
 class _EmptyGraph:
@@ -226,16 +240,14 @@ class Matching:
     # -- construction ----------------------------------------------------------------------
 
     def _load_dem(self, model: Any, correlations: bool = False) -> None:
-        from .errors import DetectorErrorModelError
-
-        try:
-            self._native = _native.GraphMatching.from_dem(str(model), bool(correlations))
-        except DetectorErrorModelError:
-            if _has_edges(model):
-                raise
-            # Nothing to match (no error with p > 0 flips a detector): PyMatching's empty graph,
-            # every prediction 0.
-            self._native = _EmptyGraph(model.num_detectors, model.num_observables)
+        # The native parser reads the model under its limits (DetectorErrorModelError, a
+        # ValueError, past them: refused once, never flattened here); None when nothing is to
+        # be matched (no error with p > 0 flips a detector): PyMatching's empty graph, every
+        # prediction 0.
+        native = _native.GraphMatching.from_dem(str(model), bool(correlations))
+        if native is None:
+            native = _EmptyGraph(model.num_detectors, model.num_observables)
+        self._native = native
         self._edges = None
         self._nodes = self._native.num_nodes
         self._boundary = set()
@@ -392,14 +404,17 @@ class Matching:
         error_probability: float | None = None, *, merge_strategy: str = "disallow", **kwargs: Any,
     ) -> None:
         """An edge between two detectors (PyMatching's ``add_edge``)."""
-        self._add(int(node1), int(node2), fault_ids, weight, error_probability, merge_strategy, kwargs)
+        self._add(check_int("node1", node1, NODE, "a matching graph's nodes are 32-bit"),
+                  check_int("node2", node2, NODE, "a matching graph's nodes are 32-bit"),
+                  fault_ids, weight, error_probability, merge_strategy, kwargs)
 
     def add_boundary_edge(
         self, node: int, fault_ids: Any = None, weight: float = 1.0,
         error_probability: float | None = None, *, merge_strategy: str = "disallow", **kwargs: Any,
     ) -> None:
         """An edge from a detector to the boundary (PyMatching's ``add_boundary_edge``)."""
-        self._add(int(node), -1, fault_ids, weight, error_probability, merge_strategy, kwargs)
+        self._add(check_int("node", node, NODE, "a matching graph's nodes are 32-bit"), -1,
+                  fault_ids, weight, error_probability, merge_strategy, kwargs)
 
     def _add(self, a: int, b: int, fault_ids: Any, weight: float, p: float | None, merge: str, kwargs: dict) -> None:
         if self._edges is None:
@@ -419,9 +434,8 @@ class Matching:
             raise ValueError(f"edge ({a}, {b}): weight {weight} is not a finite number")
         if a < 0 or b < -1 or a == b:
             raise ValueError(f"edge ({a}, {b}): nodes must be distinct non-negative integers")
-        ids = set() if fault_ids is None else ({int(fault_ids)} if np.isscalar(fault_ids) else {int(f) for f in fault_ids})
-        if any(f < 0 for f in ids):
-            raise ValueError(f"edge ({a}, {b}): fault ids must be non-negative")
+        raw = () if fault_ids is None else ((fault_ids,) if np.isscalar(fault_ids) else fault_ids)
+        ids = {check_int(f"edge ({a}, {b}): fault id", f, FAULT_ID, "fault ids are 32-bit") for f in raw}
         key = (min(a, b), max(a, b)) if b >= 0 else (a, -1)
         old = self._edges.get(key)
         if old is not None:
@@ -485,7 +499,8 @@ class Matching:
         """At least ``min_num_fault_ids`` fault ids."""
         if self._edges is None:
             raise _unsupported("ensure_num_fault_ids on a graph built from a stim model")
-        self._min_fault_ids = max(self._min_fault_ids, int(min_num_fault_ids))
+        n = check_int("min_num_fault_ids", min_num_fault_ids, NUM_FAULT_IDS, "fault ids are 32-bit")
+        self._min_fault_ids = max(self._min_fault_ids, n)
         self._native = None
 
     def edges(self) -> list[tuple[int, int | None, dict]]:
@@ -507,10 +522,7 @@ class Matching:
     def _events(self, z: Any) -> bytes:
         """The detection events of syndrome ``z`` as the native decoder's uint32 bytes."""
         g = self._graph()
-        try:
-            z = np.asarray(z, dtype=np.uint8)
-        except (ValueError, TypeError):
-            raise ValueError(f"Syndrome must be of type numpy.ndarray or convertible to numpy.ndarray, not {z}")
+        z = _syndrome_u8(z)
         nd, nn = self._sizes
         if z.ndim == 1 and nd <= z.shape[0] <= nn:
             ev = np.flatnonzero(z)
@@ -548,13 +560,14 @@ class Matching:
         ``return_weights`` a float64 array of the solutions' weights."""
         g = self._graph()
         shots = np.asarray(shots)
+        if bit_packed_shots and shots.dtype != np.uint8:
+            raise ValueError(f"bit-packed shots must have dtype uint8, got {shots.dtype}")
+        shots = _syndrome_u8(shots)  # the rule decode() reads a syndrome by
         if shots.ndim != 2:
             raise ValueError(f"`shots` must be a 2D array, got shape {shots.shape}")
         nodes = g.num_nodes
         nd, nn = self._sizes
         if bit_packed_shots:
-            if shots.dtype != np.uint8:
-                raise ValueError(f"bit-packed shots must have dtype uint8, got {shots.dtype}")
             width = shots.shape[1]
             lo, hi = (nd + 7) // 8, (nn + 7) // 8
             if not lo <= width <= hi:
@@ -571,8 +584,6 @@ class Matching:
                     bits[:, b] = 0
             shots = np.pad(bits, ((0, 0), (0, nodes - bits.shape[1])))
             bit_packed_shots = False
-        elif not bit_packed_shots and shots.dtype not in (np.uint8, np.bool_, np.int8):
-            shots = shots != 0
         data = np.ascontiguousarray(shots)
         n = data.shape[0]
         out, weights = g.decode_batch(data.view(np.uint8).tobytes() if data.size else b"", n, data.shape[1],
@@ -684,10 +695,14 @@ class _BpBase:
         osd_order: int = 0,
         input_vector_type: str = "auto",
         random_serial_schedule: bool = False,
+        osd_init: str = "soft",
+        osd_on_converged: bool = False,
         **kwargs: Any,
     ):
         for k in kwargs:
             raise ValueError(f"Unknown parameter '{k}' passed to the {type(self).__name__} constructor.")
+        if not self._osd and (osd_init != "soft" or osd_on_converged):
+            raise ValueError(f"osd_init and osd_on_converged are BpOsdDecoder's; {type(self).__name__} runs no OSD")
         if serial_schedule_order is not None:
             raise _unsupported("serial_schedule_order")
         if random_serial_schedule:
@@ -726,7 +741,8 @@ class _BpBase:
         bp = {"bp_method": _bp_method(bp_method), "schedule": _schedule(schedule),
               "max_iter": int(max_iter), "ms_scaling_factor": float(ms_scaling_factor)}
         if self._osd:
-            bp.update({"osd_method": method, "osd_order": int(osd_order)})
+            bp.update({"osd_method": method, "osd_order": int(osd_order),
+                       "osd_init": osd_init, "osd_on_converged": int(bool(osd_on_converged))})
         indptr_rows_cols = _csc_parts(h)
         self._native = _native.CheckBpOsd(
             indptr_rows_cols[0], indptr_rows_cols[1], indptr_rows_cols[2], indptr_rows_cols[3],
@@ -812,7 +828,10 @@ class BpOsdDecoder(_BpBase):
     """BP+OSD as ldpc 2.4's ``ldpc.BpOsdDecoder``: BP (min-sum or product-sum, parallel or
     serial), then OSD-0 or OSD-CS of order ``osd_order`` when BP does not converge. Not supported
     (``NotImplementedError``): ``osd_method='OSD_E'``, ``serial_schedule_order``,
-    ``random_serial_schedule``, ``schedule='serial_relative'``, ``update_channel_probs``."""
+    ``random_serial_schedule``, ``schedule='serial_relative'``, ``update_channel_probs``.
+    Two backline-only keywords (not ldpc's): ``osd_init`` (``'soft'``, the default: BP's last
+    soft output; ``'min_llr'``: each bit's least LLR over its prior and BP's iterations, NVIDIA's
+    ordering) and ``osd_on_converged`` (``True``: run OSD on converged shots too)."""
 
     _osd = True
 

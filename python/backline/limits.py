@@ -54,6 +54,30 @@ SESSIONS = (0, U64_MAX)
 SEED = (0, U64_MAX)
 
 
+#: A placement's timeouts (``Endpoint(reply_timeout=…, setup_timeout=…)``), in seconds: more
+#: than 0, at most a day (``MAX_TIMEOUT_SECONDS`` in ``python/native/src/placement.rs``, which
+#: refuses the same; the executor's bound on ``reply_timeout``).
+TIMEOUT_SECONDS = 86400.0
+
+
+def check_seconds(name: str, value, hi: float = TIMEOUT_SECONDS) -> float:
+    """``value`` as seconds in (0, ``hi``]: a ``TypeError`` for what is not a real number
+    (``bool`` included), a ``PlacementError`` (a ``ValueError``) naming ``name`` and the range
+    for NaN, an infinity, 0, a negative or a larger number."""
+    from .errors import PlacementError
+
+    if isinstance(value, bool) or not hasattr(value, "__float__"):
+        raise TypeError(f"{name}={value!r}: a number of seconds, not {type(value).__name__}")
+    try:
+        v = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise TypeError(f"{name}={value!r}: a number of seconds, not {type(value).__name__}") from None
+    if not 0.0 < v <= hi:  # NaN fails this too
+        shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:40] + "…"
+        raise PlacementError(f"{name}={shown} s is out of range (0, {hi:g}] seconds")
+    return v
+
+
 def check_int(name: str, value, bounds: tuple[int, int], why: str = "") -> int:
     """``value`` as an int within ``bounds`` (inclusive); a ``TypeError`` for a non-integer
     (``bool`` included), a ``ValueError`` naming ``name`` and the range otherwise."""

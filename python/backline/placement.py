@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .errors import CoprocessorFunctionError, PlacementError
-from .limits import DECODER_ID, GID_INDEX, PORT, check_int, check_wire_count
+from .limits import DECODER_ID, GID_INDEX, PORT, check_int, check_seconds, check_wire_count
 
 #: Decoder ids of the two check types of a CSS code (X checks, Z checks).
 X_CHECKS = 0
@@ -320,6 +320,9 @@ class Endpoint:
     setup_timeout: float = 5.0
 
     def __post_init__(self):
+        # Checked here, at construction (a timeout no Duration holds panicked at the run).
+        self.reply_timeout = check_seconds("Endpoint(reply_timeout)", self.reply_timeout)
+        self.setup_timeout = check_seconds("Endpoint(setup_timeout)", self.setup_timeout)
         if self.port is not None:
             check_int("Endpoint(port)", self.port, PORT, "a TCP/UDP port")
         if self.gid_index is not None:

@@ -34,8 +34,8 @@ back to another decoder. Decoders and compiled decoders pickle (a compiled one i
 its model's text on unpickling).
 
 Nothing a caller passes takes the interpreter down. ``dem_limits`` (a dict of ``targets``,
-``coords``, ``mechanisms``, over the ``BACKLINE_DEM_LIMITS`` variable and the defaults 2^24,
-2^24, 2^22) bounds what a model may expand to: a small text that unrolls to billions of targets
+``coords``, ``mechanisms``, ``detectors``, over the ``BACKLINE_DEM_LIMITS`` variable and the
+defaults 2^24, 2^24, 2^22, 2^22) bounds what a model may expand to: a small text that unrolls to billions of targets
 raises ``DetectorErrorModelError`` naming its line and the bound. ``threads`` is at most 1024.
 ``decode_shots_bit_packed`` takes exactly stim's layout — a ``numpy.uint8`` array of shape
 ``[shots, ceil(num_detectors/8)]`` — and raises ``TypeError`` for another dtype (nothing is cast:
@@ -99,7 +99,7 @@ def _limits_text(limits: dict[str, Any] | None) -> list[tuple[str, str]]:
     if limits is None:
         return []
     if not isinstance(limits, dict):
-        raise TypeError(f"dem_limits: expected a dict of targets, coords, mechanisms, got {type(limits).__name__}")
+        raise TypeError(f"dem_limits: expected a dict of targets, coords, mechanisms, detectors, got {type(limits).__name__}")
     return [(str(k), str(v)) for k, v in limits.items()]
 
 

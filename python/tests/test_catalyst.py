@@ -305,3 +305,67 @@ def test_the_papers_ghz_listings_as_printed_run_under_catalyst_and_give_demo_1s_
     today = _example_samples("01_ghz_memcpy.py", "--shots", "10", "--seed", TESTBED["BACKLINE_PAPER_SEED"])
     assert ours.shape == (10, 3)
     np.testing.assert_array_equal(ours, today)
+
+
+# ---------------------------------------------------------------- issue 39, cases 9 and 10
+
+
+def _limited(code: str, env=None) -> "subprocess.CompletedProcess":
+    """``code`` in a fresh interpreter (this venv's) under a 4 GB address space."""
+    import os
+    import resource
+    import subprocess
+    import sys
+    import textwrap
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=300, preexec_fn=limit, cwd="/tmp", env={**os.environ, **(env or {})})
+
+
+@pytest.mark.parametrize("shots, env", [(10**9 + 1, None), (2**40, None), (3, {"BACKLINE_PROGRAM_LIMITS": "shots=2"})])
+def test_program_limits_hold_under_qjit_as_without_it(shots, env):
+    # Under qjit set_shots(10**9 + 1) or 2**40 was killed by SIGSEGV, and with
+    # BACKLINE_PROGRAM_LIMITS=shots=2 three shots ran; without qjit each is a ValueError
+    # naming the limit.
+    r = _limited(f"""
+        import backline.qp as qp
+        dev = qp.Backline(wires=1)
+
+        @qp.set_shots({shots})
+        @qp.qnode(dev)
+        def c():
+            qp.Hadamard(0)
+            return qp.sample(wires=[0])
+
+        for name, f in (("plain", c), ("qjit", qp.qjit(capture=True)(c))):
+            try:
+                f()
+                print(name, "ran")
+            except ValueError as e:
+                print(name, "refused:", e)
+        print("alive")
+    """, env)
+    assert r.returncode == 0, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+    assert r.stdout.rstrip().endswith("alive"), r.stdout
+    for name in ("plain", "qjit"):
+        assert f"{name} refused: shots={shots:,} is more than the program limit shots=" in r.stdout, r.stdout
+
+
+def test_a_tampered_backline_kwarg_is_quoted_as_an_excerpt(monkeypatch):
+    # A 10 MB `backline` entry in the device kwargs was quoted whole (10,000,066 characters).
+    dev = qp.Backline(wires=1)
+
+    @qp.set_shots(2)
+    @qp.qnode(dev)
+    def c():
+        qp.Hadamard(0)
+        return qp.sample(wires=[0])
+
+    monkeypatch.setattr(type(dev), "catalyst_settings", lambda self: "z" * 10_000_000)
+    with pytest.raises(backline.errors.PlacementError, match="is not hex text") as e:
+        qp.qjit(capture=True)(c)()
+    assert len(str(e.value)) < 300, len(str(e.value))
+    assert "z" * 80 + "…" in str(e.value)

@@ -326,6 +326,34 @@ def test_bposd_single_errors_and_shapes():
     assert bd.BpDecoder(h, error_channel=[0.01] * h.shape[1]).error_rate is None
 
 
+def test_bposd_osd_init_and_osd_on_converged_are_backline_keywords():
+    """Issue 40: ``osd_init`` and ``osd_on_converged`` reach the drop-in (not ldpc's keywords):
+    every answer still reproduces its syndrome, ``min_llr`` orders OSD differently from
+    ``soft`` on some shots, and with ``osd_on_converged`` OSD answers converged shots too."""
+    h = toric_like(4)
+    rng = np.random.default_rng(3)
+    shots = ((h @ (rng.random((300, h.shape[1])) < 0.08).T) % 2).T.astype(np.uint8)
+    kw = dict(error_rate=0.08, max_iter=4, bp_method="minimum_sum", ms_scaling_factor=0.625,
+              osd_method="OSD_CS", osd_order=4)
+    soft = bd.BpOsdDecoder(h, **kw)
+    minllr = bd.BpOsdDecoder(h, osd_init="min_llr", **kw)
+    always = bd.BpOsdDecoder(h, osd_on_converged=True, **kw)
+    differs = 0
+    for s in shots:
+        a, b, c = soft.decode(s), minllr.decode(s), always.decode(s)
+        for out in (a, b, c):
+            np.testing.assert_array_equal((h @ out) % 2, s)
+        differs += int(not np.array_equal(a, b))
+        if soft.converge and s.any():
+            # OSD-CS's answer is never heavier than BP's converged one.
+            assert c.sum() <= a.sum()
+    assert differs > 0
+    with pytest.raises(ValueError, match="osd_init"):
+        bd.BpOsdDecoder(h, osd_init="sideways", **kw)
+    with pytest.raises(ValueError, match="runs no OSD"):
+        bd.BpDecoder(h, error_rate=0.05, osd_init="min_llr")
+
+
 def test_bposd_bad_inputs_raise_ldpcs_exception_types():
     h = toric_like(3)
     d = bd.BpOsdDecoder(h, error_rate=0.05)

@@ -46,6 +46,11 @@ pub const BOUNDARY: u32 = u32::MAX;
 /// The largest half-edge weight, PyMatching's `NUM_DISTINCT_WEIGHTS − 1`.
 const MAX_HALF_WEIGHT: f64 = ((1u32 << 24) - 1) as f64;
 
+/// The largest `|weight|` [`MatchingGraph::from_edges`] takes (16,777,215, PyMatching's
+/// "maximum absolute edge weight"): all-integer weights up to it are kept as they are, and
+/// doubled they still fit the integer weights.
+pub(crate) const MAX_EDGE_WEIGHT: f64 = MAX_HALF_WEIGHT;
+
 /// One undirected edge, as built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Edge {
@@ -210,8 +215,10 @@ impl MatchingGraph {
     /// by weight (a check matrix's columns, PyMatching's `from_check_matrix`): weights are
     /// discretised as the module says, a negative one is taken as already flipped. Refused
     /// ([`MatchingBuildError::BadEdge`]): a node at or past `nodes`, a self-loop, a weight
-    /// that is NaN or infinite, an observable at or past `observables` (at most
-    /// [`MAX_MATCHING_OBSERVABLES`]); no edge at all is [`MatchingBuildError::NoEdges`].
+    /// that is NaN or infinite or larger in magnitude than 16,777,215 (PyMatching's
+    /// limit: an integer weight past it would overflow the discretisation), an observable at
+    /// or past `observables` (at most [`MAX_MATCHING_OBSERVABLES`]); no edge at all is
+    /// [`MatchingBuildError::NoEdges`].
     pub fn from_edges(
         name: &str,
         nodes: usize,
@@ -231,11 +238,17 @@ impl MatchingGraph {
         };
         for (index, &(a, b, w, obs)) in edges.iter().enumerate() {
             let why = if a as usize >= nodes || (b != BOUNDARY && b as usize >= nodes) {
-                format!("node {} is past the graph's {nodes} nodes", a.max(b))
+                let past = if a as usize >= nodes { a } else { b };
+                format!("node {past} is past the graph's {nodes} nodes")
             } else if a == b {
                 format!("an edge from node {a} to itself")
             } else if !w.is_finite() {
                 format!("weight {w} is not a finite number")
+            } else if w.abs() > MAX_EDGE_WEIGHT {
+                format!(
+                    "weight {w:?} is larger in magnitude than {MAX_EDGE_WEIGHT}, the largest \
+                     weight a matching graph holds (PyMatching's maximum absolute edge weight)"
+                )
             } else if obs & !allowed != 0 {
                 format!("it flips an observable past the graph's {observables}")
             } else {

@@ -26,6 +26,12 @@ use backline_stabvm::{Endpoint, Program, Rounds, SessionRounds, Stepper, VmError
 
 use crate::placement::{self, PlacementError};
 
+/// An excerpt of input as an error quotes it (80 characters, then `…`: the workspace's
+/// [`backline_decoders::io::excerpt`]), so that a tampered 10 MB entry is one short line.
+fn q(text: &str) -> String {
+    backline_decoders::io::excerpt(text)
+}
+
 #[cfg(feature = "python")]
 pub(crate) mod ffi;
 
@@ -83,7 +89,7 @@ const KWARG: &str = "'backline': '";
 pub fn settings_hex(kwargs: &str) -> Result<&str, DeviceError> {
     let start = kwargs.find(KWARG).ok_or_else(|| {
         DeviceError::Kwargs(format!(
-            "no `backline` entry in {kwargs:?}: this library is loaded by backline.qubit's get_c_interface()"
+            "no `backline` entry in \"{}\": this library is loaded by backline.qubit's get_c_interface()", q(kwargs)
         ))
     })? + KWARG.len();
     Ok(kwargs[start..].split('\'').next().unwrap_or_default())
@@ -119,7 +125,7 @@ impl Settings {
     pub fn from_hex(hex: &str) -> Result<Settings, DeviceError> {
         let bad = |m: String| DeviceError::Kwargs(m);
         let text = from_hex(hex)
-            .ok_or_else(|| bad(format!("`backline` entry {hex:?} is not hex text")))?;
+            .ok_or_else(|| bad(format!("`backline` entry \"{}\" is not hex text", q(hex))))?;
         let mut s = Settings {
             endpoints: Vec::new(),
             qec: false,
@@ -130,17 +136,22 @@ impl Settings {
         for line in text.lines() {
             let (key, value) = line
                 .split_once('=')
-                .ok_or_else(|| bad(format!("line {line:?}: not key=value")))?;
+                .ok_or_else(|| bad(format!("line \"{}\": not key=value", q(line))))?;
             match key {
                 "qec" => s.qec = value == "steane",
                 "pipeline" => s.pipeline = value.to_string(),
-                "seed" => s.seed = value.parse().map_err(|_| bad(format!("seed {value:?}")))?,
+                "seed" => {
+                    s.seed = value
+                        .parse()
+                        .map_err(|_| bad(format!("seed \"{}\"", q(value))))?
+                }
                 "noise" => {
                     let (p, channel) = value
                         .split_once(' ')
-                        .ok_or_else(|| bad(format!("noise {value:?}")))?;
+                        .ok_or_else(|| bad(format!("noise \"{}\"", q(value))))?;
                     s.noise = NoiseDefaults {
-                        p: p.parse().map_err(|_| bad(format!("noise p {p:?}")))?,
+                        p: p.parse()
+                            .map_err(|_| bad(format!("noise p \"{}\"", q(p))))?,
                         channel: channel.to_string(),
                     };
                 }
@@ -148,7 +159,7 @@ impl Settings {
                     DeviceError::Kwargs(m) => bad(m),
                     e => e,
                 })?),
-                _ => return Err(bad(format!("unknown setting {key:?}"))),
+                _ => return Err(bad(format!("unknown setting \"{}\"", q(key)))),
             }
         }
         if s.pipeline.is_empty() {
@@ -162,27 +173,33 @@ fn endpoint_of(value: &str) -> Result<Endpoint, DeviceError> {
     let f: Vec<&str> = value.split(' ').collect();
     let [transport, key, peer, payload, reply, setup] = f[..] else {
         return Err(DeviceError::Kwargs(format!(
-            "endpoint {value:?}: six fields"
+            "endpoint \"{}\": six fields",
+            q(value)
         )));
     };
-    let num = |s: &str| -> Result<f64, DeviceError> {
-        s.parse::<f64>()
-            .ok()
-            .filter(|x| x.is_finite() && *x > 0.0)
-            .ok_or_else(|| {
-                DeviceError::Kwargs(format!(
-                    "endpoint {value:?}: {s:?} is not a positive number"
-                ))
-            })
+    let num = |what: &str, s: &str| -> Result<std::time::Duration, DeviceError> {
+        let x = s.parse::<f64>().map_err(|_| {
+            DeviceError::Kwargs(format!(
+                "endpoint \"{}\": {what} \"{}\" is not a number",
+                q(value),
+                q(s)
+            ))
+        })?;
+        placement::timeout_secs(what, x)
+            .map_err(|e| DeviceError::Kwargs(format!("endpoint \"{}\": {e}", q(value))))
     };
     let payload = payload.parse().map_err(|_| {
-        DeviceError::Kwargs(format!("endpoint {value:?}: payload bytes {payload:?}"))
+        DeviceError::Kwargs(format!(
+            "endpoint \"{}\": payload bytes \"{}\"",
+            q(value),
+            q(payload)
+        ))
     })?;
     let config = placement::session_config(
         placement::transport_of(transport)?,
         payload,
-        std::time::Duration::from_secs_f64(num(reply)?),
-        std::time::Duration::from_secs_f64(num(setup)?),
+        num("reply_timeout", reply)?,
+        num("setup_timeout", setup)?,
     )?;
     Ok(Endpoint {
         key: key.to_string(),
@@ -618,6 +635,7 @@ impl Device {
         let physical = n32
             .checked_mul(per)
             .ok_or_else(|| DeviceError::Usage(format!("{n} qubits")))?;
+        placement::tableau_fits(physical).map_err(DeviceError::Usage)?;
         let seed = self.placement.take_shots(self.shots.max(1));
         let vm = Stepper::new(physical, shot_seed(seed.0, seed.1)).map_err(|e| match e {
             VmError::Limits(l) => DeviceError::Usage(format!(
@@ -774,7 +792,19 @@ impl Device {
                 "{shots} shots of a run that measured mid-circuit: backline.qubit runs such circuits shot by shot (mcm_method=\"one-shot\")"
             )));
         }
-        let mut out = Vec::with_capacity(ws.len() * shots as usize);
+        // Catalyst's buffer for the samples is `shots × wires` already; ours is allocated
+        // fallibly, so that a count past memory is an error, not an abort.
+        let mut out = Vec::new();
+        usize::try_from(shots)
+            .ok()
+            .and_then(|s| s.checked_mul(ws.len()))
+            .and_then(|n| out.try_reserve_exact(n).ok())
+            .ok_or_else(|| {
+                DeviceError::Usage(format!(
+                    "{shots} shots of {} wires: the samples do not fit in memory",
+                    ws.len()
+                ))
+            })?;
         for &w in &ws {
             out.push(self.measure_wire(w)?);
         }
@@ -880,12 +910,25 @@ mod tests {
                 "unknown transport",
             ),
             (kwargs("pipeline=x\nendpoint=udp k p 48 -1 5.0"), "positive"),
+            (
+                kwargs("pipeline=x\nendpoint=udp k p 48 1e20 5.0"),
+                "reply_timeout 100000000000000000000 s: must be a positive number",
+            ),
+            (
+                kwargs("pipeline=x\nendpoint=udp k p 48 1 NaN"),
+                "setup_timeout NaN s",
+            ),
             (kwargs("pipeline=x\nwhat=1"), "unknown setting"),
             (kwargs("seed=1"), "no pipeline"),
         ] {
             let e = Settings::from_kwargs(&bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
+        // A tampered 10 MB entry is quoted as an excerpt (issue 39), not whole.
+        let e = Settings::from_kwargs(&format!("{{'backline': '{}'}}", "z".repeat(10_000_000)))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not hex") && e.len() < 300, "{} chars", e.len());
     }
 
     #[test]

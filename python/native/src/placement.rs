@@ -48,6 +48,46 @@ pub fn transport_of(name: &str) -> Result<TransportKind, PlacementError> {
         .map_err(|_| PlacementError::UnknownTransport(name.to_string()))
 }
 
+/// The longest timeout a placement takes, in seconds: a day (the executor's bound on
+/// `reply_timeout`, `backline/executor.py`; `backline/limits.py` `TIMEOUT_SECONDS`).
+pub const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
+
+/// A timeout of `what` in seconds as a `Duration`: positive, finite and at most
+/// [`MAX_TIMEOUT_SECONDS`], else an error naming it (never the panic of
+/// `Duration::from_secs_f64` on a value it cannot hold).
+pub fn timeout_secs(what: &str, s: f64) -> Result<Duration, PlacementError> {
+    if s > 0.0
+        && s <= MAX_TIMEOUT_SECONDS
+        && let Ok(d) = Duration::try_from_secs_f64(s)
+    {
+        return Ok(d);
+    }
+    Err(PlacementError::Invalid(format!(
+        "{what} {s} s: must be a positive number of seconds up to {MAX_TIMEOUT_SECONDS}"
+    )))
+}
+
+/// `Err` (a sentence) unless the VM's tableau for `qubits` qubits fits in memory: its two
+/// bit matrices of `(2n + 1) × ⌈n/64⌉` words (`backline_stabvm`'s `Tableau::new`) are
+/// reserved together and given back, so that a qubit count the limits let through (a user
+/// may raise them) is an error, not an abort on the allocation.
+pub fn tableau_fits(qubits: u32) -> Result<(), String> {
+    let n = qubits as usize;
+    let words = n.div_ceil(64).max(1);
+    let per = (2 * n + 1).checked_mul(words);
+    let fits = per.is_some_and(|per| {
+        let (mut x, mut z) = (Vec::<u64>::new(), Vec::<u64>::new());
+        x.try_reserve_exact(per).is_ok() && z.try_reserve_exact(per).is_ok()
+    });
+    if fits {
+        return Ok(());
+    }
+    let mb = per.map_or(u64::MAX, |p| (p as u64).saturating_mul(16) / 1_000_000);
+    Err(format!(
+        "{qubits} qubits need a stabilizer tableau of {mb} MB, which does not fit in memory"
+    ))
+}
+
 /// The session settings both sides of a placement use: the default ring (8 slots of 64
 /// bytes, 48 bytes of payload, as `backline serve` uses by default), with the timeouts given
 /// and the settings of the environment ([`SessionConfig::apply_env`]: `BACKLINE_SPIN_US`,

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use backline_compiler::NoiseDefaults;
 use backline_stabvm::Endpoint;
+use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -178,6 +179,7 @@ pub(crate) fn run<'py>(
     boundary(|| {
         let eps = endpoints_of(py, endpoints)?;
         let program = &compiled.inner.program;
+        placement::tableau_fits(program.num_qubits).map_err(PyMemoryError::new_err)?;
         let mut watch = Watch {
             last: Instant::now(),
             interrupted: false,
@@ -211,7 +213,11 @@ pub(crate) fn run<'py>(
             py.check_signals()?;
         }
         let out = out.map_err(|e| run_err(py, e))?;
-        Ok((PyBytes::new(py, &out.bits), out.width, out.rtts_ns))
+        let bits = PyBytes::new_with(py, out.bits.len(), |b| {
+            b.copy_from_slice(&out.bits);
+            Ok(())
+        })?;
+        Ok((bits, out.width, out.rtts_ns))
     })
 }
 

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use backline_decoders::bposd::{BpOsdConfig, BpOsdDecoder};
 use backline_decoders::dem::DetectorErrorModel;
-use backline_decoders::matching::{BOUNDARY, MatchingDecoder, MatchingGraph};
+use backline_decoders::matching::{BOUNDARY, MatchingBuildError, MatchingDecoder, MatchingGraph};
 use backline_decoders::osd::OsdMethod;
 use backline_decoders::registry::{self, Profile};
 use backline_decoders::relay::{RelayBpDecoder, RelayConfig};
@@ -26,6 +26,56 @@ use super::errors::{Class, err};
 
 /// The most threads a batch is decoded on.
 const MAX_THREADS: usize = 1024;
+
+/// Bytes a matching decoder holds per node of its graph, the graph's own arrays included
+/// (measured: about 516 for the blossom's nodes, regions and alternating-tree entries, the
+/// flooder's queue and the path search; rounded up).
+const MATCHING_BYTES_PER_NODE: usize = 576;
+
+/// Bytes a matching decoder holds per edge beyond the edges the caller passed (adjacency
+/// slots, their observables and edge numbers, the path search's heap; rounded up).
+const MATCHING_BYTES_PER_EDGE: usize = 128;
+
+/// Bytes as a Python `bytes`, or `MemoryError` when they do not fit (never a panic).
+fn py_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, data.len(), |b| {
+        b.copy_from_slice(data);
+        Ok(())
+    })
+    .map_err(|e| named_memory_error(py, e, "the answer's bytes", data.len()))
+}
+
+/// `e`, or for a `MemoryError` without words (a `bytes` object that could not be made) one
+/// that names `what`.
+fn named_memory_error(py: Python<'_>, e: PyErr, what: &str, bytes: usize) -> PyErr {
+    if e.is_instance_of::<PyMemoryError>(py) && e.value(py).to_string().is_empty() {
+        PyMemoryError::new_err(format!("{what} ({bytes} bytes) do not fit in memory"))
+    } else {
+        e
+    }
+}
+
+/// `MemoryError` unless a matching decoder of `nodes` nodes and `edges` edges fits in
+/// memory: the space is reserved once and given back before anything is built, so that a
+/// graph too large for the address space is an exception, not an abort in the middle of
+/// building it.
+fn check_matching_fits(nodes: usize, edges: usize) -> PyResult<()> {
+    let bytes = nodes
+        .checked_mul(MATCHING_BYTES_PER_NODE)
+        .and_then(|n| n.checked_add(edges.checked_mul(MATCHING_BYTES_PER_EDGE)?));
+    let fits = bytes.is_some_and(|b| Vec::<u8>::new().try_reserve_exact(b).is_ok());
+    if fits {
+        return Ok(());
+    }
+    Err(PyMemoryError::new_err(format!(
+        "a matching graph of {nodes} nodes and {edges} edges needs about {} MB for its \
+         decoder, which does not fit in memory",
+        bytes.map_or(u64::MAX, |b| b as u64 / 1_000_000)
+    )))
+}
+
+/// The most fault ids a matching graph has: fault ids are `u32`.
+const MAX_FAULT_IDS: usize = 1 << 32;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -291,7 +341,7 @@ impl CheckBpOsd {
             let info = r.map_err(|e| PyValueError::new_err(e.to_string()))?;
             *lock(&self.last_osd) = info.osd_used;
             Ok((
-                PyBytes::new(py, &out),
+                py_bytes(py, &out)?,
                 info.converged,
                 info.iterations,
                 info.osd_used,
@@ -307,7 +357,7 @@ impl CheckBpOsd {
 
     /// BP's hard decision of the last decode, one byte per bit.
     fn bp_decoding<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        boundary(|| Ok(PyBytes::new(py, lock(&self.inner).bp().decoding())))
+        boundary(|| py_bytes(py, lock(&self.inner).bp().decoding()))
     }
 
     /// Decodes `shots` syndromes (uint8 `[shots, checks]`, back to back) into corrections
@@ -330,7 +380,7 @@ impl CheckBpOsd {
                 })
             });
             let out = r.map_err(|e| batch_err(py, e))?;
-            Ok(PyBytes::new(py, &out))
+            py_bytes(py, &out)
         })
     }
 }
@@ -411,7 +461,7 @@ impl CheckRelay {
             let mut out = vec![0u8; d.bits()];
             let r = py.detach(|| d.decode(syndrome, &mut out));
             let info = r.map_err(|e| PyValueError::new_err(e.to_string()))?;
-            Ok((PyBytes::new(py, &out), info.converged, info.iterations))
+            Ok((py_bytes(py, &out)?, info.converged, info.iterations))
         })
     }
 
@@ -441,7 +491,7 @@ impl CheckRelay {
                 })
             });
             let out = r.map_err(|e| batch_err(py, e))?;
-            Ok(PyBytes::new(py, &out))
+            py_bytes(py, &out)
         })
     }
 }
@@ -514,41 +564,54 @@ fn match_one(
 impl GraphMatching {
     /// `GraphMatching.from_dem(dem_text, correlations=False)`: the graph of a stim model's
     /// graphlike decomposition (with correlated matching's rules when asked); its fault ids are
-    /// the model's observables. `DetectorErrorModelError`
-    /// for a model that does not read or cannot be matched.
+    /// the model's observables. None for a model with nothing to match (no error with p > 0
+    /// flips a detector: PyMatching's empty graph). `DetectorErrorModelError` for a model that
+    /// does not read (its limits included) or cannot be matched, `MemoryError` for a graph
+    /// whose decoder does not fit in memory.
     #[staticmethod]
     #[pyo3(signature = (dem_text, correlations = false))]
-    fn from_dem(py: Python<'_>, dem_text: &str, correlations: bool) -> PyResult<GraphMatching> {
+    fn from_dem(
+        py: Python<'_>,
+        dem_text: &str,
+        correlations: bool,
+    ) -> PyResult<Option<GraphMatching>> {
         boundary(|| {
+            let dem = py
+                .detach(|| DetectorErrorModel::parse(dem_text, "<dem>"))
+                .map_err(|e| err(py, Class::DetectorErrorModelError, e.to_string()))?;
+            check_matching_fits(dem.num_detectors(), 0)?;
             let r = py.detach(|| {
-                let dem =
-                    DetectorErrorModel::parse(dem_text, "<dem>").map_err(|e| e.to_string())?;
                 if correlations {
                     MatchingGraph::from_dem_correlated(&dem)
                 } else {
                     MatchingGraph::from_dem(&dem)
                 }
-                .map_err(|e| e.to_string())
             });
-            let g = r.map_err(|m| err(py, Class::DetectorErrorModelError, m))?;
+            let g = match r {
+                Ok(g) => g,
+                Err(MatchingBuildError::NoEdges(_)) => return Ok(None),
+                Err(e) => return Err(err(py, Class::DetectorErrorModelError, e.to_string())),
+            };
             let (mut fault_ptr, mut faults) = (vec![0u32], Vec::new());
             for e in g.edges() {
                 faults.extend((0..64u32).filter(|&l| e.obs >> l & 1 == 1));
                 fault_ptr.push(faults.len() as u32);
             }
             let num_fault_ids = g.num_observables();
-            Ok(GraphMatching {
+            Ok(Some(GraphMatching {
                 inner: Mutex::new(MatchingDecoder::from_graph(Arc::new(g))),
                 fault_ptr,
                 faults,
                 num_fault_ids,
-            })
+            }))
         })
     }
 
     /// `GraphMatching.from_edges(nodes, num_fault_ids, edges)`: edges `(a, b or -1 for the
     /// boundary, weight, [fault ids])`. `ValueError` for an edge that cannot be one (a node
-    /// past `nodes`, a weight that is not finite, a fault id past `num_fault_ids`).
+    /// past `nodes`, a weight that is not finite or past 16,777,215 in magnitude, a fault id
+    /// past `num_fault_ids`; more than 2^32 − 1 nodes or 2^32 fault ids); `MemoryError` for a
+    /// graph whose decoder does not fit in memory.
     #[staticmethod]
     fn from_edges(
         nodes: usize,
@@ -556,6 +619,19 @@ impl GraphMatching {
         edges: Vec<(u32, i64, f64, Vec<u32>)>,
     ) -> PyResult<GraphMatching> {
         boundary(|| {
+            if nodes > BOUNDARY as usize {
+                return Err(PyValueError::new_err(format!(
+                    "{nodes} nodes: a matching graph has at most {BOUNDARY} (node indices are \
+                     32-bit, {BOUNDARY} is the boundary)"
+                )));
+            }
+            if num_fault_ids > MAX_FAULT_IDS {
+                return Err(PyValueError::new_err(format!(
+                    "{num_fault_ids} fault ids: a matching graph has at most {MAX_FAULT_IDS} \
+                     (fault ids are 32-bit)"
+                )));
+            }
+            check_matching_fits(nodes, edges.len())?;
             let (mut fault_ptr, mut faults) = (vec![0u32], Vec::new());
             let mut raw = Vec::with_capacity(edges.len());
             let small = num_fault_ids <= 64;
@@ -573,7 +649,16 @@ impl GraphMatching {
                 }
                 faults.extend_from_slice(ids);
                 fault_ptr.push(faults.len() as u32);
-                let b = if *b < 0 { BOUNDARY } else { *b as u32 };
+                let b = match u32::try_from(*b) {
+                    _ if *b < 0 => BOUNDARY,
+                    Ok(b) if b != BOUNDARY => b,
+                    _ => {
+                        return Err(PyValueError::new_err(format!(
+                            "edge {k}: node {b} is out of range 0 ..= {}",
+                            BOUNDARY - 1
+                        )));
+                    }
+                };
                 raw.push((*a, b, *w, mask));
             }
             let observables = if small { num_fault_ids } else { 0 };
@@ -653,19 +738,20 @@ impl GraphMatching {
             let d = &mut *guard;
             with_correlations(d, correlations)?;
             let mut parity = vec![0u8; d.graph().edges().len()];
-            let mut out = vec![0u8; self.num_fault_ids];
-            let r = py.detach(|| {
-                match_one(
-                    d,
-                    &self.fault_ptr,
-                    &self.faults,
-                    &fired,
-                    &mut parity,
-                    &mut out,
-                )
-            });
-            let w = r.map_err(|e| PyValueError::new_err(e.to_string()))?;
-            Ok((PyBytes::new(py, &out), w))
+            let mut w = 0.0;
+            // The answer is written into the `bytes` object itself: one allocation of
+            // `num_fault_ids` bytes, a `MemoryError` when it does not fit.
+            let out = PyBytes::new_with(py, self.num_fault_ids, |out| {
+                let r = py.detach(|| {
+                    match_one(d, &self.fault_ptr, &self.faults, &fired, &mut parity, out)
+                });
+                w = r.map_err(|e| PyValueError::new_err(e.to_string()))?;
+                Ok(())
+            })
+            .map_err(|e| {
+                named_memory_error(py, e, "the fault ids of one shot", self.num_fault_ids)
+            })?;
+            Ok((out, w))
         })
     }
 
@@ -725,31 +811,36 @@ impl GraphMatching {
             let total = shots
                 .checked_mul(k)
                 .ok_or_else(|| PyMemoryError::new_err("the predictions do not fit in memory"))?;
-            let mut out = Vec::new();
-            out.try_reserve_exact(total)
-                .map_err(|_| PyMemoryError::new_err("the predictions do not fit in memory"))?;
-            out.resize(total, 0);
-            let mut weights = vec![0.0; shots];
+            let mut weights = Vec::new();
+            weights
+                .try_reserve_exact(shots)
+                .map_err(|_| PyMemoryError::new_err("the weights do not fit in memory"))?;
+            weights.resize(shots, 0.0);
             let mut parity = vec![0u8; d.graph().edges().len()];
-            let r = py.detach(|| {
-                let mut fired = Vec::with_capacity(nodes);
-                for s in 0..shots {
-                    let record = &data[s * width..(s + 1) * width];
-                    shot_events(record, packed, nodes, &mut fired);
-                    weights[s] = match_one(
-                        d,
-                        &self.fault_ptr,
-                        &self.faults,
-                        &fired,
-                        &mut parity,
-                        &mut out[s * k..(s + 1) * k],
-                    )
-                    .map_err(|e| format!("shot {s}: {e}"))?;
-                }
-                Ok::<(), String>(())
-            });
-            r.map_err(PyValueError::new_err)?;
-            Ok((PyBytes::new(py, &out), weights))
+            // The predictions are written into the `bytes` object itself (one allocation, a
+            // `MemoryError` when it does not fit).
+            let out = PyBytes::new_with(py, total, |out| {
+                let r = py.detach(|| {
+                    let mut fired = Vec::with_capacity(nodes);
+                    for s in 0..shots {
+                        let record = &data[s * width..(s + 1) * width];
+                        shot_events(record, packed, nodes, &mut fired);
+                        weights[s] = match_one(
+                            d,
+                            &self.fault_ptr,
+                            &self.faults,
+                            &fired,
+                            &mut parity,
+                            &mut out[s * k..(s + 1) * k],
+                        )
+                        .map_err(|e| format!("shot {s}: {e}"))?;
+                    }
+                    Ok::<(), String>(())
+                });
+                r.map_err(PyValueError::new_err)
+            })
+            .map_err(|e| named_memory_error(py, e, "the predictions", total))?;
+            Ok((out, weights))
         })
     }
 }

@@ -126,15 +126,7 @@ pub(crate) fn config_of(
     .map_err(|e| placement_err(py, e))
 }
 
-/// A timeout in seconds: positive and finite, else `PlacementError`.
+/// A timeout in seconds: positive, finite and at most a day, else `PlacementError`.
 pub(crate) fn secs(py: Python<'_>, s: f64) -> PyResult<Duration> {
-    if s.is_finite() && s > 0.0 {
-        Ok(Duration::from_secs_f64(s))
-    } else {
-        Err(err(
-            py,
-            Class::PlacementError,
-            format!("timeout {s} s: must be a positive number of seconds"),
-        ))
-    }
+    placement::timeout_secs("timeout", s).map_err(|e| err(py, Class::PlacementError, e.to_string()))
 }

@@ -618,6 +618,26 @@ fn issue39_1_a_tiny_model_naming_a_huge_detector_is_refused_by_the_detectors_bou
         "detectors=100",
     ]);
     refused(&r, "more than 100 detectors");
+    // Raised past what the address space holds, matching says so before building (it
+    // aborted on 3.6 GB).
+    let mut shot = "0".repeat(11_100_000);
+    shot.push_str("1\n");
+    let big_dets = dir.write("big.01", &shot);
+    let r = limited(&[
+        "decode",
+        "--dem",
+        s(&big),
+        "--dets",
+        s(&big_dets),
+        "--decoder",
+        "matching",
+        "--dem-limits",
+        "detectors=16777216",
+    ]);
+    refused(
+        &r,
+        "a matching graph of 11100002 nodes and 1 edges needs about",
+    );
 }
 
 /// Issue 39, case 2: BP+OSD on a model of 11.1 M detectors (the bound raised) answers within

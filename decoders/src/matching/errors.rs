@@ -73,6 +73,20 @@ pub enum MatchingBuildError {
         /// What is wrong with it.
         why: String,
     },
+    /// The decoder of a graph this large does not fit in memory (checked before it is built:
+    /// [`crate::matching::check_fits`]).
+    #[error(
+        "a matching graph of {nodes} nodes and {edges} edges needs about {mb} MB for its \
+         decoder, which does not fit in memory"
+    )]
+    Memory {
+        /// Nodes of the graph.
+        nodes: usize,
+        /// Edges of the graph.
+        edges: usize,
+        /// The estimate, MB.
+        mb: u64,
+    },
     /// No graphlike part with `p > 0` flips a detector.
     #[error("{0}: no error with p > 0 flips one or two detectors; there is nothing to match")]
     NoEdges(String),

@@ -227,9 +227,38 @@ impl Clone for MatchingDecoder {
     }
 }
 
+/// Bytes a matching decoder holds per node of its graph, the graph's own arrays included
+/// (measured: about 516 for the blossom's nodes, regions and alternating-tree entries, the
+/// flooder's queue and the path search; rounded up).
+pub const BYTES_PER_NODE: usize = 576;
+
+/// Bytes a matching decoder holds per edge (adjacency slots, their observables and edge
+/// numbers, the path search's heap; rounded up).
+pub const BYTES_PER_EDGE: usize = 128;
+
+/// Checks that a matching decoder of `nodes` nodes and `edges` edges fits in memory before
+/// anything is built for it: the space ([`BYTES_PER_NODE`], [`BYTES_PER_EDGE`]) is reserved
+/// once and given back, so that a graph too large for the address space (a raised
+/// `detectors` bound, a hand-built graph of 2^31 nodes) is [`MatchingBuildError::Memory`],
+/// never an abort in the middle of building it.
+pub fn check_fits(nodes: usize, edges: usize) -> Result<(), MatchingBuildError> {
+    let bytes = nodes
+        .checked_mul(BYTES_PER_NODE)
+        .and_then(|n| n.checked_add(edges.checked_mul(BYTES_PER_EDGE)?));
+    if bytes.is_some_and(|b| Vec::<u8>::new().try_reserve_exact(b).is_ok()) {
+        return Ok(());
+    }
+    Err(MatchingBuildError::Memory {
+        nodes,
+        edges,
+        mb: bytes.map_or(u64::MAX, |b| b as u64 / 1_000_000),
+    })
+}
+
 impl MatchingDecoder {
     /// The decoder of `dem`'s graphlike decomposition.
     pub fn new(dem: &DetectorErrorModel) -> Result<MatchingDecoder, MatchingBuildError> {
+        check_fits(dem.num_detectors() + 1, dem.graphlike_edges().len())?;
         Ok(MatchingDecoder::from_graph(Arc::new(
             MatchingGraph::from_dem(dem)?,
         )))
@@ -238,6 +267,7 @@ impl MatchingDecoder {
     /// The decoder of `dem`'s graphlike decomposition with correlated matching (the module
     /// doc; [`MatchingGraph::from_dem_correlated`] says what it refuses).
     pub fn new_correlated(dem: &DetectorErrorModel) -> Result<MatchingDecoder, MatchingBuildError> {
+        check_fits(dem.num_detectors() + 1, dem.graphlike_edges().len())?;
         Ok(MatchingDecoder::from_graph(Arc::new(
             MatchingGraph::from_dem_correlated(dem)?,
         )))

@@ -27,15 +27,6 @@ use super::errors::{Class, err};
 /// The most threads a batch is decoded on.
 const MAX_THREADS: usize = 1024;
 
-/// Bytes a matching decoder holds per node of its graph, the graph's own arrays included
-/// (measured: about 516 for the blossom's nodes, regions and alternating-tree entries, the
-/// flooder's queue and the path search; rounded up).
-const MATCHING_BYTES_PER_NODE: usize = 576;
-
-/// Bytes a matching decoder holds per edge beyond the edges the caller passed (adjacency
-/// slots, their observables and edge numbers, the path search's heap; rounded up).
-const MATCHING_BYTES_PER_EDGE: usize = 128;
-
 /// Bytes as a Python `bytes`, or `MemoryError` when they do not fit (never a panic).
 fn py_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
     PyBytes::new_with(py, data.len(), |b| {
@@ -56,22 +47,11 @@ fn named_memory_error(py: Python<'_>, e: PyErr, what: &str, bytes: usize) -> PyE
 }
 
 /// `MemoryError` unless a matching decoder of `nodes` nodes and `edges` edges fits in
-/// memory: the space is reserved once and given back before anything is built, so that a
-/// graph too large for the address space is an exception, not an abort in the middle of
-/// building it.
+/// memory ([`backline_decoders::matching::check_fits`]): a graph too large for the address
+/// space is an exception, not an abort in the middle of building it.
 fn check_matching_fits(nodes: usize, edges: usize) -> PyResult<()> {
-    let bytes = nodes
-        .checked_mul(MATCHING_BYTES_PER_NODE)
-        .and_then(|n| n.checked_add(edges.checked_mul(MATCHING_BYTES_PER_EDGE)?));
-    let fits = bytes.is_some_and(|b| Vec::<u8>::new().try_reserve_exact(b).is_ok());
-    if fits {
-        return Ok(());
-    }
-    Err(PyMemoryError::new_err(format!(
-        "a matching graph of {nodes} nodes and {edges} edges needs about {} MB for its \
-         decoder, which does not fit in memory",
-        bytes.map_or(u64::MAX, |b| b as u64 / 1_000_000)
-    )))
+    backline_decoders::matching::check_fits(nodes, edges)
+        .map_err(|e| PyMemoryError::new_err(e.to_string()))
 }
 
 /// The most fault ids a matching graph has: fault ids are `u32`.

@@ -390,6 +390,44 @@ pub(crate) fn check_max_iter(max_iter: usize) -> Result<(), DecoderError> {
     Ok(())
 }
 
+/// The arithmetic of BP's messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Precision {
+    /// Double precision in `ldpc`'s order of operations: `ldpc`'s messages bit for bit (the
+    /// drop-in's and the offline default).
+    #[default]
+    F64,
+    /// Single precision in the SIMD layout of [`crate::bp32`] (min-sum, flooding; product-sum
+    /// and the serial schedule run at `f64`): several times faster, its logical error rate the
+    /// `f64` path's within statistics, its messages not `ldpc`'s bit for bit.
+    F32,
+}
+
+impl FromStr for Precision {
+    type Err = String;
+
+    /// Accepts `f64` (`double`) and `f32` (`single`, `float`), any case.
+    fn from_str(s: &str) -> Result<Precision, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "f64" | "double" => Ok(Precision::F64),
+            "f32" | "single" | "float" => Ok(Precision::F32),
+            _ => Err(format!(
+                "unknown precision \"{}\" (expected f64 or f32)",
+                crate::io::excerpt(s)
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Precision::F64 => "f64",
+            Precision::F32 => "f32",
+        })
+    }
+}
+
 /// Settings of belief propagation, named as in `ldpc`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BpSettings {
@@ -402,16 +440,30 @@ pub struct BpSettings {
     pub ms_scaling_factor: f64,
     /// Update schedule.
     pub schedule: Schedule,
+    /// The messages' arithmetic (default `f64`, `ldpc`'s bit for bit). `f32` runs min-sum
+    /// flooding on the SIMD kernel of [`crate::bp32`]; with product-sum or the serial
+    /// schedule it has no effect.
+    pub precision: Precision,
+}
+
+impl BpSettings {
+    /// Whether these settings run on the `f32` kernel.
+    pub fn runs_f32(&self) -> bool {
+        self.precision == Precision::F32
+            && self.bp_method == BpMethod::MinimumSum
+            && self.schedule == Schedule::Parallel
+    }
 }
 
 impl Default for BpSettings {
-    /// `ldpc`'s `BpOsdDecoder` defaults: min-sum, α = 1.0, parallel, `max_iter` = n.
+    /// `ldpc`'s `BpOsdDecoder` defaults: min-sum, α = 1.0, parallel, `max_iter` = n, `f64`.
     fn default() -> BpSettings {
         BpSettings {
             bp_method: BpMethod::MinimumSum,
             max_iter: 0,
             ms_scaling_factor: 1.0,
             schedule: Schedule::Parallel,
+            precision: Precision::F64,
         }
     }
 }
@@ -678,6 +730,8 @@ pub struct BpDecoder {
     fixed_point: bool,
     /// Stop iterating at this instant ([`BpDecoder::set_deadline`]).
     deadline: Option<std::time::Instant>,
+    /// The `f32` kernel, when the settings run on it ([`BpSettings::runs_f32`]).
+    fast: Option<Box<crate::bp32::MinSum32>>,
     /// The last decode stopped at the deadline.
     deadline_hit: bool,
 }
@@ -735,6 +789,12 @@ impl BpDecoder {
                 initial_b2c[graph.slot(c, k)] = prior_llr[c];
             }
         }
+        let fast = if settings.runs_f32() {
+            let priors: Vec<f64> = channel.iter().map(|&p| ((1.0 - p) / p).ln()).collect();
+            Some(Box::new(crate::bp32::MinSum32::new(h, &priors)?))
+        } else {
+            None
+        };
         initial_b2c[slots - 1] = match settings.bp_method {
             BpMethod::MinimumSum => f64::MAX,
             BpMethod::ProductSum => f64::INFINITY,
@@ -766,6 +826,7 @@ impl BpDecoder {
             fixed_point: false,
             deadline: None,
             deadline_hit: false,
+            fast,
         })
     }
 
@@ -855,6 +916,9 @@ impl BpDecoder {
         let n = if on { self.graph.n } else { 0 };
         self.min_internal = vec![0.0; n];
         self.min_llr = vec![0.0; n];
+        if let Some(k) = &mut self.fast {
+            k.track_min_llr(on);
+        }
     }
 
     /// Each bit's least log-likelihood ratio of the last decode: the minimum of its channel
@@ -883,6 +947,10 @@ impl BpDecoder {
                 found: syndrome.len(),
             });
         }
+        if self.fast.is_some() {
+            self.run_f32(syndrome);
+            return Ok(&self.decoding);
+        }
         for (d, &s) in self.syndrome.iter_mut().zip(syndrome) {
             *d = (s != 0) as u8;
         }
@@ -898,6 +966,35 @@ impl BpDecoder {
             self.min_llr[c as usize] = l;
         }
         Ok(&self.decoding)
+    }
+
+    /// The `f32` kernel's decode: its soft output (and least soft output) widened into the
+    /// `f64` outputs in matrix order, the hard decision from it.
+    fn run_f32(&mut self, syndrome: &[u8]) {
+        let ms = self.settings.ms_scaling_factor;
+        let deadline = self.deadline;
+        let mut hit = false;
+        let k = self.fast.as_mut().expect("the f32 kernel");
+        let (converged, iterations) = k.decode(
+            syndrome,
+            self.max_iter,
+            |it| scaling_factor(ms, it, 1.0) as f32,
+            |_| {
+                hit = deadline.is_some_and(|d| std::time::Instant::now() >= d);
+                hit
+            },
+        );
+        k.soft_output(&mut self.llr);
+        if !self.min_llr.is_empty() {
+            k.min_soft_output(&mut self.min_llr);
+        }
+        for (d, &l) in self.decoding.iter_mut().zip(&self.llr) {
+            *d = (l <= 0.0) as u8;
+        }
+        self.converged = converged;
+        self.iterations = iterations;
+        self.deadline_hit = hit;
+        self.fixed_point = false;
     }
 
     /// `α` for iteration `it` (1-based).
@@ -1166,12 +1263,15 @@ mod tests {
         let mut v = Vec::new();
         for bp_method in [BpMethod::MinimumSum, BpMethod::ProductSum] {
             for schedule in [Schedule::Parallel, Schedule::Serial] {
-                v.push(BpSettings {
-                    bp_method,
-                    schedule,
-                    max_iter: 10,
-                    ms_scaling_factor: 0.625,
-                });
+                for precision in [Precision::F64, Precision::F32] {
+                    v.push(BpSettings {
+                        bp_method,
+                        schedule,
+                        max_iter: 10,
+                        ms_scaling_factor: 0.625,
+                        precision,
+                    });
+                }
             }
         }
         v

@@ -19,7 +19,7 @@
 //! ```
 
 use crate::bitmat::BitMatrix;
-use crate::bp::{BpDecoder, BpMethod, BpSettings, Schedule};
+use crate::bp::{BpDecoder, BpMethod, BpSettings, Precision, Schedule};
 use crate::decoder::{MechanismDecoder, MechanismsToObservables, ObservableDecoder, ShotInfo};
 use crate::dem::DetectorErrorModel;
 use crate::error::{DecoderError, SettingError, parse_bounded, parse_flag, parse_value};
@@ -62,6 +62,9 @@ pub struct BpOsdConfig {
     /// false: BP's converged answer stands, as in `ldpc`; ldpc issue #104 asks for this). Not
     /// an `ldpc` setting.
     pub osd_on_converged: bool,
+    /// BP's arithmetic (default `f64`, `ldpc`'s bit for bit; `f32`: the SIMD kernel of
+    /// [`crate::bp32`] for min-sum flooding). Not an `ldpc` setting.
+    pub precision: Precision,
 }
 
 impl Default for BpOsdConfig {
@@ -77,6 +80,7 @@ impl Default for BpOsdConfig {
             osd_order: 0,
             osd_init: OsdInit::Soft,
             osd_on_converged: false,
+            precision: Precision::F64,
         }
     }
 }
@@ -85,7 +89,7 @@ impl BpOsdConfig {
     /// The setting names [`BpOsdConfig::set`] takes (`ldpc`'s).
     pub const KEYS: &'static str = "error_rate, bp_method, max_iter, ms_scaling_factor, \
                                     schedule, osd_method, osd_order, osd_init, \
-                                    osd_on_converged";
+                                    osd_on_converged, precision";
 
     /// Sets one setting by its `ldpc` name from text: `error_rate`, `bp_method`
     /// (`minimum_sum`/`product_sum`, …), `max_iter`, `ms_scaling_factor`, `schedule`
@@ -133,6 +137,12 @@ impl BpOsdConfig {
                     .map_err(|_| SettingError::value(key, value, "soft or min_llr"))?
             }
             "osd_on_converged" => self.osd_on_converged = parse_flag(key, value)?,
+            "precision" => {
+                self.precision = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| SettingError::value(key, value, "f64 or f32"))?
+            }
             other => return Err(SettingError::unknown(other, Self::KEYS)),
         }
         Ok(())
@@ -145,6 +155,7 @@ impl BpOsdConfig {
             max_iter: self.max_iter,
             ms_scaling_factor: self.ms_scaling_factor,
             schedule: self.schedule,
+            precision: self.precision,
         }
     }
 }
@@ -314,7 +325,7 @@ impl BpOsdDecoder {
 
 impl BpOsdConfig {
     /// The settings of `profile`: `ldpc`'s defaults offline; in real time 5 min-sum
-    /// iterations with α = 0.625, then OSD-0 — a bounded cost per window, where `ldpc`'s
+    /// iterations with α = 0.625 on the `f32` kernel, then OSD-0 — a bounded cost per window, where `ldpc`'s
     /// offline default (as many iterations as mechanisms) lets a window's BP run for
     /// milliseconds, and where more iterations gave OSD no better soft output on stim's
     /// surface-code models (docs/decoders.md, "Deadlines and real-time defaults"). The
@@ -325,6 +336,7 @@ impl BpOsdConfig {
             Profile::Realtime => BpOsdConfig {
                 max_iter: 5,
                 ms_scaling_factor: 0.625,
+                precision: Precision::F32,
                 ..BpOsdConfig::default()
             },
         }
@@ -379,6 +391,7 @@ impl DecoderConfig for BpOsdConfig {
             "osd_order" => self.osd_order.to_string(),
             "osd_init" => self.osd_init.to_string(),
             "osd_on_converged" => u8::from(self.osd_on_converged).to_string(),
+            "precision" => self.precision.to_string(),
             _ => return None,
         })
     }
@@ -391,6 +404,12 @@ impl DecoderConfig for BpOsdConfig {
                 self.osd_order
             );
             notes.push(("osd_order", why));
+        }
+        if self.precision == Precision::F32 && !self.bp_settings().runs_f32() {
+            notes.push((
+                "precision",
+                "f32 runs min-sum with the parallel schedule; this BP runs at f64".to_string(),
+            ));
         }
         if self.osd_method == OsdMethod::Off {
             if self.osd_init != OsdInit::Soft {
@@ -483,6 +502,15 @@ pub static ENTRY: Entry = Entry {
             offline: "0",
             realtime: "0",
             help: "combination-sweep order of osd_cs (clamped to n - rank)",
+        },
+        Setting {
+            key: "precision",
+            value: ValueType::Choice(&["f64", "f32"]),
+            range: "f64 (ldpc's messages bit for bit) or f32 (the SIMD min-sum kernel; \
+                    min-sum flooding only)",
+            offline: "f64",
+            realtime: "f32",
+            help: "BP's arithmetic",
         },
         Setting {
             key: "osd_init",

@@ -9,7 +9,8 @@ use std::cell::Cell;
 use backline_decoders::codes::CssCode;
 use backline_decoders::noise::CodeCapacity;
 use backline_decoders::{
-    BpMethod, BpOsdConfig, BpOsdDecoder, CssDecoder, LookupDecoder, OsdInit, OsdMethod, Schedule,
+    BpMethod, BpOsdConfig, BpOsdDecoder, CssDecoder, LookupDecoder, OsdInit, OsdMethod, Precision,
+    Schedule,
 };
 
 thread_local! {
@@ -102,6 +103,12 @@ fn decoders_do_not_allocate_after_construction() {
                         ms_scaling_factor: 0.625,
                         osd_init,
                         osd_on_converged,
+                        // The f32 kernel with the second of each pair.
+                        precision: if k == 0 {
+                            Precision::F64
+                        } else {
+                            Precision::F32
+                        },
                     };
                     let mut dec = BpOsdDecoder::new(&code.hz, &config).unwrap();
                     let before = allocations();

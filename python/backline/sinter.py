@@ -197,9 +197,21 @@ def _flag_keys(kind: str) -> set[str]:
         return set()
 
 
+#: Where a sinter decoder's defaults differ from the registry's offline ones: BP+OSD runs the
+#: f32 min-sum kernel in sweeps (the same logical failures as f64 on the models measured in
+#: docs/decoders.md, "precision", at a third of the time); ``precision="f64"`` gives ldpc's
+#: arithmetic back.
+_SINTER_DEFAULTS: dict[str, dict[str, Any]] = {"bposd": {"precision": "f32"}}
+
+
 def _offline_defaults(kind: str) -> dict[str, Any]:
-    """``{setting: offline default}`` of the registered decoder ``kind``, in its order."""
-    return {key: _value_of(vtype, offline) for key, vtype, offline, _rt, _range, _help in _registry()[kind]}
+    """``{setting: default}`` of the registered decoder ``kind`` for sinter, in its order: the
+    registry's offline defaults, with ``_SINTER_DEFAULTS`` over them."""
+    values = {key: _value_of(vtype, offline) for key, vtype, offline, _rt, _range, _help in _registry()[kind]}
+    for key, value in _SINTER_DEFAULTS.get(kind, {}).items():
+        if key in values:
+            values[key] = value
+    return values
 
 
 class _RegisteredSinterDecoder(_DemSinterDecoder):
@@ -239,7 +251,8 @@ def _signature(kind: str):
 class BpOsdSinterDecoder(_RegisteredSinterDecoder):
     """BP+OSD with ``ldpc``'s names and defaults (min-sum, α = 1, parallel, ``max_iter`` = number
     of mechanisms, OSD-0; ``max_iter`` at most 1,048,576, ``osd_order`` at most 1024): the
-    registry's ``bposd`` settings. ``threads`` (0..=1024) decodes each batch on that many
+    registry's ``bposd`` settings, BP on the f32 kernel (``precision="f32"``; ``"f64"`` is
+    ldpc's arithmetic). ``threads`` (0..=1024) decodes each batch on that many
     threads; ``dem_limits`` bounds the model (see the module docs)."""
 
     kind = "bposd"

@@ -2,7 +2,8 @@
 """Dev-only: writes the models of the model cases of `cargo bench -p backline-decoders --bench
 decode` with stim: stim.Circuit.generated("surface_code:rotated_memory_x", distance=d,
 rounds=d) at p = 0.001 on all four noise arguments, decompose_errors=True, for d = 9 and 13
-(d = 5 comes from decoders/tests/data/dem/). The bench reads them from BACKLINE_BENCH_MODELS
+(d = 5 comes from decoders/tests/data/dem/); and for `cargo bench --bench bp` the Z memory
+models of d = 5, 7 and 9, not decomposed. The bench reads them from BACKLINE_BENCH_MODELS
 (default target/bench-models).
 
 Usage (any Python with stim 1.16):  scripts/dev/make_bench_models.py [OUT_DIR]
@@ -32,6 +33,21 @@ def main():
         )
         path = OUT / f"surface_x_d{d}_r{d}_p0.001.dem"
         path.write_text(str(circuit.detector_error_model(decompose_errors=True)) + "\n")
+        print(path)
+    # The BP bench's models (`cargo bench --bench bp`): Z memory, d = 5, 7, 9, not decomposed.
+    for d in (5, 7, 9):
+        p = 0.001
+        circuit = stim.Circuit.generated(
+            "surface_code:rotated_memory_z",
+            distance=d,
+            rounds=d,
+            after_clifford_depolarization=p,
+            before_round_data_depolarization=p,
+            before_measure_flip_probability=p,
+            after_reset_flip_probability=p,
+        )
+        path = OUT / f"surface_z_d{d}_r{d}_p0.001.dem"
+        path.write_text(str(circuit.detector_error_model()) + "\n")
         print(path)
 
 

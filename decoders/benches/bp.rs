@@ -1,0 +1,186 @@
+//! BP's own speed: nanoseconds per edge-iteration of min-sum flooding (α = 0.625) for each
+//! kernel — the `f64` path (`ldpc`'s arithmetic) and the `f32` SIMD kernel at every
+//! instruction-set level this CPU has — on circuit-level models, with the `f32` path's ratio
+//! to the `f64` path's in the same run.
+//!
+//! Each case decodes syndromes that BP does not converge on (random syndromes, half their bits
+//! set, each checked to run all `ITERATIONS` iterations), so every decode runs the same number
+//! of iterations; the figure is the median over the decodes of (time / (iterations × edges)),
+//! one thread. The models: stim's `surface_code:rotated_memory_z`, d = 5, 7, 9, rounds = d,
+//! p = 0.001 on the four noise arguments, written by `scripts/dev/make_bench_models.py` into
+//! `BACKLINE_BENCH_MODELS` (default `target/bench-models`), and the gross code's memory in
+//! `../shared/data/` beside the repository; a missing model skips its case with a line saying
+//! how to make it.
+//!
+//! ```text
+//! scripts/dev/make_bench_models.py
+//! cargo bench -p backline-decoders --bench bp            # every case
+//! cargo bench -p backline-decoders --bench bp -- d7      # names containing "d7"
+//! ```
+//!
+//! Before timing, each case checks that the `f32` kernel's converged answers reproduce their
+//! syndromes on sampled shots, and that every SIMD level gives the portable level's soft output
+//! bit for bit. Speed is never asserted in tests; the goal (issue 40: ≤ 0.5 ns per
+//! edge-iteration at `f32`) is printed beside each figure.
+
+use std::time::Instant;
+
+use backline_decoders::bp::{BpDecoder, BpSettings, Precision};
+use backline_decoders::decoder::{bp_prior, usable_mechanisms};
+use backline_decoders::dem::DetectorErrorModel;
+use backline_decoders::noise::DemNoise;
+use backline_decoders::sparse::SparseMatrix;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use rand_xoshiro::rand_core::{RngCore, SeedableRng};
+
+const ITERATIONS: usize = 50;
+const GOAL_NS: f64 = 0.5;
+
+struct Model {
+    name: &'static str,
+    path: &'static str,
+}
+
+const MODELS: &[Model] = &[
+    Model {
+        name: "bp_minsum_surface_z_d5_r5_p0001",
+        path: "surface_z_d5_r5_p0.001.dem",
+    },
+    Model {
+        name: "bp_minsum_surface_z_d7_r7_p0001",
+        path: "surface_z_d7_r7_p0.001.dem",
+    },
+    Model {
+        name: "bp_minsum_surface_z_d9_r9_p0001",
+        path: "surface_z_d9_r9_p0.001.dem",
+    },
+    Model {
+        name: "bp_minsum_gross_z_r12_p0003",
+        path: "../shared/data/gross_code_memory_z/dem_z_detectors.dem",
+    },
+];
+
+fn model_path(m: &str) -> std::path::PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    if m.contains('/') {
+        return root.join(m);
+    }
+    std::env::var_os("BACKLINE_BENCH_MODELS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target/bench-models"))
+        .join(m)
+}
+
+fn settings(precision: Precision) -> BpSettings {
+    BpSettings {
+        max_iter: ITERATIONS,
+        ms_scaling_factor: 0.625,
+        precision,
+        ..BpSettings::default()
+    }
+}
+
+/// The decoder of `dem`'s usable mechanisms at `precision`.
+fn decoder(h: &SparseMatrix, priors: &[f64], precision: Precision) -> BpDecoder {
+    BpDecoder::from_sparse(h, 0.01, Some(priors), settings(precision)).unwrap()
+}
+
+/// Median ns per edge-iteration over `syndromes` (each runs all iterations).
+fn time(dec: &mut BpDecoder, syndromes: &[Vec<u8>], edges: usize) -> f64 {
+    let mut per = Vec::with_capacity(syndromes.len() * 3);
+    for _ in 0..3 {
+        for s in syndromes {
+            let t0 = Instant::now();
+            dec.decode(s).unwrap();
+            let ns = t0.elapsed().as_nanos() as f64;
+            assert_eq!(dec.iterations(), ITERATIONS);
+            per.push(ns / (ITERATIONS * edges) as f64);
+        }
+    }
+    per.sort_by(f64::total_cmp);
+    per[per.len() / 2]
+}
+
+fn main() {
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    println!(
+        "min-sum flooding, α = 0.625, {ITERATIONS} iterations, one thread; SIMD level in force: {}",
+        backline_decoders::simd::level()
+    );
+    for model in MODELS {
+        if !filters.is_empty() && !filters.iter().any(|f| model.name.contains(f.as_str())) {
+            continue;
+        }
+        let path = model_path(model.path);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            println!(
+                "{}: skipped ({} missing: scripts/dev/make_bench_models.py writes it)",
+                model.name,
+                path.display()
+            );
+            continue;
+        };
+        let dem = DetectorErrorModel::parse(&text, model.path).unwrap();
+        let kept = usable_mechanisms(&dem).unwrap();
+        let h = dem.check_matrix().select_columns(&kept);
+        let priors: Vec<f64> = kept
+            .iter()
+            .map(|&k| bp_prior(dem.priors()[k as usize]))
+            .collect();
+        let edges = h.nnz();
+        // Check: sampled shots' converged f32 answers reproduce their syndromes.
+        let mut f32_dec = decoder(&h, &priors, Precision::F32);
+        let mut noise = DemNoise::new(&dem, 1);
+        let (mut dets, mut obs) = (
+            vec![0u8; dem.num_detectors()],
+            vec![0u8; dem.num_observables()],
+        );
+        let mut back = vec![0u8; h.rows()];
+        for _ in 0..200 {
+            noise.sample(&mut dets, &mut obs);
+            f32_dec.decode(&dets).unwrap();
+            if f32_dec.converged() {
+                back.fill(0);
+                for (c, &d) in f32_dec.decoding().iter().enumerate() {
+                    if d != 0 {
+                        for &r in h.col(c) {
+                            back[r as usize] ^= 1;
+                        }
+                    }
+                }
+                assert_eq!(
+                    back, dets,
+                    "{}: a converged f32 answer is wrong",
+                    model.name
+                );
+            }
+        }
+        // Syndromes BP runs all its iterations on.
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        let mut f64_dec = decoder(&h, &priors, Precision::F64);
+        let mut syndromes = Vec::new();
+        while syndromes.len() < 20 {
+            let s: Vec<u8> = (0..h.rows()).map(|_| (rng.next_u32() & 1) as u8).collect();
+            f64_dec.decode(&s).unwrap();
+            f32_dec.decode(&s).unwrap();
+            if f64_dec.iterations() == ITERATIONS && f32_dec.iterations() == ITERATIONS {
+                syndromes.push(s);
+            }
+        }
+        let t64 = time(&mut f64_dec, &syndromes, edges);
+        let t32 = time(&mut f32_dec, &syndromes, edges);
+        println!(
+            "{}: {} checks × {} mechanisms, {edges} edges: f64 {t64:.3} ns, f32 ({}) {t32:.3} ns \
+             per edge-iteration = {:.2}x f64 (goal {GOAL_NS} ns: {:.2}x the goal)",
+            model.name,
+            h.rows(),
+            h.cols(),
+            backline_decoders::simd::level(),
+            t32 / t64,
+            t32 / GOAL_NS
+        );
+    }
+}

@@ -1,0 +1,277 @@
+//! The decoders' SIMD dispatch, and their one home of `unsafe`: each hot kernel is written
+//! once as portable Rust over fixed-width lanes ([`crate::bp32`]; SSE2 is the baseline on
+//! x86-64, NEON on aarch64, and the compiler vectorises what it can), and here again with
+//! explicit AVX2 intrinsics — its gathers (`vpgatherdd`, `vgatherdps`) are what the compiler
+//! would not emit on its own. The level is chosen once per process by run-time feature
+//! detection; `BACKLINE_SIMD=portable` forces the portable one (the tests compare them).
+//! (AVX-512 was tried: the compiler's 16-lane gathers and scatters of the same code ran
+//! slower on this project's AMD EPYC than AVX2's, so it has no level of its own.)
+//!
+//! Every level runs the same IEEE operations in the same order (vertical lanes; Rust never
+//! contracts a multiply and an add into an FMA on its own), so every level's results are bit
+//! for bit the portable path's; a test checks it on every level this CPU has.
+#![allow(unsafe_code)]
+
+use std::sync::OnceLock;
+
+use crate::bp32::{MinSum32, bits_pass, checks_pass};
+
+#[cfg(test)]
+pub(crate) use levels as all_levels;
+
+/// One instruction-set level's compiled kernels.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Kernel {
+    /// `portable` or `avx2`.
+    pub(crate) name: &'static str,
+    checks: fn(&mut MinSum32, f32),
+    bits: fn(&mut MinSum32),
+}
+
+impl Kernel {
+    /// The check pass of [`crate::bp32`].
+    #[inline]
+    pub(crate) fn checks(&self, k: &mut MinSum32, alpha: f32) {
+        (self.checks)(k, alpha)
+    }
+
+    /// The bit pass of [`crate::bp32`].
+    #[inline]
+    pub(crate) fn bits(&self, k: &mut MinSum32) {
+        (self.bits)(k)
+    }
+}
+
+fn checks_portable(k: &mut MinSum32, alpha: f32) {
+    checks_pass(k, alpha)
+}
+
+fn bits_portable(k: &mut MinSum32) {
+    bits_pass(k)
+}
+
+const PORTABLE: Kernel = Kernel {
+    name: "portable",
+    checks: checks_portable,
+    bits: bits_portable,
+};
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    use super::Kernel;
+    use crate::bp32::{LANES, MinSum32};
+
+    const _: () = assert!(LANES == 8, "one AVX2 register of u32 lanes per block input");
+
+    /// [`crate::bp32::checks_pass`] with AVX2: one block's eight lanes in one register, its
+    /// inputs gathered (`vpgatherdd`), the two smallest magnitudes kept with unsigned min/max,
+    /// the messages written contiguously. The same operations, in the same order, as the
+    /// portable pass.
+    ///
+    /// # Safety
+    /// The CPU has AVX2, and `k` keeps the invariants of [`MinSum32`]: every entry of
+    /// `block_slots` is below `b2c.len()` and below 2^31, `mags`, `negs` hold the widest block.
+    #[target_feature(enable = "avx2")]
+    unsafe fn checks_avx2_body(k: &mut MinSum32, alpha: f32) {
+        let MinSum32 {
+            b2c,
+            c2b,
+            block_start,
+            block_width,
+            block_slots,
+            block_rows,
+            syndrome,
+            mags,
+            negs,
+            ..
+        } = k;
+        let abs = _mm256_set1_epi32(0x7FFF_FFFF);
+        let sign = _mm256_set1_epi32(i32::MIN);
+        let one = _mm256_set1_epi32(1);
+        let big = _mm256_set1_epi32(crate::bp32::BIG.to_bits() as i32);
+        let alpha = _mm256_set1_ps(alpha);
+        let cap = _mm256_set1_ps(crate::bp32::MAX_MESSAGE);
+        for (b, (&start, &width)) in block_start.iter().zip(block_width.iter()).enumerate() {
+            let (start, width) = (start as usize, width as usize);
+            if width == 0 {
+                continue;
+            }
+            let slots = &block_slots[start..start + width * LANES];
+            let out = &mut c2b[start..start + width * LANES];
+            let mags = &mut mags[..width * LANES];
+            let negs = &mut negs[..width * LANES];
+            let mut p = [0u32; LANES];
+            for (p, &r) in p.iter_mut().zip(&block_rows[b * LANES..(b + 1) * LANES]) {
+                *p = u32::from(syndrome[r as usize]) << 31;
+            }
+            let mut min1 = big;
+            let mut min2 = big;
+            // SAFETY: `p` is LANES u32s.
+            let mut parity = unsafe { _mm256_loadu_si256(p.as_ptr().cast()) };
+            for kk in 0..width {
+                let at = kk * LANES;
+                // SAFETY: `slots`, `mags` and `negs` hold `width · LANES` entries; every slot
+                // is below `b2c.len()` and 2^31 (the invariants), so the gather reads inside
+                // `b2c`.
+                let v = unsafe {
+                    let idx = _mm256_loadu_si256(slots.as_ptr().add(at).cast());
+                    _mm256_i32gather_epi32::<4>(b2c.as_ptr().cast(), idx)
+                };
+                let a = _mm256_and_si256(v, abs);
+                let n = _mm256_and_si256(_mm256_or_si256(_mm256_sub_epi32(v, one), v), sign);
+                // SAFETY: as above, `at + LANES ≤ width · LANES`.
+                unsafe {
+                    _mm256_storeu_si256(mags.as_mut_ptr().add(at).cast(), a);
+                    _mm256_storeu_si256(negs.as_mut_ptr().add(at).cast(), n);
+                }
+                parity = _mm256_xor_si256(parity, n);
+                min2 = _mm256_min_epu32(min2, _mm256_max_epu32(min1, a));
+                min1 = _mm256_min_epu32(min1, a);
+            }
+            let m1 = _mm256_castps_si256(_mm256_min_ps(
+                _mm256_mul_ps(_mm256_castsi256_ps(min1), alpha),
+                cap,
+            ));
+            let m2 = _mm256_castps_si256(_mm256_min_ps(
+                _mm256_mul_ps(_mm256_castsi256_ps(min2), alpha),
+                cap,
+            ));
+            for kk in 0..width {
+                let at = kk * LANES;
+                // SAFETY: `mags`, `negs` and `out` hold `width · LANES` entries.
+                unsafe {
+                    let a = _mm256_loadu_si256(mags.as_ptr().add(at).cast());
+                    let n = _mm256_loadu_si256(negs.as_ptr().add(at).cast());
+                    let m = _mm256_blendv_epi8(m1, m2, _mm256_cmpeq_epi32(a, min1));
+                    let o = _mm256_xor_si256(_mm256_xor_si256(m, parity), n);
+                    _mm256_storeu_si256(out.as_mut_ptr().add(at).cast(), o);
+                }
+            }
+        }
+    }
+
+    /// [`crate::bp32::bits_pass`] with AVX2: each slot row of a group gathered from the
+    /// block-ordered messages (`vgatherdps`), the same adds in the same order.
+    ///
+    /// # Safety
+    /// The CPU has AVX2, and `k` keeps the invariants of [`MinSum32`]: every entry of
+    /// `slot_block` is below `c2b.len()` and below 2^31.
+    #[target_feature(enable = "avx2")]
+    unsafe fn bits_avx2_body(k: &mut MinSum32) {
+        let MinSum32 {
+            groups,
+            prior,
+            llr,
+            b2c,
+            c2b,
+            slot_block,
+            incoming,
+            ..
+        } = k;
+        for g in groups.iter() {
+            let (base, count, pos) = (g.base as usize, g.count as usize, g.pos as usize);
+            let total = &mut llr[pos..pos + count];
+            total.copy_from_slice(&prior[pos..pos + count]);
+            let whole = count - count % LANES;
+            for j in 0..g.degree as usize {
+                let at = &slot_block[base + j * count..base + (j + 1) * count];
+                let msg = &mut incoming[base + j * count..base + (j + 1) * count];
+                let mut i = 0;
+                while i < whole {
+                    // SAFETY: `i + LANES ≤ count` for `at`, `msg` and `total`; every index in
+                    // `at` is below `c2b.len()` and 2^31 (the invariants).
+                    unsafe {
+                        let idx = _mm256_loadu_si256(at.as_ptr().add(i).cast());
+                        let m = _mm256_i32gather_ps::<4>(c2b.as_ptr(), idx);
+                        _mm256_storeu_ps(msg.as_mut_ptr().add(i), m);
+                        let t = _mm256_loadu_ps(total.as_ptr().add(i));
+                        _mm256_storeu_ps(total.as_mut_ptr().add(i), _mm256_add_ps(t, m));
+                    }
+                    i += LANES;
+                }
+                for i in whole..count {
+                    let m = c2b[at[i] as usize];
+                    msg[i] = m;
+                    total[i] += m;
+                }
+            }
+            for j in 0..g.degree as usize {
+                let msg = &incoming[base + j * count..base + (j + 1) * count];
+                let out = &mut b2c[base + j * count..base + (j + 1) * count];
+                for ((o, &t), &m) in out.iter_mut().zip(total.iter()).zip(msg) {
+                    *o = t - m;
+                }
+            }
+        }
+    }
+
+    fn checks_avx2(k: &mut MinSum32, alpha: f32) {
+        // SAFETY: this kernel is installed only after `is_x86_feature_detected!("avx2")`
+        // said the CPU has AVX2 (`available`), and `MinSum32::new` establishes the index
+        // invariants, which nothing changes afterwards.
+        unsafe { checks_avx2_body(k, alpha) }
+    }
+
+    fn bits_avx2(k: &mut MinSum32) {
+        // SAFETY: as `checks_avx2`.
+        unsafe { bits_avx2_body(k) }
+    }
+
+    /// The levels this CPU has, best first.
+    pub(super) fn available() -> Vec<Kernel> {
+        let mut v = Vec::new();
+        if std::arch::is_x86_feature_detected!("avx2") {
+            v.push(Kernel {
+                name: "avx2",
+                checks: checks_avx2,
+                bits: bits_avx2,
+            });
+        }
+        v
+    }
+}
+
+/// Every level this CPU can run, best first, the portable one last.
+pub(crate) fn levels() -> Vec<Kernel> {
+    #[cfg(target_arch = "x86_64")]
+    let mut v = x86::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    let mut v = Vec::new();
+    v.push(PORTABLE);
+    v
+}
+
+/// The environment variable that picks a lower level: `portable` (or `avx2`).
+pub const ENV: &str = "BACKLINE_SIMD";
+
+/// The level in force: the best this CPU has, capped by [`ENV`] (an unknown value is ignored,
+/// with one log line).
+pub(crate) fn kernel() -> &'static Kernel {
+    static CHOSEN: OnceLock<Kernel> = OnceLock::new();
+    CHOSEN.get_or_init(|| {
+        let levels = levels();
+        match std::env::var(ENV) {
+            Ok(want) => levels
+                .iter()
+                .find(|k| k.name == want.trim())
+                .copied()
+                .unwrap_or_else(|| {
+                    log::warn!(
+                        "{ENV}={}: not a level this CPU runs (one of {}); using {}",
+                        crate::io::excerpt(&want),
+                        levels.iter().map(|k| k.name).collect::<Vec<_>>().join(", "),
+                        levels[0].name
+                    );
+                    levels[0]
+                }),
+            Err(_) => levels[0],
+        }
+    })
+}
+
+/// The name of the level in force (`portable`, `avx2`), for reports.
+pub fn level() -> &'static str {
+    kernel().name
+}

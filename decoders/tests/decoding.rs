@@ -202,6 +202,46 @@ fn bad_settings_are_errors_not_crashes() {
     // The order is ignored unless the method is OSD-CS.
     let c = config(0.05, BpMethod::MinimumSum, OsdMethod::Osd0, 50);
     assert!(BpOsdDecoder::new(&code.hz, &c).is_ok());
+    // Unknown precisions, OSD orderings and flags are errors naming the choices.
+    let mut c = BpOsdConfig::default();
+    for (key, value, want) in [
+        ("precision", "f16", "precision: `f16` is not f64 or f32"),
+        (
+            "osd_init",
+            "max_llr",
+            "osd_init: `max_llr` is not soft or min_llr",
+        ),
+        ("osd_on_converged", "maybe", "osd_on_converged: `maybe`"),
+    ] {
+        let e = c.set(key, value).unwrap_err().to_string();
+        assert!(e.starts_with(want), "{e}");
+    }
+    // f32 with product-sum or the serial schedule runs at f64: the same corrections.
+    for (bp_method, schedule) in [
+        (BpMethod::ProductSum, Schedule::Parallel),
+        (BpMethod::MinimumSum, Schedule::Serial),
+    ] {
+        let base = BpOsdConfig {
+            error_rate: 0.05,
+            bp_method,
+            schedule,
+            max_iter: 10,
+            ..BpOsdConfig::default()
+        };
+        let f32_config = BpOsdConfig {
+            precision: backline_decoders::Precision::F32,
+            ..base.clone()
+        };
+        assert!(!f32_config.bp_settings().runs_f32());
+        let mut x = BpOsdDecoder::new(&code.hz, &base).unwrap();
+        let mut y = BpOsdDecoder::new(&code.hz, &f32_config).unwrap();
+        for s in 0u8..8 {
+            let syn = [s & 1, s >> 1 & 1, s >> 2 & 1];
+            x.decode(&syn, &mut a).unwrap();
+            y.decode(&syn, &mut b).unwrap();
+            assert_eq!(a, b);
+        }
+    }
     for p in [0.0, 0.5, 1.0, -0.2, f64::NAN, f64::INFINITY] {
         let c = config(p, BpMethod::MinimumSum, OsdMethod::Osd0, 0);
         assert!(matches!(

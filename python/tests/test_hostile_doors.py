@@ -209,3 +209,78 @@ def test_a_raised_qubits_limit_is_a_memory_error_not_an_abort():
     """, env={"BACKLINE_PROGRAM_LIMITS": "qubits=4294967295"})
     _clean(r)
     assert "refused:" in r.stdout and "100000 qubits need a stabilizer tableau" in r.stdout, r.stdout
+
+
+# ------------------------------------------------------------------ 1, 2, 12: the model doors
+
+
+def test_a_tiny_model_naming_a_huge_detector_is_refused_at_every_door():
+    # Case 1: `error(0.125) D11100000` (23 bytes) aborted Matching.from_detector_error_model and
+    # the sinter decoders' compile_decoder_for_dem on 3.6 GB; the `detectors` bound refuses it
+    # before anything is built, at every door, and a raised bound is honoured.
+    r = _python("""
+        import stim
+        from backline import errors
+        from backline.decoders import Matching
+        from backline.sinter import decoders as sinter_decoders
+        dem = stim.DetectorErrorModel('error(0.125) D11100000')
+        try:
+            Matching.from_detector_error_model(dem)
+            print('matching built')
+        except ValueError as e:
+            print('matching', type(e).__name__, str(e)[:200])
+        for name, dec in sinter_decoders().items():
+            try:
+                dec.compile_decoder_for_dem(dem=dem)
+                print(name, 'built')
+            except errors.DetectorErrorModelError as e:
+                print(name, 'refused', 'detectors' in str(e))
+        # The bound is the user's to move: raised, BP+OSD answers within the address space.
+        import numpy as np
+        from backline.sinter import BpOsdSinterDecoder
+        c = BpOsdSinterDecoder(dem_limits={'detectors': 16777216}).compile_decoder_for_dem(
+            dem=stim.DetectorErrorModel('error(0.125) D11100000 L0'))
+        shot = np.zeros((1, (11100001 + 7) // 8), dtype=np.uint8)
+        shot[0, 11100000 // 8] = 1 << (11100000 % 8)
+        print('raised', c.decode_shots_bit_packed(bit_packed_detection_event_data=shot).tolist())
+        print('alive')
+    """, timeout=300)
+    _clean(r)
+    assert "matching DetectorErrorModelError" in r.stdout and "more than 4194304 detectors" in r.stdout, r.stdout
+    assert "built" not in r.stdout, r.stdout
+    assert r.stdout.count("refused True") >= 3, r.stdout
+    assert "raised [[1]]" in r.stdout, r.stdout
+
+
+def test_bposd_on_a_tall_matrix_of_two_ones_answers_within_the_address_space():
+    # Case 2: a 200,000 × 2 check matrix with two ones asked OSD for 5 GB (m × m bits) and
+    # aborted; the basis is sized by the rank reached (ldpc 2.4.1 takes 173 MB).
+    r = _python("""
+        import numpy as np
+        import scipy.sparse as sp
+        from backline.decoders import BpOsdDecoder
+        h = sp.csr_matrix(([1, 1], ([0, 199999], [0, 1])), shape=(200000, 2), dtype=np.uint8)
+        d = BpOsdDecoder(h, error_rate=0.1, osd_method='osd_cs', osd_order=2)
+        s = np.zeros(200000, dtype=np.uint8)
+        s[199999] = 1
+        print('decoded', d.decode(s).tolist())
+        print('alive')
+    """)
+    _clean(r)
+    assert "decoded [0, 1]" in r.stdout, r.stdout
+
+
+def test_an_event_no_error_explains_is_an_error_for_the_sinter_decoders():
+    # Case 12: with `error(0) D0 L0` a shot firing D0 was answered "nothing flipped"; no error
+    # explains it (PyMatching: "No perfect matching could be found").
+    import stim
+    from backline import sinter as bs
+
+    dem = stim.DetectorErrorModel("error(0) D0 L0")
+    fired = np.array([[1]], dtype=np.uint8)
+    quiet = np.array([[0]], dtype=np.uint8)
+    for name, dec in bs.decoders().items():
+        c = dec.compile_decoder_for_dem(dem=dem)
+        assert c.decode_shots_bit_packed(bit_packed_detection_event_data=quiet).tolist() == [[0]], name
+        with pytest.raises(Exception, match="D0 fired, and no error of the model"):
+            c.decode_shots_bit_packed(bit_packed_detection_event_data=fired)

@@ -72,7 +72,7 @@ mod x86 {
     ///
     /// # Safety
     /// The CPU has AVX2, and `k` keeps the invariants of [`MinSum32`]: every entry of
-    /// `block_slots` is below `b2c.len()` and below 2^31, `mags`, `negs` hold the widest block.
+    /// `block_slots` is below `b2c.len()` and below 2^31, `mags` holds the widest block.
     #[target_feature(enable = "avx2")]
     unsafe fn checks_avx2_body(k: &mut MinSum32, alpha: f32) {
         let MinSum32 {
@@ -84,7 +84,6 @@ mod x86 {
             block_rows,
             syndrome,
             mags,
-            negs,
             ..
         } = k;
         let abs = _mm256_set1_epi32(0x7FFF_FFFF);
@@ -101,7 +100,6 @@ mod x86 {
             let slots = &block_slots[start..start + width * LANES];
             let out = &mut c2b[start..start + width * LANES];
             let mags = &mut mags[..width * LANES];
-            let negs = &mut negs[..width * LANES];
             let mut p = [0u32; LANES];
             for (p, &r) in p.iter_mut().zip(&block_rows[b * LANES..(b + 1) * LANES]) {
                 *p = u32::from(syndrome[r as usize]) << 31;
@@ -112,7 +110,7 @@ mod x86 {
             let mut parity = unsafe { _mm256_loadu_si256(p.as_ptr().cast()) };
             for kk in 0..width {
                 let at = kk * LANES;
-                // SAFETY: `slots`, `mags` and `negs` hold `width · LANES` entries; every slot
+                // SAFETY: `slots` and `mags` hold `width · LANES` entries; every slot
                 // is below `b2c.len()` and 2^31 (the invariants), so the gather reads inside
                 // `b2c`.
                 let v = unsafe {
@@ -121,11 +119,10 @@ mod x86 {
                 };
                 let a = _mm256_and_si256(v, abs);
                 let n = _mm256_and_si256(_mm256_or_si256(_mm256_sub_epi32(v, one), v), sign);
+                // The inputs are kept as they were read (`mags`); their magnitude and sign bit
+                // are formed again for the messages, cheaper than keeping both.
                 // SAFETY: as above, `at + LANES ≤ width · LANES`.
-                unsafe {
-                    _mm256_storeu_si256(mags.as_mut_ptr().add(at).cast(), a);
-                    _mm256_storeu_si256(negs.as_mut_ptr().add(at).cast(), n);
-                }
+                unsafe { _mm256_storeu_si256(mags.as_mut_ptr().add(at).cast(), v) };
                 parity = _mm256_xor_si256(parity, n);
                 min2 = _mm256_min_epu32(min2, _mm256_max_epu32(min1, a));
                 min1 = _mm256_min_epu32(min1, a);
@@ -140,10 +137,11 @@ mod x86 {
             ));
             for kk in 0..width {
                 let at = kk * LANES;
-                // SAFETY: `mags`, `negs` and `out` hold `width · LANES` entries.
+                // SAFETY: `mags` and `out` hold `width · LANES` entries.
                 unsafe {
-                    let a = _mm256_loadu_si256(mags.as_ptr().add(at).cast());
-                    let n = _mm256_loadu_si256(negs.as_ptr().add(at).cast());
+                    let v = _mm256_loadu_si256(mags.as_ptr().add(at).cast());
+                    let a = _mm256_and_si256(v, abs);
+                    let n = _mm256_and_si256(_mm256_or_si256(_mm256_sub_epi32(v, one), v), sign);
                     let m = _mm256_blendv_epi8(m1, m2, _mm256_cmpeq_epi32(a, min1));
                     let o = _mm256_xor_si256(_mm256_xor_si256(m, parity), n);
                     _mm256_storeu_si256(out.as_mut_ptr().add(at).cast(), o);

@@ -215,6 +215,10 @@ pub struct RelayInfo {
     pub iterations: u32,
     /// Legs that converged.
     pub solutions: u32,
+    /// The leg whose decision is the answer: 0 for the first leg (also when no leg
+    /// converged), `k` for relay leg `k` (relay-bp reports that leg's iteration limit as its
+    /// `DecodeResult.max_iter`).
+    pub best_leg: u32,
 }
 
 const SIGN: u32 = 1 << 31;
@@ -548,6 +552,7 @@ impl RelayBpDecoder {
                 if w < best_weight {
                     best_weight = w;
                     self.best.copy_from_slice(&self.decision);
+                    info.best_leg = leg as u32;
                 }
             }
         }

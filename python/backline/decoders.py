@@ -38,6 +38,14 @@ __all__ = [
     "BpOsdDecoder",
     "DecodeResult",
     "Matching",
+    "MinSumBPDecoderF32",
+    "MinSumBPDecoderF64",
+    "MinSumBPDecoderFixed",
+    "MinSumBPDecoderI8",
+    "MinSumBPDecoderI16",
+    "MinSumBPDecoderI32",
+    "MinSumBPDecoderI64",
+    "ObservableDecodeResult",
     "ObservableDecoderRunner",
     "RelayDecoder",
     "RelayDecoderF32",
@@ -101,6 +109,12 @@ def _check_matrix(h: Any, what: str = "check matrix") -> Any:
         raise ValueError(f"{what}: entries must be 0 or 1, found {bad!r}")
     m.sort_indices()
     return m
+
+
+def _is_sparse(m: Any) -> bool:
+    import scipy.sparse as sp
+
+    return bool(sp.issparse(m))
 
 
 def _csc_parts(m: Any) -> tuple[int, int, list[int], list[int]]:
@@ -182,6 +196,9 @@ class _EmptyGraph:
     def edges(self):
         return []
 
+
+#: Syndrome dtypes the native decoder reads in place (one byte per detector, non-zero fired).
+_BYTE_DTYPES = (np.dtype(np.uint8), np.dtype(np.bool_))
 
 _MERGE = ("disallow", "independent", "smallest-weight", "keep-original", "replace")
 
@@ -542,7 +559,17 @@ class Matching:
         fault id), and with ``return_weight`` the correction's weight."""
         for k in kwargs:
             raise _unsupported(f"decode({k}=...)")
-        out, weight = self._graph().decode(self._events(z), bool(enable_correlations))
+        g = self._graph()
+        fast = getattr(g, "decode_into", None)
+        if fast is not None and not self._boundary and type(z) is np.ndarray and z.ndim == 1 \
+                and z.dtype in _BYTE_DTYPES and z.shape[0] == self._sizes[0] == g.num_nodes:
+            # The caller's array read in place by the native decoder, the answer written into
+            # the array returned.
+            pred = np.empty(g.num_fault_ids, dtype=np.uint8)
+            zz = z.view(np.uint8) if z.dtype == np.bool_ else z
+            weight = fast(zz if zz.flags.c_contiguous else np.ascontiguousarray(zz), pred, enable_correlations)
+            return (pred, weight) if return_weight else pred
+        out, weight = g.decode(self._events(z), bool(enable_correlations))
         pred = np.frombuffer(out, dtype=np.uint8).copy()
         return (pred, weight) if return_weight else pred
 
@@ -562,7 +589,10 @@ class Matching:
         shots = np.asarray(shots)
         if bit_packed_shots and shots.dtype != np.uint8:
             raise ValueError(f"bit-packed shots must have dtype uint8, got {shots.dtype}")
-        shots = _syndrome_u8(shots)  # the rule decode() reads a syndrome by
+        if shots.dtype == np.bool_:
+            shots = shots.view(np.uint8)  # the same bytes: no copy
+        elif shots.dtype != np.uint8:
+            shots = _syndrome_u8(shots)  # the rule decode() reads a syndrome by
         if shots.ndim != 2:
             raise ValueError(f"`shots` must be a 2D array, got shape {shots.shape}")
         nodes = g.num_nodes
@@ -584,16 +614,23 @@ class Matching:
                     bits[:, b] = 0
             shots = np.pad(bits, ((0, 0), (0, nodes - bits.shape[1])))
             bit_packed_shots = False
-        data = np.ascontiguousarray(shots)
+        data = np.ascontiguousarray(shots)  # no copy when the caller's array is already so
         n = data.shape[0]
-        out, weights = g.decode_batch(data.view(np.uint8).tobytes() if data.size else b"", n, data.shape[1],
-                                      bool(bit_packed_shots), bool(enable_correlations))
-        pred = np.frombuffer(out, dtype=np.uint8).reshape(n, g.num_fault_ids)
+        fast = getattr(g, "decode_batch_into", None)
+        if fast is not None:
+            # The shots read in place and the answers written into the arrays returned, the
+            # whole batch in one native call with the interpreter released.
+            pred = np.empty((n, g.num_fault_ids), dtype=np.uint8)
+            weights = np.empty(n, dtype=np.float64) if return_weights else None
+            fast(data, n, data.shape[1], bool(bit_packed_shots), pred, weights, bool(enable_correlations))
+        else:  # _EmptyGraph
+            out, w = g.decode_batch(data.tobytes() if data.size else b"", n, data.shape[1],
+                                    bool(bit_packed_shots), bool(enable_correlations))
+            pred = np.frombuffer(out, dtype=np.uint8).reshape(n, g.num_fault_ids).copy()
+            weights = np.asarray(w, dtype=np.float64)
         if bit_packed_predictions:
             pred = np.packbits(pred, axis=1, bitorder="little")
-        else:
-            pred = pred.copy()
-        return (pred, np.asarray(weights, dtype=np.float64)) if return_weights else pred
+        return (pred, weights) if return_weights else pred
 
     def decode_to_edges_array(self, syndrome: Any, *, enable_correlations: bool = False) -> np.ndarray:
         """The correction's edges as an int64 array ``[num_edges, 2]`` of detector pairs, ``-1``
@@ -674,8 +711,22 @@ def _schedule(value: Any) -> str:
 _LDPC_DEFAULT_BP_METHOD = "product_sum"
 
 
+#: The probability a channel entry of 0 is run with: ldpc takes 0 (an infinite prior, the bit
+#: never flips); the native decoder takes probabilities in (0, ½), so 0 runs as 1e-300, a prior
+#: log-likelihood ratio of 690.8, which no message of a decode outweighs.
+_P_ZERO = 1e-300
+
+
 class _BpBase:
-    """The shared half of :class:`BpOsdDecoder` and :class:`BpDecoder`."""
+    """The shared half of :class:`BpOsdDecoder` and :class:`BpDecoder`.
+
+    ldpc lets a user change a built decoder's settings (``error_rate``, ``error_channel``,
+    ``max_iter``, ``bp_method``, ``schedule``, ``serial_schedule_order``, ``ms_scaling_factor``,
+    ...): each setter here checks the value as ldpc does and rebuilds the native decoder (one
+    pass over the check matrix) before the next decode. A serial order other than ``0 .. n-1``
+    is run as the native serial schedule (bits in column order) on the matrix's columns
+    permuted into that order, the outputs permuted back.
+    """
 
     _osd = False
 
@@ -699,38 +750,41 @@ class _BpBase:
         osd_on_converged: bool = False,
         **kwargs: Any,
     ):
+        channel_probs = kwargs.pop("channel_probs", None)  # ldpc v1's name, as ldpc 2 accepts it
         for k in kwargs:
             raise ValueError(f"Unknown parameter '{k}' passed to the {type(self).__name__} constructor.")
+        if channel_probs is not None and error_channel is None and len(channel_probs) and channel_probs[0] is not None:
+            error_channel = channel_probs
         if not self._osd and (osd_init != "soft" or osd_on_converged):
             raise ValueError(f"osd_init and osd_on_converged are BpOsdDecoder's; {type(self).__name__} runs no OSD")
-        if serial_schedule_order is not None:
-            raise _unsupported("serial_schedule_order")
-        if random_serial_schedule:
-            raise _unsupported("random_serial_schedule=True")
         if input_vector_type not in ("auto", "syndrome", "received_vector"):
             raise ValueError(f"The input vector type '{input_vector_type}' is invalid. Please choose from: "
                              "'input_vector_type=syndrome', 'input_vector_type=received_vector'")
         if input_vector_type == "received_vector":
             raise _unsupported("input_vector_type='received_vector'")
-        if isinstance(ms_scaling_factor, bool) or not isinstance(ms_scaling_factor, (int, float, np.integer, np.floating)):
-            raise TypeError("The ms_scaling factor must be specified as a float")
-        if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 0:
-            raise ValueError(f"max_iter input parameter must be a positive int. Not {max_iter}.")
-        if isinstance(omp_thread_count, bool) or not isinstance(omp_thread_count, (int, np.integer)) or omp_thread_count < 1:
-            raise TypeError("The omp_thread_count must be specified as a positive integer.")
+        if not (isinstance(pcm, np.ndarray) or _is_sparse(pcm)):
+            raise TypeError(f"The input matrix is of an invalid type. Please input a np.ndarray or "
+                            f"scipy.sparse.spmatrix object, not {type(pcm)}")
+        for name, value in (("max_iter", max_iter), ("random_schedule_seed", random_schedule_seed)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{name} must be an int, not {type(value).__name__}")
         h = _check_matrix(pcm, "pcm")
         self._h = h
-        m, n = h.shape
+        self._m, self._n = h.shape
+        self._native = None
+        # The settings, each set through its ldpc-shaped setter (checked there).
+        self.max_iter = max_iter
+        self.bp_method = bp_method
+        self.ms_scaling_factor = ms_scaling_factor
+        self.schedule = schedule
+        self.omp_thread_count = omp_thread_count
+        self.random_schedule_seed = random_schedule_seed
+        self.serial_schedule_order = serial_schedule_order
+        self.random_serial_schedule = random_serial_schedule
         if error_channel is not None:
-            ch = np.asarray(error_channel, dtype=float)
-            if ch.shape != (n,):
-                raise ValueError(f"The error channel vector must have length {n}, not {ch.size}.")
-            channel = ch.tolist()
-            rate = float(ch[0]) if n else 0.01
+            self.error_channel = error_channel
         elif error_rate is not None:
-            if not isinstance(error_rate, (int, float, np.integer, np.floating)) or isinstance(error_rate, bool):
-                raise ValueError("The `error_rate` parameter must be specified as a single float value.")
-            rate, channel = float(error_rate), None
+            self.error_rate = error_rate
         else:
             raise ValueError("Please specify the error channel. Either: 1) error_rate: float or 2) error_channel: "
                              "list of floats of length equal to the block length of the code.")
@@ -738,67 +792,212 @@ class _BpBase:
         if self._osd and method == "osd0" and int(osd_order) != 0:
             raise ValueError(f"ERROR: OSD order '{osd_order}' invalid. The 'osd_method' is set to 'OSD_0'. "
                              "The osd order must therefore be set to 0.")
-        bp = {"bp_method": _bp_method(bp_method), "schedule": _schedule(schedule),
-              "max_iter": int(max_iter), "ms_scaling_factor": float(ms_scaling_factor)}
-        if self._osd:
-            bp.update({"osd_method": method, "osd_order": int(osd_order),
-                       "osd_init": osd_init, "osd_on_converged": int(bool(osd_on_converged))})
-        indptr_rows_cols = _csc_parts(h)
-        self._native = _native.CheckBpOsd(
-            indptr_rows_cols[0], indptr_rows_cols[1], indptr_rows_cols[2], indptr_rows_cols[3],
-            rate, channel, _settings("bposd", bp), self._osd,
-        )
-        self._error_rate = None if error_channel is not None else rate
-        self._bp_method, self._schedule = bp["bp_method"], bp["schedule"]
-        self._ms = float(ms_scaling_factor)
-        self._omp = int(omp_thread_count)
-        self._seed = int(random_schedule_seed)
         self._osd_method = method
+        self._osd_order = int(osd_order)
+        self._osd_extra = {"osd_init": osd_init, "osd_on_converged": int(bool(osd_on_converged))}
         self._input_type = input_vector_type
         self._converge = False
         self._iter = 0
-        self._decoding = np.zeros(n, dtype=np.uint8)
+        self._decoding = np.zeros(self._n, dtype=np.uint8)
+        self._build()
+
+    # -- the native decoder ----------------------------------------------------------------
+
+    def _build(self) -> None:
+        """(Re)builds the native decoder from the settings in force."""
+        bp = {"bp_method": self._bp_method, "schedule": self._schedule,
+              "max_iter": self._max_iter, "ms_scaling_factor": self._ms}
+        if self._osd:
+            bp.update({"osd_method": self._osd_method, "osd_order": self._osd_order, **self._osd_extra})
+        perm = self._perm()
+        h = self._h if perm is None else self._h[:, perm]
+        channel = None
+        if self._channel is not None:
+            ch = self._channel if perm is None else self._channel[perm]
+            channel = np.where(ch == 0.0, _P_ZERO, ch).tolist()
+        rows, cols, indptr, indices = _csc_parts(h)
+        rate = _P_ZERO if self._rate == 0.0 else self._rate
+        self._native = _native.CheckBpOsd(rows, cols, indptr, indices, rate, channel,
+                                          _settings("bposd", bp), self._osd)
+        self._native_perm = perm
+        self._inverse = None if perm is None else np.argsort(perm)
+
+    def _perm(self) -> np.ndarray | None:
+        """The column order the native decoder is built in: the serial order when it is not
+        the identity (and the schedule is serial), else None."""
+        if self._schedule != "serial" or self._order is None:
+            return None
+        if np.array_equal(self._order, np.arange(self._n)):
+            return None
+        return self._order
+
+    def _rebuild(self) -> None:
+        if getattr(self, "_native", None) is not None:
+            self._build()
+
+    def _unpermute(self, v: np.ndarray) -> np.ndarray:
+        """A native per-bit vector (or ``[shots, bits]`` batch) in the matrix's column order."""
+        return v if self._inverse is None else v[..., self._inverse]
 
     # -- ldpc's properties -----------------------------------------------------------------
 
-    check_count = property(lambda self: self._native.checks, doc="Checks (syndrome bits).")
-    bit_count = property(lambda self: self._native.bits, doc="Bits (the code's length).")
-    max_iter = property(lambda self: self._native.max_iter, doc="The iteration limit in force.")
-    bp_method = property(lambda self: self._bp_method, doc="'minimum_sum' or 'product_sum'.")
-    schedule = property(lambda self: self._schedule, doc="'parallel' or 'serial'.")
-    ms_scaling_factor = property(lambda self: self._ms, doc="The min-sum scaling factor.")
-    omp_thread_count = property(lambda self: self._omp, doc="Threads of :meth:`decode_batch`.")
-    random_schedule_seed = property(lambda self: self._seed, doc="Kept as given (no random schedule).")
-    input_vector_type = property(lambda self: self._input_type, doc="'syndrome' (or 'auto').")
+    check_count = property(lambda self: self._m, doc="Checks (syndrome bits).")
+    bit_count = property(lambda self: self._n, doc="Bits (the code's length).")
     converge = property(lambda self: self._converge, doc="Whether BP's hard decision met the last syndrome.")
     iter = property(lambda self: self._iter, doc="BP iterations of the last decode.")
     decoding = property(lambda self: self._decoding.copy(), doc="The last decode's output.")
+    input_vector_type = property(lambda self: self._input_type, doc="'syndrome' (or 'auto').")
 
     @property
-    def error_rate(self) -> float | None:
-        """The error rate given (``None`` when a channel was)."""
-        return self._error_rate
+    def max_iter(self) -> int:
+        """The iteration limit in force (the code's length when set to 0)."""
+        return self._max_iter if self._max_iter else self._n
+
+    @max_iter.setter
+    def max_iter(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise ValueError("max_iter input parameter is invalid. This must be specified as a positive int.")
+        if value < 0:
+            raise ValueError(f"max_iter input parameter must be a positive int. Not {value}.")
+        self._max_iter = int(value)
+        self._rebuild()
+
+    @property
+    def bp_method(self) -> str:
+        """'minimum_sum' or 'product_sum'."""
+        return self._bp_method
+
+    @bp_method.setter
+    def bp_method(self, value: Any) -> None:
+        self._bp_method = _bp_method(value)
+        self._rebuild()
+
+    @property
+    def schedule(self) -> str:
+        """'parallel' or 'serial'."""
+        return self._schedule
+
+    @schedule.setter
+    def schedule(self, value: Any) -> None:
+        self._schedule = _schedule(value)
+        self._rebuild()
+
+    @property
+    def ms_scaling_factor(self) -> float:
+        """The min-sum scaling factor."""
+        return self._ms
+
+    @ms_scaling_factor.setter
+    def ms_scaling_factor(self, value: float) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError("The ms_scaling factor must be specified as a float")
+        self._ms = float(value)
+        self._rebuild()
+
+    @property
+    def omp_thread_count(self) -> int:
+        """Threads of :meth:`decode_batch`."""
+        return self._omp
+
+    @omp_thread_count.setter
+    def omp_thread_count(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise TypeError("The omp_thread_count must be specified as a positive integer.")
+        self._omp = int(value)
+
+    @property
+    def random_schedule_seed(self) -> int:
+        """The seed of the random serial schedule (numpy's generator, not ldpc's)."""
+        return self._seed
+
+    @random_schedule_seed.setter
+    def random_schedule_seed(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < -2:
+            raise ValueError("The value of random_schedule_seed must be a positive integer. Set as -1 to disable "
+                             "to the random schedule. Set as 0 to use the system clock.")
+        self._seed = int(value)
+        self._rng = np.random.default_rng(max(self._seed, 0))
+
+    @property
+    def serial_schedule_order(self) -> np.ndarray:
+        """The order the serial schedule visits the bits in (``0 .. n-1`` unless set)."""
+        return (np.arange(self._n) if self._order is None else self._order).copy()
+
+    @serial_schedule_order.setter
+    def serial_schedule_order(self, value: Any) -> None:
+        if value is None:
+            self._order = None
+        else:
+            if len(value) != self._n:
+                raise ValueError("Input error. The `serial_schedule_order` input parameter must have length equal "
+                                 "to the length of the code.")
+            order = np.asarray(value)
+            if order.dtype.kind not in "iu" or (order.size and (order.min() < 0 or order.max() >= self._n)):
+                raise ValueError(f"serial_schedule_order: every entry must be an integer in 0 .. {self._n - 1}")
+            if np.unique(order).size != self._n:
+                raise ValueError("serial_schedule_order must visit every bit once (a permutation of 0 .. n-1)")
+            self._order = order.astype(np.int64)
+        self._random_serial = False
+        self._rebuild()
+
+    @property
+    def random_serial_schedule(self) -> bool:
+        """Whether each decode draws a new serial order (from ``random_schedule_seed``)."""
+        return self._random_serial
+
+    @random_serial_schedule.setter
+    def random_serial_schedule(self, value: bool) -> None:
+        self._random_serial = bool(value)
+
+    @property
+    def error_rate(self) -> np.ndarray:
+        """The per-bit error probabilities (as ldpc: the channel, whichever was given)."""
+        return self.error_channel
+
+    @error_rate.setter
+    def error_rate(self, value: float | None) -> None:
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise ValueError("The `error_rate` parameter must be specified as a single float value.")
+        self._rate, self._channel = float(value), None
+        self._rebuild()
 
     @property
     def error_channel(self) -> np.ndarray:
         """The per-bit error probabilities."""
-        return np.array(self._native.channel, dtype=np.float64)
+        if self._channel is None:
+            return np.full(self._n, self._rate, dtype=np.float64)
+        return self._channel.copy()
+
+    @error_channel.setter
+    def error_channel(self, value: Any) -> None:
+        if value is None:
+            return
+        if len(value) != self._n:
+            raise ValueError(f"The error channel vector must have length {self._n}, not {len(value)}.")
+        ch = np.array(value, dtype=np.float64)
+        if ch.shape != (self._n,):
+            raise ValueError(f"The error channel vector must have length {self._n}, not {ch.size}.")
+        self._channel, self._rate = ch, float(ch[0]) if self._n else 0.01
+        self._rebuild()
 
     channel_probs = error_channel
+
+    def update_channel_probs(self, value: Any) -> None:
+        """Sets :attr:`error_channel` (ldpc's name)."""
+        self.error_channel = value
 
     @property
     def log_prob_ratios(self) -> np.ndarray:
         """BP's soft output of the last decode, ``ln(P(0)/P(1))`` per bit."""
-        return np.array(self._native.log_prob_ratios(), dtype=np.float64)
-
-    def update_channel_probs(self, channel: Any) -> None:
-        raise _unsupported("update_channel_probs", "build a new decoder with error_channel=")
+        return self._unpermute(np.array(self._native.log_prob_ratios(), dtype=np.float64))
 
     # -- decoding --------------------------------------------------------------------------
 
     def _syndrome(self, syndrome: Any) -> bytes:
         s = np.asarray(syndrome)
-        m, n = self.check_count, self.bit_count
+        m, n = self._m, self._n
         if s.ndim != 1:
             raise ValueError(f"The input_vector must have length {m} (for syndrome decoding). Not shape {s.shape}.")
         if s.shape[0] != m:
@@ -807,28 +1006,39 @@ class _BpBase:
             raise ValueError(f"The syndrome must have length {m}. Not {s.shape[0]}.")
         return (s != 0).astype(np.uint8).tobytes()
 
+    def _next_random_order(self) -> None:
+        """A random serial schedule: a fresh order before each decode."""
+        if self._random_serial and self._schedule == "serial":
+            self._order = self._rng.permutation(self._n)
+            self._build()
+
     def decode(self, syndrome: Any) -> np.ndarray:
         """The correction of ``syndrome`` (uint8, one per bit)."""
-        out, self._converge, self._iter, _osd = self._native.decode(self._syndrome(syndrome))
-        self._decoding = np.frombuffer(out, dtype=np.uint8).copy()
+        data = self._syndrome(syndrome)
+        self._next_random_order()
+        out, self._converge, self._iter, _osd = self._native.decode(data)
+        self._decoding = self._unpermute(np.frombuffer(out, dtype=np.uint8)).copy()
         return self._decoding.copy()
 
     def decode_batch(self, syndromes: Any) -> np.ndarray:
         """An extension (ldpc has none): the corrections of a batch of syndromes, uint8
         ``[shots, bits]``, on ``omp_thread_count`` threads."""
         s = np.asarray(syndromes)
-        if s.ndim != 2 or s.shape[1] != self.check_count:
-            raise ValueError(f"syndromes of shape {s.shape}: expected [shots, {self.check_count}]")
+        if s.ndim != 2 or s.shape[1] != self._m:
+            raise ValueError(f"syndromes of shape {s.shape}: expected [shots, {self._m}]")
+        if self._random_serial and self._schedule == "serial":
+            raise _unsupported("decode_batch with random_serial_schedule=True", "decode one syndrome at a time")
         data = np.ascontiguousarray(s != 0, dtype=np.uint8)
         out = self._native.decode_batch(data.tobytes(), s.shape[0], self._omp)
-        return np.frombuffer(out, dtype=np.uint8).reshape(s.shape[0], self.bit_count).copy()
+        return self._unpermute(np.frombuffer(out, dtype=np.uint8).reshape(s.shape[0], self._n)).copy()
 
 
 class BpOsdDecoder(_BpBase):
     """BP+OSD as ldpc 2.4's ``ldpc.BpOsdDecoder``: BP (min-sum or product-sum, parallel or
-    serial), then OSD-0 or OSD-CS of order ``osd_order`` when BP does not converge. Not supported
-    (``NotImplementedError``): ``osd_method='OSD_E'``, ``serial_schedule_order``,
-    ``random_serial_schedule``, ``schedule='serial_relative'``, ``update_channel_probs``.
+    serial, in ``serial_schedule_order`` or a random order per decode), then OSD-0 or OSD-CS of
+    order ``osd_order`` when BP does not converge; its settings can be changed after it is built,
+    as ldpc's. Not supported (``NotImplementedError``): ``osd_method='OSD_E'``,
+    ``schedule='serial_relative'``, ``input_vector_type='received_vector'``.
     Two backline-only keywords (not ldpc's): ``osd_init`` (``'soft'``, the default: BP's last
     soft output; ``'min_llr'``: each bit's least LLR over its prior and BP's iterations, NVIDIA's
     ordering) and ``osd_on_converged`` (``True``: run OSD on converged shots too)."""
@@ -859,18 +1069,36 @@ class BpOsdDecoder(_BpBase):
 
     def decode(self, syndrome: Any) -> np.ndarray:
         out = super().decode(syndrome)
-        self._bp = np.frombuffer(self._native.bp_decoding(), dtype=np.uint8).copy()
+        self._bp = self._unpermute(np.frombuffer(self._native.bp_decoding(), dtype=np.uint8)).copy()
         return out
 
     @property
-    def osd_method(self) -> str:
+    def osd_method(self) -> str | None:
         """'OSD_0', 'OSD_CS' or None (off)."""
         return {"osd0": "OSD_0", "osd_cs": "OSD_CS"}.get(self._osd_method)
+
+    @osd_method.setter
+    def osd_method(self, value: Any) -> None:
+        method = _osd_method(value)
+        if method == "osd0":
+            self._osd_order = 0
+        self._osd_method = method
+        self._build()
 
     @property
     def osd_order(self) -> int:
         """The OSD order in force."""
         return self._native.osd_order
+
+    @osd_order.setter
+    def osd_order(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"ERROR: OSD order '{value}' invalid. Please choose a positive integer.")
+        if self._osd_method == "osd0" and value != 0:
+            raise ValueError(f"ERROR: OSD order '{value}' invalid. The 'osd_method' is set to 'OSD_0'. "
+                             "The osd order must therefore be set to 0.")
+        self._osd_order = int(value)
+        self._build()
 
     @property
     def bp_decoding(self) -> np.ndarray:
@@ -920,15 +1148,21 @@ class BpDecoder(_BpBase):
 
 
 class DecodeResult:
-    """What one decode did (relay-bp's ``DecodeResult``)."""
+    """What one decode did (relay-bp's ``DecodeResult``): ``decoding``, ``decoded_detectors``,
+    ``success``, ``iterations`` (all legs' together, or the first leg's when it alone decided,
+    as relay-bp counts), ``max_iter`` (the iteration limit of the leg whose decision is the
+    answer: ``pre_iter`` for the first leg, ``set_max_iter`` for a relay leg, ``max_iter`` for
+    the min-sum decoders) and ``decoding_quality`` (the sum of the flipped errors' log prior
+    ratios ``ln((1 - p)/p)``)."""
 
     def __init__(self, decoding: np.ndarray, decoded_detectors: np.ndarray, success: bool, iterations: int,
-                 max_iter: int):
+                 max_iter: int, decoding_quality: float = 0.0):
         self.decoding = decoding
         self.decoded_detectors = decoded_detectors
         self.success = success
         self.iterations = iterations
         self.max_iter = max_iter
+        self.decoding_quality = decoding_quality
 
     @property
     def posterior_ratios(self) -> np.ndarray:
@@ -945,7 +1179,69 @@ def _detectors(d: Any, m: int, ndim: int) -> np.ndarray:
     return np.ascontiguousarray(d != 0, dtype=np.uint8)
 
 
-class RelayDecoderF32:
+class _RelayBase:
+    """The shared half of the relay-bp-shaped decoders: one native Relay-BP decoder (its
+    32-bit float kernel) with the relay-bp settings given."""
+
+    def _setup(self, check_matrix: Any, error_priors: Any, settings: dict[str, Any]) -> None:
+        if not isinstance(error_priors, np.ndarray) or error_priors.dtype != np.float64:
+            raise TypeError("error_priors: expected a numpy.ndarray of dtype float64")
+        h = _check_matrix(check_matrix, "check_matrix")
+        if error_priors.shape != (h.shape[1],):
+            raise ValueError(f"error_priors of shape {error_priors.shape}: expected ({h.shape[1]},)")
+        rows, cols, indptr, indices = _csc_parts(h)
+        self._h = h
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self._llr = np.log((1.0 - error_priors) / error_priors)
+        self._native = _native.CheckRelay(rows, cols, indptr, indices, error_priors.tolist(),
+                                          _settings("relay-bp", settings))
+
+    @property
+    def check_matrix(self):
+        return self._h
+
+    def _leg_limit(self, leg: int) -> int:
+        raise NotImplementedError  # pragma: no cover - each subclass says
+
+    def _result(self, dec: np.ndarray, ok: bool, iters: int, leg: int) -> DecodeResult:
+        det = (self._h @ dec.astype(np.int64)) % 2
+        quality = float(self._llr[dec != 0].sum())
+        return DecodeResult(dec, det.astype(np.uint8), bool(ok), int(iters), self._leg_limit(leg), quality)
+
+    def decode(self, detectors: np.ndarray) -> np.ndarray:
+        """The decoding (uint8, one per error) of one detector vector (uint8)."""
+        out, _ok, _it, _leg = self._native.decode(_detectors(detectors, self._native.checks, 1).tobytes())
+        return np.frombuffer(out, dtype=np.uint8).copy()
+
+    def decode_detailed(self, detectors: np.ndarray) -> DecodeResult:
+        """The decoding with what the decode did."""
+        out, ok, it, leg = self._native.decode(_detectors(detectors, self._native.checks, 1).tobytes())
+        return self._result(np.frombuffer(out, dtype=np.uint8).copy(), ok, it, leg)
+
+    def _batch(self, detectors: np.ndarray, threads: int, flags: bool) -> np.ndarray:
+        d = _detectors(detectors, self._native.checks, 2)
+        out = self._native.decode_batch(d.tobytes(), d.shape[0], threads, flags)
+        return np.frombuffer(out, dtype=np.uint8).reshape(d.shape[0], self._native.bits + flags).copy()
+
+    def decode_batch(self, detectors: np.ndarray) -> np.ndarray:
+        """Decodings ``[shots, errors]`` (uint8) of a batch ``[shots, detectors]`` (uint8)."""
+        return self._batch(detectors, 1, False)
+
+    def par_decode_batch(self, detectors: np.ndarray) -> np.ndarray:
+        """:meth:`decode_batch` on every core."""
+        return self._batch(detectors, 0, False)
+
+    def decode_detailed_batch(self, detectors: np.ndarray) -> list[DecodeResult]:
+        """:meth:`decode_detailed` for each shot of a batch."""
+        d = _detectors(detectors, self._native.checks, 2)
+        return [self.decode_detailed(row) for row in d]
+
+    def par_decode_detailed_batch(self, detectors: np.ndarray) -> list[DecodeResult]:
+        """:meth:`decode_detailed_batch` (one thread here)."""
+        return self.decode_detailed_batch(detectors)
+
+
+class RelayDecoderF32(_RelayBase):
     """Relay-BP as relay-bp 0.2.2's ``RelayDecoderF32``: its arguments and defaults. Messages are
     32-bit floats (so :class:`RelayDecoderF64` is the same decoder). Not supported
     (``NotImplementedError``): ``data_scale_value``, ``max_data_value``, ``explicit_gammas``,
@@ -979,70 +1275,122 @@ class RelayDecoderF32:
             raise _unsupported(f"stopping_criterion={stopping_criterion!r}", "only 'nconv'")
         if logging:
             raise _unsupported("logging=True")
-        if not isinstance(error_priors, np.ndarray) or error_priors.dtype != np.float64:
-            raise TypeError("error_priors: expected a numpy.ndarray of dtype float64")
-        h = _check_matrix(check_matrix, "check_matrix")
-        if error_priors.shape != (h.shape[1],):
-            raise ValueError(f"error_priors of shape {error_priors.shape}: expected ({h.shape[1]},)")
-        settings = {
+        self._pre_iter, self._set_max_iter = int(pre_iter), int(set_max_iter)
+        self._setup(check_matrix, error_priors, {
             "gamma0": 0.0 if gamma0 is None else gamma0, "pre_iter": pre_iter, "num_sets": num_sets,
             "set_max_iter": set_max_iter, "gamma_dist_interval": tuple(gamma_dist_interval),
             "stop_nconv": stop_nconv, "alpha": alpha,
             "alpha_iteration_scaling_factor": alpha_iteration_scaling_factor, "seed": seed,
-        }
-        rows, cols, indptr, indices = _csc_parts(h)
-        self._h = h
-        self._native = _native.CheckRelay(rows, cols, indptr, indices, error_priors.tolist(),
-                                          _settings("relay-bp", settings))
+        })
 
-    @property
-    def check_matrix(self):
-        return self._h
-
-    def _result(self, dec: np.ndarray, ok: bool, iters: int) -> DecodeResult:
-        det = (self._h @ dec.astype(np.int64)) % 2
-        return DecodeResult(dec, det.astype(np.uint8), bool(ok), int(iters), self._native.max_iter)
-
-    def decode(self, detectors: np.ndarray) -> np.ndarray:
-        """The decoding (uint8, one per error) of one detector vector (uint8)."""
-        out, _ok, _it = self._native.decode(_detectors(detectors, self._native.checks, 1).tobytes())
-        return np.frombuffer(out, dtype=np.uint8).copy()
-
-    def decode_detailed(self, detectors: np.ndarray) -> DecodeResult:
-        """The decoding with what the decode did."""
-        out, ok, it = self._native.decode(_detectors(detectors, self._native.checks, 1).tobytes())
-        return self._result(np.frombuffer(out, dtype=np.uint8).copy(), ok, it)
-
-    def _batch(self, detectors: np.ndarray, threads: int, flags: bool) -> np.ndarray:
-        d = _detectors(detectors, self._native.checks, 2)
-        out = self._native.decode_batch(d.tobytes(), d.shape[0], threads, flags)
-        return np.frombuffer(out, dtype=np.uint8).reshape(d.shape[0], self._native.bits + flags).copy()
-
-    def decode_batch(self, detectors: np.ndarray) -> np.ndarray:
-        """Decodings ``[shots, errors]`` (uint8) of a batch ``[shots, detectors]`` (uint8)."""
-        return self._batch(detectors, 1, False)
-
-    def par_decode_batch(self, detectors: np.ndarray) -> np.ndarray:
-        """:meth:`decode_batch` on every core."""
-        return self._batch(detectors, 0, False)
-
-    def decode_detailed_batch(self, detectors: np.ndarray) -> list[DecodeResult]:
-        """:meth:`decode_detailed` for each shot of a batch."""
-        return [self.decode_detailed(row) for row in np.asarray(detectors)]
+    def _leg_limit(self, leg: int) -> int:
+        return self._pre_iter if leg == 0 else self._set_max_iter
 
 
 RelayDecoderF64 = RelayDecoderF32
 RelayDecoder = RelayDecoderF32
 
 
-class ObservableDecoderRunner:
-    """relay-bp's ``ObservableDecoderRunner``: a decoder of errors and the observable matrix
-    (observables × errors); decodes detectors into observables. ``parallel=True`` decodes a
-    batch on every core; ``progress_bar`` draws no bar here."""
+class MinSumBPDecoderF32(_RelayBase):
+    """Min-sum BP as relay-bp 0.2.2's ``MinSumBPDecoderF32`` (its arguments and defaults):
+    Relay-BP's first leg alone (``max_iter`` iterations, memory strength ``gamma0``, none when
+    None), on the same 32-bit float kernel as :class:`RelayDecoderF32`. The integer and
+    fixed-point names (:class:`MinSumBPDecoderI8` … ``I64``, :class:`MinSumBPDecoderFixed`)
+    check and keep their quantisation arguments (``data_scale_value``, ``max_data_value``,
+    ``int_bits``, ``frac_bits``) but run this float kernel: their messages are not quantised
+    (docs/decoders.md)."""
 
-    def __init__(self, decoder: RelayDecoderF32, observable_error_matrix: Any, include_decode_result: bool = False):
-        if not isinstance(decoder, RelayDecoderF32):
-            raise TypeError(f"decoder: expected a backline.decoders.RelayDecoderF32, got {type(decoder).__name__}")
+    _quantised = False
+
+    def __init__(
+        self,
+        check_matrix: Any,
+        error_priors: np.ndarray,
+        max_iter: int = 200,
+        alpha: float | None = None,
+        alpha_iteration_scaling_factor: float = 1.0,
+        gamma0: float | None = None,
+        data_scale_value: float | None = None,
+        max_data_value: float | None = None,
+        int_bits: int | None = None,
+        frac_bits: int | None = None,
+    ):
+        for name, value in (("data_scale_value", data_scale_value), ("max_data_value", max_data_value)):
+            if value is not None and (not self._quantised or not float(value) > 0):
+                raise _unsupported(name, "a float decoder's messages are not quantised") if not self._quantised \
+                    else ValueError(f"{name} must be positive, got {value!r}")
+        for name, value in (("int_bits", int_bits), ("frac_bits", frac_bits)):
+            if value is not None and (type(self) is not MinSumBPDecoderFixed or int(value) < 0):
+                raise _unsupported(name, "only MinSumBPDecoderFixed has fixed-point bits") \
+                    if type(self) is not MinSumBPDecoderFixed else ValueError(f"{name} must be >= 0, got {value!r}")
+        self.data_scale_value, self.max_data_value = data_scale_value, max_data_value
+        self.int_bits, self.frac_bits = int_bits, frac_bits
+        self._max_iter = int(max_iter)
+        self._setup(check_matrix, error_priors, {
+            "gamma0": 0.0 if gamma0 is None else gamma0, "pre_iter": max_iter, "num_sets": 0,
+            "stop_nconv": 1, "alpha": alpha, "alpha_iteration_scaling_factor": alpha_iteration_scaling_factor,
+        })
+
+    def _leg_limit(self, leg: int) -> int:
+        return self._max_iter
+
+
+MinSumBPDecoderF64 = MinSumBPDecoderF32
+
+
+class MinSumBPDecoderI8(MinSumBPDecoderF32):
+    """relay-bp's ``MinSumBPDecoderI8``: :class:`MinSumBPDecoderF32`'s float kernel (messages not
+    quantised; ``data_scale_value`` and ``max_data_value`` checked and kept)."""
+
+    _quantised = True
+
+
+class MinSumBPDecoderI16(MinSumBPDecoderI8):
+    """relay-bp's ``MinSumBPDecoderI16``: as :class:`MinSumBPDecoderI8`."""
+
+
+class MinSumBPDecoderI32(MinSumBPDecoderI8):
+    """relay-bp's ``MinSumBPDecoderI32``: as :class:`MinSumBPDecoderI8`."""
+
+
+class MinSumBPDecoderI64(MinSumBPDecoderI8):
+    """relay-bp's ``MinSumBPDecoderI64``: as :class:`MinSumBPDecoderI8`."""
+
+
+class MinSumBPDecoderFixed(MinSumBPDecoderF32):
+    """relay-bp's ``MinSumBPDecoderFixed``: :class:`MinSumBPDecoderF32`'s float kernel (messages
+    not quantised; ``int_bits`` and ``frac_bits`` checked and kept)."""
+
+
+class ObservableDecodeResult:
+    """What one observable decode did (relay-bp's ``ObservableDecodeResult``). From errors
+    (``from_errors_…``): ``error_detected`` (the decoded observables differ from the errors'),
+    ``error_mismatch_detected`` (the decoding differs from the errors), ``unconverged_no_error``,
+    ``better_decoding_quality_error``, ``worse_decoding_quality_error``; from detectors these are
+    None."""
+
+    def __init__(self, observables: np.ndarray, converged: bool, iterations: int,
+                 truth: dict[str, bool] | None = None, physical_decode_result: DecodeResult | None = None):
+        self.observables = observables
+        self.converged = converged
+        self.iterations = iterations
+        self.physical_decode_result = physical_decode_result
+        t = truth or {}
+        for k in ("error_detected", "error_mismatch_detected", "unconverged_no_error",
+                  "better_decoding_quality_error", "worse_decoding_quality_error"):
+            setattr(self, k, t.get(k))
+
+
+class ObservableDecoderRunner:
+    """relay-bp's ``ObservableDecoderRunner``: a decoder of errors (:class:`RelayDecoderF32` or a
+    min-sum decoder) and the observable matrix (observables × errors); decodes detectors (or
+    the detectors of given errors) into observables. ``parallel=True`` decodes a batch on every
+    core; ``progress_bar`` draws no bar here."""
+
+    def __init__(self, decoder: _RelayBase, observable_error_matrix: Any, include_decode_result: bool = False):
+        if not isinstance(decoder, _RelayBase):
+            raise TypeError(f"decoder: expected a backline.decoders.RelayDecoderF32 or MinSumBPDecoder…, got "
+                            f"{type(decoder).__name__}")
         self._d = decoder
         self._obs = _check_matrix(observable_error_matrix, "observable_error_matrix")
         if self._obs.shape[1] != decoder._native.bits:
@@ -1077,14 +1425,63 @@ class ObservableDecoderRunner:
                                  leave_progress_bar_on_finish: bool = False) -> np.ndarray:
         """Observables ``[shots, observables]`` (uint8) of a batch."""
         errors = self._d._batch(detectors, 0 if parallel else 1, False)
-        return ((errors.astype(np.int64) @ self._obs.T.toarray().astype(np.int64)) % 2).astype(np.uint8) \
-            if errors.shape[0] else np.zeros((0, self._obs.shape[0]), dtype=np.uint8)
+        return self._observables_of(errors)
+
+    def _observables_of(self, errors: np.ndarray) -> np.ndarray:
+        if not errors.shape[0]:
+            return np.zeros((0, self._obs.shape[0]), dtype=np.uint8)
+        return ((errors.astype(np.int64) @ self._obs.T.toarray().astype(np.int64)) % 2).astype(np.uint8)
+
+    def _detectors_of(self, errors: Any, ndim: int) -> np.ndarray:
+        e = np.asarray(errors)
+        if e.ndim != ndim or e.shape[-1] != self._obs.shape[1]:
+            raise ValueError(f"errors of shape {e.shape}: expected {'[' if ndim == 1 else '[shots, '}"
+                             f"{self._obs.shape[1]}]")
+        e = (e != 0).astype(np.int64)
+        return ((e @ self._d._h.T.toarray().astype(np.int64)) % 2).astype(np.uint8) if ndim == 2 \
+            else ((self._d._h @ e) % 2).astype(np.uint8)
+
+    def decode_observables_detailed(self, detectors: np.ndarray) -> ObservableDecodeResult:
+        r = self._d.decode_detailed(detectors)
+        return ObservableDecodeResult(self.compute_observables(r.decoding), r.success, r.iterations, None,
+                                      r if self._include else None)
+
+    def decode_observables_detailed_batch(self, detectors: np.ndarray, parallel: bool = False,
+                                          progress_bar: bool = True, leave_progress_bar_on_finish: bool = False):
+        d = _detectors(detectors, self._d._native.checks, 2)
+        return [self.decode_observables_detailed(row) for row in d]
 
     def from_errors_decode_observables(self, errors: np.ndarray) -> np.ndarray:
-        raise _unsupported("ObservableDecoderRunner.from_errors_decode_observables")
+        """The observables the decoding of the detectors ``errors`` set flips (uint8)."""
+        return self.compute_observables(self._d.decode(self._detectors_of(errors, 1)))
 
-    def from_errors_decode_observables_batch(self, *a: Any, **k: Any) -> np.ndarray:
-        raise _unsupported("ObservableDecoderRunner.from_errors_decode_observables_batch")
+    def from_errors_decode_observables_batch(self, errors: np.ndarray, parallel: bool = False,
+                                             progress_bar: bool = True,
+                                             leave_progress_bar_on_finish: bool = False) -> np.ndarray:
+        """:meth:`from_errors_decode_observables` for each row of ``errors``."""
+        return self._observables_of(self._d._batch(self._detectors_of(errors, 2), 0 if parallel else 1, False))
 
-    def decode_observables_detailed_batch(self, *a: Any, **k: Any):
-        raise _unsupported("ObservableDecoderRunner.decode_observables_detailed_batch")
+    def from_errors_decode_observables_detailed(self, errors: np.ndarray) -> ObservableDecodeResult:
+        """Decodes the detectors ``errors`` set and compares the answer with ``errors``."""
+        e = (np.asarray(errors) != 0).astype(np.uint8)
+        r = self._d.decode_detailed(self._detectors_of(e, 1))
+        observables = self.compute_observables(e)
+        detected = bool(np.any(observables != self.compute_observables(r.decoding)))
+        better = r.decoding_quality < float(self._d._llr[e != 0].sum())
+        truth = {
+            "error_detected": detected,
+            "error_mismatch_detected": bool(np.any(e != r.decoding)),
+            "unconverged_no_error": not detected and not r.success,
+            "better_decoding_quality_error": detected and better,
+            "worse_decoding_quality_error": detected and not better,
+        }
+        return ObservableDecodeResult(observables, r.success, r.iterations, truth, r if self._include else None)
+
+    def from_errors_decode_observables_detailed_batch(self, errors: np.ndarray, parallel: bool = False,
+                                                      progress_bar: bool = True,
+                                                      leave_progress_bar_on_finish: bool = False):
+        """:meth:`from_errors_decode_observables_detailed` for each row of ``errors``."""
+        e = np.asarray(errors)
+        if e.ndim != 2:
+            raise ValueError(f"errors of shape {e.shape}: expected [shots, {self._obs.shape[1]}]")
+        return [self.from_errors_decode_observables_detailed(row) for row in e]

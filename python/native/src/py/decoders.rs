@@ -17,6 +17,7 @@ use backline_decoders::osd::OsdMethod;
 use backline_decoders::registry::{self, Profile};
 use backline_decoders::relay::{RelayBpDecoder, RelayConfig};
 use backline_decoders::sparse::SparseMatrix;
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -429,19 +430,24 @@ impl CheckRelay {
     }
 
     /// Decodes one syndrome with the interpreter released: `(the decoding, one byte per
-    /// bit; converged; iterations)`.
+    /// bit; converged; iterations; the leg that answered, 0 for the first)`.
     fn decode<'py>(
         &self,
         py: Python<'py>,
         syndrome: &[u8],
-    ) -> PyResult<(Bound<'py, PyBytes>, bool, u32)> {
+    ) -> PyResult<(Bound<'py, PyBytes>, bool, u32, u32)> {
         boundary(|| {
             let mut guard = lock(&self.inner);
             let d = &mut *guard;
             let mut out = vec![0u8; d.bits()];
             let r = py.detach(|| d.decode(syndrome, &mut out));
             let info = r.map_err(|e| PyValueError::new_err(e.to_string()))?;
-            Ok((py_bytes(py, &out)?, info.converged, info.iterations))
+            Ok((
+                py_bytes(py, &out)?,
+                info.converged,
+                info.iterations,
+                info.best_leg,
+            ))
         })
     }
 
@@ -735,6 +741,118 @@ impl GraphMatching {
         })
     }
 
+    /// Decodes one shot given as one byte per detector (a C-contiguous `uint8` buffer of
+    /// exactly the graph's nodes; non-zero: fired), read in place, into `out` (a writable
+    /// C-contiguous `uint8` buffer of `num_fault_ids` bytes), the interpreter released;
+    /// returns the matching's weight. No copy of either array is made.
+    #[pyo3(signature = (shot, out, correlations = false))]
+    fn decode_into(
+        &self,
+        py: Python<'_>,
+        shot: &Bound<'_, PyAny>,
+        out: &Bound<'_, PyAny>,
+        correlations: bool,
+    ) -> PyResult<f64> {
+        boundary(|| {
+            let (shot, out) = (PyBuffer::<u8>::get(shot)?, PyBuffer::<u8>::get(out)?);
+            let mut guard = lock(&self.inner);
+            let d = &mut *guard;
+            with_correlations(d, correlations)?;
+            let nodes = d.num_detectors();
+            let input = read_slice(&shot, nodes, "the syndrome")?;
+            let output = write_slice(&out, self.num_fault_ids, "the prediction")?;
+            let edges = if self.num_fault_ids > 64 {
+                d.graph().edges().len()
+            } else {
+                0
+            };
+            let r = py.detach(|| {
+                let mut fired = Vec::with_capacity(64);
+                shot_events(input, false, nodes, &mut fired);
+                let mut parity = vec![0u8; edges];
+                match_one(
+                    d,
+                    &self.fault_ptr,
+                    &self.faults,
+                    &fired,
+                    &mut parity,
+                    output,
+                )
+            });
+            r.map_err(|e| PyValueError::new_err(e.to_string()))
+        })
+    }
+
+    /// `decode_batch` into caller-made arrays, reading the shots in place: `shots` a
+    /// C-contiguous `uint8` buffer of `count` records of `width` bytes (bit-packed or one byte
+    /// per detector, as `decode_batch`), `out` a writable `uint8` buffer of `count ·
+    /// num_fault_ids` bytes, `weights` None or a writable `float64` buffer of `count`. The
+    /// whole batch runs with the interpreter released; nothing is copied.
+    #[pyo3(signature = (shots, count, width, packed, out, weights = None, correlations = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn decode_batch_into(
+        &self,
+        py: Python<'_>,
+        shots: &Bound<'_, PyAny>,
+        count: usize,
+        width: usize,
+        packed: bool,
+        out: &Bound<'_, PyAny>,
+        weights: Option<&Bound<'_, PyAny>>,
+        correlations: bool,
+    ) -> PyResult<()> {
+        boundary(|| {
+            let shots = PyBuffer::<u8>::get(shots)?;
+            let out = PyBuffer::<u8>::get(out)?;
+            let weights = weights.map(PyBuffer::<f64>::get).transpose()?;
+            let mut guard = lock(&self.inner);
+            let d = &mut *guard;
+            with_correlations(d, correlations)?;
+            let nodes = d.num_detectors();
+            let least = if packed { nodes.div_ceil(8) } else { nodes };
+            if width < least {
+                return Err(PyValueError::new_err(format!(
+                    "{width} bytes per shot: expected at least {least}"
+                )));
+            }
+            let k = self.num_fault_ids;
+            let bytes_in = count.checked_mul(width);
+            let bytes_out = count.checked_mul(k);
+            let (Some(bytes_in), Some(bytes_out)) = (bytes_in, bytes_out) else {
+                return Err(PyValueError::new_err(format!("{count} shots: too many")));
+            };
+            let input = read_slice(&shots, bytes_in, "the shots")?;
+            let output = write_slice(&out, bytes_out, "the predictions")?;
+            let mut w = match &weights {
+                Some(b) => Some(write_slice(b, count, "the weights")?),
+                None => None,
+            };
+            let edges = if k > 64 { d.graph().edges().len() } else { 0 };
+            let r = py.detach(|| {
+                let mut fired = Vec::with_capacity(nodes.min(4096));
+                let mut parity = vec![0u8; edges];
+                for s in 0..count {
+                    let record = &input[s * width..(s + 1) * width];
+                    shot_events(record, packed, nodes, &mut fired);
+                    let weight = match_one(
+                        d,
+                        &self.fault_ptr,
+                        &self.faults,
+                        &fired,
+                        &mut parity,
+                        &mut output[s * k..(s + 1) * k],
+                    )
+                    .map_err(|e| format!("shot {s}: {e}"))?;
+                    if let Some(w) = w.as_deref_mut() {
+                        w[s] = weight;
+                    }
+                }
+                Ok::<(), String>(())
+            });
+            r.map_err(PyValueError::new_err)
+        })
+    }
+
     /// The correction's edges for one shot (detectors as for `decode`): `[(a, b or -1)]`.
     #[pyo3(signature = (fired, correlations = false))]
     fn decode_to_edges(
@@ -823,6 +941,46 @@ impl GraphMatching {
             Ok((out, weights))
         })
     }
+}
+
+/// A C-contiguous buffer of exactly `len` elements, read in place.
+fn read_slice<'a, T: pyo3::buffer::Element>(
+    b: &'a PyBuffer<T>,
+    len: usize,
+    what: &str,
+) -> PyResult<&'a [T]> {
+    if b.item_count() != len || !b.is_c_contiguous() {
+        return Err(PyValueError::new_err(format!(
+            "{what}: expected a C-contiguous buffer of {len} items, got {} items",
+            b.item_count()
+        )));
+    }
+    let ptr = b
+        .as_slice_ptr()
+        .ok_or_else(|| PyValueError::new_err(format!("{what}: not a contiguous buffer")))?;
+    // SAFETY: the buffer is C-contiguous with `len` items of `T` and stays alive (the
+    // `PyBuffer` holds the exporter) for as long as the borrow of `b`. Like every numpy C
+    // extension, the read runs without the interpreter: a caller writing the same array from
+    // another thread meanwhile gets what it raced for, as with PyMatching.
+    Ok(unsafe { ptr.as_ref() })
+}
+
+/// A writable C-contiguous buffer of exactly `len` elements, written in place.
+#[allow(clippy::mut_from_ref)]
+fn write_slice<'a, T: pyo3::buffer::Element>(
+    b: &'a PyBuffer<T>,
+    len: usize,
+    what: &str,
+) -> PyResult<&'a mut [T]> {
+    if b.readonly() {
+        return Err(PyValueError::new_err(format!(
+            "{what}: the buffer is read-only"
+        )));
+    }
+    let ptr = read_slice(b, len, what)?.as_ptr() as *mut T;
+    // SAFETY: as in `read_slice`, and writable; the Python side passes arrays it has just
+    // made for the answer, which nothing else references.
+    Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
 }
 
 /// The detectors below `nodes` that fired in one record (bit-packed or a byte each).

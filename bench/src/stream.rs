@@ -27,6 +27,16 @@
 //!
 //! A refused call is counted by status, the stream is reset, and the run goes on with the next
 //! shot; a transport failure (a timeout) ends the run with what it has.
+//!
+//! Rounds go back to back (each as soon as the reply before it lands) or, with a cadence
+//! ([`StreamRun::round_interval_ns`] = N), open loop: a shot starts when the client is ready to
+//! send its round 0 (the shot before it answered), and round `k` is due `k · N` after; it is
+//! sent at its due time (the client spins on the monotonic clock, [`Ticks::spin_until`]) or, when
+//! the reply before it landed later, at once and counted late ([`judge`], [`Pacing`]): a decoder
+//! that falls behind shows its backlog, the final enqueue's lag behind its due time. The first
+//! [`StreamRun::warmup_shots`] shots are streamed but left out of the streaming tail
+//! ([`StreamOutcome::tail`]) and of the pacing counts. [`run_clocked`] takes the clock, so that
+//! a test drives the pacing with a fake one.
 
 use std::net::UdpSocket;
 use std::ops::Range;
@@ -416,6 +426,115 @@ pub struct StreamRun {
     pub label: String,
     /// Set (by a SIGINT handler) to end the run at the next shot boundary.
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// The cadence of the rounds, open loop: round `k` of a shot is due `k · round_interval_ns`
+    /// after the shot's start ([`judge`]); 0 sends every round as soon as the reply before it
+    /// lands (back to back).
+    pub round_interval_ns: u64,
+    /// The first shots, streamed but left out of the tail ([`StreamOutcome::tail`]) and of the
+    /// pacing counts ([`Pacing`]).
+    pub warmup_shots: u64,
+}
+
+/// The monotonic clock a run reads, in ns from an origin of its own: a trait so that a test
+/// can drive the pacing with a clock of its own.
+pub trait Ticks {
+    /// Now, in ns.
+    fn now_ns(&self) -> u64;
+    /// Spins (never sleeps) until [`Ticks::now_ns`] reaches `due_ns`; returns that now.
+    fn spin_until(&self, due_ns: u64) -> u64 {
+        loop {
+            let now = self.now_ns();
+            if now >= due_ns {
+                return now;
+            }
+            core::hint::spin_loop();
+        }
+    }
+}
+
+/// The process's monotonic clock ([`Instant`]), from when it was made.
+pub struct Monotonic(Instant);
+
+impl Monotonic {
+    /// A clock whose origin is now.
+    pub fn new() -> Monotonic {
+        Monotonic(Instant::now())
+    }
+}
+
+impl Default for Monotonic {
+    fn default() -> Monotonic {
+        Monotonic::new()
+    }
+}
+
+impl Ticks for Monotonic {
+    fn now_ns(&self) -> u64 {
+        self.0.elapsed().as_nanos() as u64
+    }
+}
+
+/// When round `round` of a shot that started at `shot_start_ns` is due, at one round per
+/// `interval_ns`.
+pub fn due_ns(shot_start_ns: u64, round: u64, interval_ns: u64) -> u64 {
+    shot_start_ns.saturating_add(round.saturating_mul(interval_ns))
+}
+
+/// What to do with a round that is due at `due_ns`, judged when the reply before it landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pace {
+    /// Not due yet: spin until it is, then send.
+    Wait,
+    /// Due now: send.
+    OnTime,
+    /// The reply before it landed after its due time: send at once, `behind_ns` late (the
+    /// decoder or the transport fell behind the cadence).
+    Late {
+        /// How far past its due time the round's turn came.
+        behind_ns: u64,
+    },
+}
+
+/// The pacing decision for a round due at `due_ns` when the reply before it landed at
+/// `now_ns` (the shot's start for its round 0).
+pub fn judge(due_ns: u64, now_ns: u64) -> Pace {
+    match now_ns.cmp(&due_ns) {
+        std::cmp::Ordering::Less => Pace::Wait,
+        std::cmp::Ordering::Equal => Pace::OnTime,
+        std::cmp::Ordering::Greater => Pace::Late {
+            behind_ns: now_ns - due_ns,
+        },
+    }
+}
+
+/// How a paced run kept its cadence, over the shots after the warm-up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pacing {
+    /// The cadence: one round per this many ns.
+    pub round_interval_ns: u64,
+    /// Rounds sent.
+    pub rounds: u64,
+    /// Rounds whose turn came after their due time (the reply before them landed late), sent
+    /// at once.
+    pub late_rounds: u64,
+    /// The most any round was behind its due time when its turn came, ns.
+    pub late_max_ns: u64,
+    /// Per shot completed (in shot order, as [`StreamOutcome::tail`]): how far behind its due
+    /// time the shot's final enqueue was sent, ns (the spin's overshoot when on time).
+    pub final_behind_ns: Vec<f64>,
+}
+
+impl Pacing {
+    /// `ns` in rounds of the cadence.
+    pub fn in_rounds(&self, ns: f64) -> f64 {
+        ns / self.round_interval_ns.max(1) as f64
+    }
+
+    /// The final enqueue's lag behind its due time over the shots after the warm-up
+    /// (`final_behind_ns` from `warmup` on).
+    pub fn final_behind(&self, warmup: usize) -> &[f64] {
+        &self.final_behind_ns[warmup.min(self.final_behind_ns.len())..]
+    }
 }
 
 /// What a streaming run measured.
@@ -428,6 +547,11 @@ pub struct StreamOutcome {
     /// Per shot completed (in shot order), ns from just before its last enqueue was sent to
     /// its final `get_corrections`' right answer.
     pub last_to_corrections: Vec<f64>,
+    /// How many of the first [`StreamOutcome::last_to_corrections`] are warm-up shots'
+    /// ([`StreamRun::warmup_shots`]).
+    pub warmup: usize,
+    /// With a cadence ([`StreamRun::round_interval_ns`] > 0), how the run kept it.
+    pub pacing: Option<Pacing>,
     /// Shots whose every reply was right.
     pub shots: u64,
     /// Right answers that differ from the sampled observables.
@@ -450,6 +574,12 @@ impl StreamOutcome {
     /// Calls refused or wrong, in all.
     pub fn mismatches(&self) -> u64 {
         self.refused.iter().sum()
+    }
+
+    /// The client's *last enqueue → corrections* of the shots after the warm-up (NVIDIA's
+    /// streaming tail), in shot order.
+    pub fn tail(&self) -> &[f64] {
+        &self.last_to_corrections[self.warmup.min(self.last_to_corrections.len())..]
     }
 
     /// `status=count` of the refusals.
@@ -502,11 +632,25 @@ fn begin_shot(link: &mut dyn StreamLink, shot: u64) -> Result<Option<CallStatus>
     })
 }
 
-/// Streams `cfg.shots` shots of `dem` through `link`.
+/// Streams `cfg.shots` shots of `dem` through `link`, on the process's monotonic clock.
 pub fn run(
     link: &mut dyn StreamLink,
     dem: &DetectorErrorModel,
     cfg: &StreamRun,
+) -> Result<StreamOutcome, StreamBuildError> {
+    run_clocked(link, dem, cfg, &Monotonic::new())
+}
+
+/// [`run`] on `clock`. With a cadence ([`StreamRun::round_interval_ns`] = N > 0) a shot starts
+/// when the one before it ended (its corrections in, its `reset_decoder` answered in NVIDIA's
+/// order), its round 0 is sent then, and round `k` is due `k · N` after: sent at its due
+/// time (the client spins until then) or, when the reply before it landed later, at once — a
+/// late round ([`judge`], [`Pacing`]).
+pub fn run_clocked(
+    link: &mut dyn StreamLink,
+    dem: &DetectorErrorModel,
+    cfg: &StreamRun,
+    clock: &dyn Ticks,
 ) -> Result<StreamOutcome, StreamBuildError> {
     let layout: Vec<Range<usize>> = round_layout(dem)?;
     let k = dem.num_observables();
@@ -521,10 +665,19 @@ pub fn run(
         .collect();
     let mut result = vec![0u8; kb];
     let calls = cfg.shots as usize * layout.len();
+    let interval = cfg.round_interval_ns;
     let mut out = StreamOutcome {
         enqueue: Trace::with_capacity(Clock::HostNs, calls),
         corrections: Trace::with_capacity(Clock::HostNs, cfg.shots as usize),
         last_to_corrections: Vec::with_capacity(cfg.shots as usize),
+        warmup: 0,
+        pacing: (interval > 0).then(|| Pacing {
+            round_interval_ns: interval,
+            rounds: 0,
+            late_rounds: 0,
+            late_max_ns: 0,
+            final_behind_ns: Vec::with_capacity(cfg.shots as usize),
+        }),
         shots: 0,
         logical_failures: 0,
         refused: [0; 7],
@@ -545,6 +698,7 @@ pub fn run(
             out.interrupted = true;
             break;
         }
+        let measured = shot >= cfg.warmup_shots;
         noise.sample(&mut events, &mut truth);
         for (r, p) in layout.iter().zip(packed.iter_mut()) {
             pack(&events[r.clone()], p);
@@ -561,12 +715,37 @@ pub fn run(
             }
         }
         let mut refused = None;
-        let mut last_sent = Instant::now();
+        let shot_start = clock.now_ns();
+        // When the reply before the next round landed (the shot's start for round 0).
+        let mut landed = shot_start;
+        let mut last_sent = shot_start;
+        let mut final_behind = 0u64;
         for (r, p) in packed.iter().enumerate() {
-            let t0 = Instant::now();
+            let t0 = if interval == 0 {
+                clock.now_ns()
+            } else {
+                let due = due_ns(shot_start, r as u64, interval);
+                let t0 = match judge(due, landed) {
+                    Pace::Wait => clock.spin_until(due),
+                    Pace::OnTime => clock.now_ns(),
+                    Pace::Late { behind_ns } => {
+                        if let Some(p) = out.pacing.as_mut().filter(|_| measured) {
+                            p.late_rounds += 1;
+                            p.late_max_ns = p.late_max_ns.max(behind_ns);
+                        }
+                        clock.now_ns()
+                    }
+                };
+                if let Some(p) = out.pacing.as_mut().filter(|_| measured) {
+                    p.rounds += 1;
+                }
+                final_behind = t0.saturating_sub(due);
+                t0
+            };
             last_sent = t0;
             let reply = link.enqueue(r as u32, layout[r].len(), p);
-            let rtt = t0.elapsed().as_nanos() as f64;
+            landed = clock.now_ns();
+            let rtt = landed.saturating_sub(t0) as f64;
             match reply {
                 Ok(LinkReply {
                     status: Some(CallStatus::Ok),
@@ -595,14 +774,21 @@ pub fn run(
             }
             continue;
         }
-        let t0 = Instant::now();
+        let t0 = clock.now_ns();
         let reset = link.order() == CallOrder::ResetAfter;
         let reply = link.get_corrections(k, reset, &mut result);
-        let rtt = t0.elapsed().as_nanos() as f64;
+        let t1 = clock.now_ns();
+        let rtt = t1.saturating_sub(t0) as f64;
         match reply {
             Ok(rep) if rep.status == Some(CallStatus::Ok) && rep.is_final && rep.len == kb => {
                 out.last_to_corrections
-                    .push(last_sent.elapsed().as_nanos() as f64);
+                    .push(t1.saturating_sub(last_sent) as f64);
+                if !measured {
+                    out.warmup += 1;
+                }
+                if let Some(p) = out.pacing.as_mut() {
+                    p.final_behind_ns.push(final_behind as f64);
+                }
                 out.corrections.rows.push(row(shot, rtt, RoundStatus::Ok));
                 out.shots += 1;
                 pack(&truth, &mut truth_packed);
@@ -759,6 +945,8 @@ mod tests {
             enqueue: Trace::with_capacity(Clock::HostNs, 4),
             corrections: Trace::with_capacity(Clock::HostNs, 2),
             last_to_corrections: Vec::new(),
+            warmup: 0,
+            pacing: None,
             shots: 2,
             logical_failures: 0,
             refused: [0; 7],
@@ -836,6 +1024,8 @@ mod tests {
             progress: Show::Never,
             stop: None,
             label: String::new(),
+            round_interval_ns: 0,
+            warmup_shots: 0,
         };
         let out = run(&mut link, &dem, &cfg).unwrap();
         assert!(out.error.is_none());
@@ -874,5 +1064,134 @@ mod tests {
             out.logical_failures.abs_diff(w.logical_failures) <= w.differ,
             "{w:?}"
         );
+    }
+
+    #[test]
+    fn a_round_is_waited_for_sent_on_time_or_late() {
+        assert_eq!(due_ns(100, 3, 1000), 3100);
+        assert_eq!(due_ns(100, u64::MAX, 1000), u64::MAX);
+        assert_eq!(judge(3100, 2000), Pace::Wait);
+        assert_eq!(judge(3100, 3100), Pace::OnTime);
+        assert_eq!(judge(3100, 3600), Pace::Late { behind_ns: 500 });
+    }
+
+    /// A clock that moves only when told: a fake link advances it by each call's round trip,
+    /// and a spin jumps it to the due time.
+    struct FakeClock(std::rc::Rc<std::cell::Cell<u64>>);
+
+    impl Ticks for FakeClock {
+        fn now_ns(&self) -> u64 {
+            self.0.get()
+        }
+        fn spin_until(&self, due_ns: u64) -> u64 {
+            self.0.set(self.0.get().max(due_ns));
+            self.0.get()
+        }
+    }
+
+    /// A link whose calls take scripted times on a [`FakeClock`]: each enqueue 400 ns but
+    /// those of `slow` (shot, round, ns), each get_corrections 300 ns; every answer right.
+    struct Scripted {
+        now: std::rc::Rc<std::cell::Cell<u64>>,
+        shot: u64,
+        slow: Vec<(u64, u32, u64)>,
+    }
+
+    impl StreamLink for Scripted {
+        fn begin_shot(&mut self, shot: u64) {
+            self.shot = shot;
+        }
+        fn enqueue(&mut self, round: u32, _: usize, _: &[u8]) -> Result<LinkReply, LinkError> {
+            let ns = self
+                .slow
+                .iter()
+                .find(|(s, r, _)| *s == self.shot && *r == round)
+                .map_or(400, |x| x.2);
+            self.now.set(self.now.get() + ns);
+            Ok(LinkReply {
+                status: Some(CallStatus::Ok),
+                is_final: false,
+                len: 0,
+            })
+        }
+        fn get_corrections(
+            &mut self,
+            observables: usize,
+            _: bool,
+            out: &mut [u8],
+        ) -> Result<LinkReply, LinkError> {
+            self.now.set(self.now.get() + 300);
+            out.fill(0);
+            Ok(LinkReply {
+                status: Some(CallStatus::Ok),
+                is_final: true,
+                len: observables.div_ceil(8),
+            })
+        }
+        fn reset(&mut self) -> Result<LinkReply, LinkError> {
+            Ok(LinkReply {
+                status: Some(CallStatus::Ok),
+                is_final: true,
+                len: 0,
+            })
+        }
+    }
+
+    fn scripted_run(interval: u64, slow: Vec<(u64, u32, u64)>) -> StreamOutcome {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../decoders/tests/data/dem/surface_d3_r8_p0.01.dem"
+        );
+        let dem = DetectorErrorModel::parse(&std::fs::read_to_string(path).unwrap(), path).unwrap();
+        let now = std::rc::Rc::new(std::cell::Cell::new(1_000_000));
+        let mut link = Scripted {
+            now: now.clone(),
+            shot: 0,
+            slow,
+        };
+        let cfg = StreamRun {
+            shots: 4,
+            seed: 4,
+            progress: Show::Never,
+            stop: None,
+            label: String::new(),
+            round_interval_ns: interval,
+            warmup_shots: 1,
+        };
+        run_clocked(&mut link, &dem, &cfg, &FakeClock(now)).unwrap()
+    }
+
+    #[test]
+    fn paced_rounds_wait_for_their_due_time_and_a_slow_reply_shows_as_backlog() {
+        // 9 rounds a shot, one per 1000 ns. Shot 0 (the warm-up): round 1 takes 5000 ns, so
+        // rounds 2..8 go late (round 2 by 4000 ns), the last by 400 ns: none of it counted.
+        // Shot 2: round 3 takes 2500 ns: rounds 4, 5, 6 go late by 1500, 900, 300 ns; round 7
+        // waits again. Shot 3: round 7 takes 2500 ns, so its final round is sent 1500 ns
+        // (1.5 rounds) behind its due time.
+        let out = scripted_run(1000, vec![(0, 1, 5000), (2, 3, 2500), (3, 7, 2500)]);
+        assert_eq!(out.shots, 4);
+        assert_eq!(out.warmup, 1);
+        // The last enqueue (400 ns) and the get_corrections (300 ns), after the warm-up.
+        assert_eq!(out.tail(), &[700.0, 700.0, 700.0]);
+        let p = out.pacing.as_ref().unwrap();
+        assert_eq!(p.round_interval_ns, 1000);
+        assert_eq!(p.rounds, 27);
+        assert_eq!(p.late_rounds, 4);
+        assert_eq!(p.late_max_ns, 1500);
+        assert_eq!(p.final_behind_ns, vec![400.0, 0.0, 0.0, 1500.0]);
+        assert_eq!(p.final_behind(out.warmup), &[0.0, 0.0, 1500.0]);
+        assert_eq!(p.in_rounds(1500.0), 1.5);
+        // The enqueue trace holds the round trips alone, not the waits.
+        assert!(out.enqueue.rows.iter().all(|r| r.rtt_ns >= 400.0));
+        assert_eq!(out.enqueue.rows[1].rtt_ns, 5000.0);
+    }
+
+    #[test]
+    fn no_cadence_sends_back_to_back() {
+        let out = scripted_run(0, vec![(2, 3, 2500)]);
+        assert!(out.pacing.is_none());
+        assert_eq!(out.shots, 4);
+        assert_eq!(out.last_to_corrections, vec![700.0; 4]);
+        assert_eq!(out.tail().len(), 3);
     }
 }

@@ -277,3 +277,166 @@ fn bad_streaming_set_ups_are_errors() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("not a streaming decoder"), "{err}");
 }
+
+/// The streaming tail of a run: `{median_ns, p99_ns, p999_ns, max_ns, shots}`, checked for
+/// order; returns its median.
+fn tail(run: &serde_json::Value, shots: u64) -> f64 {
+    let t = &run["streaming_tail"];
+    assert_eq!(t["shots"].as_u64(), Some(shots), "{run}");
+    let [median, p99, p999, max] = ["median_ns", "p99_ns", "p999_ns", "max_ns"].map(|k| {
+        t[k].as_f64()
+            .unwrap_or_else(|| panic!("streaming_tail.{k}: {run}"))
+    });
+    assert!(
+        median > 0.0 && median <= p99 && p99 <= p999 && p999 <= max,
+        "{t}"
+    );
+    median
+}
+
+#[test]
+fn a_paced_stream_reports_its_tail_after_the_warm_up_and_its_backlog() {
+    let spec = format!("stream:{}:matching", model());
+    for (transport, tag) in [
+        (&["--transport", "memcpy"][..], "paced-memcpy"),
+        (&["--transport", "udp"][..], "paced-udp"),
+        (&["--protocol", "cuqr"][..], "paced-cuqr"),
+    ] {
+        let mut args = transport.to_vec();
+        args.extend([
+            "--responder",
+            &spec,
+            "--round-interval-ns",
+            "1000",
+            "--shots",
+            "30",
+            "--warmup-shots",
+            "5",
+            "--timeout-ms",
+            "5000",
+            "--no-baseline",
+        ]);
+        let v = json(&bench(&args, tag));
+        for run in v["runs"].as_array().unwrap() {
+            // Every shot streamed; the tail leaves the 5 warm-up shots out, the client's
+            // figure of every shot beside it, and the server's (last syndrome → corrections)
+            // where the bench reads it.
+            assert_eq!(run["shots"], 30, "{tag}: {run}");
+            assert_eq!(run["warmup_shots"], 5, "{tag}: {run}");
+            assert_eq!(run["round_interval_ns"], 1000, "{tag}: {run}");
+            tail(run, 25);
+            figure(run, "client_last_enqueue_to_corrections", 30);
+            // (A backline-protocol server process prints its own in its shutdown line.)
+            if tag != "paced-udp" {
+                figure(run, "last_syndrome_to_correction", 30);
+            }
+            // A round a µs is faster than a loopback UDP round trip: late rounds, counted and
+            // reported as backlog, never silent.
+            let p = &run["pacing"];
+            assert_eq!(p["round_interval_ns"], 1000, "{tag}: {p}");
+            assert_eq!(p["rounds"], 25 * 9, "{tag}: {p}");
+            let late = p["late_rounds"].as_u64().unwrap();
+            assert!(late <= 25 * 9, "{tag}: {p}");
+            if tag != "paced-memcpy" {
+                assert!(late > 0, "{tag}: {p}");
+                assert!(p["late_max_ns"].as_f64().unwrap() > 0.0, "{tag}: {p}");
+            }
+            let [m, p99, max] = ["median", "p99", "max"].map(|q| {
+                let ns = p[format!("final_backlog_{q}_ns")].as_f64().unwrap();
+                let rounds = p[format!("final_backlog_{q}_rounds")].as_f64().unwrap();
+                assert!(
+                    (rounds * 1000.0 - ns).abs() < 1e-6 * ns.max(1.0),
+                    "{tag}: {p}"
+                );
+                ns
+            });
+            assert!(0.0 <= m && m <= p99 && p99 <= max, "{tag}: {p}");
+        }
+    }
+    // Without the flags: back to back, as before (no pacing), the default warm-up (20, or
+    // half the shots below 40) out of the tail only.
+    let v = json(&bench(
+        &["--responder", &spec, "--shots", "30", "--no-baseline"],
+        "b2b",
+    ));
+    let run = &v["runs"][0];
+    assert_eq!(run["round_interval_ns"], 0, "{run}");
+    assert!(run.get("pacing").is_none(), "{run}");
+    assert_eq!(run["warmup_shots"], 15, "{run}");
+    assert_eq!(run["completed"], 30 * 9);
+    tail(run, 15);
+    figure(run, "client_last_enqueue_to_corrections", 30);
+    let v = json(&bench(
+        &[
+            "--responder",
+            &spec,
+            "--shots",
+            "50",
+            "--round-interval-ns",
+            "0",
+            "--no-baseline",
+        ],
+        "b2b-0",
+    ));
+    assert!(v["runs"][0].get("pacing").is_none());
+    tail(&v["runs"][0], 30);
+}
+
+#[test]
+fn bad_cadences_and_warm_ups_are_one_line_errors() {
+    let spec = format!("stream:{}:matching", model());
+    for (args, want) in [
+        (
+            vec!["--round-interval-ns", "1000000001"],
+            "--round-interval-ns 1000000001: at most 1000000000",
+        ),
+        (
+            vec!["--round-interval-ns", "-1"],
+            "unexpected argument '-1'",
+        ),
+        (vec!["--round-interval-ns", "1e3"], "invalid value '1e3'"),
+        (
+            vec!["--warmup-shots", "30", "--shots", "30"],
+            "--warmup-shots 30 leaves no shot to measure: it must be less than --shots 30",
+        ),
+        (
+            vec!["--round-interval-ns", "1000000000", "--shots", "100000"],
+            "over at least 250 h: more than 24 h",
+        ),
+        (
+            vec!["--round-interval-ns", "1000", "--cadence", "random-delayed"],
+            "pace their rounds with --round-interval-ns",
+        ),
+    ] {
+        let o = Command::new(BIN)
+            .args(["bench", "--responder", &spec, "--no-plots"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+    // A cadence for rounds that are not a stream's is a warning, not a change.
+    let o = Command::new(BIN)
+        .args([
+            "bench",
+            "--responder",
+            "echo",
+            "--rounds",
+            "100",
+            "--round-interval-ns",
+            "1000",
+            "--json",
+            "--no-plots",
+            "-q",
+            "--out-dir",
+            &out_dir("echo-paced"),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("--round-interval-ns paces the rounds of stream: responders; ignored"));
+}

@@ -67,6 +67,16 @@ pub struct Args {
     /// run, on every core) and print both logical error rates.
     #[arg(long)]
     pub whole_history: bool,
+    /// stream: responders: the cadence of the rounds, open loop: round k of a shot is due k·N
+    /// ns after the shot's start, sent at its due time (the client spins) or at once when the
+    /// reply before it landed later (a late round: the backlog is reported). 0: back to back,
+    /// each round as soon as the reply before it lands. At most 1000000000 (1 s).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub round_interval_ns: u64,
+    /// stream: responders: the first W shots are streamed but left out of the streaming tail
+    /// and the pacing counts; less than --shots [default: 20, or half of --shots below 40].
+    #[arg(long, value_name = "W")]
+    pub warmup_shots: Option<u64>,
     /// b2b (next round as soon as the last reply lands) or random-delayed (the pacer).
     #[arg(long, default_value = "b2b")]
     pub cadence: String,
@@ -189,6 +199,10 @@ pub struct BenchConfig {
     pub shots: u64,
     /// Whole-history decoding after streaming runs.
     pub whole_history: bool,
+    /// `--round-interval-ns`: the cadence of a stream's rounds (0: back to back).
+    pub round_interval_ns: u64,
+    /// `--warmup-shots`, resolved: the shots left out of the streaming tail.
+    pub warmup_shots: u64,
     /// The seed of the pacer and of sampled errors.
     pub seed: u32,
     /// Round trips of each floor half.
@@ -293,6 +307,8 @@ impl BenchConfig {
             rounds: a.rounds,
             shots: a.shots,
             whole_history: a.whole_history,
+            round_interval_ns: a.round_interval_ns,
+            warmup_shots: warmup_of(&a),
             seed: a.seed,
             payload_bytes: a.payload_bytes,
             session,
@@ -389,6 +405,13 @@ fn check_streams(
     plans: &[Option<StreamPlan>],
 ) -> anyhow::Result<()> {
     let streams = plans.iter().filter(|p| p.is_some()).count();
+    if a.round_interval_ns > MAX_ROUND_INTERVAL_NS {
+        bail!(
+            "--round-interval-ns {}: at most {MAX_ROUND_INTERVAL_NS} (one round a second); 0 sends \
+             rounds back to back",
+            a.round_interval_ns
+        );
+    }
     if a.counter.is_some() && !cuqr {
         bail!("--counter is the counter of CUQR frames: add --protocol cuqr");
     }
@@ -399,6 +422,15 @@ fn check_streams(
         );
     }
     if streams == 0 {
+        if a.round_interval_ns > 0 {
+            warn_ignored(
+                "--round-interval-ns",
+                "paces the rounds of stream: responders",
+            );
+        }
+        if a.warmup_shots.is_some() {
+            warn_ignored("--warmup-shots", "applies to stream: responders");
+        }
         return Ok(());
     }
     if a.csv.is_some() {
@@ -413,9 +445,50 @@ fn check_streams(
         bail!("a stream: responder takes one call at a time: leave --in-flight at 1");
     }
     if !pacer.is_b2b() {
-        bail!("stream: responders run b2b (every call as soon as the last reply lands)");
+        bail!(
+            "stream: responders run b2b (every call as soon as the last reply lands); pace their \
+             rounds with --round-interval-ns"
+        );
+    }
+    if let Some(w) = a.warmup_shots
+        && w >= a.shots
+    {
+        bail!(
+            "--warmup-shots {w} leaves no shot to measure: it must be less than --shots {}",
+            a.shots
+        );
+    }
+    // The cadence alone takes shots × rounds × N: a day at most.
+    let rounds = plans.iter().flatten().map(|p| p.rounds as u64).max();
+    let paced_ns = u128::from(a.shots)
+        * u128::from(rounds.unwrap_or(0))
+        * u128::from(a.round_interval_ns)
+        * streams as u128;
+    if paced_ns > MAX_PACED_NS {
+        bail!(
+            "--round-interval-ns {} paces {} shots of {} rounds over at least {:.0} h: more than \
+             {} h; lower --shots or the interval",
+            a.round_interval_ns,
+            a.shots,
+            rounds.unwrap_or(0),
+            paced_ns as f64 / 3.6e12,
+            MAX_PACED_NS / 3_600_000_000_000
+        );
     }
     Ok(())
+}
+
+/// The slowest cadence `--round-interval-ns` takes: one round a second.
+const MAX_ROUND_INTERVAL_NS: u64 = 1_000_000_000;
+/// The longest a cadence may stretch a bench (its rounds' due times alone): 24 h.
+const MAX_PACED_NS: u128 = 24 * 3_600_000_000_000;
+/// `--warmup-shots` when not given (or half of `--shots`, when smaller).
+const DEFAULT_WARMUP_SHOTS: u64 = 20;
+
+/// `--warmup-shots`, resolved (checked against `--shots` in [`check_streams`]).
+fn warmup_of(a: &Args) -> u64 {
+    a.warmup_shots
+        .unwrap_or(DEFAULT_WARMUP_SHOTS.min(a.shots / 2))
 }
 
 /// What a floor half measures: as many round trips as the runs make.

@@ -165,6 +165,69 @@ pub fn figure_line(label: &str, what: &str, samples_ns: &[f64]) -> Option<String
     ))
 }
 
+/// The JSON key of NVIDIA's streaming tail: the client's figure over the shots after the
+/// warm-up.
+pub const TAIL_FIGURE: &str = "streaming_tail";
+
+/// The streaming tail as JSON: `{median_ns, p99_ns, p999_ns, max_ns, shots}`.
+pub fn tail_json(samples_ns: &[f64]) -> Option<serde_json::Value> {
+    let s = Summary::of(samples_ns)?;
+    Some(serde_json::json!({
+        "median_ns": s.median_ns,
+        "p99_ns": s.p99_ns,
+        "p999_ns": s.p999_ns,
+        "max_ns": s.max_ns,
+        "shots": s.count,
+    }))
+}
+
+/// The pacing of a run with a cadence as JSON: the late rounds and the final enqueue's lag
+/// behind its due time (the backlog), in ns and in rounds, over the shots after the warm-up.
+pub fn pacing_json(p: &sb::Pacing, warmup: usize) -> serde_json::Value {
+    let behind = Summary::of(p.final_behind(warmup));
+    let q = |f: fn(&Summary) -> f64| behind.as_ref().map_or(0.0, f);
+    let (median, p99, max) = (q(|s| s.median_ns), q(|s| s.p99_ns), q(|s| s.max_ns));
+    serde_json::json!({
+        "round_interval_ns": p.round_interval_ns,
+        "rounds": p.rounds,
+        "late_rounds": p.late_rounds,
+        "late_max_ns": p.late_max_ns,
+        "final_backlog_median_ns": median,
+        "final_backlog_p99_ns": p99,
+        "final_backlog_max_ns": max,
+        "final_backlog_median_rounds": p.in_rounds(median),
+        "final_backlog_p99_rounds": p.in_rounds(p99),
+        "final_backlog_max_rounds": p.in_rounds(max),
+    })
+}
+
+/// The pacing of a run with a cadence as a line under the table; it says so when rounds were
+/// late (the decoder or the transport fell behind the cadence).
+pub fn pacing_line(label: &str, p: &sb::Pacing, warmup: usize) -> String {
+    let behind = Summary::of(p.final_behind(warmup));
+    let q = |f: fn(&Summary) -> f64| behind.as_ref().map_or(0.0, f);
+    let (median, p99, max) = (q(|s| s.median_ns), q(|s| s.p99_ns), q(|s| s.max_ns));
+    let mut line = format!(
+        "{label}: paced at one round per {} ns: {} of {} rounds late (at most {} µs behind); \
+         final enqueue behind its due time: median {} µs ({:.2} rounds), P99 {} µs ({:.2}), \
+         max {} µs ({:.2})",
+        p.round_interval_ns,
+        p.late_rounds,
+        p.rounds,
+        us(p.late_max_ns),
+        us(median as u64),
+        p.in_rounds(median),
+        us(p99 as u64),
+        p.in_rounds(p99),
+        us(max as u64),
+        p.in_rounds(max),
+    );
+    if p.late_rounds > 0 {
+        line.push_str(" — BACKLOG: the decoder or the transport did not keep this cadence");
+    }
+    line
+}
+
 /// What the client's figure is, in the lines under the table.
 pub const CLIENT_WHAT: &str = "client last enqueue sent → corrections received";
 /// What the server's figure is, in the lines under the table.
@@ -215,6 +278,22 @@ pub fn summary_lines(plan: &StreamPlan, r: &StreamResult) -> Vec<String> {
         CLIENT_WHAT,
         &o.last_to_corrections,
     ));
+    if let Some(s) = Summary::of(o.tail()) {
+        v.push(format!(
+            "{}: streaming tail (client last enqueue → corrections, {} warm-up shots excluded): \
+             median {} µs, P99 {} µs, P99.9 {} µs, max {} µs ({} shots)",
+            plan.label,
+            o.warmup,
+            us(s.median_ns as u64),
+            us(s.p99_ns as u64),
+            us(s.p999_ns as u64),
+            us(s.max_ns as u64),
+            s.count
+        ));
+    }
+    if let Some(p) = &o.pacing {
+        v.push(pacing_line(&plan.label, p, o.warmup));
+    }
     if let Some(k) = &r.keep_up {
         v.push(format!(
             "{}: keeps up: {} rounds in {:.1} ms of calls = {:.0} rounds/s; fed one round per \
@@ -255,6 +334,17 @@ pub fn json_fields(
     m.insert("refused".into(), o.mismatches().into());
     if let Some(f) = figure_json(&o.last_to_corrections) {
         m.insert(CLIENT_FIGURE.into(), f);
+    }
+    m.insert("warmup_shots".into(), o.warmup.into());
+    if let Some(f) = tail_json(o.tail()) {
+        m.insert(TAIL_FIGURE.into(), f);
+    }
+    m.insert(
+        "round_interval_ns".into(),
+        o.pacing.as_ref().map_or(0, |p| p.round_interval_ns).into(),
+    );
+    if let Some(p) = &o.pacing {
+        m.insert("pacing".into(), pacing_json(p, o.warmup));
     }
     if let Some(t) = r.windows.as_ref().filter(|t| t.count() > 0) {
         let q = |x| t.quantile_ns(x).unwrap_or(0);

@@ -262,6 +262,8 @@ fn run_stream(
         progress: c.progress,
         label: format!("bench {transport} {}", plan.label),
         stop: Some(stop.clone()),
+        round_interval_ns: c.round_interval_ns,
+        warmup_shots: c.warmup_shots,
     };
     // A CUQR client's get_corrections asked again after not_ready.
     let mut polls = None;
@@ -359,6 +361,8 @@ fn run_stream(
         trace.set_meta("protocol", c.protocol());
         trace.set_meta("shots", c.shots);
         trace.set_meta("seed", c.seed);
+        trace.set_meta("round_interval_ns", c.round_interval_ns);
+        trace.set_meta("warmup_shots", c.warmup_shots);
         trace.set_meta("logical_failures", o_logical(&fields));
         let label = c.outputs.runs()[col.runs.len()].label.clone();
         let mut run = Run::new(label, trace);

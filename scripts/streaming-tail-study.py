@@ -244,8 +244,14 @@ def main():
             for kind in kinds:
                 # stim's r rounds are r + 1 rounds of detectors; a window is at most those.
                 window = min(2 * d, r + 1)
-                window, commit = (window, min(d, window)) if kind == "sliding" else ("", "")
-                settings = f":window={window};commit={commit}" if kind == "sliding" else ""
+                if kind == "sliding":
+                    commit = min(d, window)
+                    settings = f":window={window};commit={commit}"
+                else:
+                    # One window over the whole shot, named (matching's real-time default
+                    # is windowed).
+                    window, commit = r + 1, ""
+                    settings = f":window={window}"
                 bar.show(f"d={d} r={r} {kind}")
                 x = row(a, d, r, kind, window, commit, bench(a, f"stream:{path}:matching{settings}"))
                 rows.append(x)

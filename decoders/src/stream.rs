@@ -763,6 +763,25 @@ pub fn round_layout(dem: &DetectorErrorModel) -> Result<Vec<Range<usize>>, Strea
     Ok(s.windows(2).map(|w| w[0]..w[1]).collect())
 }
 
+/// The windows a matching stream takes when its spec names none (the real-time default of
+/// `stream:MODEL.dem:matching`): `(window, commit)` = `(2·d, d)` rounds, `d` the distance the
+/// model's rounds suggest — `⌈√(w + 1)⌉` for the median round of `w` detectors, which is the
+/// distance of a rotated surface-code memory (`d² − 1` detectors a round) — as NV-Fusion cuts
+/// its leaves of `2·d` rounds; `None` (one window, the whole shot) when the shot has no more
+/// than `2·d` rounds, or its rounds cannot be read. With these windows the streams measured in
+/// docs/decoders.md ("Deadlines and real-time defaults") decoded no shot differently from the
+/// whole history.
+pub fn realtime_matching_windows(dem: &DetectorErrorModel) -> Option<(usize, usize)> {
+    let starts = rounds_of(dem).ok()?;
+    let t = starts.len() - 1;
+    let mut sizes: Vec<usize> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+    sizes.sort_unstable();
+    let median = *sizes.get(sizes.len() / 2)?;
+    let d = ((median + 1) as f64).sqrt().ceil().max(1.0) as usize;
+    let window = 2 * d;
+    (window < t).then_some((window, d))
+}
+
 /// The rounds of each window of `w` rounds committing `c`, over `t` rounds: `k·c ..
 /// min(k·c + w, t)` until one reaches the last round.
 fn window_rounds(t: usize, w: usize, c: usize) -> Vec<Range<usize>> {

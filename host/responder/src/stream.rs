@@ -240,8 +240,18 @@ pub fn stream_decoder_of(spec: &str) -> Result<(StreamSpec, StreamDecoder), Stre
     let dem = DetectorErrorModel::parse_with(&text, &excerpt(&s.path), &s.settings.limits)
         .map_err(|e| bad(e.to_string()))?;
     drop(text);
-    let dec = StreamDecoder::new(&dem, &s.settings).map_err(|e| bad(e.to_string()))?;
     let mut s = s;
+    // The real-time default of a matching stream: windows of 2·d rounds committing d, not the
+    // whole shot (whose last decode grows with the shot), when the spec names no window.
+    if s.decoder == "matching"
+        && s.settings.window.is_none()
+        && s.settings.commit.is_none()
+        && let Some((w, c)) = backline_decoders::stream::realtime_matching_windows(&dem)
+    {
+        s.settings.window = Some(w);
+        s.settings.commit = Some(c);
+    }
+    let dec = StreamDecoder::new(&dem, &s.settings).map_err(|e| bad(e.to_string()))?;
     s.decode = Some(
         s.decode
             .unwrap_or_else(|| DecodeMode::realtime_default(s.decoder, dec.windows().count())),

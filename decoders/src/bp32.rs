@@ -86,6 +86,11 @@ pub struct MinSum32 {
     pub(crate) block_rows: Vec<u32>,
     /// Per-position priors (`ln((1 − p)/p)`).
     pub(crate) prior: Vec<f32>,
+    /// The priors the bit pass adds: `prior` for plain BP; Relay-BP's memory priors
+    /// `(1 − γ)·Λ + γ·M` (from `coef`, `gamma` and the last marginals) in a memory leg.
+    pub(crate) eff: Vec<f32>,
+    pub(crate) coef: Vec<f32>,
+    pub(crate) gamma: Vec<f32>,
     /// Bit-to-check messages per slot: `mask + 1` entries, a power of two above `edges` (the
     /// check pass indexes them with `slot & mask`, which the compiler knows is in bounds, so
     /// its gathers carry no bounds checks; the entries past the neutral slot are unused).
@@ -212,7 +217,7 @@ impl MinSum32 {
         let cmask = block_slots.len().max(1).next_power_of_two() - 1;
         // Choose the SIMD level now: its first use allocates, and a decode must not.
         crate::simd::kernel();
-        let prior = column
+        let prior: Vec<f32> = column
             .iter()
             .map(|&c| prior_llr[c as usize] as f32)
             .collect();
@@ -229,6 +234,9 @@ impl MinSum32 {
             block_width,
             block_slots,
             block_rows,
+            eff: prior.clone(),
+            coef: vec![0.0; n],
+            gamma: vec![0.0; n],
             prior,
             mask: (edges + 1).next_power_of_two() - 1,
             b2c: vec![0.0; (edges + 1).next_power_of_two()],
@@ -283,15 +291,8 @@ impl MinSum32 {
         for (d, &s) in self.syndrome.iter_mut().zip(syndrome) {
             *d = (s != 0) as u8;
         }
-        // Every real slot starts at its bit's prior; the neutral one stays BIG.
-        for g in &self.groups {
-            let (base, count, pos) = (g.base as usize, g.count as usize, g.pos as usize);
-            let prior = &self.prior[pos..pos + count];
-            for j in 0..g.degree as usize {
-                self.b2c[base + j * count..base + (j + 1) * count].copy_from_slice(prior);
-            }
-        }
-        self.b2c[self.edges] = BIG;
+        self.reset_messages();
+        self.eff.copy_from_slice(&self.prior);
         self.llr.copy_from_slice(&self.prior);
         if !self.min_llr.is_empty() {
             self.min_llr.copy_from_slice(&self.prior);
@@ -313,6 +314,75 @@ impl MinSum32 {
             }
         }
         (false, max_iter)
+    }
+
+    /// Every real slot's bit-to-check message back at its bit's prior; the neutral one BIG.
+    fn reset_messages(&mut self) {
+        for g in &self.groups {
+            let (base, count, pos) = (g.base as usize, g.count as usize, g.pos as usize);
+            let prior = &self.prior[pos..pos + count];
+            for j in 0..g.degree as usize {
+                self.b2c[base + j * count..base + (j + 1) * count].copy_from_slice(prior);
+            }
+        }
+        self.b2c[self.edges] = BIG;
+    }
+
+    /// Starts a Relay-BP decode of `syndrome` ([`crate::relay`]): the marginals start at the
+    /// priors; the legs follow ([`MinSum32::memory_leg`]).
+    pub fn start_memory(&mut self, syndrome: &[u8]) {
+        debug_assert_eq!(syndrome.len(), self.m);
+        for (d, &s) in self.syndrome.iter_mut().zip(syndrome) {
+            *d = (s != 0) as u8;
+        }
+        self.llr.copy_from_slice(&self.prior);
+    }
+
+    /// One leg of Relay-BP's memory BP ([`crate::relay`]'s rule and order of operations): the
+    /// bit-to-check messages back at the priors, the marginals kept from the leg before; each
+    /// bit's memory strength `gamma_of(column)`; then at most `max_iter` flooding iterations,
+    /// each bit's prior replaced by `(1 − γ)·Λ + γ·M` (`M` its marginal of the iteration
+    /// before), stopping when the hard decision reproduces the syndrome or `stop(it)` says so
+    /// before iteration `it > 1`. Returns `(converged, iterations run)`.
+    pub fn memory_leg(
+        &mut self,
+        gamma_of: impl Fn(usize) -> f32,
+        max_iter: usize,
+        alpha: impl Fn(usize) -> f32,
+        mut stop: impl FnMut(usize) -> bool,
+    ) -> (bool, usize) {
+        for (p, &c) in self.column.iter().enumerate() {
+            let g = gamma_of(c as usize);
+            self.gamma[p] = g;
+            self.coef[p] = (1.0 - g) * self.prior[p];
+        }
+        self.reset_messages();
+        let kernel = crate::simd::kernel();
+        for it in 1..=max_iter {
+            if it > 1 && stop(it) {
+                return (false, it - 1);
+            }
+            kernel.checks(self, alpha(it));
+            for (((e, &c), &g), &m) in self
+                .eff
+                .iter_mut()
+                .zip(&self.coef)
+                .zip(&self.gamma)
+                .zip(&self.llr)
+            {
+                *e = c + g * m;
+            }
+            kernel.bits(self);
+            if self.decision_matches() {
+                return (true, it);
+            }
+        }
+        (false, max_iter)
+    }
+
+    /// The hard decision (`llr ≤ 0`) of matrix column `c`.
+    pub fn flipped(&self, c: usize) -> bool {
+        self.llr[self.position[c] as usize] <= 0.0
     }
 
     /// Whether the hard decision's syndrome is the syndrome.
@@ -422,7 +492,7 @@ pub(crate) fn bits_pass(k: &mut MinSum32) {
     for g in &k.groups {
         let (base, count, pos) = (g.base as usize, g.count as usize, g.pos as usize);
         let total = &mut k.llr[pos..pos + count];
-        total.copy_from_slice(&k.prior[pos..pos + count]);
+        total.copy_from_slice(&k.eff[pos..pos + count]);
         for j in 0..g.degree as usize {
             let at = &k.slot_block[base + j * count..base + (j + 1) * count];
             let msg = &mut k.incoming[base + j * count..base + (j + 1) * count];

@@ -160,7 +160,7 @@ mod x86 {
     unsafe fn bits_avx2_body(k: &mut MinSum32) {
         let MinSum32 {
             groups,
-            prior,
+            eff,
             llr,
             b2c,
             c2b,
@@ -171,7 +171,7 @@ mod x86 {
         for g in groups.iter() {
             let (base, count, pos) = (g.base as usize, g.count as usize, g.pos as usize);
             let total = &mut llr[pos..pos + count];
-            total.copy_from_slice(&prior[pos..pos + count]);
+            total.copy_from_slice(&eff[pos..pos + count]);
             let whole = count - count % LANES;
             for j in 0..g.degree as usize {
                 let at = &slot_block[base + j * count..base + (j + 1) * count];

@@ -41,6 +41,15 @@
 //! negative inputs, and the parity of its mechanisms' hard decisions — and every message is
 //! formed in the mechanism pass, so one pass over the edges makes an iteration. All arrays are
 //! allocated at construction; [`RelayBpDecoder::decode`] does not allocate.
+//!
+//! That layout is the `scalar` kernel ([`RelayKernel::Scalar`]). The default, `simd`, runs the
+//! same legs on the SIMD min-sum kernel of [`crate::bp32`] ([`crate::bp32::MinSum32::memory_leg`]):
+//! a check pass, then each mechanism's memory prior `(1 − γᵢ)·Λᵢ + γᵢ·Mᵢ` formed as above and
+//! the bit pass — the same rule, the same additions in the same order, the same legs, memory
+//! strengths and choice of the answer. What differs is what `bp32` documents (a zero input
+//! counts as `≤ 0`, a check's message is capped at an LLR of 10⁴), so a shot can rarely end
+//! otherwise; on stim's d = 5 and 7 memory models (p = 0.004, 10,000 shots) and the gross code
+//! (1,000) the logical failures were 68/67, 26/26 and 0/0, at about a third of the time.
 
 use crate::bp::{MAX_ITER, message_bits, push_magnitude, scaling_factor};
 use crate::decoder::{MechanismDecoder, MechanismsToObservables, ObservableDecoder, ShotInfo};

@@ -39,13 +39,13 @@ use crate::error::DecoderError;
 use crate::sparse::SparseMatrix;
 
 /// Lanes of the check pass: checks processed together.
-pub(crate) const LANES: usize = 8;
+pub const LANES: usize = 8;
 
 /// The neutral slot's bit-to-check message: above every real magnitude, never `≤ 0`.
-pub(crate) const BIG: f32 = 1.0e30;
+pub const BIG: f32 = 1.0e30;
 
 /// The largest magnitude a check sends (see the module docs).
-pub(crate) const MAX_MESSAGE: f32 = 1.0e4;
+pub const MAX_MESSAGE: f32 = 1.0e4;
 
 /// Mask of an `f32`'s magnitude bits.
 const ABS: u32 = 0x7FFF_FFFF;

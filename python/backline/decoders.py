@@ -26,6 +26,7 @@ Rust with the interpreter released; batches run on threads where the original of
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -147,6 +148,10 @@ def _correlations_on_check_matrix() -> None:
 #: boundary (``BOUNDARY`` in ``decoders/src/matching/graph.rs``).
 NODE = (0, U32_MAX - 1)
 
+#: The largest ``|weight|`` of an edge (PyMatching's maximum edge weight, 2^24 − 1): a heavier
+#: edge is not added, with a ``UserWarning``, as PyMatching does.
+MAX_EDGE_WEIGHT = (1 << 24) - 1
+
 #: A fault id: ``u32`` in the native graph (``GraphMatching``'s fault ids), so at most 2^32.
 FAULT_ID = (0, U32_MAX)
 NUM_FAULT_IDS = (0, U32_MAX + 1)
@@ -232,6 +237,8 @@ class Matching:
         self._nodes = 0
         self._boundary: set[int] = set()
         self._min_fault_ids = 0
+        if graph is None:
+            graph = kwargs.pop("H", None)  # PyMatching's old keyword for the check matrix
         if graph is None:
             if enable_correlations:
                 _correlations_on_check_matrix()
@@ -358,8 +365,11 @@ class Matching:
             H = kwargs.get("check_matrix")
             if H is None:
                 raise ValueError("No check_matrix provided")
-        if weights is None:
-            weights = kwargs.get("spacelike_weights")
+        if kwargs.get("spacelike_weights") is not None:
+            if weights is not None:
+                raise ValueError("Both `weights` and `spacelike_weights` were provided as arguments, but these two "
+                                 "arguments are equivalent: give only `weights` (`spacelike_weights` is its old name).")
+            weights = kwargs["spacelike_weights"]
         if repetitions not in (None, 1):
             raise _unsupported(f"repetitions={repetitions!r}", "only repetitions=1 (one round of checks)")
         if timelike_weights is not None:
@@ -375,6 +385,8 @@ class Matching:
             w = np.full(cols, float(w))
         if w.shape != (cols,):
             raise ValueError(f"weights has shape {w.shape}: expected ({cols},), one per column of the check matrix")
+        for j in np.flatnonzero(~np.isfinite(w)):
+            raise ValueError(f"weights[{j}] = {w[j]!r} is not a finite number")
         if error_probabilities is None:
             p = np.full(cols, -1.0)
         else:
@@ -406,12 +418,12 @@ class Matching:
                 raise ValueError(
                     f"`check_matrix` must contain at most two ones per column, but column {j} has {len(dets)} ones."
                 )
-            if len(dets) == 1:
-                self.add_boundary_edge(dets[0], fault_ids=faults[j], weight=float(w[j]),
-                                       error_probability=float(p[j]), merge_strategy=merge_strategy)
-            else:
-                self.add_edge(dets[0], dets[1], fault_ids=faults[j], weight=float(w[j]),
-                              error_probability=float(p[j]), merge_strategy=merge_strategy)
+            # An edge to the boundary node (node `rows`, listed so by `edges()`, as PyMatching's)
+            # or, with a virtual boundary, a boundary edge. A column heavier than PyMatching's
+            # largest weight is kept, and the first decode raises (PyMatching's rule for a
+            # check matrix; `add_edge` warns and leaves such an edge out).
+            b = dets[1] if len(dets) == 2 else -1 if boundary is None else boundary
+            self._add(dets[0], b, faults[j], float(w[j]), float(p[j]), merge_strategy, {}, heavy=True)
         if boundary is not None:
             self._boundary = {boundary}
             self._nodes = rows + 1
@@ -433,7 +445,8 @@ class Matching:
         self._add(check_int("node", node, NODE, "a matching graph's nodes are 32-bit"), -1,
                   fault_ids, weight, error_probability, merge_strategy, kwargs)
 
-    def _add(self, a: int, b: int, fault_ids: Any, weight: float, p: float | None, merge: str, kwargs: dict) -> None:
+    def _add(self, a: int, b: int, fault_ids: Any, weight: float, p: float | None, merge: str, kwargs: dict,
+             heavy: bool = False) -> None:
         if self._edges is None:
             raise _unsupported("adding edges to a graph built from a stim model")
         if "qubit_id" in kwargs:
@@ -447,14 +460,22 @@ class Matching:
         if merge == "independent":
             raise _unsupported("merge_strategy='independent'")
         weight = float(weight)
-        if math.isnan(weight) or math.isinf(weight):
-            raise ValueError(f"edge ({a}, {b}): weight {weight} is not a finite number")
-        if a < 0 or b < -1 or a == b:
-            raise ValueError(f"edge ({a}, {b}): nodes must be distinct non-negative integers")
+        if math.isnan(weight):
+            raise ValueError(f"edge ({a}, {b}): weight {weight} is not a number")
+        if a < 0 or b < -1:
+            raise ValueError(f"edge ({a}, {b}): nodes must be non-negative integers")
+        if abs(weight) > MAX_EDGE_WEIGHT and not heavy:
+            # PyMatching's rule: an edge heavier than its largest weight (±inf included) is not
+            # added, with a warning.
+            shown = f"({a}, {'None' if b < 0 else b})"
+            warnings.warn(f"Weight {weight} of edge {shown} exceeds maximum edge weight {MAX_EDGE_WEIGHT} and has "
+                          "not been added to the matching graph.", UserWarning, stacklevel=3)
+            return
         raw = () if fault_ids is None else ((fault_ids,) if np.isscalar(fault_ids) else fault_ids)
         ids = {check_int(f"edge ({a}, {b}): fault id", f, FAULT_ID, "fault ids are 32-bit") for f in raw}
         key = (min(a, b), max(a, b)) if b >= 0 else (a, -1)
         old = self._edges.get(key)
+        ends = (a, b)
         if old is not None:
             if merge == "disallow":
                 raise ValueError(
@@ -463,7 +484,8 @@ class Matching:
                 )
             if merge == "keep-original" or (merge == "smallest-weight" and old[0] <= weight):
                 return
-        self._edges[key] = (weight, ids, -1.0 if p is None else float(p))
+            ends = old[3]  # a merged edge keeps its place and the orientation it was added with
+        self._edges[key] = (weight, ids, -1.0 if p is None else float(p), ends)
         self._nodes = max(self._nodes, a + 1, b + 1)
         self._native = None
 
@@ -471,14 +493,20 @@ class Matching:
         if self._native is None:
             if not self._edges:
                 raise ValueError("the matching graph has no edges")
-            num_faults = max([self._min_fault_ids] + [max(ids) + 1 for _, ids, _ in self._edges.values() if ids])
-            edges = []
-            for (a, b), (w, ids, _p) in self._edges.items():
-                if b in self._boundary:
+            num_faults = max([self._min_fault_ids] + [max(ids) + 1 for _, ids, _, _ in self._edges.values() if ids])
+            merged: dict[tuple[int, int], tuple[int, int, float, list[int]]] = {}
+            for (a, b), (w, ids, _p, _ends) in self._edges.items():
+                if b in self._boundary and a != b:
                     b = -1
                 if a in self._boundary:
+                    if b < 0 or a == b:
+                        continue  # an edge within the boundary: no detector sees it
                     a, b = b, -1
-                edges.append((a, b, w, sorted(ids)))
+                # An edge to the boundary node and a boundary edge of the same node are one edge
+                # of the native graph: the lighter is the one a matching takes.
+                if (a, b) not in merged or w < merged[(a, b)][2]:
+                    merged[(a, b)] = (a, b, w, sorted(ids))
+            edges = list(merged.values())
             self._native = _native.GraphMatching.from_edges(self._nodes, num_faults, edges)
             self._sizes = (self.num_detectors, self.num_nodes)
         return self._native
@@ -521,12 +549,13 @@ class Matching:
         self._native = None
 
     def edges(self) -> list[tuple[int, int | None, dict]]:
-        """The edges ``(a, b or None, {"fault_ids", "weight", "error_probability"})``."""
+        """The edges ``(a, b or None, {"fault_ids", "weight", "error_probability"})``, in the order
+        they were added, each as it was first added (PyMatching's order)."""
         if self._edges is None:
             return [(a, None if b < 0 else b, {"fault_ids": set(ids)}) for a, b, ids in self._graph().edges()]
         return [
             (a, None if b < 0 else b, {"fault_ids": set(ids), "weight": w, "error_probability": p})
-            for (a, b), (w, ids, p) in self._edges.items()
+            for (w, ids, p, (a, b)) in self._edges.values()
         ]
 
     def __repr__(self) -> str:

@@ -189,3 +189,95 @@ def test_matching_reads_uint8_and_bool_in_place_and_answers_writable_arrays():
     assert m.decode_batch(np.zeros((0, m.num_detectors), dtype=np.uint8)).shape == (0, m.num_fault_ids)
     with pytest.raises(ValueError):
         m.decode(np.zeros(m.num_detectors + 5, dtype=np.uint8))
+
+
+# -- PyMatching: self-loops, heavy edges, check-matrix boundaries --------------------------
+
+
+def test_matching_self_loops_are_kept_never_matched_and_negative_ones_always_taken():
+    m = bd.Matching()
+    m.add_edge(0, 1, fault_ids=0, weight=2)
+    m.add_edge(1, 1, fault_ids=1, weight=-7)  # negative: in every correction
+    m.add_edge(0, 0, fault_ids=2, weight=5)  # positive: in none
+    m.add_boundary_edge(1, fault_ids=3, weight=1)
+    m.add_edge(3, 3, weight=1)  # a node whose only edge is a self-loop
+    assert (m.num_nodes, m.num_edges) == (4, 5)
+    assert [(a, b) for a, b, _ in m.edges()] == [(0, 1), (1, 1), (0, 0), (1, None), (3, 3)]
+    pred, w = m.decode([0, 0, 0, 0], return_weight=True)
+    assert pred.tolist() == [0, 1, 0, 0] and w == -7
+    pred, w = m.decode([1, 0, 0, 0], return_weight=True)  # 0-1 then 1's boundary
+    assert pred.tolist() == [1, 1, 0, 1] and w == 2 + 1 - 7
+    preds, ws = m.decode_batch(np.array([[0, 0, 0, 0], [1, 0, 0, 0]], dtype=np.uint8), return_weights=True)
+    assert preds.tolist() == [[0, 1, 0, 0], [1, 1, 0, 1]] and ws.tolist() == [-7, -4]
+    # The correction's edges list no self-loop.
+    assert sorted(map(tuple, m.decode_to_edges_array([1, 0, 0, 0]).tolist())) == [(0, 1), (1, -1)]
+    with pytest.raises(ValueError):
+        m.decode([0, 0, 0, 1])  # node 3 has nothing to match with
+    with pytest.raises(ValueError, match="already exists"):
+        m.add_edge(1, 1, weight=3)
+    m.add_edge(1, 1, fault_ids=1, weight=-9, merge_strategy="smallest-weight")
+    assert m.decode([0, 0, 0, 0], return_weight=True)[1] == -9
+    # Only self-loops: the negative one still counts.
+    s = bd.Matching()
+    s.add_edge(0, 0, fault_ids=1, weight=-2)
+    pred, w = s.decode([0], return_weight=True)
+    assert pred.tolist() == [0, 1] and w == -2
+
+
+def test_matching_an_edge_too_heavy_is_not_added_with_a_warning():
+    m = bd.Matching()
+    m.add_edge(0, 1)
+    for add in (lambda: m.add_edge(1, 2, weight=2**24), lambda: m.add_boundary_edge(3, weight=-(2**24)),
+                lambda: m.add_edge(4, 5, weight=float("inf")), lambda: m.add_edge(0, 1, weight=1e10,
+                                                                                  merge_strategy="replace")):
+        with pytest.warns(UserWarning, match="maximum edge weight 16777215"):
+            add()
+    m.add_edge(6, 7, weight=2**24 - 1)  # the largest weight is taken
+    assert [(a, b, d["weight"]) for a, b, d in m.edges()] == [(0, 1, 1.0), (6, 7, 2**24 - 1)]
+    with pytest.raises(ValueError, match="not a number"):
+        m.add_edge(1, 2, weight=float("nan"))
+    # A check matrix's column of such a weight is kept, and the decode raises (PyMatching's rule).
+    c = bd.Matching.from_check_matrix(rep(3), weights=[1, 2**24, 1])
+    assert c.num_edges == 3
+    with pytest.raises(ValueError, match="16777215"):
+        c.decode([1, 0])
+
+
+def test_matching_spacelike_weights_is_weights_old_name_not_a_second_one():
+    m = bd.Matching.from_check_matrix(rep(3), spacelike_weights=[1, 5, 1])
+    assert [d["weight"] for _, _, d in m.edges()][:3] == [1.0, 5.0, 1.0]
+    with pytest.raises(ValueError, match="spacelike_weights"):
+        bd.Matching.from_check_matrix(rep(3), weights=[1, 1, 1], spacelike_weights=[2, 2, 2])
+
+
+def test_matching_check_matrix_boundary_is_a_node_listed_in_edges():
+    h = rep(4)  # 3 checks: the boundary is node 3
+    m = bd.Matching(H=sp.csr_matrix(h))  # PyMatching's old keyword
+    assert m.boundary == {3} and (m.num_nodes, m.num_detectors) == (4, 3)
+    assert [(a, b) for a, b, _ in m.edges()] == [(0, 3), (0, 1), (1, 2), (2, 3)]
+    assert m.decode([1, 0, 0]).tolist() == [1, 0, 0, 0]
+    assert m.decode([0, 0, 1]).tolist() == [0, 0, 0, 1]
+    f = np.array([[0, 1, 1, 1], [1, 1, 0, 0]])
+    m = bd.Matching.from_check_matrix(h, faults_matrix=f)
+    assert m.num_fault_ids == 2
+    assert [(a, b, d["fault_ids"]) for a, b, d in m.edges()] == [
+        (0, 3, {1}), (0, 1, {0, 1}), (1, 2, {0}), (2, 3, {0})]
+    assert m.decode([1, 0, 0]).tolist() == [0, 1]  # column 0: node 0 to the boundary node
+    assert m.decode([0, 0, 1]).tolist() == [1, 0]  # column 3
+    v = bd.Matching.from_check_matrix(h, faults_matrix=f, use_virtual_boundary_node=True)
+    assert v.boundary == set() and [(a, b) for a, b, _ in v.edges()] == [(0, None), (0, 1), (1, 2), (2, None)]
+    # A boundary edge added to the boundary node's neighbour beside its edge to the node: the
+    # lighter decides.
+    m.add_boundary_edge(0, fault_ids=0, weight=0.5)
+    assert m.decode([1, 0, 0]).tolist() == [1, 0]
+
+
+def test_matching_edges_keep_the_order_and_orientation_they_were_added_in():
+    m = bd.Matching()
+    m.add_edge(5, 6)
+    m.add_edge(1, 0, fault_ids=1)
+    m.add_boundary_edge(3)
+    m.add_edge(6, 2)
+    m.add_edge(0, 1, weight=3, merge_strategy="replace")
+    assert [(a, b, d["weight"]) for a, b, d in m.edges()] == [
+        (5, 6, 1.0), (1, 0, 3.0), (3, None, 1.0), (6, 2, 1.0)]

@@ -213,8 +213,12 @@ impl MatchingGraph {
 
     /// A graph of `nodes` nodes from edges `(a, b or BOUNDARY, weight, observable mask)` given
     /// by weight (a check matrix's columns, PyMatching's `from_check_matrix`): weights are
-    /// discretised as the module says, a negative one is taken as already flipped. Refused
-    /// ([`MatchingBuildError::BadEdge`]): a node at or past `nodes`, a self-loop, a weight
+    /// discretised as the module says, a negative one is taken as already flipped. A
+    /// self-loop (`a == b`, PyMatching's `add_edge(n, n)`) can never be in a matching: it is
+    /// kept in [`MatchingGraph::edges`] and its weight counts in the discretisation, but no
+    /// node's neighbours list it; a negative one is taken in every matching (its weight and
+    /// observables, no detector toggled), as PyMatching does. Refused
+    /// ([`MatchingBuildError::BadEdge`]): a node at or past `nodes`, a weight
     /// that is NaN or infinite or larger in magnitude than 16,777,215 (PyMatching's
     /// limit: an integer weight past it would overflow the discretisation), an observable at
     /// or past `observables` (at most [`MAX_MATCHING_OBSERVABLES`]); no edge at all is
@@ -240,8 +244,6 @@ impl MatchingGraph {
             let why = if a as usize >= nodes || (b != BOUNDARY && b as usize >= nodes) {
                 let past = if a as usize >= nodes { a } else { b };
                 format!("node {past} is past the graph's {nodes} nodes")
-            } else if a == b {
-                format!("an edge from node {a} to itself")
             } else if !w.is_finite() {
                 format!("weight {w} is not a finite number")
             } else if w.abs() > MAX_EDGE_WEIGHT {
@@ -319,7 +321,8 @@ impl MatchingGraph {
             });
         }
         let mut degree = vec![0u32; nodes + 1];
-        for e in &edges {
+        // A self-loop (only [`MatchingGraph::from_edges`] makes one) has no adjacency slot.
+        for e in edges.iter().filter(|e| e.a != e.b) {
             degree[e.a as usize] += 1;
             if e.b != BOUNDARY {
                 degree[e.b as usize] += 1;
@@ -340,7 +343,7 @@ impl MatchingGraph {
             for (k, e) in edges
                 .iter()
                 .enumerate()
-                .filter(|(_, e)| (e.b == BOUNDARY) == pass_boundary)
+                .filter(|(_, e)| (e.b == BOUNDARY) == pass_boundary && e.a != e.b)
             {
                 for (side, (from, to)) in [(e.a, e.b), (e.b, e.a)].into_iter().enumerate() {
                     if from == BOUNDARY {

@@ -720,12 +720,48 @@ fn edges_given_by_weight_are_checked() {
         "h: edge 0: weight NaN is not a finite number"
     );
     assert!(bad(2, 0, &[(0, 1, 1.0, 0), (0, 2, 1.0, 0)]).contains("edge 1: node 2 is past"));
-    assert!(bad(2, 0, &[(1, 1, 1.0, 0)]).contains("to itself"));
     assert!(bad(2, 1, &[(0, BOUNDARY, 1.0, 2)]).contains("observable past"));
     assert!(bad(2, 0, &[]).contains("nothing to match"));
     assert!(bad(2, 65, &[(0, 1, 1.0, 0)]).contains("at most 64"));
     let g = MatchingGraph::from_edges("h", 2, 0, &[(0, 1, -1.0, 0), (1, BOUNDARY, 1.0, 0)]);
     assert_eq!(g.unwrap().negative_edges(), &[0]);
+}
+
+#[test]
+fn self_loops_are_never_matched_and_negative_ones_always_taken() {
+    // PyMatching's `add_edge(n, n)`: 0-B (obs 0, weight 1), 0-1 (obs 1, weight 3), a
+    // self-loop at 1 of weight -100 (obs 2) and one at 0 of weight 4 (obs 3, never taken).
+    let raw = [
+        (0, BOUNDARY, 1.0, 0b0001),
+        (0, 1, 3.0, 0b0010),
+        (1, 1, -100.0, 0b0100),
+        (0, 0, 4.0, 0b1000),
+    ];
+    let g = MatchingGraph::from_edges("loops", 2, 4, &raw).unwrap();
+    assert_eq!(g.edges().len(), 4);
+    assert_eq!(g.negative_edges(), &[2]);
+    assert!(g.negative_events().is_empty());
+    assert_eq!(g.neighbours(0).count(), 2);
+    assert_eq!(g.neighbours(1).count(), 1);
+    let mut dec = MatchingDecoder::from_graph(Arc::new(g));
+    let m = dec.decode_events(&[]).unwrap();
+    assert_eq!((m.observables, m.weight), (0b0100, -200));
+    let m = dec.decode_events(&[1]).unwrap();
+    assert_eq!((m.observables, m.weight), (0b0111, 2 * (1 + 3 - 100)));
+    let mut parity = [0u8; 4];
+    dec.decode_to_edges(&[1], &mut parity).unwrap();
+    assert_eq!(parity, [1, 1, 1, 0]);
+    // A node whose only edge is a self-loop cannot be matched.
+    let g = MatchingGraph::from_edges("loop", 2, 0, &[(0, 1, 1.0, 0), (1, 1, 1.0, 0)]);
+    let mut dec = MatchingDecoder::from_graph(Arc::new(g.unwrap()));
+    assert!(dec.decode_events(&[0, 1]).is_ok());
+    let g = MatchingGraph::from_edges("alone", 1, 0, &[(0, 0, -2.0, 0)]).unwrap();
+    let mut dec = MatchingDecoder::from_graph(Arc::new(g));
+    assert_eq!(dec.decode_events(&[]).unwrap().weight, -4);
+    assert!(matches!(
+        dec.decode_events(&[0]),
+        Err(MatchFault::IsolatedDetector(0))
+    ));
 }
 
 #[test]

@@ -594,7 +594,8 @@ impl GraphMatching {
     }
 
     /// `GraphMatching.from_edges(nodes, num_fault_ids, edges)`: edges `(a, b or -1 for the
-    /// boundary, weight, [fault ids])`. `ValueError` for an edge that cannot be one (a node
+    /// boundary, weight, [fault ids])`; `a == b` is a self-loop (PyMatching's: never matched,
+    /// a negative one always taken). `ValueError` for an edge that cannot be one (a node
     /// past `nodes`, a weight that is not finite or past 16,777,215 in magnitude, a fault id
     /// past `num_fault_ids`; more than 2^32 − 1 nodes or 2^32 fault ids); `MemoryError` for a
     /// graph whose decoder does not fit in memory.
@@ -870,10 +871,11 @@ impl GraphMatching {
             let r = py.detach(|| d.decode_to_edges(&fired, &mut parity));
             r.map_err(|e| PyValueError::new_err(e.to_string()))?;
             let g = d.graph();
+            // A self-loop (a negative one is in every correction) is not listed, as PyMatching.
             Ok(g.edges()
                 .iter()
                 .zip(&parity)
-                .filter(|(_, p)| **p != 0)
+                .filter(|(e, p)| **p != 0 && e.a != e.b)
                 .map(|(e, _)| (e.a as i64, if e.b == BOUNDARY { -1 } else { e.b as i64 }))
                 .collect())
         })

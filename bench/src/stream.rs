@@ -632,6 +632,53 @@ fn begin_shot(link: &mut dyn StreamLink, shot: u64) -> Result<Option<CallStatus>
     })
 }
 
+impl StreamOutcome {
+    /// The outcome of a run of `cfg` before its first shot: room for `calls` enqueues and the
+    /// predictions of `kb` bytes a shot.
+    fn empty(cfg: &StreamRun, calls: usize, kb: usize) -> StreamOutcome {
+        let shots = cfg.shots as usize;
+        StreamOutcome {
+            enqueue: Trace::with_capacity(Clock::HostNs, calls),
+            corrections: Trace::with_capacity(Clock::HostNs, shots),
+            last_to_corrections: Vec::with_capacity(shots),
+            warmup: 0,
+            pacing: (cfg.round_interval_ns > 0).then(|| Pacing {
+                round_interval_ns: cfg.round_interval_ns,
+                rounds: 0,
+                late_rounds: 0,
+                late_max_ns: 0,
+                final_behind_ns: Vec::with_capacity(shots),
+            }),
+            shots: 0,
+            logical_failures: 0,
+            refused: [0; 7],
+            predictions: vec![0; shots * kb],
+            completed: vec![false; shots],
+            error: None,
+            interrupted: false,
+        }
+    }
+}
+
+/// When a paced round due at `due` goes out, the reply before it having landed at `landed`:
+/// at its due time (spinning until then), or at once when late — counted in `pacing` (a
+/// measured shot's) with how late.
+fn send_at(clock: &dyn Ticks, due: u64, landed: u64, pacing: Option<&mut Pacing>) -> u64 {
+    let (t0, late) = match judge(due, landed) {
+        Pace::Wait => (clock.spin_until(due), None),
+        Pace::OnTime => (clock.now_ns(), None),
+        Pace::Late { behind_ns } => (clock.now_ns(), Some(behind_ns)),
+    };
+    if let Some(p) = pacing {
+        p.rounds += 1;
+        if let Some(behind_ns) = late {
+            p.late_rounds += 1;
+            p.late_max_ns = p.late_max_ns.max(behind_ns);
+        }
+    }
+    t0
+}
+
 /// Streams `cfg.shots` shots of `dem` through `link`, on the process's monotonic clock.
 pub fn run(
     link: &mut dyn StreamLink,
@@ -664,28 +711,8 @@ pub fn run_clocked(
         .map(|r| vec![0u8; r.len().div_ceil(8)])
         .collect();
     let mut result = vec![0u8; kb];
-    let calls = cfg.shots as usize * layout.len();
     let interval = cfg.round_interval_ns;
-    let mut out = StreamOutcome {
-        enqueue: Trace::with_capacity(Clock::HostNs, calls),
-        corrections: Trace::with_capacity(Clock::HostNs, cfg.shots as usize),
-        last_to_corrections: Vec::with_capacity(cfg.shots as usize),
-        warmup: 0,
-        pacing: (interval > 0).then(|| Pacing {
-            round_interval_ns: interval,
-            rounds: 0,
-            late_rounds: 0,
-            late_max_ns: 0,
-            final_behind_ns: Vec::with_capacity(cfg.shots as usize),
-        }),
-        shots: 0,
-        logical_failures: 0,
-        refused: [0; 7],
-        predictions: vec![0; cfg.shots as usize * kb],
-        completed: vec![false; cfg.shots as usize],
-        error: None,
-        interrupted: false,
-    };
+    let mut out = StreamOutcome::empty(cfg, cfg.shots as usize * layout.len(), kb);
     let progress = Progress::start(&cfg.label, "shots", cfg.shots, cfg.progress);
     let mut call = 0u64;
     'shots: for shot in 0..cfg.shots {
@@ -725,20 +752,8 @@ pub fn run_clocked(
                 clock.now_ns()
             } else {
                 let due = due_ns(shot_start, r as u64, interval);
-                let t0 = match judge(due, landed) {
-                    Pace::Wait => clock.spin_until(due),
-                    Pace::OnTime => clock.now_ns(),
-                    Pace::Late { behind_ns } => {
-                        if let Some(p) = out.pacing.as_mut().filter(|_| measured) {
-                            p.late_rounds += 1;
-                            p.late_max_ns = p.late_max_ns.max(behind_ns);
-                        }
-                        clock.now_ns()
-                    }
-                };
-                if let Some(p) = out.pacing.as_mut().filter(|_| measured) {
-                    p.rounds += 1;
-                }
+                let pacing = out.pacing.as_mut().filter(|_| measured);
+                let t0 = send_at(clock, due, landed, pacing);
                 final_behind = t0.saturating_sub(due);
                 t0
             };

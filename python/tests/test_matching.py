@@ -53,7 +53,14 @@ def test_sinter_sweep_beside_pymatching():
         assert abs(e1 / n1 - e2 / n2) <= 4 * sigma + 1 / n1, (d, got)
     rate = {k: e / n for k, (e, n) in got.items()}
     for dec in ("backline-matching", "pymatching"):
-        assert rate[(dec, 7)] < rate[(dec, 5)] < rate[(dec, 3)], rate
+        # Each curve falls with d: from d = 3 to 7 strictly (about 0.012 to 0.003 here), and no
+        # step rises by more than 3σ of its two counts (d = 3 and 5 are within 2σ of each other
+        # at this p and these shots, so a strict order of every step failed about one run in
+        # twenty, PyMatching's own curve included).
+        assert rate[(dec, 7)] < rate[(dec, 3)], rate
+        for lo, hi in ((3, 5), (5, 7)):
+            e_lo, e_hi = got[(dec, lo)][0], got[(dec, hi)][0]
+            assert e_hi - e_lo <= 3 * math.sqrt(max(e_lo + e_hi, 1)), (dec, lo, hi, got)
 
 
 def test_the_same_shots_get_pymatchings_predictions():

@@ -25,9 +25,10 @@
 
 use std::time::Instant;
 
+mod common;
+
 use backline_decoders::bp::{BpDecoder, BpSettings, Precision};
 use backline_decoders::decoder::{bp_prior, usable_mechanisms};
-use backline_decoders::dem::DetectorErrorModel;
 use backline_decoders::noise::DemNoise;
 use backline_decoders::relay::{RelayBpDecoder, RelayConfig, RelayKernel};
 use backline_decoders::sparse::SparseMatrix;
@@ -60,17 +61,6 @@ const MODELS: &[Model] = &[
         path: "../shared/data/gross_code_memory_z/dem_z_detectors.dem",
     },
 ];
-
-fn model_path(m: &str) -> std::path::PathBuf {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    if m.contains('/') {
-        return root.join(m);
-    }
-    std::env::var_os("BACKLINE_BENCH_MODELS")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root.join("target/bench-models"))
-        .join(m)
-}
 
 fn settings(precision: Precision) -> BpSettings {
     BpSettings {
@@ -115,16 +105,9 @@ fn main() {
         if !filters.is_empty() && !filters.iter().any(|f| model.name.contains(f.as_str())) {
             continue;
         }
-        let path = model_path(model.path);
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            println!(
-                "{}: skipped ({} missing: scripts/dev/make_bench_models.py writes it)",
-                model.name,
-                path.display()
-            );
+        let Some(dem) = common::read_model(model.name, model.path) else {
             continue;
         };
-        let dem = DetectorErrorModel::parse(&text, model.path).unwrap();
         let kept = usable_mechanisms(&dem).unwrap();
         let h = dem.check_matrix().select_columns(&kept);
         let priors: Vec<f64> = kept

@@ -29,8 +29,9 @@
 
 use std::time::Instant;
 
+mod common;
+
 use backline_decoders::codes::CssCode;
-use backline_decoders::dem::DetectorErrorModel;
 use backline_decoders::dem_decoder::DemDecoder;
 use backline_decoders::noise::CodeCapacity;
 use backline_decoders::noise::DemNoise;
@@ -166,33 +167,15 @@ fn model_cases() -> Vec<ModelCase> {
     ]
 }
 
-fn model_path(m: &str) -> std::path::PathBuf {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    if m.contains('/') {
-        return root.join(m);
-    }
-    std::env::var_os("BACKLINE_BENCH_MODELS")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root.join("target/bench-models"))
-        .join(m)
-}
-
 /// Runs the model cases whose names pass `filters`.
 fn run_models(filters: &[String], shots_override: Option<usize>) {
     for case in model_cases() {
         if !filters.is_empty() && !filters.iter().any(|f| case.name.contains(f.as_str())) {
             continue;
         }
-        let path = model_path(case.model);
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            println!(
-                "{:44} skipped: no {} (scripts/dev/make_bench_models.py writes it)",
-                case.name,
-                path.display()
-            );
+        let Some(dem) = common::read_model(case.name, case.model) else {
             continue;
         };
-        let dem = DetectorErrorModel::parse(&text, case.model).unwrap();
         let settings = registry::settings(case.decoder, Profile::Offline).unwrap();
         let mut dec = DemDecoder::new(&dem, &settings).unwrap();
         let shots = shots_override.unwrap_or(case.shots);

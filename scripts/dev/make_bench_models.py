@@ -18,37 +18,31 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "target/bench-models"
 
 
+def write(basis: str, d: int, decompose: bool) -> None:
+    """stim's rotated surface-code memory in `basis`, distance and rounds `d`, p = 0.001 on the
+    four noise arguments, its model written to OUT (decomposed for matching)."""
+    p = 0.001
+    circuit = stim.Circuit.generated(
+        f"surface_code:rotated_memory_{basis}",
+        distance=d,
+        rounds=d,
+        after_clifford_depolarization=p,
+        before_round_data_depolarization=p,
+        before_measure_flip_probability=p,
+        after_reset_flip_probability=p,
+    )
+    path = OUT / f"surface_{basis}_d{d}_r{d}_p0.001.dem"
+    path.write_text(str(circuit.detector_error_model(decompose_errors=decompose)) + "\n")
+    print(path)
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     for d in (9, 13):
-        p = 0.001
-        circuit = stim.Circuit.generated(
-            "surface_code:rotated_memory_x",
-            distance=d,
-            rounds=d,
-            after_clifford_depolarization=p,
-            before_round_data_depolarization=p,
-            before_measure_flip_probability=p,
-            after_reset_flip_probability=p,
-        )
-        path = OUT / f"surface_x_d{d}_r{d}_p0.001.dem"
-        path.write_text(str(circuit.detector_error_model(decompose_errors=True)) + "\n")
-        print(path)
+        write("x", d, decompose=True)
     # The BP bench's models (`cargo bench --bench bp`): Z memory, d = 5, 7, 9, not decomposed.
     for d in (5, 7, 9):
-        p = 0.001
-        circuit = stim.Circuit.generated(
-            "surface_code:rotated_memory_z",
-            distance=d,
-            rounds=d,
-            after_clifford_depolarization=p,
-            before_round_data_depolarization=p,
-            before_measure_flip_probability=p,
-            after_reset_flip_probability=p,
-        )
-        path = OUT / f"surface_z_d{d}_r{d}_p0.001.dem"
-        path.write_text(str(circuit.detector_error_model()) + "\n")
-        print(path)
+        write("z", d, decompose=False)
 
 
 if __name__ == "__main__":

@@ -791,7 +791,11 @@ impl BpDecoder {
         }
         let fast = if settings.runs_f32() {
             let priors: Vec<f64> = channel.iter().map(|&p| ((1.0 - p) / p).ln()).collect();
-            Some(Box::new(crate::bp32::MinSum32::new(h, &priors)?))
+            Some(Box::new(crate::bp32::MinSum32::new(
+                h,
+                &priors,
+                crate::simd::kernel(),
+            )?))
         } else {
             None
         };

@@ -63,6 +63,38 @@ pub(crate) struct Group {
     pub(crate) pos: u32,
 }
 
+/// One instruction-set level's compiled passes ([`crate::simd`] makes them; the portable
+/// level is here).
+#[derive(Debug, Clone, Copy)]
+pub struct Kernel {
+    /// `portable` or `avx2`.
+    pub(crate) name: &'static str,
+    pub(crate) checks: fn(&mut MinSum32, f32),
+    pub(crate) bits: fn(&mut MinSum32),
+}
+
+impl Kernel {
+    /// The level's name: `portable` or `avx2`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+fn checks_portable(k: &mut MinSum32, alpha: f32) {
+    checks_pass(k, alpha)
+}
+
+fn bits_portable(k: &mut MinSum32) {
+    bits_pass(k)
+}
+
+/// The portable passes (SSE2 on x86-64, NEON on aarch64, as the compiler vectorises them).
+pub const PORTABLE: Kernel = Kernel {
+    name: "portable",
+    checks: checks_portable,
+    bits: bits_portable,
+};
+
 /// The graph and the scratch of one decoder (see the module docs).
 #[derive(Debug, Clone)]
 pub struct MinSum32 {
@@ -113,12 +145,18 @@ pub struct MinSum32 {
     /// Per-lane scratch of one block: magnitudes and sign bits of its inputs.
     pub(crate) mags: Vec<u32>,
     pub(crate) negs: Vec<u32>,
+    /// The passes, of the level chosen at construction.
+    pub(crate) kernel: Kernel,
 }
 
 impl MinSum32 {
     /// The kernel for checks `h` and per-column priors `prior_llr` (`ln((1 − p)/p)`, in matrix
-    /// column order).
-    pub fn new(h: &SparseMatrix, prior_llr: &[f64]) -> Result<MinSum32, DecoderError> {
+    /// column order), its passes those of `kernel` (the level in force: `crate::simd::kernel()`).
+    pub fn new(
+        h: &SparseMatrix,
+        prior_llr: &[f64],
+        kernel: Kernel,
+    ) -> Result<MinSum32, DecoderError> {
         let (m, n) = (h.rows(), h.cols());
         assert_eq!(prior_llr.len(), n, "priors");
         let edges = h.nnz();
@@ -215,8 +253,6 @@ impl MinSum32 {
             }
         }
         let cmask = block_slots.len().max(1).next_power_of_two() - 1;
-        // Choose the SIMD level now: its first use allocates, and a decode must not.
-        crate::simd::kernel();
         let prior: Vec<f32> = column
             .iter()
             .map(|&c| prior_llr[c as usize] as f32)
@@ -250,6 +286,7 @@ impl MinSum32 {
             candidate: vec![0; m + 1],
             mags: vec![0; max_width * LANES],
             negs: vec![0; max_width * LANES],
+            kernel,
         })
     }
 
@@ -275,18 +312,8 @@ impl MinSum32 {
         alpha: impl Fn(usize) -> f32,
         stop: impl FnMut(usize) -> bool,
     ) -> (bool, usize) {
-        self.decode_on(crate::simd::kernel(), syndrome, max_iter, alpha, stop)
-    }
-
-    /// [`MinSum32::decode`] on one SIMD level's kernels.
-    fn decode_on(
-        &mut self,
-        kernel: &crate::simd::Kernel,
-        syndrome: &[u8],
-        max_iter: usize,
-        alpha: impl Fn(usize) -> f32,
-        mut stop: impl FnMut(usize) -> bool,
-    ) -> (bool, usize) {
+        let mut stop = stop;
+        let kernel = self.kernel;
         debug_assert_eq!(syndrome.len(), self.m);
         for (d, &s) in self.syndrome.iter_mut().zip(syndrome) {
             *d = (s != 0) as u8;
@@ -302,8 +329,8 @@ impl MinSum32 {
                 return (false, it - 1);
             }
             let a = alpha(it);
-            kernel.checks(self, a);
-            kernel.bits(self);
+            (kernel.checks)(self, a);
+            (kernel.bits)(self);
             if !self.min_llr.is_empty() {
                 for (m, &l) in self.min_llr.iter_mut().zip(&self.llr) {
                     *m = m.min(l);
@@ -357,12 +384,12 @@ impl MinSum32 {
             self.coef[p] = (1.0 - g) * self.prior[p];
         }
         self.reset_messages();
-        let kernel = crate::simd::kernel();
+        let kernel = self.kernel;
         for it in 1..=max_iter {
             if it > 1 && stop(it) {
                 return (false, it - 1);
             }
-            kernel.checks(self, alpha(it));
+            (kernel.checks)(self, alpha(it));
             for (((e, &c), &g), &m) in self
                 .eff
                 .iter_mut()
@@ -372,7 +399,7 @@ impl MinSum32 {
             {
                 *e = c + g * m;
             }
-            kernel.bits(self);
+            (kernel.bits)(self);
             if self.decision_matches() {
                 return (true, it);
             }
@@ -421,7 +448,7 @@ impl MinSum32 {
 }
 
 /// The check pass over every block (see the module docs), for any instruction set: the
-/// `simd` module compiles it once per target feature level.
+/// portable level runs it as it is; `crate::simd` has the AVX2 version of it.
 #[inline(always)]
 pub(crate) fn checks_pass(k: &mut MinSum32, alpha: f32) {
     let big = BIG.to_bits();
@@ -525,7 +552,7 @@ mod tests {
     fn the_layout_keeps_every_edge_once() {
         let h = BitMatrix::from_picture("11.1..\n.11.1.\n1..11.\n.....1").unwrap();
         let s = SparseMatrix::from_dense(&h);
-        let k = MinSum32::new(&s, &priors(6, 0.1)).unwrap();
+        let k = MinSum32::new(&s, &priors(6, 0.1), PORTABLE).unwrap();
         assert_eq!(k.edges(), 10);
         let mut seen: Vec<u32> = k.block_slots.iter().copied().filter(|&s| s != 10).collect();
         seen.sort_unstable();
@@ -538,47 +565,11 @@ mod tests {
     }
 
     #[test]
-    fn every_simd_level_gives_the_portable_levels_messages_bit_for_bit() {
-        let code = crate::codes::CssCode::by_name("bb144").unwrap();
-        let h = SparseMatrix::from_dense(&code.hz);
-        let n = code.n();
-        // Per-bit priors of several rates, so that magnitudes tie and differ.
-        let prior: Vec<f64> = (0..n)
-            .map(|c| {
-                let p: f64 = [0.01, 0.05, 0.05, 0.2][c % 4];
-                ((1.0 - p) / p).ln()
-            })
-            .collect();
-        let levels = crate::simd::all_levels();
-        let mut noise = crate::noise::CodeCapacity::new(0.06, 3);
-        let mut e = vec![0u8; n];
-        let mut syn = vec![0u8; code.hz.rows()];
-        for shot in 0..60 {
-            noise.sample(&mut e);
-            code.hz.mul_bytes(&e, &mut syn);
-            let mut want: Option<(bool, usize, Vec<u32>, Vec<u32>)> = None;
-            for level in &levels {
-                let mut k = MinSum32::new(&h, &prior).unwrap();
-                k.track_min_llr(true);
-                let (ok, it) =
-                    k.decode_on(level, &syn, 25, |t| 1.0 - 0.5f32.powi(t as i32), |_| false);
-                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                let got = (ok, it, bits(&k.llr), bits(&k.min_llr));
-                match &want {
-                    None => want = Some(got),
-                    Some(w) => assert!(*w == got, "shot {shot}: level {} differs", level.name),
-                }
-            }
-        }
-        assert!(levels.iter().any(|l| l.name == "portable"));
-    }
-
-    #[test]
     fn single_errors_decode_like_the_f64_path() {
         let code = crate::codes::CssCode::by_name("bb72").unwrap();
         let h = SparseMatrix::from_dense(&code.hz);
         let n = code.n();
-        let mut k = MinSum32::new(&h, &priors(n, 0.05)).unwrap();
+        let mut k = MinSum32::new(&h, &priors(n, 0.05), PORTABLE).unwrap();
         let mut f64_bp = BpDecoder::from_sparse(
             &h,
             0.05,

@@ -491,7 +491,11 @@ impl RelayBpDecoder {
             fast: match config.kernel {
                 RelayKernel::Simd => {
                     let llr: Vec<f64> = priors.iter().map(|&p| ((1.0 - p) / p).ln()).collect();
-                    Some(Box::new(crate::bp32::MinSum32::new(h, &llr)?))
+                    Some(Box::new(crate::bp32::MinSum32::new(
+                        h,
+                        &llr,
+                        crate::simd::kernel(),
+                    )?))
                 }
                 RelayKernel::Scalar => None,
             },

@@ -14,54 +14,13 @@
 
 use std::sync::OnceLock;
 
-use crate::bp32::{MinSum32, bits_pass, checks_pass};
-
-#[cfg(test)]
-pub(crate) use levels as all_levels;
-
-/// One instruction-set level's compiled kernels.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Kernel {
-    /// `portable` or `avx2`.
-    pub(crate) name: &'static str,
-    checks: fn(&mut MinSum32, f32),
-    bits: fn(&mut MinSum32),
-}
-
-impl Kernel {
-    /// The check pass of [`crate::bp32`].
-    #[inline]
-    pub(crate) fn checks(&self, k: &mut MinSum32, alpha: f32) {
-        (self.checks)(k, alpha)
-    }
-
-    /// The bit pass of [`crate::bp32`].
-    #[inline]
-    pub(crate) fn bits(&self, k: &mut MinSum32) {
-        (self.bits)(k)
-    }
-}
-
-fn checks_portable(k: &mut MinSum32, alpha: f32) {
-    checks_pass(k, alpha)
-}
-
-fn bits_portable(k: &mut MinSum32) {
-    bits_pass(k)
-}
-
-const PORTABLE: Kernel = Kernel {
-    name: "portable",
-    checks: checks_portable,
-    bits: bits_portable,
-};
+use crate::bp32::{Kernel, PORTABLE};
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::Kernel;
-    use crate::bp32::{LANES, MinSum32};
+    use crate::bp32::{Kernel, LANES, MinSum32};
 
     const _: () = assert!(LANES == 8, "one AVX2 register of u32 lanes per block input");
 
@@ -232,7 +191,7 @@ mod x86 {
 }
 
 /// Every level this CPU can run, best first, the portable one last.
-pub(crate) fn levels() -> Vec<Kernel> {
+pub fn levels() -> Vec<Kernel> {
     #[cfg(target_arch = "x86_64")]
     let mut v = x86::available();
     #[cfg(not(target_arch = "x86_64"))]
@@ -246,7 +205,11 @@ pub const ENV: &str = "BACKLINE_SIMD";
 
 /// The level in force: the best this CPU has, capped by [`ENV`] (an unknown value is ignored,
 /// with one log line).
-pub(crate) fn kernel() -> &'static Kernel {
+pub fn kernel() -> Kernel {
+    *chosen()
+}
+
+fn chosen() -> &'static Kernel {
     static CHOSEN: OnceLock<Kernel> = OnceLock::new();
     CHOSEN.get_or_init(|| {
         let levels = levels();
@@ -271,5 +234,47 @@ pub(crate) fn kernel() -> &'static Kernel {
 
 /// The name of the level in force (`portable`, `avx2`), for reports.
 pub fn level() -> &'static str {
-    kernel().name
+    chosen().name()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bp32::MinSum32;
+    use crate::sparse::SparseMatrix;
+
+    #[test]
+    fn every_simd_level_gives_the_portable_levels_messages_bit_for_bit() {
+        let code = crate::codes::CssCode::by_name("bb144").unwrap();
+        let h = SparseMatrix::from_dense(&code.hz);
+        let n = code.n();
+        // Per-bit priors of several rates, so that magnitudes tie and differ.
+        let prior: Vec<f64> = (0..n)
+            .map(|c| {
+                let p: f64 = [0.01, 0.05, 0.05, 0.2][c % 4];
+                ((1.0 - p) / p).ln()
+            })
+            .collect();
+        let levels = levels();
+        let mut noise = crate::noise::CodeCapacity::new(0.06, 3);
+        let mut e = vec![0u8; n];
+        let mut syn = vec![0u8; code.hz.rows()];
+        for shot in 0..60 {
+            noise.sample(&mut e);
+            code.hz.mul_bytes(&e, &mut syn);
+            let mut want: Option<(bool, usize, Vec<u32>, Vec<u32>)> = None;
+            for level in &levels {
+                let mut k = MinSum32::new(&h, &prior, *level).unwrap();
+                k.track_min_llr(true);
+                let (ok, it) = k.decode(&syn, 25, |t| 1.0 - 0.5f32.powi(t as i32), |_| false);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                let got = (ok, it, bits(&k.llr), bits(&k.min_llr));
+                match &want {
+                    None => want = Some(got),
+                    Some(w) => assert!(*w == got, "shot {shot}: level {} differs", level.name()),
+                }
+            }
+        }
+        assert!(levels.iter().any(|l| l.name() == "portable"));
+    }
 }

@@ -78,6 +78,11 @@ pub trait ObservableDecoder: std::fmt::Debug + Send + Sync + 'static {
     /// Sets (or clears) a deadline for the next decodes; a decoder without a partial answer
     /// (matching) ignores it and always finishes.
     fn set_deadline(&mut self, _deadline: Option<Instant>) {}
+    /// Answer detection events that no usable mechanism explains as best the decoder can,
+    /// instead of refusing the shot ([`DecoderError::Unexplained`]): for the cut model of a
+    /// stream's window, whose detectors may be flipped only by mechanisms committed in an
+    /// earlier window. A decoder that never refuses them ignores it.
+    fn allow_unexplained(&mut self) {}
     /// The model's mechanisms the decoder works on, ascending (decoder column `j` is
     /// mechanism `mechanisms()[j]`); empty for a decoder that does not name mechanisms.
     fn mechanisms(&self) -> &[u32] {
@@ -114,6 +119,10 @@ pub struct MechanismsToObservables<D> {
     syndrome: Vec<u8>,
     correction: Vec<u8>,
     obs_acc: Vec<u64>,
+    /// Detectors no kept mechanism flips, packed as the shots are; a shot with an event there
+    /// is refused ([`DecoderError::Unexplained`]) unless `refuse` is off.
+    silent: Vec<u8>,
+    refuse: bool,
 }
 
 /// The largest prior a mechanism enters BP with: a mechanism with `p ≥ ½` (more likely to have
@@ -244,8 +253,16 @@ impl<D: MechanismDecoder + Clone> MechanismsToObservables<D> {
                 obs_masks[j * obs_words + l as usize / 64] |= 1 << (l % 64);
             }
         }
+        let mut silent = vec![0u8; dem.num_detectors().div_ceil(8)];
+        for (r, &w) in h.row_weights().iter().enumerate() {
+            if w == 0 {
+                silent[r / 8] |= 1 << (r % 8);
+            }
+        }
         Ok(MechanismsToObservables {
             inner,
+            silent,
+            refuse: true,
             num_detectors: dem.num_detectors(),
             num_observables,
             correction: vec![0; kept.len()],
@@ -277,6 +294,18 @@ impl<D: MechanismDecoder + Clone> ObservableDecoder for MechanismsToObservables<
         detectors: &[u8],
         observables: &mut [u8],
     ) -> Result<ShotInfo, DecoderError> {
+        if self.refuse
+            && let Some((i, b)) = detectors
+                .iter()
+                .zip(&self.silent)
+                .enumerate()
+                .find(|(_, (d, s))| **d & **s != 0)
+        {
+            let bits = b.0 & b.1;
+            return Err(DecoderError::Unexplained(
+                (8 * i) as u32 + bits.trailing_zeros(),
+            ));
+        }
         for (i, s) in self.syndrome.iter_mut().enumerate() {
             *s = detectors[i / 8] >> (i % 8) & 1;
         }
@@ -309,6 +338,10 @@ impl<D: MechanismDecoder + Clone> ObservableDecoder for MechanismsToObservables<
 
     fn set_deadline(&mut self, deadline: Option<Instant>) {
         self.inner.set_deadline(deadline);
+    }
+
+    fn allow_unexplained(&mut self) {
+        self.refuse = false;
     }
 
     fn mechanisms(&self) -> &[u32] {

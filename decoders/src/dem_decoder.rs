@@ -86,6 +86,12 @@ impl DemDecoder {
         })
     }
 
+    /// Answer detection events no usable mechanism explains as best the decoder can, instead
+    /// of refusing the shot ([`ObservableDecoder::allow_unexplained`]): for a stream's window.
+    pub fn allow_unexplained(&mut self) {
+        self.inner.allow_unexplained();
+    }
+
     /// The registry name of the decoder inside (`bposd`, `relay-bp`, `matching`).
     pub fn name(&self) -> &'static str {
         self.name
@@ -664,6 +670,28 @@ mod tests {
                 d.decode(&dets, &mut out).unwrap();
                 assert_eq!(out[0], want, "{s:?} {dets:?}");
             }
+        }
+    }
+
+    /// A detector that only `p = 0` mechanisms flip, in a model other mechanisms make
+    /// decodable: an event there is refused by BP+OSD and Relay-BP (matching refuses it as an
+    /// isolated detector); an event elsewhere decodes.
+    #[test]
+    fn an_event_no_usable_mechanism_explains_is_refused() {
+        let dem = DetectorErrorModel::parse("error(0) D0 L0\nerror(0.1) D1 L0\n", "e.dem").unwrap();
+        for s in settings() {
+            let mut d = DemDecoder::new(&dem, &s).unwrap();
+            let mut out = [9u8];
+            assert_eq!(
+                d.decode_packed(&[0b01], &mut out),
+                Err(DecoderError::Unexplained(0)),
+                "{s:?}"
+            );
+            d.decode_packed(&[0b10], &mut out).unwrap();
+            assert_eq!(out, [1], "{s:?}");
+            // A stream's window answers it as best it can.
+            d.allow_unexplained();
+            assert!(d.decode_packed(&[0b01], &mut out).is_ok(), "{s:?}");
         }
     }
 

@@ -669,6 +669,13 @@ fn bp_window(
 ) -> Result<WindowInner, StreamBuildError> {
     let cut = dem.window_from(detectors.clone());
     let decoder = match DemDecoder::new(&cut.model, settings) {
+        // A window's cut model may leave detectors that only mechanisms committed before it
+        // flip: their leftover events are the earlier windows' approximation, not a shot no
+        // error explains.
+        Ok(mut d) if !d.mechanisms().is_empty() => {
+            d.allow_unexplained();
+            d
+        }
         // A window whose model holds no usable mechanism is answered by a constant decoder:
         // for a stream that is the same lack as before.
         Ok(d) if d.mechanisms().is_empty() => {

@@ -119,8 +119,9 @@ pub struct MechanismsToObservables<D> {
     syndrome: Vec<u8>,
     correction: Vec<u8>,
     obs_acc: Vec<u64>,
-    /// Detectors no kept mechanism flips, packed as the shots are; a shot with an event there
-    /// is refused ([`DecoderError::Unexplained`]) unless `refuse` is off.
+    /// Detectors no kept mechanism flips, packed as the shots are (empty when there is none);
+    /// a shot with an event there is refused ([`DecoderError::Unexplained`]) unless `refuse`
+    /// is off.
     silent: Vec<u8>,
     refuse: bool,
 }
@@ -140,6 +141,23 @@ pub fn has_evidence(dem: &DetectorErrorModel) -> bool {
         let m = dem.mechanism(k);
         m.p > 0.0 && !m.detectors.is_empty()
     })
+}
+
+/// The first detection event of `detectors` (a packed shot) on a detector set in `mask` (packed
+/// the same way; a shorter mask ends the search): the detector no usable mechanism explains,
+/// as [`DecoderError::Unexplained`]. One byte compare per 8 detectors; no allocation.
+fn unexplained(detectors: &[u8], mask: &[u8]) -> Result<(), DecoderError> {
+    match detectors
+        .iter()
+        .zip(mask)
+        .enumerate()
+        .find(|(_, (d, m))| **d & **m != 0)
+    {
+        Some((i, (d, m))) => Err(DecoderError::Unexplained(
+            (8 * i) as u32 + (d & m).trailing_zeros(),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The usable mechanisms of `dem` (see [`MechanismsToObservables`]); a prior of `p ≥ ½` is
@@ -176,14 +194,24 @@ pub fn bp_prior(p: f64) -> f64 {
 pub struct ConstantDecoder {
     num_detectors: usize,
     num_observables: usize,
+    /// Every detector, packed (padding bits clear): an event on any is unexplained.
+    all: Vec<u8>,
 }
 
 impl ConstantDecoder {
     /// The constant decoder of `dem`'s shape.
     pub fn new(dem: &DetectorErrorModel) -> ConstantDecoder {
+        let n = dem.num_detectors();
+        let mut all = vec![0xFF; n.div_ceil(8)];
+        if !n.is_multiple_of(8)
+            && let Some(last) = all.last_mut()
+        {
+            *last = (1u8 << (n % 8)) - 1;
+        }
         ConstantDecoder {
-            num_detectors: dem.num_detectors(),
+            num_detectors: n,
             num_observables: dem.num_observables(),
+            all,
         }
     }
 }
@@ -203,15 +231,8 @@ impl ObservableDecoder for ConstantDecoder {
         observables: &mut [u8],
     ) -> Result<ShotInfo, DecoderError> {
         observables.fill(0);
-        // Bits past the detector count are padding, not events.
-        let fired = detectors.iter().enumerate().find_map(|(i, &b)| {
-            let live = self.num_detectors.saturating_sub(8 * i).min(8);
-            let b = b & (((1u16 << live) - 1) as u8);
-            (b != 0).then(|| 8 * i + b.trailing_zeros() as usize)
-        });
-        if let Some(d) = fired {
-            return Err(DecoderError::Unexplained(d as u32));
-        }
+        // Bits past the detector count are padding, not events (`all` has them clear).
+        unexplained(detectors, &self.all)?;
         Ok(ShotInfo {
             converged: true,
             ..ShotInfo::default()
@@ -259,6 +280,9 @@ impl<D: MechanismDecoder + Clone> MechanismsToObservables<D> {
                 silent[r / 8] |= 1 << (r % 8);
             }
         }
+        if silent.iter().all(|&b| b == 0) {
+            silent.clear(); // nothing to check per shot
+        }
         Ok(MechanismsToObservables {
             inner,
             silent,
@@ -294,17 +318,8 @@ impl<D: MechanismDecoder + Clone> ObservableDecoder for MechanismsToObservables<
         detectors: &[u8],
         observables: &mut [u8],
     ) -> Result<ShotInfo, DecoderError> {
-        if self.refuse
-            && let Some((i, b)) = detectors
-                .iter()
-                .zip(&self.silent)
-                .enumerate()
-                .find(|(_, (d, s))| **d & **s != 0)
-        {
-            let bits = b.0 & b.1;
-            return Err(DecoderError::Unexplained(
-                (8 * i) as u32 + bits.trailing_zeros(),
-            ));
+        if self.refuse {
+            unexplained(detectors, &self.silent)?;
         }
         for (i, s) in self.syndrome.iter_mut().enumerate() {
             *s = detectors[i / 8] >> (i % 8) & 1;

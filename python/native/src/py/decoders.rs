@@ -208,6 +208,18 @@ fn batch_err<E: std::fmt::Display>(py: Python<'_>, e: BatchError<E>) -> PyErr {
     }
 }
 
+/// A shot record of `width` bytes holds the events of `nodes` detectors (one byte each, or
+/// bit-packed): `ValueError` when it is too short.
+fn check_shot_width(width: usize, nodes: usize, packed: bool) -> PyResult<()> {
+    let least = if packed { nodes.div_ceil(8) } else { nodes };
+    if width < least {
+        return Err(PyValueError::new_err(format!(
+            "{width} bytes per shot: expected at least {least}"
+        )));
+    }
+    Ok(())
+}
+
 fn check_threads(threads: usize) -> PyResult<()> {
     if threads > MAX_THREADS {
         return Err(PyValueError::new_err(format!(
@@ -810,12 +822,7 @@ impl GraphMatching {
             let d = &mut *guard;
             with_correlations(d, correlations)?;
             let nodes = d.num_detectors();
-            let least = if packed { nodes.div_ceil(8) } else { nodes };
-            if width < least {
-                return Err(PyValueError::new_err(format!(
-                    "{width} bytes per shot: expected at least {least}"
-                )));
-            }
+            check_shot_width(width, nodes, packed)?;
             let k = self.num_fault_ids;
             let bytes_in = count.checked_mul(width);
             let bytes_out = count.checked_mul(k);
@@ -900,12 +907,7 @@ impl GraphMatching {
             let d = &mut *guard;
             with_correlations(d, correlations)?;
             let nodes = d.num_detectors();
-            let least = if packed { nodes.div_ceil(8) } else { nodes };
-            if width < least {
-                return Err(PyValueError::new_err(format!(
-                    "{width} bytes per shot: expected at least {least}"
-                )));
-            }
+            check_shot_width(width, nodes, packed)?;
             check_batch(data, shots, width, "detection events")?;
             let k = self.num_fault_ids;
             let total = shots

@@ -793,7 +793,18 @@ fn rdma_geometry_mismatch_full_and_the_next_controller() {
     first.post().unwrap();
     assert_eq!(first.collect().unwrap().payload, b"2");
     first.stop().unwrap();
-    let mut next = ControllerSession::open(&unique("c"), cfg, &peer, 0).unwrap();
+    // The server frees the first one's place once it has seen the stop, which over Soft-RoCE
+    // can come a moment after `stop` returns (a CI run's VM answered the next open "full"):
+    // the next controller is served within a bounded wait.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut next = loop {
+        match ControllerSession::open(&unique("c"), cfg.clone(), &peer, 0) {
+            Err(Error::Rejected(RejectReason::Full)) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            r => break r.unwrap(),
+        }
+    };
     for i in 0..10u8 {
         next.stage_payload(&[i], 0).unwrap();
         next.post().unwrap();

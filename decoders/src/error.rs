@@ -131,6 +131,9 @@ pub enum DecoderError {
     /// A matching decode refused its shot (a `Copy` fault: returning it does not allocate).
     #[error(transparent)]
     Match(#[from] crate::matching::errors::MatchFault),
+    /// A colour-code model the Möbius decoder cannot take, or a shot it cannot lift.
+    #[error(transparent)]
+    Mobius(#[from] crate::mobius::MobiusError),
     /// A detection event on a detector that no error of the model with `p > 0` flips: no
     /// correction explains the shot (PyMatching: "No perfect matching could be found"). A
     /// `Copy` fault: returning it does not allocate.

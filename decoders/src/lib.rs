@@ -70,6 +70,7 @@ pub mod gf2;
 pub mod io;
 pub mod lookup;
 pub mod matching;
+pub mod mobius;
 pub mod noise;
 pub mod osd;
 pub mod registry;

@@ -145,6 +145,10 @@ pub enum WindowKind {
     /// One decoder on the whole model floods each window in part and commits what the
     /// window's matching decided (matching).
     Masked,
+    /// One window, the whole shot, decoded once its last round is in: for a decoder whose
+    /// answer is observables only, with nothing to commit round by round (the Möbius
+    /// decoder).
+    Whole,
 }
 
 /// One registered decoder.
@@ -191,6 +195,7 @@ pub static DECODERS: &[&Entry] = &[
     &crate::bposd::ENTRY,
     &crate::relay::ENTRY,
     &crate::matching::ENTRY,
+    &crate::mobius::ENTRY,
 ];
 
 /// The decoder of a front end that names none (`backline decode`, `stream:` specs).

@@ -277,6 +277,12 @@ enum WindowInner {
     /// The stream's one matching decoder, on this window's detectors
     /// ([`crate::matching::WindowSpec`]).
     Matching(WindowSpec),
+    /// The decoder of the whole model, on the whole shot ([`WindowKind::Whole`]).
+    Whole {
+        decoder: Box<DemDecoder>,
+        /// Its prediction, one byte per observable.
+        obs: Vec<u8>,
+    },
 }
 
 /// The matching decoder of a stream's windows and its scratch.
@@ -363,9 +369,18 @@ impl StreamDecoder {
         let ranges = window_rounds(t, w, c);
         let entries = check_windows_size(dem, &round_start, &ranges, settings, (w, c))?;
         let dem = Arc::new(dem.clone());
+        let whole = settings.decoder.windows() == WindowKind::Whole;
+        if whole && w != t {
+            return Err(StreamBuildError::Settings(format!(
+                "window = {w}: {} decodes the whole shot as one window (its answer is the \
+                 observables, with no errors to commit round by round); leave window and \
+                 commit out",
+                settings.decoder.name()
+            )));
+        }
         let matching = match settings.decoder.windows() {
             WindowKind::Masked => Some(Box::new(matching_windows(&dem)?)),
-            WindowKind::CutModel => None,
+            WindowKind::CutModel | WindowKind::Whole => None,
         };
         let mut windows = Vec::with_capacity(ranges.len());
         for rounds in ranges {
@@ -383,6 +398,17 @@ impl StreamDecoder {
                     past_is_boundary: false,
                     future_is_boundary: !last,
                 })
+            } else if whole {
+                let decoder = DemDecoder::new(&dem, &settings.decoder).map_err(|source| {
+                    StreamBuildError::Window {
+                        rounds: rounds.clone(),
+                        source,
+                    }
+                })?;
+                WindowInner::Whole {
+                    obs: vec![0; decoder.num_observables()],
+                    decoder: Box::new(decoder),
+                }
             } else {
                 bp_window(&dem, &settings.decoder, &rounds, &detectors, commit_end)?
             };
@@ -625,6 +651,15 @@ impl StreamDecoder {
                             self.obs[l as usize] ^= 1;
                         }
                     }
+                }
+            }
+            WindowInner::Whole { decoder, obs } => {
+                hit = decoder
+                    .decode_until(syndrome, obs, deadline)
+                    .map_err(|_| fault)?
+                    .deadline_hit;
+                for (o, &p) in self.obs.iter_mut().zip(obs.iter()) {
+                    *o ^= p;
                 }
             }
             WindowInner::Matching(spec) => {

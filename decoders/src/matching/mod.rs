@@ -111,6 +111,9 @@ pub struct MatchingDecoder {
     paths: path::PathSearch,
     /// Correlated matching's state, when the graph has rules.
     corr: Option<Box<Correlated>>,
+    /// Shortest paths between matched pairs for [`MatchingDecoder::decode_to_path_edges`],
+    /// made on its first call.
+    pair: Option<path::PairSearch>,
 }
 
 /// Correlated matching's scratch: the weights the second pass matches on (lowered until the
@@ -223,6 +226,7 @@ impl Clone for MatchingDecoder {
             marks: self.marks.clone(),
             paths: self.paths.clone(),
             corr: self.corr.clone(),
+            pair: self.pair.clone(),
         }
     }
 }
@@ -284,6 +288,7 @@ impl MatchingDecoder {
                 .map(|rules| Box::new(Correlated::new(&graph, rules))),
             engine: Blossom::new(&graph),
             paths: path::PathSearch::new(&graph),
+            pair: None,
             events: Vec::with_capacity(n + graph.negative_events().len()),
             fired: Vec::with_capacity(n + graph.negative_events().len()),
             marks: if graph.negative_events().is_empty() {
@@ -363,6 +368,42 @@ impl MatchingDecoder {
         self.toggle_paths(parity);
         for &k in self.graph.negative_edges() {
             parity[k as usize] ^= 1;
+        }
+        Ok(m)
+    }
+
+    /// Matches one shot given as the detectors that fired (as
+    /// [`MatchingDecoder::decode_events`]) and appends to `path` the edges (indices into
+    /// [`MatchingGraph::edges`]) of a shortest path between the two ends of each match, match
+    /// after match, an edge once for every path that takes it (none cancel): for a caller that
+    /// follows the paths (the Möbius decoder lifts them). The graph's negative edges are not
+    /// listed. Allocates only to grow `path`, and the first time (the pair search's room).
+    pub fn decode_to_path_edges(
+        &mut self,
+        fired: &[u32],
+        path: &mut Vec<u32>,
+    ) -> Result<Matched, MatchFault> {
+        self.load_events(fired)?;
+        let n = self.graph.num_nodes() as u32;
+        self.engine.set_window(0, n, false, false, true);
+        let r = self.run();
+        self.engine.set_window(0, n, false, false, false);
+        let m = r?;
+        let span = self.engine.span();
+        // The weights the last matching ran on (a correlated decode's second pass).
+        let g = match self.corr.as_deref() {
+            Some(c) if c.on => &c.graph,
+            _ => &*self.graph,
+        };
+        let pairs = self.pair.get_or_insert_with(|| path::PairSearch::new(g));
+        for e in &self.engine.matches {
+            if e.to == blossom::NONE {
+                if self.paths.search(g, span, e.from, BOUNDARY) {
+                    path.extend(self.paths.slots.iter().map(|&s| g.adj_edge[s as usize]));
+                }
+            } else if pairs.search(g, span, e.from, e.to) {
+                path.extend_from_slice(&pairs.edges);
+            }
         }
         Ok(m)
     }

@@ -1,0 +1,296 @@
+//! The Möbius decoder of colour codes: one exact minimum-weight matching on a graph that
+//! holds the three restricted lattices at once, lifted back to the observables.
+//!
+//! # The construction
+//!
+//! Colour-code models need annotated detectors, as Chromobius reads them: the 4th coordinate
+//! is 0, 1, 2 for a red, green, blue X detector, 3, 4, 5 for Z, −1 for one to ignore. An
+//! error of a colour code flips, in each basis, one detector (at a boundary), two, or three of
+//! different colours (a *rainbow* triplet); the model's errors of those shapes are its
+//! *atoms*, and every other error is split into atoms of the model.
+//!
+//! Each detector `d` has two nodes, `2d` and `2d + 1`: its copies in the two restricted
+//! lattices its colour belongs to (a red detector is in the red-green and the red-blue
+//! lattice). A rainbow triplet is one edge in each of the three lattices; a pair is an edge
+//! copy to copy; a single detector joins its two copies. A detection event fires both
+//! copies; one matching of the whole graph (the sparse blossom of [`crate::matching`], exact)
+//! pairs them up (Sahay & Brown, arXiv 2108.11395; Gidney & Jones, arXiv 2312.08813, whose
+//! Chromobius this follows).
+//!
+//! # The lift
+//!
+//! The matched paths and each event's edge between its copies make a graph in which every
+//! node has even degree; each Euler circuit of it is a closed walk over detectors. A walk
+//! carries a charge (none, red, green or blue): each step along an atom's edge changes it as
+//! the tables built with the decoder say, at what cost in observables; each detection event
+//! passed is discharged. The assignment of charges that closes the circuit gives its
+//! observables; the shot's answer is their sum.
+//!
+//! ```
+//! use backline_decoders::dem::DetectorErrorModel;
+//! use backline_decoders::mobius::MobiusDecoder;
+//! // One red, green and blue X detector; a rainbow error in the middle, one boundary error
+//! // per detector (the red one flips L0).
+//! let dem = DetectorErrorModel::parse(
+//!     "detector(0, 0, 0, 0) D0\ndetector(1, 0, 0, 1) D1\ndetector(2, 0, 0, 2) D2\n\
+//!      error(0.1) D0 D1 D2\nerror(0.01) D0 L0\nerror(0.01) D1\nerror(0.01) D2\n",
+//!     "tri.dem",
+//! )
+//! .unwrap();
+//! let mut dec = MobiusDecoder::new(&dem).unwrap();
+//! assert_eq!(dec.decode_mask(&[0b111]).unwrap(), 0); // the rainbow error
+//! assert_eq!(dec.decode_mask(&[0b001]).unwrap(), 1); // red's boundary error
+//! ```
+
+mod error;
+mod lift;
+mod model;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::decoder::{ObservableDecoder, ShotInfo};
+use crate::dem::DetectorErrorModel;
+use crate::error::{DecoderError, SettingError};
+use crate::matching::{MatchFault, MatchingDecoder, MatchingGraph};
+use crate::registry::{DecoderConfig, Entry, Profile, WindowKind, config_any};
+pub use error::MobiusError;
+
+/// The Möbius decoder of one model. Built once; decodes without allocating once its scratch
+/// has grown to the largest shot. Cloning shares the tables.
+#[derive(Debug, Clone)]
+pub struct MobiusDecoder {
+    num_detectors: usize,
+    num_observables: usize,
+    ignored: Arc<Vec<bool>>,
+    lift: Arc<lift::Lift>,
+    matcher: MatchingDecoder,
+    /// The shot's Möbius nodes that fired, and detectors.
+    events: Vec<u32>,
+    fired: Vec<u32>,
+    /// The matching's path edges.
+    path: Vec<u32>,
+    tours: lift::Tours,
+    used: Vec<u32>,
+}
+
+impl MobiusDecoder {
+    /// The decoder of an annotated colour-code model (module doc); what it refuses is a
+    /// [`MobiusError`], or a [`crate::matching::MatchingBuildError`] for a graph matching
+    /// cannot hold.
+    pub fn new(dem: &DetectorErrorModel) -> Result<MobiusDecoder, DecoderError> {
+        let split = model::split(dem).map_err(DecoderError::from)?;
+        let n = dem.num_detectors();
+        // The Möbius graph's edges, parallel ones merged as independent errors.
+        let mut merged: HashMap<(u32, u32), f64> = HashMap::new();
+        let mut order = Vec::new();
+        let mut edges = Vec::new();
+        for (p, atoms) in &split.errors {
+            // An error with a boundary piece costs both of that detector's copies.
+            let p = if atoms.iter().any(|a| a[1] == model::NONE) {
+                p * p
+            } else {
+                *p
+            };
+            edges.clear();
+            for a in atoms {
+                model::atom_edges(&split.colour, a, &mut edges);
+            }
+            for &(a, b) in &edges {
+                let q = merged.entry((a, b)).or_insert_with(|| {
+                    order.push((a, b));
+                    0.0
+                });
+                *q = *q * (1.0 - p) + p * (1.0 - *q);
+            }
+        }
+        let mut weighted = Vec::with_capacity(order.len());
+        for (a, b) in order {
+            let p = merged[&(a, b)];
+            if p >= 0.5 {
+                // Only many parallel errors add up to this: refuse rather than mis-weigh.
+                return Err(MobiusError::Probability { line: 0, p }.into());
+            }
+            weighted.push((a, b, ((1.0 - p) / p).ln(), 0u64));
+        }
+        crate::matching::check_fits(2 * n + 1, weighted.len())?;
+        let graph = MatchingGraph::from_edges(dem.name(), 2 * n, 0, &weighted)?;
+        let lift = lift::Lift::new(&split, n);
+        Ok(MobiusDecoder {
+            num_detectors: n,
+            num_observables: dem.num_observables(),
+            ignored: Arc::new(split.ignored),
+            lift: Arc::new(lift),
+            matcher: MatchingDecoder::from_graph(Arc::new(graph)),
+            events: Vec::with_capacity(2 * n),
+            fired: Vec::with_capacity(n),
+            path: Vec::new(),
+            tours: lift::Tours::new(2 * n),
+            used: Vec::new(),
+        })
+    }
+
+    /// Decodes one shot in stim's `b8` layout (`⌈detectors/8⌉` bytes), returning the
+    /// predicted observable flips as a mask (bit `l` for observable `l`).
+    pub fn decode_mask(&mut self, dets: &[u8]) -> Result<u64, DecoderError> {
+        self.decode_weighted(dets).map(|(obs, _)| obs)
+    }
+
+    /// [`MobiusDecoder::decode_mask`] with the weight of the Möbius graph's matching,
+    /// `Σ ln((1 − p)/p)` over its edges (0 for a shot without detection events): how unlikely
+    /// the explanation is (Chromobius's `predict_weighted_obs_flips_from_dets_bit_packed`).
+    pub fn decode_weighted(&mut self, dets: &[u8]) -> Result<(u64, f64), DecoderError> {
+        let n = self.num_detectors;
+        if dets.len() != n.div_ceil(8) {
+            return Err(DecoderError::PackedLength {
+                what: "detection events",
+                expected: n.div_ceil(8),
+                found: dets.len(),
+            });
+        }
+        self.events.clear();
+        self.fired.clear();
+        for (i, &byte) in dets.iter().enumerate() {
+            let mut b = byte;
+            while b != 0 {
+                let d = 8 * i as u32 + b.trailing_zeros();
+                b &= b - 1;
+                if (d as usize) < n && !self.ignored[d as usize] {
+                    self.fired.push(d);
+                    self.events.extend([2 * d, 2 * d + 1]);
+                }
+            }
+        }
+        if self.fired.is_empty() {
+            return Ok((0, 0.0));
+        }
+        self.path.clear();
+        let matched = self
+            .matcher
+            .decode_to_path_edges(&self.events, &mut self.path)
+            .map_err(|f| match f {
+                MatchFault::NoPerfectMatching(node) | MatchFault::IsolatedDetector(node) => {
+                    DecoderError::Unexplained(node / 2)
+                }
+                other => DecoderError::Match(other),
+            })?;
+        self.tours.clear();
+        let edges = self.matcher.graph().edges();
+        for &k in &self.path {
+            let e = edges[k as usize];
+            self.tours.add(e.a, e.b);
+        }
+        for &d in &self.fired {
+            self.tours.add(2 * d, 2 * d + 1);
+        }
+        let fired = |d: u32| dets[d as usize / 8] >> (d % 8) & 1 == 1;
+        let (lift, used) = (&*self.lift, &mut self.used);
+        let mut obs = 0u64;
+        let mut failed: Option<Vec<u32>> = None;
+        let closed = self.tours.each(|cycle| {
+            if failed.is_some() {
+                return;
+            }
+            match lift.discharge(cycle, fired, used) {
+                Some(f) => obs ^= f,
+                None => failed = Some(cycle.iter().map(|&m| m / 2).collect()),
+            }
+        });
+        if let Some(detectors) = failed {
+            return Err(MobiusError::Lift { detectors }.into());
+        }
+        if !closed {
+            return Err(MobiusError::Lift {
+                detectors: self.fired.clone(),
+            }
+            .into());
+        }
+        let scale = self.matcher.graph().scale();
+        Ok((obs, matched.weight as f64 / scale))
+    }
+}
+
+impl ObservableDecoder for MobiusDecoder {
+    fn num_detectors(&self) -> usize {
+        self.num_detectors
+    }
+
+    fn num_observables(&self) -> usize {
+        self.num_observables
+    }
+
+    fn decode_packed(
+        &mut self,
+        detectors: &[u8],
+        observables: &mut [u8],
+    ) -> Result<ShotInfo, DecoderError> {
+        let k = self.num_observables;
+        if observables.len() != k.div_ceil(8) {
+            return Err(DecoderError::PackedLength {
+                what: "observable flips",
+                expected: k.div_ceil(8),
+                found: observables.len(),
+            });
+        }
+        let m = self.decode_mask(detectors)?;
+        for (i, o) in observables.iter_mut().enumerate() {
+            *o = (m >> (8 * i)) as u8;
+        }
+        Ok(ShotInfo {
+            converged: true,
+            ..ShotInfo::default()
+        })
+    }
+
+    fn clone_box(&self) -> Box<dyn ObservableDecoder> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// The settings of the Möbius decoder (none yet: Chromobius's construction as it is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MobiusConfig {}
+
+impl DecoderConfig for MobiusConfig {
+    fn set(&mut self, key: &str, _value: &str) -> Result<(), SettingError> {
+        Err(SettingError::unknown(
+            key.trim(),
+            "(mobius has no settings)",
+        ))
+    }
+
+    fn get(&self, _key: &str) -> Option<String> {
+        None
+    }
+
+    fn build(&self, dem: &DetectorErrorModel) -> Result<Box<dyn ObservableDecoder>, DecoderError> {
+        Ok(Box::new(MobiusDecoder::new(dem)?))
+    }
+
+    fn windows(&self) -> WindowKind {
+        WindowKind::Whole
+    }
+
+    config_any!();
+}
+
+fn mobius_config(_: Profile) -> Box<dyn DecoderConfig> {
+    Box::new(MobiusConfig::default())
+}
+
+/// The Möbius decoder in the decoder registry.
+pub static ENTRY: Entry = Entry {
+    name: "mobius",
+    title: "Möbius (colour codes)",
+    summary: "colour codes: one exact matching over the three restricted lattices at once, \
+              lifted back to the observables (Chromobius's construction; detectors annotated \
+              with colour and basis in their 4th coordinate)",
+    settings: &[],
+    config: mobius_config,
+};

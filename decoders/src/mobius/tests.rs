@@ -1,0 +1,215 @@
+use super::*;
+use crate::noise::DemNoise;
+
+/// The d = 3 colour code (Steane's), X errors only: three Z plaquettes, red {0,1,2,3},
+/// green {1,2,4,5}, blue {2,3,5,6}; L0 is the logical over qubits {0, 1, 4}. Each line is one
+/// qubit's error.
+const STEANE: &str = "\
+detector(0, 0, 0, 3) D0
+detector(1, 0, 0, 4) D1
+detector(2, 0, 0, 5) D2
+error(0.05) D0 L0
+error(0.05) D0 D1 L0
+error(0.05) D0 D1 D2
+error(0.05) D0 D2
+error(0.05) D1 L0
+error(0.05) D1 D2
+error(0.05) D2
+";
+
+/// One sampled shot: detection events (0/1 bytes), packed, and the true observables' mask.
+fn shot(noise: &mut DemNoise, model: &DetectorErrorModel) -> (Vec<u8>, Vec<u8>, u64) {
+    let mut events = vec![0u8; model.num_detectors()];
+    let mut obs = vec![0u8; model.num_observables()];
+    noise.sample(&mut events, &mut obs);
+    let fired: Vec<u32> = (0..events.len() as u32)
+        .filter(|&d| events[d as usize] != 0)
+        .collect();
+    let truth = obs
+        .iter()
+        .enumerate()
+        .fold(0u64, |m, (l, &o)| m | u64::from(o) << l);
+    let packed = pack(&fired, model.num_detectors());
+    (events, packed, truth)
+}
+
+fn dem(text: &str) -> DetectorErrorModel {
+    DetectorErrorModel::parse(text, "t.dem").unwrap()
+}
+
+fn pack(dets: &[u32], n: usize) -> Vec<u8> {
+    let mut b = vec![0u8; n.div_ceil(8)];
+    for &d in dets {
+        b[d as usize / 8] ^= 1 << (d % 8);
+    }
+    b
+}
+
+#[test]
+fn every_single_qubit_error_of_the_steane_code_is_corrected() {
+    let model = dem(STEANE);
+    let mut dec = MobiusDecoder::new(&model).unwrap();
+    for k in 0..model.num_mechanisms() {
+        let m = model.mechanism(k);
+        let want = m.observables.iter().fold(0u64, |o, &l| o ^ 1 << l);
+        let got = dec.decode_mask(&pack(m.detectors, 3)).unwrap();
+        assert_eq!(got, want, "qubit error {k}: {:?}", m.detectors);
+    }
+    assert_eq!(dec.decode_weighted(&[0]).unwrap(), (0, 0.0));
+    // The centre qubit's error is one edge in each restricted lattice; each of those edges
+    // is also one of a pair error's two (red-green's of qubit 1, …), merged with it: q =
+    // 2p(1 − p).
+    let (_, w) = dec.decode_weighted(&pack(&[0, 1, 2], 3)).unwrap();
+    let q: f64 = 2.0 * 0.05 * 0.95;
+    let one = ((1.0 - q) / q).ln();
+    assert!((w - 3.0 * one).abs() < 1e-3 * one, "{w}");
+}
+
+/// A repetition code of `n` detectors over `rounds`, the detectors unannotated.
+fn repetition(n: usize, rounds: usize) -> String {
+    let mut s = String::new();
+    for r in 0..rounds {
+        let base = r * n;
+        s += &format!("error(0.03) D{base} L0\n");
+        for i in 0..n - 1 {
+            s += &format!("error(0.03) D{} D{}\n", base + i, base + i + 1);
+        }
+        s += &format!("error(0.02) D{}\n", base + n - 1);
+        if r + 1 < rounds {
+            for i in 0..n {
+                s += &format!("error(0.01) D{} D{}\n", base + i, base + n + i);
+            }
+        }
+    }
+    s
+}
+
+#[test]
+fn an_unannotated_model_is_one_colour_and_decodes_as_matching_does() {
+    let model = dem(&repetition(6, 4));
+    let mut mobius = MobiusDecoder::new(&model).unwrap();
+    let mut matching = MatchingDecoder::new(&model).unwrap();
+    let mut noise = DemNoise::new(&model, 11);
+    let (mut agree, mut fails_m, mut fails_b) = (0, 0, 0);
+    let shots = 2000;
+    for _ in 0..shots {
+        let (_, packed, truth) = shot(&mut noise, &model);
+        let a = mobius.decode_mask(&packed).unwrap();
+        let b = matching.decode_mask(&packed).unwrap().observables;
+        agree += usize::from(a == b);
+        fails_b += usize::from(a != truth);
+        fails_m += usize::from(b != truth);
+    }
+    // Ties between equally heavy matchings may break either way; anything more is a bug.
+    assert!(agree >= shots * 99 / 100, "{agree} of {shots} agree");
+    assert!(
+        fails_b.abs_diff(fails_m) <= shots / 100,
+        "{fails_b} vs {fails_m}"
+    );
+}
+
+#[test]
+fn bad_annotations_are_refused_naming_the_detector() {
+    let bad = STEANE.replace("detector(1, 0, 0, 4) D1", "detector(1, 0, 0, 7) D1");
+    let e = MobiusDecoder::new(&dem(&bad)).unwrap_err().to_string();
+    assert!(e.contains("D1") && e.contains("(1, 0, 0, 7)"), "{e}");
+    let half = STEANE.replace("detector(1, 0, 0, 4) D1", "detector(1, 0) D1");
+    let e = MobiusDecoder::new(&dem(&half)).unwrap_err().to_string();
+    assert!(e.contains("D1") && e.contains("4th coordinate"), "{e}");
+    let fractional = STEANE.replace("detector(1, 0, 0, 4) D1", "detector(1, 0, 0, 4.5) D1");
+    assert!(MobiusDecoder::new(&dem(&fractional)).is_err());
+    // −1: ignored, its events dropped.
+    let ignored = format!("{STEANE}detector(9, 9, 9, -1) D3\nerror(0.1) D3 D2\n");
+    let mut dec = MobiusDecoder::new(&dem(&ignored)).unwrap();
+    assert_eq!(dec.decode_mask(&pack(&[3], 4)).unwrap(), 0);
+}
+
+#[test]
+fn errors_that_are_not_colour_code_pieces_are_refused_naming_the_line() {
+    // Three detectors of one basis and two colours: not a rainbow, and nothing to split into.
+    let text = "detector(0, 0, 0, 0) D0\ndetector(1, 0, 0, 0) D1\ndetector(2, 0, 0, 1) D2\n\
+                error(0.1) D0 D1 D2\n";
+    let e = MobiusDecoder::new(&dem(text)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            DecoderError::Mobius(MobiusError::Decomposition { line: 4, .. })
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("D0 D1 D2"), "{e}");
+    // Four of one basis: split when the model's atoms allow it.
+    let four = "detector(0, 0, 0, 0) D0\ndetector(1, 0, 0, 1) D1\ndetector(2, 0, 0, 2) D2\n\
+                detector(3, 0, 0, 0) D3\nerror(0.1) D0 D1 D2\nerror(0.1) D3\nerror(0.1) D0\n\
+                error(0.1) D1\nerror(0.1) D2\nerror(0.01) D0 D1 D2 D3\n";
+    let mut dec = MobiusDecoder::new(&dem(four)).unwrap();
+    assert_eq!(dec.decode_mask(&pack(&[0, 1, 2, 3], 4)).unwrap(), 0);
+    // p ≥ ½.
+    let e = MobiusDecoder::new(&dem(&STEANE.replace("error(0.05) D2\n", "error(0.5) D2\n")));
+    assert!(
+        matches!(
+            e,
+            Err(DecoderError::Mobius(MobiusError::Probability {
+                line: 10,
+                ..
+            }))
+        ),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn a_detection_event_no_error_explains_is_an_error_and_lengths_are_checked() {
+    let text = format!("{STEANE}detector(5, 5, 5, 3) D3\n");
+    let mut dec = MobiusDecoder::new(&dem(&text)).unwrap();
+    assert!(matches!(
+        dec.decode_mask(&pack(&[3], 4)),
+        Err(DecoderError::Unexplained(3))
+    ));
+    // The decoder is still usable.
+    assert_eq!(dec.decode_mask(&pack(&[0], 4)).unwrap(), 1);
+    assert!(matches!(
+        dec.decode_mask(&[0, 0]),
+        Err(DecoderError::PackedLength { .. })
+    ));
+    let mut out = [0u8; 2];
+    assert!(ObservableDecoder::decode_packed(&mut dec, &[0], &mut out).is_err());
+}
+
+#[test]
+fn the_registry_builds_it_and_streams_decode_it_as_one_window() {
+    let settings = crate::registry::settings("mobius", Profile::Offline).unwrap();
+    assert!(settings.clone().set("alpha", "1").is_err());
+    let model = dem(&repetition(4, 3));
+    let mut dec = settings.build(&model).unwrap();
+    let mut obs = [0u8];
+    dec.decode_packed(&pack(&[0], model.num_detectors()), &mut obs)
+        .unwrap();
+    assert_eq!(obs, [1]);
+    // A stream needs time coordinates: rounds as the 2nd coordinate.
+    let mut timed = String::new();
+    for d in 0..model.num_detectors() {
+        timed += &format!("detector({}, {}) D{d}\n", d % 4, d / 4);
+    }
+    timed += &repetition(4, 3);
+    let model = dem(&timed);
+    let mut s = crate::stream::StreamSettings {
+        decoder: settings.clone(),
+        ..crate::stream::StreamSettings::default()
+    };
+    let mut stream = crate::stream::StreamDecoder::new(&model, &s).unwrap();
+    let mut direct = MobiusDecoder::new(&model).unwrap();
+    let mut noise = DemNoise::new(&model, 5);
+    for _ in 0..200 {
+        let (events, packed, _) = shot(&mut noise, &model);
+        let mut got = [0u8];
+        stream.decode_shot(&events, &mut got).unwrap();
+        let want = direct.decode_mask(&packed).unwrap();
+        assert_eq!(u64::from(got[0]), want);
+    }
+    s.window = Some(2);
+    let e = crate::stream::StreamDecoder::new(&model, &s)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("whole shot"), "{e}");
+}

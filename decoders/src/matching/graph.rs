@@ -229,43 +229,32 @@ impl MatchingGraph {
         observables: usize,
         edges: &[(u32, u32, f64, u64)],
     ) -> Result<MatchingGraph, MatchingBuildError> {
-        if observables > MAX_MATCHING_OBSERVABLES {
-            return Err(MatchingBuildError::TooManyObservables {
-                file: name.to_string(),
-                count: observables,
-            });
-        }
-        let allowed = if observables == 64 {
-            u64::MAX
-        } else {
-            (1u64 << observables) - 1
-        };
-        for (index, &(a, b, w, obs)) in edges.iter().enumerate() {
-            let why = if a as usize >= nodes || (b != BOUNDARY && b as usize >= nodes) {
-                let past = if a as usize >= nodes { a } else { b };
-                format!("node {past} is past the graph's {nodes} nodes")
-            } else if !w.is_finite() {
-                format!("weight {w} is not a finite number")
-            } else if w.abs() > MAX_EDGE_WEIGHT {
-                format!(
-                    "weight {w:?} is larger in magnitude than {MAX_EDGE_WEIGHT}, the largest \
-                     weight a matching graph holds (PyMatching's maximum absolute edge weight)"
-                )
-            } else if obs & !allowed != 0 {
-                format!("it flips an observable past the graph's {observables}")
-            } else {
-                continue;
-            };
-            return Err(MatchingBuildError::BadEdge {
-                file: name.to_string(),
-                index,
-                why,
-            });
-        }
-        if edges.is_empty() {
-            return Err(MatchingBuildError::NoEdges(name.to_string()));
-        }
+        check_edges(name, nodes, observables, edges)?;
         Ok(MatchingGraph::from_weights(name, nodes, observables, edges))
+    }
+
+    /// [`MatchingGraph::from_edges`]'s graph (the edges checked by it first) with correlated
+    /// matching's rules for `pairs` `(edge, edge, p)` (indices into `edges`; each pair listed
+    /// both ways) of edges that happen together with probability `p`, every edge's own
+    /// probability in `marginal`: a first matching that uses one lowers the other's weight
+    /// (module doc).
+    pub(crate) fn from_edges_correlated(
+        name: &str,
+        nodes: usize,
+        observables: usize,
+        edges: &[(u32, u32, f64, u64)],
+        pairs: Vec<(u32, u32, f64)>,
+        marginal: &[f64],
+    ) -> Result<MatchingGraph, MatchingBuildError> {
+        check_edges(name, nodes, observables, edges)?;
+        let rules = rules_of_pairs(pairs, marginal);
+        Ok(MatchingGraph::build(
+            name,
+            nodes,
+            observables,
+            edges,
+            Some(&rules),
+        ))
     }
 
     /// A graph from edges `(a, b or BOUNDARY, weight, observable mask)` with real weights,
@@ -465,13 +454,69 @@ impl MatchingGraph {
     }
 }
 
+/// [`MatchingGraph::from_edges`]'s checks of its edges.
+fn check_edges(
+    name: &str,
+    nodes: usize,
+    observables: usize,
+    edges: &[(u32, u32, f64, u64)],
+) -> Result<(), MatchingBuildError> {
+    if observables > MAX_MATCHING_OBSERVABLES {
+        return Err(MatchingBuildError::TooManyObservables {
+            file: name.to_string(),
+            count: observables,
+        });
+    }
+    let allowed = if observables == 64 {
+        u64::MAX
+    } else {
+        (1u64 << observables) - 1
+    };
+    for (index, &(a, b, w, obs)) in edges.iter().enumerate() {
+        let why = if a as usize >= nodes || (b != BOUNDARY && b as usize >= nodes) {
+            let past = if a as usize >= nodes { a } else { b };
+            format!("node {past} is past the graph's {nodes} nodes")
+        } else if !w.is_finite() {
+            format!("weight {w} is not a finite number")
+        } else if w.abs() > MAX_EDGE_WEIGHT {
+            format!(
+                "weight {w:?} is larger in magnitude than {MAX_EDGE_WEIGHT}, the largest \
+                 weight a matching graph holds (PyMatching's maximum absolute edge weight)"
+            )
+        } else if obs & !allowed != 0 {
+            format!("it flips an observable past the graph's {observables}")
+        } else {
+            continue;
+        };
+        return Err(MatchingBuildError::BadEdge {
+            file: name.to_string(),
+            index,
+            why,
+        });
+    }
+    if edges.is_empty() {
+        return Err(MatchingBuildError::NoEdges(name.to_string()));
+    }
+    Ok(())
+}
+
 /// Correlated matching's rules as real weights `(causing edge, edge rewritten, weight)`, sorted
 /// by causing edge then edge rewritten: every pair of parts of a split error happened together
 /// with its `p` (combined over errors as independent events); the rewritten edge's
 /// probability is `min(½, P(c ∧ a)/P(c))` with `P(c)` the causing edge's own probability.
 fn implied_weights(split: &DecomposedErrors, marginal: &[f64]) -> Vec<(u32, u32, f64)> {
+    rules_of(split.iter(), marginal)
+}
+
+/// The rewrite rules (module doc) of errors given as `(p, the edges of its parts)`, with each
+/// edge's own probability in `marginal`: `(causing edge, edge rewritten, real weight)`,
+/// sorted by causing edge.
+pub(crate) fn rules_of<'a>(
+    errors: impl Iterator<Item = (f64, &'a [u32])>,
+    marginal: &[f64],
+) -> Vec<(u32, u32, f64)> {
     let mut pairs: Vec<(u32, u32, f64)> = Vec::new();
-    for (p, parts) in split.iter() {
+    for (p, parts) in errors {
         for (i, &c) in parts.iter().enumerate() {
             for &a in &parts[i + 1..] {
                 if a != c {
@@ -481,6 +526,16 @@ fn implied_weights(split: &DecomposedErrors, marginal: &[f64]) -> Vec<(u32, u32,
             }
         }
     }
+    rules_of_pairs(pairs, marginal)
+}
+
+/// The rewrite rules of `pairs` `(edge, edge, p)`: both edges happened together with
+/// probability `p` (each pair listed both ways; repeated pairs combine as independent
+/// events), with each edge's own probability in `marginal`.
+pub(crate) fn rules_of_pairs(
+    mut pairs: Vec<(u32, u32, f64)>,
+    marginal: &[f64],
+) -> Vec<(u32, u32, f64)> {
     pairs.sort_unstable_by_key(|&(c, a, _)| (c, a));
     let mut rules: Vec<(u32, u32, f64)> = Vec::with_capacity(pairs.len());
     for (c, a, p) in pairs {

@@ -26,6 +26,17 @@
 //! passed is discharged. The assignment of charges that closes the circuit gives its
 //! observables; the shot's answer is their sum.
 //!
+//! # Correlations
+//!
+//! With `correlations=1` ([`MobiusDecoder::new_correlated`]) the graph is matched twice, as
+//! PyMatching's correlated matching does on surface codes: an error of the model split into
+//! several atoms (a Y error's X and Z halves; a hook error's pieces) gives every pair of
+//! edges from *different* atoms a rule; once the first matching uses one edge, the other's
+//! weight is lowered to `ln((1 − q)/q)`, `q = min(½, P(both)/P(used edge))`, and the second
+//! matching's paths are lifted. Edges of one atom are not paired: they always happen
+//! together, and the matching already takes them together. About twice the plain decode's
+//! time; the logical error rates it reaches are in docs/decoders.md.
+//!
 //! ```
 //! use backline_decoders::dem::DetectorErrorModel;
 //! use backline_decoders::mobius::MobiusDecoder;
@@ -55,7 +66,7 @@ use crate::decoder::{ObservableDecoder, ShotInfo};
 use crate::dem::DetectorErrorModel;
 use crate::error::{DecoderError, SettingError};
 use crate::matching::{MatchFault, MatchingDecoder, MatchingGraph};
-use crate::registry::{DecoderConfig, Entry, Profile, WindowKind, config_any};
+use crate::registry::{DecoderConfig, Entry, Profile, Setting, ValueType, WindowKind, config_any};
 pub use error::MobiusError;
 
 /// The Möbius decoder of one model. Built once; decodes without allocating once its scratch
@@ -81,12 +92,28 @@ impl MobiusDecoder {
     /// [`MobiusError`], or a [`crate::matching::MatchingBuildError`] for a graph matching
     /// cannot hold.
     pub fn new(dem: &DetectorErrorModel) -> Result<MobiusDecoder, DecoderError> {
+        MobiusDecoder::build(dem, false)
+    }
+
+    /// [`MobiusDecoder::new`] with a second, correlated pass (module doc): the first
+    /// matching's edges lower the weights of the edges that share an error of the model with
+    /// them, and the graph is matched again.
+    pub fn new_correlated(dem: &DetectorErrorModel) -> Result<MobiusDecoder, DecoderError> {
+        MobiusDecoder::build(dem, true)
+    }
+
+    fn build(dem: &DetectorErrorModel, correlated: bool) -> Result<MobiusDecoder, DecoderError> {
         let split = model::split(dem).map_err(DecoderError::from)?;
         let n = dem.num_detectors();
-        // The Möbius graph's edges, parallel ones merged as independent errors.
-        let mut merged: HashMap<(u32, u32), f64> = HashMap::new();
+        // The Möbius graph's edges, parallel ones merged as independent errors; each error's
+        // edges, for the correlated pass.
+        let mut index: HashMap<(u32, u32), u32> = HashMap::new();
+        let mut marginal: Vec<f64> = Vec::new();
         let mut order = Vec::new();
+        // Pairs of edges of one error from different atoms (correlated pass).
+        let mut pairs: Vec<(u32, u32, f64)> = Vec::new();
         let mut edges = Vec::new();
+        let mut atom_of_edge = Vec::new();
         for (p, atoms) in &split.errors {
             // An error with a boundary piece costs both of that detector's copies.
             let p = if atoms.iter().any(|a| a[1] == model::NONE) {
@@ -95,20 +122,34 @@ impl MobiusDecoder {
                 *p
             };
             edges.clear();
-            for a in atoms {
+            atom_of_edge.clear();
+            for (i, a) in atoms.iter().enumerate() {
                 model::atom_edges(&split.colour, a, &mut edges);
+                atom_of_edge.resize(edges.len(), i);
             }
+            let mut parts = Vec::with_capacity(edges.len());
             for &(a, b) in &edges {
-                let q = merged.entry((a, b)).or_insert_with(|| {
+                let k = *index.entry((a, b)).or_insert_with(|| {
                     order.push((a, b));
-                    0.0
+                    marginal.push(0.0);
+                    marginal.len() as u32 - 1
                 });
+                let q = &mut marginal[k as usize];
                 *q = *q * (1.0 - p) + p * (1.0 - *q);
+                parts.push(k);
+            }
+            if correlated && atoms.len() > 1 {
+                for (i, &c) in parts.iter().enumerate() {
+                    for (j, &a) in parts.iter().enumerate().skip(i + 1) {
+                        if a != c && atom_of_edge[i] != atom_of_edge[j] {
+                            pairs.extend([(c, a, p), (a, c, p)]);
+                        }
+                    }
+                }
             }
         }
         let mut weighted = Vec::with_capacity(order.len());
-        for (a, b) in order {
-            let p = merged[&(a, b)];
+        for (&(a, b), &p) in order.iter().zip(&marginal) {
             if p >= 0.5 {
                 // Only many parallel errors add up to this: refuse rather than mis-weigh.
                 return Err(MobiusError::Probability { line: 0, p }.into());
@@ -116,7 +157,11 @@ impl MobiusDecoder {
             weighted.push((a, b, ((1.0 - p) / p).ln(), 0u64));
         }
         crate::matching::check_fits(2 * n + 1, weighted.len())?;
-        let graph = MatchingGraph::from_edges(dem.name(), 2 * n, 0, &weighted)?;
+        let graph = if correlated {
+            MatchingGraph::from_edges_correlated(dem.name(), 2 * n, 0, &weighted, pairs, &marginal)?
+        } else {
+            MatchingGraph::from_edges(dem.name(), 2 * n, 0, &weighted)?
+        };
         let lift = lift::Lift::new(&split, n);
         Ok(MobiusDecoder {
             num_detectors: n,
@@ -253,24 +298,41 @@ impl ObservableDecoder for MobiusDecoder {
     }
 }
 
-/// The settings of the Möbius decoder (none yet: Chromobius's construction as it is).
+/// The settings of the Möbius decoder: Chromobius's construction, and whether to match
+/// twice with correlations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct MobiusConfig {}
+pub struct MobiusConfig {
+    /// The correlated second pass ([`MobiusDecoder::new_correlated`]).
+    pub correlations: bool,
+}
+
+impl MobiusConfig {
+    /// The setting names, as errors list them.
+    pub const KEYS: &'static str = "correlations";
+}
 
 impl DecoderConfig for MobiusConfig {
-    fn set(&mut self, key: &str, _value: &str) -> Result<(), SettingError> {
-        Err(SettingError::unknown(
-            key.trim(),
-            "(mobius has no settings)",
-        ))
+    fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
+        match key.trim() {
+            "correlations" => self.correlations = crate::error::parse_flag(key, value)?,
+            other => return Err(SettingError::unknown(other, Self::KEYS)),
+        }
+        Ok(())
     }
 
-    fn get(&self, _key: &str) -> Option<String> {
-        None
+    fn get(&self, key: &str) -> Option<String> {
+        match key {
+            "correlations" => Some(u8::from(self.correlations).to_string()),
+            _ => None,
+        }
     }
 
     fn build(&self, dem: &DetectorErrorModel) -> Result<Box<dyn ObservableDecoder>, DecoderError> {
-        Ok(Box::new(MobiusDecoder::new(dem)?))
+        Ok(Box::new(if self.correlations {
+            MobiusDecoder::new_correlated(dem)?
+        } else {
+            MobiusDecoder::new(dem)?
+        }))
     }
 
     fn windows(&self) -> WindowKind {
@@ -291,6 +353,15 @@ pub static ENTRY: Entry = Entry {
     summary: "colour codes: one exact matching over the three restricted lattices at once, \
               lifted back to the observables (Chromobius's construction; detectors annotated \
               with colour and basis in their 4th coordinate)",
-    settings: &[],
+    settings: &[Setting {
+        key: "correlations",
+        value: ValueType::Flag,
+        range: "0 or 1",
+        offline: "0",
+        realtime: "0",
+        help: "match twice, the second time with the edges that share an error of the model \
+               with the first matching's edges made lighter (PyMatching's correlated matching \
+               on the Möbius graph)",
+    }],
     config: mobius_config,
 };

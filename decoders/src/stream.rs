@@ -6,9 +6,11 @@
 //! # Rounds
 //!
 //! A *round* is the set of detectors that share a time coordinate (the last coordinate of each
-//! `detector(…)` declaration, as stim writes them). The detectors must be numbered in time
-//! order, and every detector needs a time coordinate; [`StreamDecoder::new`] refuses other
-//! models and says which detector is out of line.
+//! `detector(…)` declaration, as stim writes them; the 3rd in a model annotated for colour-code
+//! decoders, whose 4th is each detector's colour and basis, `(x, y, t, c)` as Chromobius reads
+//! them). The detectors must be numbered in time order, and every detector needs a time
+//! coordinate; [`StreamDecoder::new`] refuses other models and says which detector is out of
+//! line.
 //!
 //! # Windows
 //!
@@ -876,6 +878,22 @@ fn check_windows_size(
 }
 
 /// The rounds of a model: `round_start` with `T + 1` entries.
+/// Whether `dem` is annotated for colour-code decoders, Chromobius's way: every detector
+/// declared with at least four coordinates `(x, y, t, colour and basis)`, the 4th an integer
+/// in −1..=5, and the 3rd in time order. Its rounds are then read from the 3rd coordinate,
+/// not the last.
+fn colour_annotated(dem: &DetectorErrorModel) -> bool {
+    let mut last = f64::NEG_INFINITY;
+    (0..dem.num_detectors()).all(|d| match dem.detector_coords(d) {
+        Some(c) if c.len() >= 4 && (-1.0..=5.0).contains(&c[3]) && c[3].fract() == 0.0 => {
+            let ok = c[2] >= last;
+            last = c[2];
+            ok
+        }
+        _ => false,
+    }) && dem.num_detectors() > 0
+}
+
 fn rounds_of(dem: &DetectorErrorModel) -> Result<Vec<usize>, StreamBuildError> {
     let layout = |msg: String| StreamBuildError::Layout {
         file: dem.name().to_string(),
@@ -883,8 +901,14 @@ fn rounds_of(dem: &DetectorErrorModel) -> Result<Vec<usize>, StreamBuildError> {
     };
     let mut starts = vec![0];
     let mut last: Option<f64> = None;
+    let colour = colour_annotated(dem);
     for d in 0..dem.num_detectors() {
-        let t = dem.detector_time(d).ok_or_else(|| {
+        let t = if colour {
+            dem.detector_coords(d).map(|c| c[2])
+        } else {
+            dem.detector_time(d)
+        };
+        let t = t.ok_or_else(|| {
             layout(format!(
                 "detector D{d} has no time coordinate; streaming needs every detector declared \
                  with coordinates, time last (detector(x, y, t) D{d})"

@@ -186,10 +186,11 @@ fn the_registry_builds_it_and_streams_decode_it_as_one_window() {
     dec.decode_packed(&pack(&[0], model.num_detectors()), &mut obs)
         .unwrap();
     assert_eq!(obs, [1]);
-    // A stream needs time coordinates: rounds as the 2nd coordinate.
+    // A stream reads rounds from the time coordinate: in a colour-annotated model, the 3rd
+    // of (x, y, t, colour), here with colours that are not in time order.
     let mut timed = String::new();
     for d in 0..model.num_detectors() {
-        timed += &format!("detector({}, {}) D{d}\n", d % 4, d / 4);
+        timed += &format!("detector({}, 0, {}, {}) D{d}\n", d % 4, d / 4, 3 + d % 3);
     }
     timed += &repetition(4, 3);
     let model = dem(&timed);
@@ -198,6 +199,7 @@ fn the_registry_builds_it_and_streams_decode_it_as_one_window() {
         ..crate::stream::StreamSettings::default()
     };
     let mut stream = crate::stream::StreamDecoder::new(&model, &s).unwrap();
+    assert_eq!(stream.rounds(), 3);
     let mut direct = MobiusDecoder::new(&model).unwrap();
     let mut noise = DemNoise::new(&model, 5);
     for _ in 0..200 {

@@ -36,20 +36,33 @@ pub enum MobiusError {
         /// The model had no annotations and was read as one colour.
         one_colour: bool,
     },
-    /// An error with `p ≥ ½`.
+    /// An error with `p = 1`.
     #[error(
-        "line {line}: an error of probability {p} (≥ 0.5) cannot be weighed for matching: \
-         flip the detectors and observables it flips into the data and use 1 − p"
+        "line {line}: an error of probability 1 always happens and cannot be weighed for \
+         matching: flip the detectors and observables it flips into the data instead"
     )]
-    Probability {
+    Certain {
         /// The 1-based line of its `error` instruction.
         line: u32,
-        /// Its probability.
-        p: f64,
     },
-    /// More observables than a mask holds.
-    #[error("the model has {0} observables; the Möbius decoder tracks at most 64")]
-    TooManyObservables(usize),
+    /// An observable past what a mask holds.
+    #[error("line {line}: observable L{observable}; the Möbius decoder tracks L0 to L63")]
+    TooManyObservables {
+        /// The 1-based line of the `error` instruction that flips it.
+        line: u32,
+        /// The observable.
+        observable: u32,
+    },
+    /// Detection events that no set of the model's errors explains: the matching found no
+    /// perfect matching (an odd number of events in a part of the graph without a boundary).
+    #[error(
+        "detector D{detector} fired, and no set of the model's errors explains this shot's \
+         detection events (no perfect matching of the Möbius graph)"
+    )]
+    NoMatching {
+        /// A detector of the part that could not be matched.
+        detector: u32,
+    },
     /// A cycle of the shot's matching that no assignment of charges closes (a colouring the
     /// annotations got wrong, or an error the model's atoms do not cover).
     #[error(
@@ -93,9 +106,9 @@ fn describe_rest(x: &[u32], z: &[u32], obs: u64, one_colour: bool) -> String {
         let _ = write!(s, "; it flips observables {obs:#b}");
     }
     s.push_str(if one_colour {
-        " (no detector has a 4th coordinate, so the model was read as a matchable code of one \
-         colour; a colour code needs each detector's colour and basis: 0, 1, 2 = red, green, \
-         blue X; 3, 4, 5 = red, green, blue Z)"
+        " (the detectors' 4th coordinates name fewer than two colours, so the model was read \
+         as a matchable code of one colour; a colour code needs each detector's colour and \
+         basis: 0, 1, 2 = red, green, blue X; 3, 4, 5 = red, green, blue Z)"
     } else {
         " (an error of four or more detectors of one basis needs atoms of the model to split \
          into; is each detector's colour right?)"

@@ -77,7 +77,8 @@ pub struct MobiusDecoder {
     num_observables: usize,
     ignored: Arc<Vec<bool>>,
     lift: Arc<lift::Lift>,
-    matcher: MatchingDecoder,
+    /// The matching of the Möbius graph (none when the model has no usable error).
+    matcher: Option<MatchingDecoder>,
     /// The shot's Möbius nodes that fired, and detectors.
     events: Vec<u32>,
     fired: Vec<u32>,
@@ -114,53 +115,63 @@ impl MobiusDecoder {
         let mut pairs: Vec<(u32, u32, f64)> = Vec::new();
         let mut edges = Vec::new();
         let mut atom_of_edge = Vec::new();
-        for (p, atoms) in &split.errors {
-            // An error with a boundary piece costs both of that detector's copies.
-            let p = if atoms.iter().any(|a| a[1] == model::NONE) {
-                p * p
-            } else {
-                *p
-            };
+        let mut prob = Vec::new();
+        for &(p, ref atoms) in &split.errors {
             edges.clear();
             atom_of_edge.clear();
+            prob.clear();
             for (i, a) in atoms.iter().enumerate() {
                 model::atom_edges(&split.colour, a, &mut edges);
                 atom_of_edge.resize(edges.len(), i);
+                // A boundary piece's edge joins a detector's two copies, which a matching of
+                // each lattice alone would each take to the boundary: it costs both.
+                let q = if a[1] == model::NONE { p * p } else { p };
+                prob.resize(edges.len(), q);
             }
             let mut parts = Vec::with_capacity(edges.len());
-            for &(a, b) in &edges {
+            for (&(a, b), &q) in edges.iter().zip(&prob) {
                 let k = *index.entry((a, b)).or_insert_with(|| {
                     order.push((a, b));
                     marginal.push(0.0);
                     marginal.len() as u32 - 1
                 });
-                let q = &mut marginal[k as usize];
-                *q = *q * (1.0 - p) + p * (1.0 - *q);
+                let m = &mut marginal[k as usize];
+                *m = *m * (1.0 - q) + q * (1.0 - *m);
                 parts.push(k);
             }
             if correlated && atoms.len() > 1 {
                 for (i, &c) in parts.iter().enumerate() {
                     for (j, &a) in parts.iter().enumerate().skip(i + 1) {
                         if a != c && atom_of_edge[i] != atom_of_edge[j] {
-                            pairs.extend([(c, a, p), (a, c, p)]);
+                            let both = prob[i].min(prob[j]);
+                            pairs.extend([(c, a, both), (a, c, both)]);
                         }
                     }
                 }
             }
         }
-        let mut weighted = Vec::with_capacity(order.len());
-        for (&(a, b), &p) in order.iter().zip(&marginal) {
-            if p >= 0.5 {
-                // Only many parallel errors add up to this: refuse rather than mis-weigh.
-                return Err(MobiusError::Probability { line: 0, p }.into());
-            }
-            weighted.push((a, b, ((1.0 - p) / p).ln(), 0u64));
-        }
+        // Every probability is below 1 (the model's are), so every weight is finite; one
+        // above ½ is negative, and the matching takes its edge as already flipped.
+        let weighted: Vec<(u32, u32, f64, u64)> = order
+            .iter()
+            .zip(&marginal)
+            .map(|(&(a, b), &p)| (a, b, ((1.0 - p) / p).ln(), 0))
+            .collect();
         crate::matching::check_fits(2 * n + 1, weighted.len())?;
-        let graph = if correlated {
-            MatchingGraph::from_edges_correlated(dem.name(), 2 * n, 0, &weighted, pairs, &marginal)?
+        let graph = if weighted.is_empty() {
+            // No error the decoder can use: every event is unexplained.
+            None
+        } else if correlated {
+            Some(MatchingGraph::from_edges_correlated(
+                dem.name(),
+                2 * n,
+                0,
+                &weighted,
+                pairs,
+                &marginal,
+            )?)
         } else {
-            MatchingGraph::from_edges(dem.name(), 2 * n, 0, &weighted)?
+            Some(MatchingGraph::from_edges(dem.name(), 2 * n, 0, &weighted)?)
         };
         let lift = lift::Lift::new(&split, n);
         Ok(MobiusDecoder {
@@ -168,7 +179,7 @@ impl MobiusDecoder {
             num_observables: dem.num_observables(),
             ignored: Arc::new(split.ignored),
             lift: Arc::new(lift),
-            matcher: MatchingDecoder::from_graph(Arc::new(graph)),
+            matcher: graph.map(|g| MatchingDecoder::from_graph(Arc::new(g))),
             events: Vec::with_capacity(2 * n),
             fired: Vec::with_capacity(n),
             path: Vec::new(),
@@ -208,22 +219,32 @@ impl MobiusDecoder {
                 }
             }
         }
-        if self.fired.is_empty() {
+        let flipped = self
+            .matcher
+            .as_ref()
+            .is_some_and(|m| !m.graph().negative_edges().is_empty());
+        if self.fired.is_empty() && !flipped {
             return Ok((0, 0.0));
         }
+        let Some(matcher) = self.matcher.as_mut() else {
+            return Err(DecoderError::Unexplained(self.fired[0]));
+        };
+        // (With edges taken in advance, even a shot without events is matched.)
         self.path.clear();
-        let matched = self
-            .matcher
+        let matched = matcher
             .decode_to_path_edges(&self.events, &mut self.path)
             .map_err(|f| match f {
-                MatchFault::NoPerfectMatching(node) | MatchFault::IsolatedDetector(node) => {
-                    DecoderError::Unexplained(node / 2)
+                MatchFault::IsolatedDetector(node) => DecoderError::Unexplained(node / 2),
+                MatchFault::NoPerfectMatching(node) => {
+                    MobiusError::NoMatching { detector: node / 2 }.into()
                 }
                 other => DecoderError::Match(other),
             })?;
         self.tours.clear();
-        let edges = self.matcher.graph().edges();
-        for &k in &self.path {
+        let graph = matcher.graph();
+        let edges = graph.edges();
+        // The matching's paths, and the edges it takes as flipped in advance (p > ½).
+        for &k in self.path.iter().chain(graph.negative_edges()) {
             let e = edges[k as usize];
             self.tours.add(e.a, e.b);
         }
@@ -252,8 +273,7 @@ impl MobiusDecoder {
             }
             .into());
         }
-        let scale = self.matcher.graph().scale();
-        Ok((obs, matched.weight as f64 / scale))
+        Ok((obs, matched.weight as f64 / graph.scale()))
     }
 }
 

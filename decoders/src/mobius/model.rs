@@ -35,22 +35,35 @@ pub(crate) enum Role {
     Unannotated,
 }
 
-/// Each detector's role; a declared detector with a 4th coordinate that is not an integer in
-/// −1..=5 is refused, naming it. A model in which no detector has a 4th coordinate is read
-/// as a matchable code of one colour (every detector red X): the Möbius graph is then two
-/// copies of the matching graph, and the decoder matches as matching does.
-pub(crate) fn roles(dem: &DetectorErrorModel) -> Result<Vec<Role>, MobiusError> {
+/// Each detector's role, and whether the model is read as one colour.
+///
+/// A model whose 4th coordinates name at least two colours is a colour code: every detector
+/// an error flips must then have one, an integer in −1..=5, or it is refused, naming it. Any
+/// other model (no 4th coordinates, or all of one colour — sinter uses the 4th coordinate for
+/// post-selection) is read as a matchable code of one colour, every detector red X and none
+/// ignored: the Möbius graph is then two copies of the matching graph, and the decoder
+/// matches as matching does.
+pub(crate) fn roles(dem: &DetectorErrorModel) -> Result<(Vec<Role>, bool), MobiusError> {
     let n = dem.num_detectors();
-    if (0..n).all(|d| dem.detector_coords(d).is_none_or(|c| c.len() <= 3)) {
-        return Ok(vec![
-            Role::Coloured {
-                colour: 1,
-                z: false
-            };
-            n
-        ]);
+    let colour_of = |d: usize| {
+        dem.detector_coords(d)
+            .filter(|c| c.len() > 3 && (0.0..=5.0).contains(&c[3]) && c[3].fract() == 0.0)
+            .map(|c| c[3] as u8 % 3)
+    };
+    let mut seen = [false; 3];
+    for d in 0..n {
+        if let Some(c) = colour_of(d) {
+            seen[c as usize] = true;
+        }
     }
-    (0..n)
+    if seen.iter().filter(|&&s| s).count() < 2 {
+        let one = Role::Coloured {
+            colour: 1,
+            z: false,
+        };
+        return Ok((vec![one; n], true));
+    }
+    let roles = (0..n)
         .map(|d| match dem.detector_coords(d) {
             Some(c) if c.len() > 3 => {
                 let v = c[3];
@@ -68,7 +81,8 @@ pub(crate) fn roles(dem: &DetectorErrorModel) -> Result<Vec<Role>, MobiusError> 
             }
             _ => Ok(Role::Unannotated),
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok((roles, false))
 }
 
 /// An atom: up to three detectors, ascending, [`NONE`] filling the rest (so that a sort puts
@@ -137,7 +151,10 @@ fn error_parts(
     let mut obs = 0u64;
     for &l in m.observables {
         if l >= 64 {
-            return Err(MobiusError::TooManyObservables(dem.num_observables()));
+            return Err(MobiusError::TooManyObservables {
+                line: m.line,
+                observable: l,
+            });
         }
         obs ^= 1 << l;
     }
@@ -146,7 +163,7 @@ fn error_parts(
 
 /// Reads the roles and atoms of `dem` and splits every error with `p > 0` into atoms.
 pub(crate) fn split(dem: &DetectorErrorModel) -> Result<Split, MobiusError> {
-    let roles = roles(dem)?;
+    let (roles, one_colour) = roles(dem)?;
     let n = roles.len();
     let mut s = Split {
         colour: vec![NEUTRAL; n],
@@ -154,7 +171,7 @@ pub(crate) fn split(dem: &DetectorErrorModel) -> Result<Split, MobiusError> {
         ignored: vec![false; n],
         atoms: BTreeMap::new(),
         errors: Vec::new(),
-        one_colour: (0..n).all(|d| dem.detector_coords(d).is_none_or(|c| c.len() <= 3)),
+        one_colour,
     };
     for (d, r) in roles.iter().enumerate() {
         match *r {
@@ -170,10 +187,9 @@ pub(crate) fn split(dem: &DetectorErrorModel) -> Result<Split, MobiusError> {
         if p <= 0.0 {
             continue;
         }
-        if p >= 0.5 {
-            return Err(MobiusError::Probability {
+        if p >= 1.0 {
+            return Err(MobiusError::Certain {
                 line: dem.mechanism(k).line,
-                p,
             });
         }
         let obs = error_parts(dem, &roles, k, &mut dets)?;

@@ -118,6 +118,13 @@ fn bad_annotations_are_refused_naming_the_detector() {
     assert!(e.contains("D1") && e.contains("4th coordinate"), "{e}");
     let fractional = STEANE.replace("detector(1, 0, 0, 4) D1", "detector(1, 0, 0, 4.5) D1");
     assert!(MobiusDecoder::new(&dem(&fractional)).is_err());
+    // Annotations of one colour only (sinter's post-selection flag in the 4th coordinate):
+    // a matchable code, read as one colour; an undeclared detector is fine there.
+    let flagged = "detector(2, 0, 0, 1) D0\ndetector(1, 0, 0) D1\nerror(0.6) D0 L0\n\
+                   error(0.5) D1 L0\nerror(0.1) L0\n";
+    let mut dec = MobiusDecoder::new(&dem(flagged)).unwrap();
+    assert_eq!(dec.decode_mask(&[1]).unwrap(), 1, "D0's error explains D0");
+    assert_eq!(dec.decode_mask(&[0]).unwrap(), 0);
     // −1: ignored, its events dropped.
     let ignored = format!("{STEANE}detector(9, 9, 9, -1) D3\nerror(0.1) D3 D2\n");
     let mut dec = MobiusDecoder::new(&dem(&ignored)).unwrap();
@@ -144,18 +151,38 @@ fn errors_that_are_not_colour_code_pieces_are_refused_naming_the_line() {
                 error(0.1) D1\nerror(0.1) D2\nerror(0.01) D0 D1 D2 D3\n";
     let mut dec = MobiusDecoder::new(&dem(four)).unwrap();
     assert_eq!(dec.decode_mask(&pack(&[0, 1, 2, 3], 4)).unwrap(), 0);
-    // p ≥ ½.
-    let e = MobiusDecoder::new(&dem(&STEANE.replace("error(0.05) D2\n", "error(0.5) D2\n")));
+    // p = 1 is refused, naming its line.
+    let e = MobiusDecoder::new(&dem(&STEANE.replace("error(0.05) D2\n", "error(1) D2\n")));
     assert!(
         matches!(
             e,
-            Err(DecoderError::Mobius(MobiusError::Probability {
-                line: 10,
-                ..
-            }))
+            Err(DecoderError::Mobius(MobiusError::Certain { line: 10 }))
         ),
         "{e:?}"
     );
+}
+
+#[test]
+fn an_error_above_one_half_is_taken_as_flipped_in_advance() {
+    // Blue's corner error at p = 0.9 has most likely happened: red and blue firing are
+    // qubit 0's error (L0) with it (0.05 · 0.9), not qubit 3's without it (0.05 · 0.1).
+    let model = dem(&STEANE.replace("error(0.05) D2\n", "error(0.9) D2\n"));
+    let mut dec = MobiusDecoder::new(&model).unwrap();
+    assert_eq!(dec.decode_mask(&pack(&[0, 2], 3)).unwrap(), 1);
+    assert_eq!(dec.decode_mask(&pack(&[2], 3)).unwrap(), 0);
+    assert_eq!(
+        dec.decode_mask(&pack(&[0], 3)).unwrap(),
+        0,
+        "qubit 3 and the corner"
+    );
+    assert_eq!(dec.decode_mask(&[0]).unwrap(), 0);
+    let mut noise = DemNoise::new(&model, 9);
+    let mut fails = 0;
+    for _ in 0..2000 {
+        let (_, packed, truth) = shot(&mut noise, &model);
+        fails += usize::from(dec.decode_mask(&packed).unwrap() != truth);
+    }
+    assert!(fails < 200, "{fails}");
 }
 
 #[test]
@@ -165,6 +192,23 @@ fn a_detection_event_no_error_explains_is_an_error_and_lengths_are_checked() {
     assert!(matches!(
         dec.decode_mask(&pack(&[3], 4)),
         Err(DecoderError::Unexplained(3))
+    ));
+    // Two detectors joined only to each other: one event alone has no perfect matching.
+    let pair =
+        format!("{STEANE}detector(5, 5, 5, 3) D3\ndetector(6, 5, 5, 4) D4\nerror(0.1) D3 D4\n");
+    let mut d2 = MobiusDecoder::new(&dem(&pair)).unwrap();
+    let e = d2.decode_mask(&pack(&[3], 5)).unwrap_err();
+    assert!(
+        matches!(e, DecoderError::Mobius(MobiusError::NoMatching { .. })),
+        "{e}"
+    );
+    // A model of detectors that no usable error flips decodes nothing but the empty shot.
+    let idle = "detector(0, 0, 0, 0) D0\ndetector(0, 1, 0, 4) D1\nerror(0.1) D0 D1\n";
+    let mut d3 = MobiusDecoder::new(&dem(idle)).unwrap();
+    assert_eq!(d3.decode_mask(&[0]).unwrap(), 0);
+    assert!(matches!(
+        d3.decode_mask(&[1]),
+        Err(DecoderError::Unexplained(0))
     ));
     // The decoder is still usable.
     assert_eq!(dec.decode_mask(&pack(&[0], 4)).unwrap(), 1);

@@ -6,12 +6,18 @@ Switching is the import line::
     from backline.decoders import BpOsdDecoder, BpDecoder     # was: from ldpc import BpOsdDecoder, BpDecoder
     from backline.decoders import RelayDecoderF32             # was: from relay_bp import RelayDecoderF32
     from backline.decoders import ObservableDecoderRunner     # was: from relay_bp import ObservableDecoderRunner
+    from backline.decoders import compile_decoder_for_dem     # was: from chromobius import compile_decoder_for_dem
+    from backline.decoders import sinter_decoders             # was: from chromobius import sinter_decoders
 
 - :class:`Matching` as PyMatching 2.4's ``pymatching.Matching`` (exact minimum-weight perfect
   matching, sparse blossom).
 - :class:`BpOsdDecoder` and :class:`BpDecoder` as ldpc 2.4's (BP+OSD, BP).
 - :class:`RelayDecoderF32` (also :class:`RelayDecoder`) and :class:`ObservableDecoderRunner` as
   relay-bp 0.2.2's.
+- :func:`compile_decoder_for_dem`, :class:`CompiledDecoder` and :func:`sinter_decoders` as
+  Chromobius 1.1.1's (the Möbius decoder of colour codes, on detectors annotated with colour
+  and basis in their 4th coordinate); ``sinter_decoders()`` keeps Chromobius's name
+  ``"chromobius"``.
 
 The same names, argument names and defaults, input types (numpy arrays, scipy sparse matrices,
 lists), output shapes and dtypes and exception types as the originals. An argument or method we
@@ -37,6 +43,7 @@ from .limits import U32_MAX, check_int
 __all__ = [
     "BpDecoder",
     "BpOsdDecoder",
+    "CompiledDecoder",
     "DecodeResult",
     "Matching",
     "MinSumBPDecoderF32",
@@ -51,6 +58,8 @@ __all__ = [
     "RelayDecoder",
     "RelayDecoderF32",
     "RelayDecoderF64",
+    "compile_decoder_for_dem",
+    "sinter_decoders",
 ]
 
 
@@ -1514,3 +1523,143 @@ class ObservableDecoderRunner:
         if e.ndim != 2:
             raise ValueError(f"errors of shape {e.shape}: expected [shots, {self._obs.shape[1]}]")
         return [self.from_errors_decode_observables_detailed(row) for row in e]
+
+
+# ---------------------------------------------------------------------------------------------
+# CompiledDecoder, compile_decoder_for_dem, sinter_decoders (Chromobius 1.1.1)
+# ---------------------------------------------------------------------------------------------
+
+
+class _ShotLengthError(ValueError, IndexError):
+    """A single shot (a 1-D array) of the wrong number of bytes. Both a ``ValueError``, as every
+    other refused input of :class:`CompiledDecoder`, and an ``IndexError``, what Chromobius
+    raises for it, so that an ``except`` written for either catches it."""
+
+
+def _chromobius_dets(dets: Any, num_detectors: int) -> tuple[np.ndarray, bool]:
+    """``dets`` (Chromobius's input: bit-packed ``numpy.uint8``, 1-D one shot or 2-D shots ×
+    bytes) as a C-contiguous 2-D array, and whether it was one shot. ``ValueError`` for what
+    Chromobius refuses with one (not a ``numpy.uint8`` array, another number of dimensions,
+    rows of the wrong width); :class:`_ShotLengthError` for one shot of the wrong length."""
+    width = (num_detectors + 7) // 8
+    layout = (f"bit-packed detection events, numpy.uint8 [shots, ceil(num_detectors/8)] = [shots, {width}] "
+              f"or one shot [{width}] (np.packbits(..., bitorder='little') packs bools)")
+    if not isinstance(dets, np.ndarray) or dets.dtype != np.uint8:
+        got = f"dtype {dets.dtype}" if isinstance(dets, np.ndarray) else type(dets).__name__
+        raise ValueError(f"detection events of {got}: expected {layout}; nothing is cast")
+    if dets.ndim == 1:
+        if dets.shape[0] != width:
+            raise _ShotLengthError(f"one shot of {dets.shape[0]} bytes: expected {layout}")
+        return np.ascontiguousarray(dets).reshape(1, width), True
+    if dets.ndim != 2:
+        raise ValueError(f"detection events of shape {_excerpt_text(str(dets.shape))}: expected {layout}")
+    if dets.shape[1] != width:
+        raise ValueError(f"detection events of shape {dets.shape}: expected {layout}")
+    return np.ascontiguousarray(dets), False
+
+
+def _excerpt_text(text: str) -> str:
+    """At most 80 characters of ``text``, then ``…``."""
+    return text if len(text) <= 80 else text[:80] + "…"
+
+
+class CompiledDecoder:
+    """Chromobius 1.1.1's ``CompiledDecoder``: the Möbius decoder of a colour-code model, built
+    with :meth:`from_dem` (or :func:`compile_decoder_for_dem`), decoding bit-packed detection
+    events into bit-packed observable flips in Rust with the interpreter released.
+
+    The model is read as Chromobius reads it: each detector's 4th coordinate is its colour and
+    basis (0, 1, 2 = red, green, blue X; 3, 4, 5 = red, green, blue Z; -1 = ignored). A model
+    it cannot use raises :class:`~backline.errors.DetectorErrorModelError` (a ``ValueError``,
+    as Chromobius's) naming the detector or the line: a detector with a bad or missing 4th
+    coordinate, an error that does not split into one detector, two, or a rainbow triplet of
+    one basis, an error of ``p ≥ 0.5``, more than 64 observables.
+
+    Where it differs from Chromobius: a model without any 4th coordinate is decoded as a
+    matchable code of one colour (Chromobius refuses it); zero shots, and shots of a model
+    without detectors, decode (to no flips) where Chromobius refuses the empty array; padding
+    bits past the last detector are ignored (Chromobius refuses a set one); it pickles (rebuilt
+    from the model's text). A shot the model cannot explain (a detection event no error flips,
+    a matching the colours cannot lift) raises ``ValueError`` naming the shot and detectors,
+    as Chromobius raises ``ValueError``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        raise TypeError(
+            "backline.decoders.CompiledDecoder: no constructor; use CompiledDecoder.from_dem(dem) "
+            "or compile_decoder_for_dem(dem)"
+        )
+
+    @classmethod
+    def _from_text(cls, dem_text: str) -> CompiledDecoder:
+        self = object.__new__(cls)
+        self._dem_text = dem_text
+        self._native = _native.MobiusDecoder(dem_text)
+        self._num_detectors = int(self._native.num_detectors)
+        self._num_observables = int(self._native.num_observables)
+        return self
+
+    @staticmethod
+    def from_dem(dem: Any) -> CompiledDecoder:
+        """The decoder of ``dem``, a ``stim.DetectorErrorModel`` annotated as Chromobius reads
+        it. ``ValueError`` for anything else (a circuit, a model's text), as Chromobius;
+        :class:`~backline.errors.DetectorErrorModelError` (a ``ValueError``) for a model it
+        cannot use."""
+        try:
+            import stim
+        except ImportError:  # pragma: no cover - stim is a dependency of the sinter front
+            stim = None
+        if stim is None or not isinstance(dem, stim.DetectorErrorModel):
+            raise ValueError(
+                f"dem must be a stim.DetectorErrorModel, got {type(dem).__name__} "
+                "(a circuit's is circuit.detector_error_model())"
+            )
+        return CompiledDecoder._from_text(str(dem))
+
+    def _decode(self, dets: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+        shots, single = _chromobius_dets(dets, self._num_detectors)
+        n = shots.shape[0]
+        out, weights = self._native.decode_batch(shots.tobytes(), n)
+        obs = np.frombuffer(out, dtype=np.uint8).reshape(n, (self._num_observables + 7) // 8).copy()
+        w = np.frombuffer(weights, dtype="<f8").astype(np.float32)
+        return obs, w, single
+
+    def predict_obs_flips_from_dets_bit_packed(self, dets: np.ndarray) -> np.ndarray:
+        """Observable flips, bit-packed ``numpy.uint8``: ``[shots, ceil(num_obs/8)]`` for
+        detection events ``[shots, ceil(num_dets/8)]``, ``[ceil(num_obs/8)]`` for one shot
+        ``[ceil(num_dets/8)]``; bit ``k % 8`` of byte ``k // 8`` is observable ``k``."""
+        obs, _w, single = self._decode(dets)
+        return obs[0] if single else obs
+
+    def predict_weighted_obs_flips_from_dets_bit_packed(self, dets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(obs, weights)``: the flips of :meth:`predict_obs_flips_from_dets_bit_packed` and
+        each shot's matching weight as ``numpy.float32`` (``Σ ln((1 − p)/p)`` over the matched
+        edges of the Möbius graph, before the lift; 0 without detection events): shape
+        ``[shots]``, or ``()`` for one shot."""
+        obs, w, single = self._decode(dets)
+        if single:
+            return obs[0], w.reshape(())
+        return obs, w
+
+    def __reduce__(self):
+        return (CompiledDecoder._from_text, (self._dem_text,))
+
+    def __repr__(self) -> str:
+        return (f"backline.decoders.CompiledDecoder(<{self._num_detectors} detectors, "
+                f"{self._num_observables} observables>)")
+
+
+def compile_decoder_for_dem(dem: Any) -> CompiledDecoder:
+    """Chromobius's ``compile_decoder_for_dem``: :meth:`CompiledDecoder.from_dem`."""
+    return CompiledDecoder.from_dem(dem)
+
+
+def sinter_decoders() -> dict[str, Any]:
+    """Chromobius's ``sinter_decoders``: ``{"chromobius": <a sinter.Decoder>}`` for
+    ``sinter.collect(custom_decoders=...)``, decoding with backline's Möbius decoder
+    (:class:`backline.sinter.MobiusSinterDecoder`), under Chromobius's name so that
+    ``decoders=["chromobius"]`` (``--decoders chromobius``) stays as it was. On the command line:
+    ``--custom_decoders_module_function 'backline.decoders:sinter_decoders'``."""
+    from .sinter import MobiusSinterDecoder
+
+    return {"chromobius": MobiusSinterDecoder()}

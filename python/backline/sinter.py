@@ -25,6 +25,13 @@
   (``decompose_errors=True``), a part of more than two detectors raises naming its line.
 - ``backline-matching-correlated``: the same with ``correlations=True`` — PyMatching's
   two-pass correlated matching (sinter's ``pymatching-correlated``).
+- ``backline-mobius``: the Möbius decoder of colour codes (:class:`MobiusSinterDecoder`), what
+  ``chromobius``'s sinter decoder does: one exact matching over the three restricted lattices,
+  lifted back to the observables. Each detector's 4th coordinate is its colour and basis (0, 1,
+  2 = red, green, blue X; 3, 4, 5 = red, green, blue Z; -1 = ignored); a model without any
+  4th coordinate is decoded as a matchable code of one colour. A bad annotation, or an error
+  that does not split into the colour code's pieces, raises ``DetectorErrorModelError`` naming
+  the detector or the line.
 
 ``compile_decoder_for_dem`` hands the model's text to Rust in memory (no temporary files) and
 ``decode_shots_bit_packed`` decodes each batch in Rust with the GIL released. A model or a
@@ -52,7 +59,14 @@ import sinter
 
 from . import _native, errors
 
-__all__ = ["BpOsdSinterDecoder", "CompiledDemDecoder", "MatchingSinterDecoder", "RelayBpSinterDecoder", "decoders"]
+__all__ = [
+    "BpOsdSinterDecoder",
+    "CompiledDemDecoder",
+    "MatchingSinterDecoder",
+    "MobiusSinterDecoder",
+    "RelayBpSinterDecoder",
+    "decoders",
+]
 
 
 def _settings_text(settings: dict[str, Any], decoder: str = "") -> list[tuple[str, str]]:
@@ -276,7 +290,18 @@ class MatchingSinterDecoder(_RegisteredSinterDecoder):
     kind = "matching"
 
 
-for _cls in (BpOsdSinterDecoder, RelayBpSinterDecoder, MatchingSinterDecoder):
+class MobiusSinterDecoder(_RegisteredSinterDecoder):
+    """The Möbius decoder of colour codes, Chromobius's construction: the registry's ``mobius``
+    settings (names and offline defaults). Each detector's 4th coordinate gives its colour and
+    basis (0, 1, 2 = red, green, blue X; 3, 4, 5 = red, green, blue Z; -1 = ignored); a model
+    without any is decoded as a matchable code of one colour. A model it cannot use raises
+    :class:`~backline.errors.DetectorErrorModelError` naming the detector or the line.
+    ``threads`` decodes each batch on that many threads."""
+
+    kind = "mobius"
+
+
+for _cls in (BpOsdSinterDecoder, RelayBpSinterDecoder, MatchingSinterDecoder, MobiusSinterDecoder):
     try:
         _cls.__signature__ = _signature(_cls.kind)  # type: ignore[attr-defined]
     except Exception:  # an old native module without the registry: the plain signature stays
@@ -287,15 +312,18 @@ def decoders(
     bposd: dict[str, Any] | None = None,
     relay_bp: dict[str, Any] | None = None,
     matching: dict[str, Any] | None = None,
+    mobius: dict[str, Any] | None = None,
 ) -> dict[str, sinter.Decoder]:
     """``{"backline-bposd": ..., "backline-relay-bp": ..., "backline-matching": ...,
-    "backline-matching-correlated": ...}`` for ``sinter.collect``'s ``custom_decoders``;
-    ``bposd``, ``relay_bp`` and ``matching`` are the keyword arguments of
-    :class:`BpOsdSinterDecoder`, :class:`RelayBpSinterDecoder` and :class:`MatchingSinterDecoder`
-    (the correlated one takes ``matching``'s with ``correlations=True``)."""
+    "backline-matching-correlated": ..., "backline-mobius": ...}`` for ``sinter.collect``'s
+    ``custom_decoders``; ``bposd``, ``relay_bp``, ``matching`` and ``mobius`` are the keyword
+    arguments of :class:`BpOsdSinterDecoder`, :class:`RelayBpSinterDecoder`,
+    :class:`MatchingSinterDecoder` and :class:`MobiusSinterDecoder` (the correlated one takes
+    ``matching``'s with ``correlations=True``)."""
     return {
         "backline-bposd": BpOsdSinterDecoder(**(bposd or {})),
         "backline-relay-bp": RelayBpSinterDecoder(**(relay_bp or {})),
         "backline-matching": MatchingSinterDecoder(**(matching or {})),
         "backline-matching-correlated": MatchingSinterDecoder(**{**(matching or {}), "correlations": True}),
+        "backline-mobius": MobiusSinterDecoder(**(mobius or {})),
     }

@@ -17,6 +17,7 @@ CLASSES = {
     "bposd": sinter_mod.BpOsdSinterDecoder,
     "relay-bp": sinter_mod.RelayBpSinterDecoder,
     "matching": sinter_mod.MatchingSinterDecoder,
+    "mobius": sinter_mod.MobiusSinterDecoder,
 }
 
 
@@ -30,7 +31,7 @@ def test_every_registered_decoder_has_a_sinter_decoder_and_a_stream_name():
         _native.DemDecoder(MODEL, name, [], 1, "m.dem")
 
 
-@pytest.mark.parametrize("name", ["bposd", "relay-bp", "matching"])
+@pytest.mark.parametrize("name", list(CLASSES))
 def test_every_setting_is_a_keyword_with_the_offline_default(name):
     cls = CLASSES[name]
     params = inspect.signature(cls).parameters
@@ -68,7 +69,7 @@ def test_an_unknown_keyword_lists_the_decoders_settings():
         sinter_mod.MatchingSinterDecoder(max_iter=3)
     with pytest.raises(errors.DecoderSettingsError, match=r"unknown setting `gamma0` \(expected one of bp_method"):
         _native.DemDecoder(MODEL, "bposd", [("gamma0", "0.1")], 1, "m.dem")
-    with pytest.raises(errors.DecoderSettingsError, match=r"unknown decoder `mwpm` \(expected one of bposd, relay-bp, matching\)"):
+    with pytest.raises(errors.DecoderSettingsError, match=r"unknown decoder `mwpm` \(expected one of bposd, relay-bp, matching, mobius\)"):
         _native.DemDecoder(MODEL, "mwpm", [], 1, "m.dem")
 
 

@@ -17,7 +17,7 @@ stim = pytest.importorskip("stim")
 sinter = pytest.importorskip("sinter")
 
 from backline import _native, errors  # noqa: E402
-from backline.sinter import BpOsdSinterDecoder, RelayBpSinterDecoder, decoders  # noqa: E402
+from backline.sinter import BpOsdSinterDecoder, MobiusSinterDecoder, RelayBpSinterDecoder, decoders  # noqa: E402
 
 
 def surface(d: int, p: float) -> stim.Circuit:
@@ -31,9 +31,11 @@ def surface(d: int, p: float) -> stim.Circuit:
     )
 
 
-def test_decoders_names_the_four_decoders():
+def test_decoders_names_the_five_decoders():
     d = decoders(relay_bp={"stop_nconv": 1})
-    assert set(d) == {"backline-bposd", "backline-relay-bp", "backline-matching", "backline-matching-correlated"}
+    assert set(d) == {"backline-bposd", "backline-relay-bp", "backline-matching", "backline-matching-correlated",
+                      "backline-mobius"}
+    assert isinstance(d["backline-mobius"], MobiusSinterDecoder) and d["backline-mobius"].kind == "mobius"
     assert d["backline-matching-correlated"].settings["correlations"] is True
     assert d["backline-matching"].settings["correlations"] is False
     assert isinstance(d["backline-bposd"], BpOsdSinterDecoder)

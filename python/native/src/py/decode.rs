@@ -15,8 +15,8 @@ use super::boundary::boundary;
 use super::errors::{Class, err};
 
 /// A decoder compiled from a stim detector error model's text (for `backline.sinter`): BP+OSD,
-/// Relay-BP or matching, decoding bit-packed detection events into bit-packed observable
-/// flips.
+/// Relay-BP, matching or Möbius, decoding bit-packed detection events into bit-packed
+/// observable flips.
 ///
 /// Nothing it is given takes the interpreter down: the model is read within its
 /// [`DemLimits`] (`BACKLINE_DEM_LIMITS`, then `limits`), threads are bounded and started
@@ -110,7 +110,9 @@ impl DemDecoder {
     /// ldpc's or relay-bp's names (none for matching), `limits` `[(name, value)]` of the model's bounds (`targets`,
     /// `coords`, `mechanisms`, over `BACKLINE_DEM_LIMITS`). Raises `DetectorErrorModelError`
     /// for a model that does not parse or expands past its bounds (naming the line) and
-    /// `DecoderSettingsError` for settings that do not apply (threads past 1024 among them).
+    /// `DecoderSettingsError` for settings that do not apply (threads past 1024 among them);
+    /// a model the Möbius decoder refuses (an annotation, an error that does not split) is
+    /// `DetectorErrorModelError` too.
     #[new]
     #[pyo3(signature = (dem_text, decoder, settings, threads=1, name="<dem>", limits=Vec::new()))]
     fn new(
@@ -131,7 +133,12 @@ impl DemDecoder {
             let built = py.detach(|| {
                 let dem = DetectorErrorModel::parse_with(dem_text, &name, &limits)
                     .map_err(|e| (true, e.to_string()))?;
-                Dec::new(&dem, &s).map_err(|e| (false, e.to_string()))
+                // A colour-code model the Möbius decoder refuses is the model's fault (a
+                // bad annotation, an error that does not split), not the settings'.
+                Dec::new(&dem, &s).map_err(|e| {
+                    let model = matches!(e, backline_decoders::DecoderError::Mobius(_));
+                    (model, e.to_string())
+                })
             });
             match built {
                 Ok(d) => Ok(DemDecoder {
@@ -159,7 +166,9 @@ impl DemDecoder {
     /// Decodes `shots` records of `ceil(num_detectors/8)` bytes (stim's b8 layout, back to
     /// back) into `shots` records of `ceil(num_observables/8)` bytes, in Rust with the GIL
     /// released. `ValueError` for data of another length, `MemoryError` when the shots do
-    /// not fit in memory, `RunError` when the system refuses the decoding threads.
+    /// not fit in memory, `RunError` when the system refuses the decoding threads;
+    /// `DetectorErrorModelError` for a shot the Möbius decoder cannot lift (the colours of the
+    /// model's detectors).
     fn decode_bit_packed<'py>(
         &self,
         py: Python<'py>,
@@ -201,6 +210,10 @@ impl DemDecoder {
                 backline_decoders::DecoderError::Memory(_) => {
                     pyo3::exceptions::PyMemoryError::new_err(e.to_string())
                 }
+                // A matching the colours cannot lift: the model's annotations, as at build.
+                backline_decoders::DecoderError::Mobius(
+                    backline_decoders::mobius::MobiusError::Lift { .. },
+                ) => err(py, Class::DetectorErrorModelError, e.to_string()),
                 e => err(py, Class::RunError, e.to_string()),
             })?;
             Ok(PyBytes::new(py, batch.predictions.as_bytes()))

@@ -1,5 +1,6 @@
 //! The native half of `backline.decoders` (objects in the shape of PyMatching's `Matching`,
-//! ldpc's `BpOsdDecoder`/`BpDecoder` and relay-bp's `RelayDecoderF32`): decoders built on a
+//! ldpc's `BpOsdDecoder`/`BpDecoder`, relay-bp's `RelayDecoderF32` and Chromobius's
+//! `CompiledDecoder`): decoders built on a
 //! check matrix or a matching graph, one syndrome or a batch at a time, the interpreter
 //! released while they decode. The Python module checks and converts the arguments (dtypes,
 //! shapes, scipy matrices); what reaches here is bytes and plain lists, and every length is
@@ -11,6 +12,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use backline_decoders::bposd::{BpOsdConfig, BpOsdDecoder};
+use backline_decoders::decoder::{ConstantDecoder, ObservableDecoder, has_evidence};
 use backline_decoders::dem::DetectorErrorModel;
 use backline_decoders::matching::{BOUNDARY, MatchingBuildError, MatchingDecoder, MatchingGraph};
 use backline_decoders::osd::OsdMethod;
@@ -1009,5 +1011,153 @@ fn shot_events(record: &[u8], packed: bool, nodes: usize, fired: &mut Vec<u32>) 
             }
             b &= b - 1;
         }
+    }
+}
+
+/// The Möbius decoder of a colour-code model, Chromobius's `CompiledDecoder` underneath
+/// `backline.decoders`: bit-packed detection events in, bit-packed observable flips and the
+/// weight of each shot's matching out, the interpreter released.
+#[pyclass(module = "backline._native", frozen)]
+pub struct MobiusDecoder {
+    inner: Mutex<Mobius>,
+    num_detectors: usize,
+    num_observables: usize,
+}
+
+/// The decoder inside a [`MobiusDecoder`]: the Möbius decoder, or for a model from which
+/// nothing can be inferred (no error with `p > 0` flips a detector) the constant one every
+/// registered decoder falls back to (no flips, weight 0; a detection event is unexplained).
+enum Mobius {
+    Graph(Box<backline_decoders::mobius::MobiusDecoder>),
+    Constant(ConstantDecoder),
+}
+
+impl Mobius {
+    fn decode_weighted(
+        &mut self,
+        dets: &[u8],
+        obs: &mut [u8],
+    ) -> Result<f64, backline_decoders::DecoderError> {
+        match self {
+            Mobius::Graph(d) => {
+                let (mask, w) = d.decode_weighted(dets)?;
+                for (i, o) in obs.iter_mut().enumerate() {
+                    *o = (mask >> (8 * i)) as u8;
+                }
+                Ok(w)
+            }
+            Mobius::Constant(d) => d.decode_packed(dets, obs).map(|_| 0.0),
+        }
+    }
+}
+
+/// The exception of a model the Möbius decoder refuses: `MemoryError` for a graph that does
+/// not fit, `DetectorErrorModelError` (a `ValueError`) for everything else, its message naming
+/// the detector or the model's line.
+fn mobius_build_err(py: Python<'_>, e: backline_decoders::DecoderError) -> PyErr {
+    use backline_decoders::DecoderError;
+    match e {
+        DecoderError::Memory(_)
+        | DecoderError::MatchingModel(MatchingBuildError::Memory { .. }) => {
+            PyMemoryError::new_err(e.to_string())
+        }
+        e => err(py, Class::DetectorErrorModelError, e.to_string()),
+    }
+}
+
+#[pymethods]
+impl MobiusDecoder {
+    /// `MobiusDecoder(dem_text)`: the decoder of an annotated colour-code model (each
+    /// detector's 4th coordinate its colour and basis; a model without any is read as a
+    /// matchable code of one colour; one from which nothing can be inferred, no error with
+    /// `p > 0` flipping a detector, predicts no flips). `DetectorErrorModelError` for a model
+    /// that does not read (its limits included) or that the decoder refuses (a bad
+    /// annotation, an error that does not split into the code's pieces, an error of
+    /// `p ≥ 0.5`, more than 64 observables), naming the detector or the line; `MemoryError`
+    /// for a graph that does not fit in memory.
+    #[new]
+    fn new(py: Python<'_>, dem_text: &str) -> PyResult<MobiusDecoder> {
+        boundary(|| {
+            let dem = py
+                .detach(|| DetectorErrorModel::parse(dem_text, "<dem>"))
+                .map_err(|e| err(py, Class::DetectorErrorModelError, e.to_string()))?;
+            check_matching_fits(dem.num_detectors().saturating_mul(2).saturating_add(1), 0)?;
+            let d = if has_evidence(&dem) {
+                let built = py.detach(|| backline_decoders::mobius::MobiusDecoder::new(&dem));
+                Mobius::Graph(Box::new(built.map_err(|e| mobius_build_err(py, e))?))
+            } else {
+                Mobius::Constant(ConstantDecoder::new(&dem))
+            };
+            Ok(MobiusDecoder {
+                inner: Mutex::new(d),
+                num_detectors: dem.num_detectors(),
+                num_observables: dem.num_observables(),
+            })
+        })
+    }
+
+    /// Detectors of the model.
+    #[getter]
+    fn num_detectors(&self) -> PyResult<usize> {
+        boundary(|| Ok(self.num_detectors))
+    }
+
+    /// Observables of the model.
+    #[getter]
+    fn num_observables(&self) -> PyResult<usize> {
+        boundary(|| Ok(self.num_observables))
+    }
+
+    /// Decodes `shots` records of `ceil(num_detectors/8)` bytes (stim's b8 layout, back to
+    /// back) into `(flips, weights)`: `shots` records of `ceil(num_observables/8)` bytes, and
+    /// each shot's matching weight as little-endian `float64` bytes (`Σ ln((1 − p)/p)` over
+    /// the matched edges; 0 for a shot without detection events). Padding bits are ignored.
+    /// `ValueError` for data of another length and for a shot the model cannot explain (a
+    /// detection event no error flips, or a matching the colours cannot lift), naming the
+    /// shot and its detectors; `MemoryError` when the answer does not fit in memory.
+    fn decode_batch<'py>(
+        &self,
+        py: Python<'py>,
+        data: &[u8],
+        shots: usize,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        boundary(|| {
+            let (per_in, per_out) = (
+                self.num_detectors.div_ceil(8),
+                self.num_observables.div_ceil(8),
+            );
+            check_batch(data, shots, per_in, "detection events")?;
+            let (Some(total), Some(weight_bytes)) =
+                (shots.checked_mul(per_out), shots.checked_mul(8))
+            else {
+                return Err(PyMemoryError::new_err(
+                    "the predictions do not fit in memory",
+                ));
+            };
+            let mut weights = Vec::new();
+            weights
+                .try_reserve_exact(weight_bytes)
+                .map_err(|_| PyMemoryError::new_err("the weights do not fit in memory"))?;
+            weights.resize(weight_bytes, 0u8);
+            let mut guard = lock(&self.inner);
+            let d = &mut *guard;
+            // The predictions are written into the `bytes` object itself (one allocation, a
+            // `MemoryError` when it does not fit).
+            let out = PyBytes::new_with(py, total, |out| {
+                let r = py.detach(|| {
+                    for s in 0..shots {
+                        let record = &data[s * per_in..(s + 1) * per_in];
+                        let w = d
+                            .decode_weighted(record, &mut out[s * per_out..(s + 1) * per_out])
+                            .map_err(|e| format!("shot {s}: {e}"))?;
+                        weights[8 * s..8 * (s + 1)].copy_from_slice(&w.to_le_bytes());
+                    }
+                    Ok::<(), String>(())
+                });
+                r.map_err(PyValueError::new_err)
+            })
+            .map_err(|e| named_memory_error(py, e, "the predictions", total))?;
+            Ok((out, py_bytes(py, &weights)?))
+        })
     }
 }

@@ -5,7 +5,7 @@
 //! | [`compile`] | `compile`, `Compiled`, `run`, `latency_summary` |
 //! | [`placement`] | `Server` (a coprocessor served by a thread of this process) |
 //! | [`decode`] | `DemDecoder` (circuit-level decoders for `backline.sinter`), `decoder_registry` |
-//! | [`decoders`] | `CheckBpOsd`, `CheckRelay`, `GraphMatching` (under `backline.decoders`) |
+//! | [`decoders`] | `CheckBpOsd`, `CheckRelay`, `GraphMatching`, `MobiusDecoder` (under `backline.decoders`) |
 //! | [`stream`] | `StreamClient`, `stream_layout` |
 //! | [`board`] | `FpgaBoard` (feature `fpga`) |
 //! | [`cuqr`] | `CuqrServer` |
@@ -47,6 +47,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<decoders::CheckBpOsd>()?;
     m.add_class::<decoders::CheckRelay>()?;
     m.add_class::<decoders::GraphMatching>()?;
+    m.add_class::<decoders::MobiusDecoder>()?;
     m.add_class::<stream::StreamClient>()?;
     m.add_class::<cuqr::CuqrServer>()?;
     #[cfg(feature = "fpga")]

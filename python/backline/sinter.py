@@ -31,7 +31,12 @@
   2 = red, green, blue X; 3, 4, 5 = red, green, blue Z; -1 = ignored); a model without any
   4th coordinate is decoded as a matchable code of one colour. A bad annotation, or an error
   that does not split into the colour code's pieces, raises ``DetectorErrorModelError`` naming
-  the detector or the line.
+  the detector or the line. A model whose errors are not split into the colour code's pieces
+  by stim needs none: the decoder splits them.
+- ``backline-mobius-correlated``: the same with ``correlations=True`` — a second matching with
+  the edges that share an error with the first matching's edges made lighter (PyMatching's
+  correlated matching on the Möbius graph): fewer logical failures than Chromobius on
+  circuit-level colour codes, at about twice the plain decoder's time (docs/decoders.md).
 
 ``compile_decoder_for_dem`` hands the model's text to Rust in memory (no temporary files) and
 ``decode_shots_bit_packed`` decodes each batch in Rust with the GIL released. A model or a
@@ -315,15 +320,17 @@ def decoders(
     mobius: dict[str, Any] | None = None,
 ) -> dict[str, sinter.Decoder]:
     """``{"backline-bposd": ..., "backline-relay-bp": ..., "backline-matching": ...,
-    "backline-matching-correlated": ..., "backline-mobius": ...}`` for ``sinter.collect``'s
-    ``custom_decoders``; ``bposd``, ``relay_bp``, ``matching`` and ``mobius`` are the keyword
-    arguments of :class:`BpOsdSinterDecoder`, :class:`RelayBpSinterDecoder`,
-    :class:`MatchingSinterDecoder` and :class:`MobiusSinterDecoder` (the correlated one takes
-    ``matching``'s with ``correlations=True``)."""
+    "backline-matching-correlated": ..., "backline-mobius": ..., "backline-mobius-correlated":
+    ...}`` for ``sinter.collect``'s ``custom_decoders``; ``bposd``, ``relay_bp``, ``matching``
+    and ``mobius`` are the keyword arguments of :class:`BpOsdSinterDecoder`,
+    :class:`RelayBpSinterDecoder`, :class:`MatchingSinterDecoder` and
+    :class:`MobiusSinterDecoder` (each correlated one takes its plain one's with
+    ``correlations=True``)."""
     return {
         "backline-bposd": BpOsdSinterDecoder(**(bposd or {})),
         "backline-relay-bp": RelayBpSinterDecoder(**(relay_bp or {})),
         "backline-matching": MatchingSinterDecoder(**(matching or {})),
         "backline-matching-correlated": MatchingSinterDecoder(**{**(matching or {}), "correlations": True}),
         "backline-mobius": MobiusSinterDecoder(**(mobius or {})),
+        "backline-mobius-correlated": MobiusSinterDecoder(**{**(mobius or {}), "correlations": True}),
     }

@@ -31,11 +31,13 @@ def surface(d: int, p: float) -> stim.Circuit:
     )
 
 
-def test_decoders_names_the_five_decoders():
+def test_decoders_names_the_six_decoders():
     d = decoders(relay_bp={"stop_nconv": 1})
     assert set(d) == {"backline-bposd", "backline-relay-bp", "backline-matching", "backline-matching-correlated",
-                      "backline-mobius"}
+                      "backline-mobius", "backline-mobius-correlated"}
     assert isinstance(d["backline-mobius"], MobiusSinterDecoder) and d["backline-mobius"].kind == "mobius"
+    assert d["backline-mobius-correlated"].settings["correlations"] is True
+    assert d["backline-mobius"].settings["correlations"] is False
     assert d["backline-matching-correlated"].settings["correlations"] is True
     assert d["backline-matching"].settings["correlations"] is False
     assert isinstance(d["backline-bposd"], BpOsdSinterDecoder)

@@ -42,7 +42,7 @@ echo "-- pytest python/tests/test_catalyst.py (.venv-catalyst: pennylane-catalys
 # sinter's own decoder tests, from the installed sinter wheel (nothing of it is committed),
 # against every backline decoder: the degenerate models its contract allows (empty circuits, no
 # detectors, no observables, p ≥ 0.5), post-selection, error splitting, sinter.collect.
-echo "-- sinter's decoder test suite against backline-bposd, backline-relay-bp, backline-matching, backline-matching-correlated, backline-mobius"
+echo "-- sinter's decoder test suite against backline-bposd, backline-relay-bp, backline-matching, backline-matching-correlated, backline-mobius, backline-mobius-correlated"
 (cd /tmp && SINTER_PYTEST_CUSTOM_DECODERS=backline_sinter_decoders:decoders \
     PYTHONPATH="$OLDPWD/python/tests" "$PY" -m pytest -q -p no:cacheprovider \
     --pyargs sinter._decoding._decoding_test -k backline) | tail -3

@@ -7,7 +7,8 @@
 # flaky: what PennyLane's device test suite (pl-device-test) needs; stim and sinter: the
 # circuit-level decoders' tests (backline.sinter, a sinter.collect sweep); triton: decoders
 # written in Triton compile ahead of time for the GPU (no GPU needed); pymatching: the
-# reference beside backline-matching in the sinter sweep. The Soft-RoCE guest runs its Python
+# reference beside backline-matching in the sinter sweep; chromobius: the reference beside the
+# Möbius decoder (python/tests/test_mobius.py, test_colour_circuits.py). The Soft-RoCE guest runs its Python
 # from this venv too.
 #
 # .venv-catalyst: PennyLane with pennylane-catalyst 0.15.0, for python/tests/test_catalyst.py
@@ -15,7 +16,8 @@
 # installed, every `import pennylane` imports JAX (seconds on this machine, far more in the
 # emulated guest), and nothing but the Catalyst tests needs it.
 PY_PACKAGES=("pennylane==0.45.1" "maturin==1.16.0" "pytest==9.0.2" "pytest-mock==3.17.0" "flaky==3.8.1"
-    "stim==1.16.0" "sinter==1.16.0" "triton==3.9.0" "pymatching==2.4.0")
+    "stim==1.16.0" "sinter==1.16.0" "triton==3.9.0" "pymatching==2.4.0"
+    "chromobius==1.1.1")
 CATALYST_PACKAGES=("pennylane==0.45.1" "pennylane-catalyst==0.15.0" "pytest==9.0.2")
 
 # pip_pins VENV PIN...: installs the pins into VENV unless each is there at its version.

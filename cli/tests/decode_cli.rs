@@ -311,6 +311,8 @@ fn decodes_shots_and_counts_logical_errors() {
             vec!["--stop-nconv", "1", "--gamma-dist-interval", "-0.24,0.66"],
         ),
         ("matching", vec![]),
+        // An unannotated model: the Möbius decoder reads it as one colour (a matchable code).
+        ("mobius", vec!["--correlations", "1"]),
         (
             "bposd",
             vec![
@@ -426,6 +428,57 @@ fn decodes_shots_and_counts_logical_errors() {
         let as01: String = b8.iter().map(|b| format!("{}\n", b & 1)).collect();
         assert_eq!(as01, pred);
     }
+}
+
+/// The d = 3 colour code (Steane's), X errors: red, green and blue Z plaquettes; L0 over
+/// qubits 0, 1, 4.
+const STEANE_COLOUR: &str = "detector(0, 0, 0, 3) D0\ndetector(1, 0, 0, 4) D1\n\
+    detector(2, 0, 0, 5) D2\nerror(0.05) D0 L0\nerror(0.05) D0 D1 L0\nerror(0.05) D0 D1 D2\n\
+    error(0.05) D0 D2\nerror(0.05) D1 L0\nerror(0.05) D1 D2\nerror(0.05) D2\n";
+
+#[test]
+fn decodes_a_colour_code_with_the_mobius_decoder_and_names_a_bad_annotation() {
+    let dir = Dir::new("mobius");
+    let dem = dir.path("steane.dem");
+    std::fs::write(&dem, STEANE_COLOUR).unwrap();
+    // Every single-qubit error, one shot each (qubit 0 … 6), and the flips they cause.
+    let dets = dir.path("dets.01");
+    std::fs::write(&dets, "100\n110\n111\n101\n010\n011\n001\n").unwrap();
+    let obs = dir.path("obs.01");
+    std::fs::write(&obs, "1\n1\n0\n0\n1\n0\n0\n").unwrap();
+    let out = dir.path("pred.01");
+    let v = json(&backline(&[
+        "decode",
+        "--dem",
+        s(&dem),
+        "--dets",
+        s(&dets),
+        "--obs",
+        s(&obs),
+        "--decoder",
+        "mobius",
+        "--json",
+        "--obs-out",
+        s(&out),
+    ]));
+    assert_eq!(v["logical_errors"].as_u64(), Some(0), "{v}");
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        std::fs::read_to_string(&obs).unwrap()
+    );
+    // A 4th coordinate out of range: one line naming the detector.
+    std::fs::write(&dem, STEANE_COLOUR.replace("(1, 0, 0, 4)", "(1, 0, 0, 9)")).unwrap();
+    let e = fails(&[
+        "decode",
+        "--dem",
+        s(&dem),
+        "--dets",
+        s(&dets),
+        "--decoder",
+        "mobius",
+    ]);
+    assert!(e.contains("D1") && e.contains("4th coordinate"), "{e}");
+    assert_eq!(e.trim_end().lines().count(), 1, "{e}");
 }
 
 #[test]
@@ -652,7 +705,10 @@ fn correlations_are_a_flag_of_matching() {
         "bposd",
         "--correlations",
     ]);
-    assert!(e.contains("--correlations is a matching setting"), "{e}");
+    assert!(
+        e.contains("--correlations is a matching and Möbius (colour codes) setting"),
+        "{e}"
+    );
     // A model correlations cannot take: the line and why.
     std::fs::write(&m, "error(0.1) D0 D1\nerror(0.1) D1 ^ L0\n").unwrap();
     let e = fails(&[

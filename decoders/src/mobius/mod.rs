@@ -116,7 +116,10 @@ impl MobiusDecoder {
         let mut edges = Vec::new();
         let mut atom_of_edge = Vec::new();
         let mut prob = Vec::new();
-        for &(p, ref atoms) in &split.errors {
+        // The errors (their edges weigh), then those kept for the correlated pass only.
+        let all = split.errors.iter().map(|e| (e, true));
+        let extra = split.correlated_only.iter().map(|e| (e, false));
+        for (&(p, ref atoms), weighs) in all.chain(extra.filter(|_| correlated)) {
             edges.clear();
             atom_of_edge.clear();
             prob.clear();
@@ -130,6 +133,11 @@ impl MobiusDecoder {
             }
             let mut parts = Vec::with_capacity(edges.len());
             for (&(a, b), &q) in edges.iter().zip(&prob) {
+                if !weighs {
+                    // Its parts are edges of the errors before it.
+                    parts.push(index.get(&(a, b)).copied().unwrap_or(u32::MAX));
+                    continue;
+                }
                 let k = *index.entry((a, b)).or_insert_with(|| {
                     order.push((a, b));
                     marginal.push(0.0);
@@ -142,7 +150,8 @@ impl MobiusDecoder {
             if correlated && atoms.len() > 1 {
                 for (i, &c) in parts.iter().enumerate() {
                     for (j, &a) in parts.iter().enumerate().skip(i + 1) {
-                        if a != c && atom_of_edge[i] != atom_of_edge[j] {
+                        let known = a != u32::MAX && c != u32::MAX;
+                        if known && a != c && atom_of_edge[i] != atom_of_edge[j] {
                             let both = prob[i].min(prob[j]);
                             pairs.extend([(c, a, both), (a, c, both)]);
                         }

@@ -95,6 +95,15 @@ pub(crate) fn weight(a: &Atom) -> usize {
     a.iter().filter(|&&d| d != NONE).count()
 }
 
+/// The atom of a graphlike edge `(a, b)` (`b` [`NONE`] for the boundary).
+fn edge_atom((a, b): (u32, u32)) -> Atom {
+    if b == NONE {
+        [a, NONE, NONE]
+    } else {
+        atom_of(&[a, b])
+    }
+}
+
 /// The atom of `dets` (at most three).
 pub(crate) fn atom_of(dets: &[u32]) -> Atom {
     let mut a = [NONE; 3];
@@ -113,6 +122,9 @@ pub(crate) struct Split {
     pub(crate) atoms: BTreeMap<Atom, u64>,
     /// Each usable error: its probability and its atoms (a decomposition).
     pub(crate) errors: Vec<(f64, Vec<Atom>)>,
+    /// Errors whose atoms are already among `errors` (stim's decomposition, read as one
+    /// colour), kept for the correlated pass's pairs only.
+    pub(crate) correlated_only: Vec<(f64, Vec<Atom>)>,
     /// No detector was annotated: the model is read as one colour.
     pub(crate) one_colour: bool,
 }
@@ -171,6 +183,7 @@ pub(crate) fn split(dem: &DetectorErrorModel) -> Result<Split, MobiusError> {
         ignored: vec![false; n],
         atoms: BTreeMap::new(),
         errors: Vec::new(),
+        correlated_only: Vec::new(),
         one_colour,
     };
     for (d, r) in roles.iter().enumerate() {
@@ -179,6 +192,13 @@ pub(crate) fn split(dem: &DetectorErrorModel) -> Result<Split, MobiusError> {
             Role::Ignored => s.ignored[d] = true,
             Role::Unannotated => {}
         }
+    }
+    if one_colour
+        && dem.first_hyperedge().is_none()
+        && dem.decomposed_errors().undetectable_part().is_none()
+    {
+        s.graphlike(dem)?;
+        return Ok(s);
     }
     let mut dets = Vec::new();
     // The atoms first: every error that is one by itself.
@@ -221,6 +241,42 @@ pub(crate) fn split(dem: &DetectorErrorModel) -> Result<Split, MobiusError> {
 }
 
 impl Split {
+    /// A matchable model read as one colour whose errors stim decomposed into parts of one or
+    /// two detectors: the atoms are those parts (merged as matching merges them: the graph
+    /// is then exactly two copies of matching's), each its own error; the errors split into
+    /// several parts are kept for the correlated pass only.
+    fn graphlike(&mut self, dem: &DetectorErrorModel) -> Result<(), MobiusError> {
+        let edges = dem.graphlike_edges();
+        for e in edges {
+            if e.p >= 1.0 {
+                return Err(MobiusError::Certain { line: e.line });
+            }
+            let mut obs = 0u64;
+            for &l in &e.observables {
+                if l >= 64 {
+                    return Err(MobiusError::TooManyObservables {
+                        line: e.line,
+                        observable: l,
+                    });
+                }
+                obs ^= 1 << l;
+            }
+            let atom = edge_atom(e.detectors);
+            self.atoms.insert(atom, obs);
+            if e.p > 0.0 {
+                self.errors.push((e.p, vec![atom]));
+            }
+        }
+        for (p, parts) in dem.decomposed_errors().iter() {
+            let atoms = parts
+                .iter()
+                .map(|&k| edge_atom(edges[k as usize].detectors))
+                .collect();
+            self.correlated_only.push((p, atoms));
+        }
+        Ok(())
+    }
+
     /// `dets` as an atom when it is one: one detector, two of one basis, or three of one
     /// basis whose colours are all different.
     fn as_atom(&self, dets: &[u32]) -> Option<Atom> {

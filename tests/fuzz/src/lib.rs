@@ -65,6 +65,11 @@ pub const TARGETS: &[Target] = &[
         run: parsers::dem_print,
     },
     Target {
+        name: "mobius",
+        what: "the Möbius colour-code decoder built on any model, then decoding shots",
+        run: parsers::mobius,
+    },
+    Target {
         name: "stream-settings",
         what: "stream: spec settings (windows, iterations, streams) and the decoder they build",
         run: parsers::stream_settings,

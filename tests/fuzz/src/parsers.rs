@@ -234,6 +234,46 @@ pub fn dem(data: &[u8]) {
     assert_eq!(w.model.num_detectors(), d);
 }
 
+/// The Möbius decoder on any model that parses (small bounds): building it answers with the
+/// decoder or a typed error (a bad annotation, an error that does not split, `p = 1`), never a
+/// panic; a built decoder answers shots drawn from the input's last bytes with observables or
+/// a typed error (unexplained events, a cycle no charge closes), and its weights are finite.
+pub fn mobius(data: &[u8]) {
+    use backline_decoders::dem::DetectorErrorModel;
+    use backline_decoders::mobius::MobiusDecoder;
+    let Some((&flags, rest)) = data.split_first() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(rest);
+    let Ok(dem) = DetectorErrorModel::parse_with(&text, "fuzz.dem", &FUZZ_DEM_LIMITS) else {
+        return;
+    };
+    if dem.num_detectors() > 4096 || dem.num_mechanisms() > 4096 {
+        return;
+    }
+    let built = if flags & 1 == 1 {
+        MobiusDecoder::new_correlated(&dem)
+    } else {
+        MobiusDecoder::new(&dem)
+    };
+    let Ok(mut dec) = built else {
+        return;
+    };
+    let width = dem.num_detectors().div_ceil(8);
+    let mut shot = vec![0u8; width];
+    for k in 0..4usize {
+        // Shot k: the input's bytes from the end, rotated by k (padding bits too: ignored).
+        for (i, b) in shot.iter_mut().enumerate() {
+            *b = data[(data.len() - 1 - (i + k) % data.len()) % data.len()];
+        }
+        if let Ok((obs, weight)) = dec.decode_weighted(&shot) {
+            assert!(weight.is_finite(), "weight {weight}");
+            let k = dem.num_observables();
+            assert!(k >= 64 || obs >> k == 0, "observable past the model's {k}: {obs:#b}");
+        }
+    }
+}
+
 /// The longest error message any parser may give: errors quote at most an excerpt of their
 /// input (`backline_decoders::io::excerpt`), whatever its length.
 const MAX_ERROR_BYTES: usize = 1024;

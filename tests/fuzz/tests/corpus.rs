@@ -207,6 +207,25 @@ logical_observable L0\n"
             "tags-and-comments",
             b"error[tag](0.125) D0 # note\ndetector_separator\nerror(0.5) D0 L1\n".to_vec(),
         ),
+        ("mobius", "steane-colour-code", {
+            let mut v = vec![1u8];
+            v.extend_from_slice(
+                b"detector(0, 0, 0, 3) D0\ndetector(1, 0, 0, 4) D1\ndetector(2, 0, 0, 5) D2\n\
+error(0.05) D0 L0\nerror(0.05) D0 D1 L0\nerror(0.05) D0 D1 D2\nerror(0.05) D0 D2\n\
+error(0.05) D1 L0\nerror(0.05) D1 D2\nerror(0.9) D2\ndetector(3, 0, 0, -1) D3\n\
+error(0.1) D3 D0 ^ D1 D2\n",
+            );
+            v
+        }),
+        ("mobius", "one-colour-and-rainbows", {
+            let mut v = vec![0u8];
+            v.extend_from_slice(
+                b"error(0.1) D0 D1 ^ D2\nerror(0.2) D1 D2 D3 D4\nerror(0.3) D4 L1\n\
+detector(0, 0, 0, 0) D0\ndetector(0, 0, 1, 1) D1\ndetector(0, 0, 2, 2) D2\n\
+detector(0, 0, 3, 0) D3\ndetector(0, 0, 4, 7) D4\n",
+            );
+            v
+        }),
         (
             "dem-print",
             "blocks-tags-coordinates",

@@ -269,7 +269,10 @@ pub fn mobius(data: &[u8]) {
         if let Ok((obs, weight)) = dec.decode_weighted(&shot) {
             assert!(weight.is_finite(), "weight {weight}");
             let k = dem.num_observables();
-            assert!(k >= 64 || obs >> k == 0, "observable past the model's {k}: {obs:#b}");
+            assert!(
+                k >= 64 || obs >> k == 0,
+                "observable past the model's {k}: {obs:#b}"
+            );
         }
     }
 }

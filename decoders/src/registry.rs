@@ -416,7 +416,7 @@ mod tests {
             .to_string();
         assert_eq!(
             e,
-            "unknown decoder `blossom` (expected one of bposd, relay-bp, matching)"
+            "unknown decoder `blossom` (expected one of bposd, relay-bp, matching, mobius)"
         );
         let mut s = settings("relay-bp", Profile::Offline).unwrap();
         let e = s.set("max_iter", "3").unwrap_err().to_string();

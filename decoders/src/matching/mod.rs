@@ -359,12 +359,7 @@ impl MatchingDecoder {
                 found: parity.len() as u32,
             });
         }
-        self.load_events(fired)?;
-        let n = self.graph.num_nodes() as u32;
-        self.engine.set_window(0, n, false, false, true);
-        let r = self.run();
-        self.engine.set_window(0, n, false, false, false);
-        let m = r?;
+        let m = self.run_collecting(fired)?;
         self.toggle_paths(parity);
         for &k in self.graph.negative_edges() {
             parity[k as usize] ^= 1;
@@ -383,12 +378,7 @@ impl MatchingDecoder {
         fired: &[u32],
         path: &mut Vec<u32>,
     ) -> Result<Matched, MatchFault> {
-        self.load_events(fired)?;
-        let n = self.graph.num_nodes() as u32;
-        self.engine.set_window(0, n, false, false, true);
-        let r = self.run();
-        self.engine.set_window(0, n, false, false, false);
-        let m = r?;
+        let m = self.run_collecting(fired)?;
         let span = self.engine.span();
         // The weights the last matching ran on (a correlated decode's second pass).
         let g = match self.corr.as_deref() {
@@ -406,6 +396,17 @@ impl MatchingDecoder {
             }
         }
         Ok(m)
+    }
+
+    /// Matches `fired` over the whole graph with the engine keeping its matches (for the
+    /// paths a caller follows), then stops it keeping them.
+    fn run_collecting(&mut self, fired: &[u32]) -> Result<Matched, MatchFault> {
+        self.load_events(fired)?;
+        let n = self.graph.num_nodes() as u32;
+        self.engine.set_window(0, n, false, false, true);
+        let r = self.run();
+        self.engine.set_window(0, n, false, false, false);
+        r
     }
 
     /// Toggles the parity of every edge on a shortest path of each match the engine collected.
@@ -665,20 +666,32 @@ impl MatchingConfig {
     pub const KEYS: &'static str = "correlations";
 }
 
+/// Sets the one setting of a decoder whose settings are `correlations` alone (matching, the
+/// Möbius decoder).
+pub(crate) fn set_correlations(
+    flag: &mut bool,
+    key: &str,
+    value: &str,
+) -> Result<(), SettingError> {
+    match key.trim() {
+        "correlations" => *flag = crate::error::parse_flag(key, value)?,
+        other => return Err(SettingError::unknown(other, MatchingConfig::KEYS)),
+    }
+    Ok(())
+}
+
+/// The value of `key` of such a decoder.
+pub(crate) fn get_correlations(flag: bool, key: &str) -> Option<String> {
+    (key == "correlations").then(|| u8::from(flag).to_string())
+}
+
 impl DecoderConfig for MatchingConfig {
     fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
-        match key.trim() {
-            "correlations" => self.correlations = crate::error::parse_flag(key, value)?,
-            other => return Err(SettingError::unknown(other, Self::KEYS)),
-        }
-        Ok(())
+        set_correlations(&mut self.correlations, key, value)
     }
 
     fn get(&self, key: &str) -> Option<String> {
-        match key {
-            "correlations" => Some(u8::from(self.correlations).to_string()),
-            _ => None,
-        }
+        get_correlations(self.correlations, key)
     }
 
     fn build(&self, dem: &DetectorErrorModel) -> Result<Box<dyn ObservableDecoder>, DecoderError> {

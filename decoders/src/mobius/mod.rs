@@ -335,25 +335,13 @@ pub struct MobiusConfig {
     pub correlations: bool,
 }
 
-impl MobiusConfig {
-    /// The setting names, as errors list them.
-    pub const KEYS: &'static str = "correlations";
-}
-
 impl DecoderConfig for MobiusConfig {
     fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
-        match key.trim() {
-            "correlations" => self.correlations = crate::error::parse_flag(key, value)?,
-            other => return Err(SettingError::unknown(other, Self::KEYS)),
-        }
-        Ok(())
+        crate::matching::set_correlations(&mut self.correlations, key, value)
     }
 
     fn get(&self, key: &str) -> Option<String> {
-        match key {
-            "correlations" => Some(u8::from(self.correlations).to_string()),
-            _ => None,
-        }
+        crate::matching::get_correlations(self.correlations, key)
     }
 
     fn build(&self, dem: &DetectorErrorModel) -> Result<Box<dyn ObservableDecoder>, DecoderError> {

@@ -57,7 +57,7 @@ fn args() -> Args {
         let mut num = || -> usize {
             it.next()
                 .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("{k} takes a number"))
+                .unwrap_or_else(|| fail(format!("{k} takes a non-negative integer")))
         };
         match k.as_str() {
             "--rounds" => a.rounds = num(),
@@ -69,10 +69,12 @@ fn args() -> Args {
             "--threads" => a.sandwich.threads = num(),
             "--seed" => a.seed = num() as u64,
             m if !m.starts_with("--") => a.model = m.to_string(),
-            other => panic!("unknown flag {other}"),
+            other => fail(format!("unknown flag {other}")),
         }
     }
-    assert!(!a.model.is_empty(), "give a model: keepup MODEL.dem");
+    if a.model.is_empty() {
+        fail("give a model: keepup MODEL.dem [flags]");
+    }
     a
 }
 
@@ -220,17 +222,27 @@ fn report(name: &str, s: &mut dyn Stream, shots: &Shots, k: usize, cycle_ns: u64
     );
 }
 
+/// Ends the bench with one line saying why (a bad model or setting is an answer, not a panic).
+fn fail(what: impl std::fmt::Display) -> ! {
+    eprintln!("keepup: {what}");
+    std::process::exit(2)
+}
+
 fn main() {
     let a = args();
-    let dem =
-        DetectorErrorModel::parse(&std::fs::read_to_string(&a.model).unwrap(), &a.model).unwrap();
+    let text =
+        std::fs::read_to_string(&a.model).unwrap_or_else(|e| fail(format!("{}: {e}", a.model)));
+    // The limits are the environment's (BACKLINE_DEM_LIMITS): a model past them is refused
+    // naming the limit and how to raise it.
+    let limits = backline_decoders::dem::DemLimits::from_env().unwrap_or_else(|e| fail(e));
+    let dem = DetectorErrorModel::parse_with(&text, &a.model, &limits).unwrap_or_else(|e| fail(e));
     let settings = StreamSettings {
         window: a.window,
         commit: a.commit,
         decoder: DemDecoderSettings::from(backline_decoders::matching::MatchingConfig::default()),
         ..StreamSettings::default()
     };
-    let mut sliding = StreamDecoder::new(&dem, &settings).unwrap();
+    let mut sliding = StreamDecoder::new(&dem, &settings).unwrap_or_else(|e| fail(e));
     let shots_n = a.rounds.div_ceil(sliding.rounds()).max(1);
     let shots = sample(&dem, &sliding, shots_n, a.seed);
     let k = dem.num_observables();

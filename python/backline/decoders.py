@@ -1573,10 +1573,12 @@ class CompiledDecoder:
     it cannot use raises :class:`~backline.errors.DetectorErrorModelError` (a ``ValueError``,
     as Chromobius's) naming the detector or the line: a detector with a bad or missing 4th
     coordinate, an error that does not split into one detector, two, or a rainbow triplet of
-    one basis, an error of ``p ≥ 0.5``, more than 64 observables.
+    one basis, an error of ``p = 1``, an observable past ``L63``. An error of ``p > 0.5`` is
+    taken as flipped in advance.
 
-    Where it differs from Chromobius: a model without any 4th coordinate is decoded as a
-    matchable code of one colour (Chromobius refuses it); zero shots, and shots of a model
+    Where it differs from Chromobius: a model whose 4th coordinates name fewer than two colours
+    (none at all, or sinter's post-selection flag) is decoded as a matchable code of one colour
+    (Chromobius refuses it); zero shots, and shots of a model
     without detectors, decode (to no flips) where Chromobius refuses the empty array; padding
     bits past the last detector are ignored (Chromobius refuses a set one); it pickles (rebuilt
     from the model's text). A shot the model cannot explain (a detection event no error flips,

@@ -28,8 +28,9 @@
 - ``backline-mobius``: the Möbius decoder of colour codes (:class:`MobiusSinterDecoder`), what
   ``chromobius``'s sinter decoder does: one exact matching over the three restricted lattices,
   lifted back to the observables. Each detector's 4th coordinate is its colour and basis (0, 1,
-  2 = red, green, blue X; 3, 4, 5 = red, green, blue Z; -1 = ignored); a model without any
-  4th coordinate is decoded as a matchable code of one colour. A bad annotation, or an error
+  2 = red, green, blue X; 3, 4, 5 = red, green, blue Z; -1 = ignored); a model whose 4th
+  coordinates name fewer than two colours (none, or sinter's post-selection flag) is decoded as
+  a matchable code of one colour, as matching decodes it. A bad annotation, or an error
   that does not split into the colour code's pieces, raises ``DetectorErrorModelError`` naming
   the detector or the line. A model whose errors are not split into the colour code's pieces
   by stim needs none: the decoder splits them.

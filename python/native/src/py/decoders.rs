@@ -1068,13 +1068,13 @@ fn mobius_build_err(py: Python<'_>, e: backline_decoders::DecoderError) -> PyErr
 #[pymethods]
 impl MobiusDecoder {
     /// `MobiusDecoder(dem_text)`: the decoder of an annotated colour-code model (each
-    /// detector's 4th coordinate its colour and basis; a model without any is read as a
-    /// matchable code of one colour; one from which nothing can be inferred, no error with
-    /// `p > 0` flipping a detector, predicts no flips). `DetectorErrorModelError` for a model
-    /// that does not read (its limits included) or that the decoder refuses (a bad
-    /// annotation, an error that does not split into the code's pieces, an error of
-    /// `p ≥ 0.5`, more than 64 observables), naming the detector or the line; `MemoryError`
-    /// for a graph that does not fit in memory.
+    /// detector's 4th coordinate its colour and basis; a model whose 4th coordinates name
+    /// fewer than two colours is read as a matchable code of one colour; one from which
+    /// nothing can be inferred, no error with `p > 0` flipping a detector, predicts no flips).
+    /// `DetectorErrorModelError` for a model that does not read (its limits included) or that
+    /// the decoder refuses (a bad annotation, an error that does not split into the code's
+    /// pieces, an error of `p = 1`, an observable past L63), naming the detector or the line;
+    /// `MemoryError` for a graph that does not fit in memory.
     #[new]
     fn new(py: Python<'_>, dem_text: &str) -> PyResult<MobiusDecoder> {
         boundary(|| {

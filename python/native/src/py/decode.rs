@@ -92,7 +92,7 @@ pub fn decoder_registry() -> PyResult<Vec<(&'static str, &'static str, Vec<Setti
 }
 
 /// `BACKLINE_DEM_LIMITS` with `limits` (`[(name, value)]`) applied.
-fn dem_limits(py: Python<'_>, limits: &[(String, String)]) -> PyResult<DemLimits> {
+pub(crate) fn dem_limits(py: Python<'_>, limits: &[(String, String)]) -> PyResult<DemLimits> {
     let bad = |e: backline_decoders::SettingError| {
         err(py, Class::DecoderSettingsError, format!("dem_limits: {e}"))
     };

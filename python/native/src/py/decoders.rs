@@ -1078,8 +1078,10 @@ impl MobiusDecoder {
     #[new]
     fn new(py: Python<'_>, dem_text: &str) -> PyResult<MobiusDecoder> {
         boundary(|| {
+            // The model's bounds are BACKLINE_DEM_LIMITS's, as for every model door.
+            let limits = super::decode::dem_limits(py, &[])?;
             let dem = py
-                .detach(|| DetectorErrorModel::parse(dem_text, "<dem>"))
+                .detach(|| DetectorErrorModel::parse_with(dem_text, "<dem>", &limits))
                 .map_err(|e| err(py, Class::DetectorErrorModelError, e.to_string()))?;
             check_matching_fits(dem.num_detectors().saturating_mul(2).saturating_add(1), 0)?;
             let d = if has_evidence(&dem) {

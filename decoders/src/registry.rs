@@ -145,10 +145,11 @@ pub enum WindowKind {
     /// One decoder on the whole model floods each window in part and commits what the
     /// window's matching decided (matching).
     Masked,
-    /// One window, the whole shot, decoded once its last round is in: for a decoder whose
-    /// answer is observables only, with nothing to commit round by round (the Möbius
-    /// decoder).
-    Whole,
+    /// The decoder's own matching graph floods each window as [`WindowKind::Masked`] does,
+    /// and the committed paths are lifted to observables after the last window (the Möbius
+    /// decoder, [`crate::mobius::MobiusWindows`]); with one window (the default), the whole
+    /// shot is decoded once its last round is in.
+    Lifted,
 }
 
 /// One registered decoder.

@@ -51,6 +51,13 @@
 //! window (the uncommitted part is carried); the last window commits everything
 //! ([`crate::matching::window`]). Models with an edge of `p > ½` are refused.
 //!
+//! # Lifted windows
+//!
+//! The Möbius decoder ([`WindowKind::Lifted`]) streams its windows the same way on its own
+//! graph, two nodes per detector ([`crate::mobius::MobiusWindows`]): carried events live on
+//! the graph's nodes, not in the shot's detection events, and the last window lifts every
+//! committed path to the shot's observables. Without `window` it decodes the whole shot.
+//!
 //! # Bad input
 //!
 //! Hot-path errors are a small `Copy` [`StreamFault`]: a round out of order, of the wrong
@@ -279,7 +286,11 @@ enum WindowInner {
     /// The stream's one matching decoder, on this window's detectors
     /// ([`crate::matching::WindowSpec`]).
     Matching(WindowSpec),
-    /// The decoder of the whole model, on the whole shot ([`WindowKind::Whole`]).
+    /// The Möbius decoder's windows ([`crate::mobius::MobiusWindows`]): this window's
+    /// detectors, the part it commits, whether it is the last (which lifts the shot).
+    Lifted { commit: Range<u32>, last: bool },
+    /// The decoder of the whole model, on the whole shot (a [`WindowKind::Lifted`] decoder
+    /// with one window).
     Whole {
         decoder: Box<DemDecoder>,
         /// Its prediction, one byte per observable.
@@ -317,6 +328,8 @@ pub struct StreamDecoder {
     windows: Vec<Window>,
     /// The matching decoder of every window, when the decoder is matching.
     matching: Option<Box<MatchingWindows>>,
+    /// The Möbius decoder's windows, when it streams in several.
+    mobius: Option<Box<crate::mobius::MobiusWindows>>,
     /// Detection events so far, with every committed mechanism's effect XORed in.
     dets: Vec<u8>,
     /// Observable flips of the committed mechanisms.
@@ -371,18 +384,18 @@ impl StreamDecoder {
         let ranges = window_rounds(t, w, c);
         let entries = check_windows_size(dem, &round_start, &ranges, settings, (w, c))?;
         let dem = Arc::new(dem.clone());
-        let whole = settings.decoder.windows() == WindowKind::Whole;
-        if whole && w != t {
-            return Err(StreamBuildError::Settings(format!(
-                "window = {w}: {} decodes the whole shot as one window (its answer is the \
-                 observables, with no errors to commit round by round); leave window and \
-                 commit out",
-                settings.decoder.name()
-            )));
-        }
+        // A lifted decoder (Möbius) with one window decodes the whole shot; with several,
+        // its windows share one matching of its graph.
+        let lifted = settings.decoder.windows() == WindowKind::Lifted;
+        let whole = lifted && w == t;
+        let mobius = if lifted && !whole {
+            Some(Box::new(mobius_windows(&dem, &settings.decoder)?))
+        } else {
+            None
+        };
         let matching = match settings.decoder.windows() {
             WindowKind::Masked => Some(Box::new(matching_windows(&dem)?)),
-            WindowKind::CutModel | WindowKind::Whole => None,
+            WindowKind::CutModel | WindowKind::Lifted => None,
         };
         let mut windows = Vec::with_capacity(ranges.len());
         for rounds in ranges {
@@ -400,6 +413,11 @@ impl StreamDecoder {
                     past_is_boundary: false,
                     future_is_boundary: !last,
                 })
+            } else if mobius.is_some() {
+                WindowInner::Lifted {
+                    commit: detectors.start as u32..commit_end as u32,
+                    last,
+                }
             } else if whole {
                 let decoder = DemDecoder::new(&dem, &settings.decoder).map_err(|source| {
                     StreamBuildError::Window {
@@ -427,6 +445,7 @@ impl StreamDecoder {
             round_start,
             windows,
             matching,
+            mobius,
             received: 0,
             next: 0,
             ready: None,
@@ -598,6 +617,9 @@ impl StreamDecoder {
     pub fn reset(&mut self) {
         self.dets.fill(0);
         self.obs.fill(0);
+        if let Some(m) = self.mobius.as_mut() {
+            m.reset();
+        }
         self.received = 0;
         self.next = 0;
         self.ready = None;
@@ -624,11 +646,31 @@ impl StreamDecoder {
         debug_assert_eq!(k, self.next);
         self.next = k + 1;
         let w = &mut self.windows[k];
+        let fault = StreamFault::Decoder { window: k as u32 };
+        if let WindowInner::Lifted { commit, last } = &w.inner {
+            // Carried events may wait in a window without detection events of its own, and
+            // the last window lifts the shot: every window runs.
+            let m = self.mobius.as_mut().ok_or(fault)?;
+            let start = std::time::Instant::now();
+            let detectors = w.detectors.start as u32..w.detectors.end as u32;
+            m.decode_window(detectors, commit.clone(), *last, &self.dets)
+                .map_err(|_| fault)?;
+            if *last {
+                let obs = m.finish(&self.dets).map_err(|_| fault)?;
+                for (l, o) in self.obs.iter_mut().enumerate() {
+                    *o = (obs >> l & 1) as u8;
+                }
+            }
+            if self.deadline.is_some_and(|d| start.elapsed() > d) {
+                self.misses.windows += 1;
+                self.misses.rounds += w.rounds.len() as u64;
+            }
+            return Ok(true);
+        }
         let syndrome = &self.dets[w.detectors.clone()];
         if syndrome.iter().all(|&b| b == 0) {
             return Ok(false);
         }
-        let fault = StreamFault::Decoder { window: k as u32 };
         let start = std::time::Instant::now();
         let deadline = self.deadline.map(|d| start + d);
         let mut hit = false;
@@ -655,6 +697,7 @@ impl StreamDecoder {
                     }
                 }
             }
+            WindowInner::Lifted { .. } => return Err(fault),
             WindowInner::Whole { decoder, obs } => {
                 hit = decoder
                     .decode_until(syndrome, obs, deadline)
@@ -778,6 +821,29 @@ fn matching_windows(dem: &DetectorErrorModel) -> Result<MatchingWindows, StreamB
         events: Vec::with_capacity(n),
         commit: WindowCommit::with_room(n),
     })
+}
+
+/// The Möbius decoder's windows of a stream: its decoder built with the stream's settings
+/// (correlations included), its graph shared by every window.
+fn mobius_windows(
+    dem: &DetectorErrorModel,
+    settings: &DemDecoderSettings,
+) -> Result<crate::mobius::MobiusWindows, StreamBuildError> {
+    let layout = |msg: String| StreamBuildError::Layout {
+        file: dem.name().to_string(),
+        msg,
+    };
+    let decoder = DemDecoder::new(dem, settings).map_err(|e| layout(e.to_string()))?;
+    let m = decoder
+        .decoder::<crate::mobius::MobiusDecoder>()
+        .ok_or_else(|| {
+            layout(
+                "no error of the model flips a detector: there is nothing to stream in windows \
+                 (leave window and commit out)"
+                    .into(),
+            )
+        })?;
+    crate::mobius::MobiusWindows::new(m).map_err(|e| layout(e.to_string()))
 }
 
 /// Checks round `round`'s bit-packed detection events for its `n` detectors: `⌈n/8⌉` bytes,

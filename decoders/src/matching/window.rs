@@ -49,6 +49,11 @@ pub struct WindowCommit {
     pub toggles: Vec<u32>,
     /// Matches cut at the commit line (each took a path search).
     pub cut: u32,
+    /// Whether to list the committed paths' edges in `edges` (each committed match then takes
+    /// a path search): for a caller that follows them (the Möbius decoder's windows).
+    pub keep_edges: bool,
+    /// The committed paths' edges (indices into the graph's edges), when `keep_edges`.
+    pub edges: Vec<u32>,
 }
 
 impl WindowCommit {
@@ -58,14 +63,17 @@ impl WindowCommit {
             observables: 0,
             toggles: Vec::with_capacity(2 * detectors + 2),
             cut: 0,
+            keep_edges: false,
+            edges: Vec::new(),
         }
     }
 
-    /// Forgets the last commit.
+    /// Forgets the last commit (`keep_edges` stays as it is).
     pub fn clear(&mut self) {
         self.observables = 0;
         self.toggles.clear();
         self.cut = 0;
+        self.edges.clear();
     }
 }
 
@@ -75,6 +83,9 @@ impl Clone for WindowCommit {
         c.observables = self.observables;
         c.toggles.extend_from_slice(&self.toggles);
         c.cut = self.cut;
+        c.keep_edges = self.keep_edges;
+        c.edges = Vec::with_capacity(self.edges.capacity());
+        c.edges.extend_from_slice(&self.edges);
         c
     }
 }
@@ -131,6 +142,9 @@ impl MatchingDecoder {
             if m.to != NONE {
                 out.toggles.push(m.to);
             }
+            if out.keep_edges {
+                self.committed_path_edges(spec, m, out);
+            }
             return;
         }
         let (s, t) = match (u_in, v_in) {
@@ -166,6 +180,9 @@ impl MatchingDecoder {
         for &slot in &self.paths.slots {
             let a = g.adj[slot as usize];
             obs ^= g.adj_obs[slot as usize];
+            if out.keep_edges {
+                out.edges.push(g.adj_edge[slot as usize]);
+            }
             if span.inside(a.to) {
                 if !spec.commit.contains(&a.to) {
                     out.observables ^= obs;
@@ -189,5 +206,26 @@ impl MatchingDecoder {
         out.observables ^= obs;
         out.toggles.push(s);
         out.toggles.push(t);
+    }
+
+    /// Lists the edges of a shortest path inside the window for a match committed whole.
+    fn committed_path_edges(&mut self, spec: &WindowSpec, m: CEdge, out: &mut WindowCommit) {
+        let span = Span {
+            lo: spec.detectors.start,
+            hi: spec.detectors.end,
+            past_is_boundary: spec.past_is_boundary,
+            future_is_boundary: spec.future_is_boundary,
+        };
+        let g = match self.corr.as_deref() {
+            Some(c) if c.on => &c.graph,
+            _ => &*self.graph,
+        };
+        let target = if m.to == NONE { BOUNDARY } else { m.to };
+        if self.paths.search(g, span, m.from, target) {
+            out.edges
+                .extend(self.paths.slots.iter().map(|&s| g.adj_edge[s as usize]));
+        } else {
+            debug_assert!(false, "no path for a match");
+        }
     }
 }

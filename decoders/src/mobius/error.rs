@@ -63,6 +63,9 @@ pub enum MobiusError {
         /// A detector of the part that could not be matched.
         detector: u32,
     },
+    /// A model the sliding windows of a stream cannot take (why).
+    #[error("sliding windows of the Möbius decoder: {0}")]
+    Windows(String),
     /// A cycle of the shot's matching that no assignment of charges closes (a colouring the
     /// annotations got wrong, or an error the model's atoms do not cover).
     #[error(

@@ -58,6 +58,7 @@ mod lift;
 mod model;
 #[cfg(test)]
 mod tests;
+mod windows;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -68,6 +69,7 @@ use crate::error::{DecoderError, SettingError};
 use crate::matching::{MatchFault, MatchingDecoder, MatchingGraph};
 use crate::registry::{DecoderConfig, Entry, Profile, Setting, ValueType, WindowKind, config_any};
 pub use error::MobiusError;
+pub use windows::MobiusWindows;
 
 /// The Möbius decoder of one model. Built once; decodes without allocating once its scratch
 /// has grown to the largest shot. Cloning shares the tables.
@@ -261,29 +263,48 @@ impl MobiusDecoder {
             self.tours.add(2 * d, 2 * d + 1);
         }
         let fired = |d: u32| dets[d as usize / 8] >> (d % 8) & 1 == 1;
-        let (lift, used) = (&*self.lift, &mut self.used);
-        let mut obs = 0u64;
-        let mut failed: Option<Vec<u32>> = None;
-        let closed = self.tours.each(|cycle| {
-            if failed.is_some() {
-                return;
-            }
-            match lift.discharge(cycle, fired, used) {
-                Some(f) => obs ^= f,
-                None => failed = Some(cycle.iter().map(|&m| m / 2).collect()),
-            }
-        });
-        if let Some(detectors) = failed {
-            return Err(MobiusError::Lift { detectors }.into());
-        }
-        if !closed {
-            return Err(MobiusError::Lift {
-                detectors: self.fired.clone(),
-            }
-            .into());
-        }
+        let obs = lift_tours(
+            &self.lift,
+            &mut self.tours,
+            &mut self.used,
+            fired,
+            &self.fired,
+        )?;
         Ok((obs, matched.weight as f64 / graph.scale()))
     }
+}
+
+/// The observables of the Euler circuits of `tours` (a matching's edges and each event's edge
+/// between its copies): the sum of each circuit's lift. `fired` says which detectors had
+/// events; `events` lists them, for the error of a part with no circuit.
+pub(crate) fn lift_tours(
+    lift: &lift::Lift,
+    tours: &mut lift::Tours,
+    used: &mut Vec<u32>,
+    fired: impl Fn(u32) -> bool,
+    events: &[u32],
+) -> Result<u64, DecoderError> {
+    let mut obs = 0u64;
+    let mut failed: Option<Vec<u32>> = None;
+    let closed = tours.each(|cycle| {
+        if failed.is_some() {
+            return;
+        }
+        match lift.discharge(cycle, &fired, used) {
+            Some(f) => obs ^= f,
+            None => failed = Some(cycle.iter().map(|&m| m / 2).collect()),
+        }
+    });
+    if let Some(detectors) = failed {
+        return Err(MobiusError::Lift { detectors }.into());
+    }
+    if !closed {
+        return Err(MobiusError::Lift {
+            detectors: events.to_vec(),
+        }
+        .into());
+    }
+    Ok(obs)
 }
 
 impl ObservableDecoder for MobiusDecoder {
@@ -353,7 +374,7 @@ impl DecoderConfig for MobiusConfig {
     }
 
     fn windows(&self) -> WindowKind {
-        WindowKind::Whole
+        WindowKind::Lifted
     }
 
     config_any!();

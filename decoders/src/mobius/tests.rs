@@ -253,11 +253,19 @@ fn the_registry_builds_it_and_streams_decode_it_as_one_window() {
         let want = direct.decode_mask(&packed).unwrap();
         assert_eq!(u64::from(got[0]), want);
     }
+    // Sliding windows over the same rounds answer as the whole shot on this small model.
     s.window = Some(2);
-    let e = crate::stream::StreamDecoder::new(&model, &s)
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("whole shot"), "{e}");
+    s.commit = Some(1);
+    let mut windowed = crate::stream::StreamDecoder::new(&model, &s).unwrap();
+    let mut noise = DemNoise::new(&model, 6);
+    let mut differ = 0;
+    for _ in 0..200 {
+        let (events, packed, _) = shot(&mut noise, &model);
+        let mut got = [0u8];
+        windowed.decode_shot(&events, &mut got).unwrap();
+        differ += usize::from(u64::from(got[0]) != direct.decode_mask(&packed).unwrap());
+    }
+    assert!(differ <= 4, "{differ} of 200 differ");
 }
 
 /// The d = 3 colour code under depolarising code-capacity noise: X, Y and Z errors on each
@@ -312,4 +320,50 @@ fn the_correlated_pass_keeps_every_single_error_corrected_and_decides_ties_as_pl
         fails_corr.abs_diff(fails_plain) * 5 < fails_plain,
         "{fails_corr} vs {fails_plain}"
     );
+}
+
+/// A colour code over 11 rounds (`decoders/tests/data/dem/README.md`).
+const COLOUR_PHENOM: &str = include_str!("../../tests/data/dem/colour_phenom_d5_r10_p0.02.dem");
+
+#[test]
+fn sliding_windows_of_a_colour_code_answer_as_the_whole_shot() {
+    let model = dem(COLOUR_PHENOM);
+    for correlations in ["0", "1"] {
+        let mut settings = crate::registry::settings("mobius", Profile::Offline).unwrap();
+        settings.set("correlations", correlations).unwrap();
+        let mut whole = settings.build(&model).unwrap();
+        let s = crate::stream::StreamSettings {
+            decoder: settings.clone(),
+            window: Some(4),
+            commit: Some(2),
+            ..crate::stream::StreamSettings::default()
+        };
+        let mut stream = crate::stream::StreamDecoder::new(&model, &s).unwrap();
+        assert_eq!(stream.rounds(), 11);
+        let mut noise = DemNoise::new(&model, 41);
+        let (mut differ, mut fails_whole, mut fails_stream) = (0, 0, 0);
+        let shots = 1000;
+        for _ in 0..shots {
+            let (events, packed, truth) = shot(&mut noise, &model);
+            let mut a = [0u8];
+            stream.decode_shot(&events, &mut a).unwrap();
+            let mut b = [0u8];
+            whole.decode_packed(&packed, &mut b).unwrap();
+            differ += usize::from(a != b);
+            fails_stream += usize::from(u64::from(a[0]) != truth);
+            fails_whole += usize::from(u64::from(b[0]) != truth);
+        }
+        // Windows of 4 rounds committing 2 see every error of the model whole (an error
+        // spans at most two rounds): answers differ only where ties or the window's
+        // artificial boundary chose otherwise.
+        assert!(fails_whole > 10, "{fails_whole}");
+        assert!(
+            differ * 20 <= shots,
+            "correlations {correlations}: {differ} differ"
+        );
+        assert!(
+            fails_stream.abs_diff(fails_whole) * 4 <= fails_whole,
+            "correlations {correlations}: stream {fails_stream}, whole {fails_whole}"
+        );
+    }
 }

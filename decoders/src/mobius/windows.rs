@@ -1,5 +1,5 @@
 //! The Möbius decoder in sliding windows, for streams: each window of rounds is matched on
-//! the Möbius graph as matching's windows are ([`crate::matching::window`]: matches in the
+//! the Möbius graph as matching's windows are ([`MatchingDecoder::decode_window`]: matches in the
 //! window's first rounds committed, those that leave them cut, a cut end carried as an event
 //! into the next window), the committed paths' edges are kept, and after the last window they
 //! are lifted to observables with every detection event's edge between its copies — the

@@ -133,7 +133,9 @@ def stream_decoder(
     ``osd_method``, ``osd_order``…; the real-time defaults are 5 min-sum iterations with
     α = 0.625 and OSD-0) or ``relay-bp`` (``gamma0``, ``pre_iter``…); matching (exact
     minimum-weight perfect matching, each window flooded on the model's graph) takes
-    ``correlations`` (PyMatching's two-pass correlated matching, 0 or 1). ``streams``: decoder ids
+    ``correlations`` (PyMatching's two-pass correlated matching, 0 or 1), and so does the
+    Möbius decoder of colour codes (``decoder="mobius"``: detectors annotated with their colour
+    and basis; its windows' committed paths are lifted after the last one). ``streams``: decoder ids
     served from the base id, one stream (logical qubit) each. ``idle_ms``: a shot left
     mid-way this long is dropped when its stream is next used (default 5000).
 

@@ -305,3 +305,27 @@ def test_the_correlated_pass_fails_less_than_chromobius_on_a_circuit_level_colou
     chromobius = pytest.importorskip("chromobius")
     reference = fails(chromobius.sinter_decoders()["chromobius"])
     assert correlated < 0.85 * reference, (correlated, reference)
+
+
+def test_streaming_mobius_in_sliding_windows_through_a_session():
+    """The Möbius decoder streamed round by round in windows of 4 rounds committing 2 (its
+    committed paths lifted after the last window) answers as the whole-shot decoder."""
+    colour_circuits = pytest.importorskip("backline.colour_circuits")
+    import backline
+    from backline import _native
+
+    circuit = colour_circuits.colour_code_circuit("midout", distance=5, rounds=8, p=0.002)
+    dem = circuit.detector_error_model()
+    f = backline.stream_decoder(dem, window=4, commit=2, decoder="mobius")
+    assert ":mobius:" in f.spec
+    shots = 200
+    dets, obs = circuit.compile_detector_sampler(seed=5).sample(shots, separate_observables=True)
+    whole = _native.DemDecoder(str(dem), "mobius", [])
+    packed = np.packbits(dets, axis=1, bitorder="little")
+    want = np.frombuffer(whole.decode_bit_packed(packed.tobytes(), shots), dtype=np.uint8)
+    with backline.StreamSession(backline.Coprocessor(coprocessor_fn=f)) as s:
+        got = np.array([s.decode_shot(d)[0] for d in dets], dtype=np.uint8)
+    differ = int((got != (want & 1)).sum())
+    fails = int((got != obs[:, 0]).sum())
+    assert differ <= 4, differ
+    assert 0 < fails < 40, fails

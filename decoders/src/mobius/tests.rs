@@ -145,6 +145,17 @@ fn errors_that_are_not_colour_code_pieces_are_refused_naming_the_line() {
         "{e}"
     );
     assert!(e.to_string().contains("D0 D1 D2"), "{e}");
+    // Four of one basis with nothing in the model to split them into: refused, the four named.
+    let lone = "detector(0, 0, 0, 0) D0\ndetector(1, 0, 0, 1) D1\ndetector(2, 0, 0, 2) D2\n\
+                detector(3, 0, 0, 0) D3\nerror(0.1) D0 D1 D2 D3\n";
+    let e = MobiusDecoder::new(&dem(lone)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            DecoderError::Mobius(MobiusError::Decomposition { line: 5, .. })
+        ),
+        "{e}"
+    );
     // Four of one basis: split when the model's atoms allow it.
     let four = "detector(0, 0, 0, 0) D0\ndetector(1, 0, 0, 1) D1\ndetector(2, 0, 0, 2) D2\n\
                 detector(3, 0, 0, 0) D3\nerror(0.1) D0 D1 D2\nerror(0.1) D3\nerror(0.1) D0\n\

@@ -1,5 +1,5 @@
 //! The streaming bench: shots sampled from a detector error model's mechanisms
-//! ([`DemNoise`], seeded; no stim at run time) streamed round by round to a streaming decoder,
+//! ([`backline_decoders::stream::ShotNoise`], seeded; no stim at run time) streamed round by round to a streaming decoder,
 //! with `get_corrections` at each shot's end, every reply checked.
 //!
 //! The decoder is reached through a [`StreamLink`]: [`SessionLink`] — a `stream:` coprocessor
@@ -42,11 +42,10 @@ use std::net::UdpSocket;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use backline_decoders::dem::DetectorErrorModel;
+use backline_decoders::dem::{DemError, DemLimits};
 use backline_decoders::dem_decoder::{DemDecoder, DemDecoderSettings, decode_batch};
-use backline_decoders::noise::DemNoise;
 use backline_decoders::shots::ShotTable;
-use backline_decoders::stream::{StreamBuildError, round_layout};
+use backline_decoders::stream::{StreamBuildError, StreamModel};
 use backline_transport::{Controller as _, ControllerSession, Session as _};
 use backline_wire::cuqr::{self, Call, CallStatus};
 use backline_wire::stream::{FLAG_FINAL, StreamRequest};
@@ -682,7 +681,7 @@ fn send_at(clock: &dyn Ticks, due: u64, landed: u64, pacing: Option<&mut Pacing>
 /// Streams `cfg.shots` shots of `dem` through `link`, on the process's monotonic clock.
 pub fn run(
     link: &mut dyn StreamLink,
-    dem: &DetectorErrorModel,
+    dem: &StreamModel,
     cfg: &StreamRun,
 ) -> Result<StreamOutcome, StreamBuildError> {
     run_clocked(link, dem, cfg, &Monotonic::new())
@@ -695,14 +694,14 @@ pub fn run(
 /// late round ([`judge`], [`Pacing`]).
 pub fn run_clocked(
     link: &mut dyn StreamLink,
-    dem: &DetectorErrorModel,
+    dem: &StreamModel,
     cfg: &StreamRun,
     clock: &dyn Ticks,
 ) -> Result<StreamOutcome, StreamBuildError> {
-    let layout: Vec<Range<usize>> = round_layout(dem)?;
+    let layout: Vec<Range<usize>> = dem.round_layout()?;
     let k = dem.num_observables();
     let kb = k.div_ceil(8);
-    let mut noise = DemNoise::new(dem, cfg.seed);
+    let mut noise = dem.noise(cfg.seed);
     let mut events = vec![0u8; dem.num_detectors()];
     let mut truth = vec![0u8; k];
     let mut truth_packed = vec![0u8; kb];
@@ -914,16 +913,30 @@ pub struct WholeHistory {
     pub differ: u64,
 }
 
+/// Why the whole-history decoder did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum WholeHistoryError {
+    /// The model, expanded, is past the limits.
+    #[error("the whole history: {0}")]
+    Model(#[from] DemError),
+    /// The decoder refused the model.
+    #[error(transparent)]
+    Decoder(#[from] backline_decoders::DecoderError),
+}
+
 /// Decodes the shots of `stream` again (the same seed, so the same shots) with the
 /// whole-history decoder `decoder`, on every core, and compares.
 pub fn whole_history(
-    dem: &DetectorErrorModel,
+    model: &StreamModel,
     decoder: &DemDecoderSettings,
+    limits: &DemLimits,
     cfg: &StreamRun,
     stream: &StreamOutcome,
-) -> Result<WholeHistory, backline_decoders::DecoderError> {
-    let dec = DemDecoder::new(dem, decoder)?;
-    let mut noise = DemNoise::new(dem, cfg.seed);
+) -> Result<WholeHistory, WholeHistoryError> {
+    // A rolled model is expanded for it, within `limits`.
+    let dem = model.expanded(limits)?;
+    let dec = DemDecoder::new(&dem, decoder)?;
+    let mut noise = model.noise(cfg.seed);
     let n = stream.completed.len();
     let mut dets = ShotTable::zeros(n, dem.num_detectors());
     let mut truth = ShotTable::zeros(n, dem.num_observables());
@@ -1020,7 +1033,12 @@ mod tests {
             "stream:{path}:bposd:window=4;commit=2;max_iter=30;ms_scaling_factor=0.625;\
              osd_method=osd_cs;osd_order=7"
         );
-        let dem = DetectorErrorModel::parse(&std::fs::read_to_string(path).unwrap(), path).unwrap();
+        let dem = StreamModel::read(
+            &std::fs::read_to_string(path).unwrap(),
+            path,
+            &DemLimits::DEFAULT,
+        )
+        .unwrap();
         let f = backline_responder::stream_functions(&spec, 0)
             .unwrap()
             .remove(0)
@@ -1069,7 +1087,7 @@ mod tests {
             .unwrap()
             .settings
             .decoder;
-        let w = whole_history(&dem, &decoder, &cfg, &out).unwrap();
+        let w = whole_history(&dem, &decoder, &DemLimits::DEFAULT, &cfg, &out).unwrap();
         assert_eq!(w.shots, 199);
         // A refused shot breaks the replay.
         assert!(keep_up(&out, 9, 1000.0).is_none());
@@ -1157,7 +1175,12 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/../decoders/tests/data/dem/surface_d3_r8_p0.01.dem"
         );
-        let dem = DetectorErrorModel::parse(&std::fs::read_to_string(path).unwrap(), path).unwrap();
+        let dem = StreamModel::read(
+            &std::fs::read_to_string(path).unwrap(),
+            path,
+            &DemLimits::DEFAULT,
+        )
+        .unwrap();
         let now = std::rc::Rc::new(std::cell::Cell::new(1_000_000));
         let mut link = Scripted {
             now: now.clone(),

@@ -440,3 +440,45 @@ fn bad_cadences_and_warm_ups_are_one_line_errors() {
     assert!(o.status.success(), "{err}");
     assert!(err.contains("--round-interval-ns paces the rounds of stream: responders; ignored"));
 }
+
+/// stim's d = 3 memory with its block (two rounds an iteration) run `count` times.
+fn long_model(count: u64, tag: &str) -> String {
+    let text = std::fs::read_to_string(model()).unwrap();
+    let p = std::path::Path::new(&out_dir(tag)).join("long.dem");
+    std::fs::write(
+        &p,
+        text.replacen("repeat 2 {", &format!("repeat {count} {{"), 1),
+    )
+    .unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn a_hundred_thousand_round_model_streams_under_the_default_limits() {
+    // 100,005 rounds: 15.7 M mechanisms expanded, past the default `mechanisms` bound; the
+    // stream is built from a short copy of the model.
+    let m = long_model(50_000, "long");
+    let spec = format!("stream:{m}:matching");
+    let o = bench(
+        &["--responder", &spec, "--shots", "3", "--warmup-shots", "1"],
+        "long",
+    );
+    let v = json(&o);
+    let enq = &v["runs"][0];
+    assert_eq!(enq["rounds_per_shot"], 100_005, "{enq}");
+    assert_eq!(enq["completed"], 3 * 100_005, "{enq}");
+    assert_eq!(enq["refused"], 0);
+    assert_eq!(v["runs"][1]["completed"], 3);
+    // The whole history would need the model expanded: refused before the run, naming the
+    // bound.
+    let o = bench(
+        &["--responder", &spec, "--shots", "3", "--whole-history"],
+        "long-whole",
+    );
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("--whole-history") && e.contains("(limit `"),
+        "{e}"
+    );
+}

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use backline_bench::stats::{Summary, wilson_interval};
 use backline_bench::stream::{self as sb, StreamLink, StreamOutcome, StreamRun, WholeHistory};
-use backline_decoders::dem::DetectorErrorModel;
+use backline_decoders::dem::DemLimits;
 use backline_decoders::dem_decoder::DemDecoderSettings;
+use backline_decoders::stream::StreamModel;
 use backline_wire::stream::STREAM_HEADER_BYTES;
 
 /// Whether a spec is a streaming decoder.
@@ -24,8 +25,10 @@ pub struct StreamPlan {
     pub spec: String,
     /// A short name for tables and file names: `stream-<model file stem>`.
     pub label: String,
-    /// The model the shots are sampled from.
-    pub dem: DetectorErrorModel,
+    /// The model the shots are sampled from (rolled when its rounds repeat).
+    pub dem: StreamModel,
+    /// The limits the spec's model was read within (the whole history's too).
+    pub limits: DemLimits,
     /// Its inner decoder (for the whole-history comparison).
     pub decoder: DemDecoderSettings,
     /// Rounds per shot.
@@ -60,7 +63,8 @@ impl StreamPlan {
             widest_round: widest,
             deadline: s.settings.deadline,
             decoder: s.settings.decoder,
-            dem: dec.model().clone(),
+            limits: s.settings.limits,
+            dem: dec.source().clone(),
         })
     }
 
@@ -98,6 +102,12 @@ pub fn run(
     whole: bool,
 ) -> anyhow::Result<StreamResult> {
     let progress = run.progress != backline_bench::progress::Show::Never;
+    if whole {
+        // Before the run, not after it: the whole history needs the model expanded.
+        plan.dem
+            .check_expanded(&plan.limits)
+            .context("--whole-history decodes the model expanded")?;
+    }
     let outcome = sb::run(link, &plan.dem, run).context("the model's rounds")?;
     let whole = if whole && outcome.error.is_none() && !outcome.interrupted {
         if progress {
@@ -106,7 +116,13 @@ pub fn run(
                 plan.label, outcome.shots
             );
         }
-        Some(sb::whole_history(&plan.dem, &plan.decoder, run, &outcome)?)
+        Some(sb::whole_history(
+            &plan.dem,
+            &plan.decoder,
+            &plan.limits,
+            run,
+            &outcome,
+        )?)
     } else {
         None
     };

@@ -88,11 +88,13 @@
 //!
 //! The module is split by job: `syntax` (the tree and its parser), `limits` ([`DemLimits`]
 //! and the checks against them), `matrices` (executing the tree into the matrices and the
-//! graphlike edges), `window` ([`DemWindow`]) and `print` (`Display`).
+//! graphlike edges), `window` ([`DemWindow`]), `print` (`Display`) and `rolled`
+//! ([`RolledModel`]: a model whose rounds repeat, its long `repeat` kept unexecuted).
 
 mod limits;
 mod matrices;
 mod print;
+mod rolled;
 mod syntax;
 #[cfg(test)]
 mod tests;
@@ -100,6 +102,7 @@ mod window;
 
 pub use limits::DemLimits;
 pub use matrices::{DecomposedErrors, GraphlikeEdge, Hyperedge, Mechanism};
+pub use rolled::{MAX_ROLLED_DETECTORS, RolledModel};
 pub use syntax::{DemError, DemErrorKind, DemTarget, Instruction, InstructionKind};
 pub use window::DemWindow;
 

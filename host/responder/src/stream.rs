@@ -46,10 +46,10 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use backline_decoders::dem::{DemLimits, DetectorErrorModel};
+use backline_decoders::dem::DemLimits;
 use backline_decoders::io::excerpt;
 use backline_decoders::registry::{self, Profile};
-use backline_decoders::stream::{StreamDecoder, StreamFault, StreamSettings};
+use backline_decoders::stream::{StreamDecoder, StreamFault, StreamModel, StreamSettings};
 use backline_probe::{Hop, mark};
 use backline_wire::cuqr::CallStatus;
 use backline_wire::stream::{
@@ -237,7 +237,8 @@ pub fn stream_decoder_of(spec: &str) -> Result<(StreamSpec, StreamDecoder), Stre
     };
     let text = backline_decoders::io::read_text(Path::new(&s.path))
         .map_err(|e| bad(format!("reading {}: {e}", excerpt(&s.path))))?;
-    let dem = DetectorErrorModel::parse_with(&text, &excerpt(&s.path), &s.settings.limits)
+    // A model whose rounds repeat is kept rolled: the stream is built from a short copy.
+    let model = StreamModel::read(&text, &excerpt(&s.path), &s.settings.limits)
         .map_err(|e| bad(e.to_string()))?;
     drop(text);
     let mut s = s;
@@ -246,12 +247,12 @@ pub fn stream_decoder_of(spec: &str) -> Result<(StreamSpec, StreamDecoder), Stre
     if s.decoder == "matching"
         && s.settings.window.is_none()
         && s.settings.commit.is_none()
-        && let Some((w, c)) = backline_decoders::stream::realtime_matching_windows(&dem)
+        && let Some((w, c)) = backline_decoders::stream::realtime_matching_windows(&model)
     {
         s.settings.window = Some(w);
         s.settings.commit = Some(c);
     }
-    let dec = StreamDecoder::new(&dem, &s.settings).map_err(|e| bad(e.to_string()))?;
+    let dec = StreamDecoder::of_model(&model, &s.settings).map_err(|e| bad(e.to_string()))?;
     s.decode = Some(
         s.decode
             .unwrap_or_else(|| DecodeMode::realtime_default(s.decoder, dec.windows().count())),

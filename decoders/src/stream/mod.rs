@@ -100,6 +100,10 @@ use crate::error::{DecoderError, SettingError, parse_bounded, parse_value};
 use crate::matching::{MatchingDecoder, WindowCommit, WindowSpec};
 use crate::registry::WindowKind;
 
+mod rolled;
+
+pub use rolled::{ROLL_AT, Rolled, ShotNoise, StreamModel};
+
 /// The most rounds a window takes, and a window commits (2^20).
 pub const MAX_WINDOW: usize = 1 << 20;
 
@@ -268,6 +272,9 @@ struct Window {
     rounds: Range<usize>,
     detectors: Range<usize>,
     inner: WindowInner,
+    /// What the inner decoder's detectors are offset by in the shot (a rolled model's
+    /// windows are decoded as their counterparts in its short copy: `rolled`).
+    offset: usize,
 }
 
 /// A window's decoding.
@@ -322,7 +329,10 @@ impl Clone for MatchingWindows {
 /// rounds, decodes and resets do not allocate.
 #[derive(Debug, Clone)]
 pub struct StreamDecoder {
+    /// The model the windows' decoders were built on (a rolled model's short copy).
     dem: Arc<DetectorErrorModel>,
+    /// The model the shots come from.
+    source: StreamModel,
     /// Round `r` is detectors `round_start[r]..round_start[r + 1]`.
     round_start: Vec<usize>,
     windows: Vec<Window>,
@@ -436,11 +446,13 @@ impl StreamDecoder {
                 rounds,
                 detectors,
                 inner,
+                offset: 0,
             });
         }
         Ok(StreamDecoder {
             dets: vec![0; dem.num_detectors()],
             obs: vec![0; dem.num_observables()],
+            source: StreamModel::Whole(dem.clone()),
             dem,
             round_start,
             windows,
@@ -467,9 +479,9 @@ impl StreamDecoder {
         self.misses
     }
 
-    /// The model.
-    pub fn model(&self) -> &DetectorErrorModel {
-        &self.dem
+    /// The model the shots come from (whole, or rolled: [`StreamModel`]).
+    pub fn source(&self) -> &StreamModel {
+        &self.source
     }
 
     /// Rounds per shot.
@@ -710,7 +722,7 @@ impl StreamDecoder {
             WindowInner::Matching(spec) => {
                 let m = self.matching.as_mut().ok_or(fault)?;
                 m.events.clear();
-                let base = w.detectors.start as u32;
+                let base = (w.detectors.start - w.offset) as u32;
                 m.events.extend(
                     syndrome
                         .iter()
@@ -723,7 +735,7 @@ impl StreamDecoder {
                     .decode_window(spec, &m.events, &mut m.commit)
                     .map_err(|_| fault)?;
                 for &d in &m.commit.toggles {
-                    self.dets[d as usize] ^= 1;
+                    self.dets[d as usize + w.offset] ^= 1;
                 }
                 for (l, o) in self.obs.iter_mut().enumerate() {
                     *o ^= (m.commit.observables >> l & 1) as u8;
@@ -881,10 +893,10 @@ pub fn round_layout(dem: &DetectorErrorModel) -> Result<Vec<Range<usize>>, Strea
 /// than `2·d` rounds, or its rounds cannot be read. With these windows the streams measured in
 /// docs/decoders.md ("Deadlines and real-time defaults") decoded no shot differently from the
 /// whole history.
-pub fn realtime_matching_windows(dem: &DetectorErrorModel) -> Option<(usize, usize)> {
-    let starts = rounds_of(dem).ok()?;
-    let t = starts.len() - 1;
-    let mut sizes: Vec<usize> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+pub fn realtime_matching_windows(model: &StreamModel) -> Option<(usize, usize)> {
+    let rounds = model.round_layout().ok()?;
+    let t = rounds.len();
+    let mut sizes: Vec<usize> = rounds.iter().map(|r| r.len()).collect();
     sizes.sort_unstable();
     let median = *sizes.get(sizes.len() / 2)?;
     let d = ((median + 1) as f64).sqrt().ceil().max(1.0) as usize;

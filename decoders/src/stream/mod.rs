@@ -525,8 +525,12 @@ impl StreamDecoder {
     pub fn push_round(&mut self, round: u32, bits: &[u8]) -> Result<bool, StreamFault> {
         let dets = self.next_round(round)?;
         check_round_bits(round, dets.len(), bits)?;
-        for (i, d) in self.dets[dets].iter_mut().enumerate() {
-            *d ^= bits[i / 8] >> (i % 8) & 1;
+        // Detection events are sparse: bytes without one are skipped whole.
+        let dets = &mut self.dets[dets];
+        for (k, &b) in bits.iter().enumerate().filter(|b| *b.1 != 0) {
+            for (j, d) in dets[8 * k..].iter_mut().take(8).enumerate() {
+                *d ^= b >> j & 1;
+            }
         }
         Ok(self.booked())
     }
@@ -680,7 +684,7 @@ impl StreamDecoder {
             return Ok(true);
         }
         let syndrome = &self.dets[w.detectors.clone()];
-        if syndrome.iter().all(|&b| b == 0) {
+        if !any_event(syndrome) {
             return Ok(false);
         }
         let start = std::time::Instant::now();
@@ -723,13 +727,7 @@ impl StreamDecoder {
                 let m = self.matching.as_mut().ok_or(fault)?;
                 m.events.clear();
                 let base = (w.detectors.start - w.offset) as u32;
-                m.events.extend(
-                    syndrome
-                        .iter()
-                        .enumerate()
-                        .filter(|e| *e.1 != 0)
-                        .map(|(i, _)| base + i as u32),
-                );
+                events_of(syndrome, base, &mut m.events);
                 m.commit.clear();
                 m.decoder
                     .decode_window(spec, &m.events, &mut m.commit)
@@ -748,6 +746,31 @@ impl StreamDecoder {
         }
         Ok(true)
     }
+}
+
+/// Whether any of the 0/1 bytes is 1, eight at a time (a window's events are sparse).
+fn any_event(bytes: &[u8]) -> bool {
+    let mut words = bytes.chunks_exact(8);
+    words.any(|w| u64::from_ne_bytes(w.try_into().expect("8 bytes")) != 0)
+        || words.remainder().iter().any(|&b| b != 0)
+}
+
+/// Appends `base + i` for each 0/1 byte `bytes[i]` that is 1, skipping zero words whole.
+fn events_of(bytes: &[u8], base: u32, out: &mut Vec<u32>) {
+    let mut at = base;
+    let mut words = bytes.chunks_exact(8);
+    for w in words.by_ref() {
+        if u64::from_ne_bytes(w.try_into().expect("8 bytes")) != 0 {
+            out.extend((0..8).filter(|&j| w[j] != 0).map(|j| at + j as u32));
+        }
+        at += 8;
+    }
+    let rest = words.remainder();
+    out.extend(
+        (0..rest.len())
+            .filter(|&j| rest[j] != 0)
+            .map(|j| at + j as u32),
+    );
 }
 
 /// The BP+OSD or Relay-BP decoder of one window: over the mechanisms whose first detector
@@ -1015,6 +1038,26 @@ fn rounds_of(dem: &DetectorErrorModel) -> Result<Vec<usize>, StreamBuildError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_are_found_word_by_word_at_every_length_and_place() {
+        for n in [0usize, 1, 7, 8, 9, 16, 23, 64, 67] {
+            for at in 0..n {
+                let mut b = vec![0u8; n];
+                b[at] = 1;
+                b[n - 1] = 1;
+                assert!(any_event(&b));
+                let mut v = vec![99];
+                events_of(&b, 10, &mut v);
+                let mut want = vec![99, 10 + at as u32];
+                if at != n - 1 {
+                    want.push(10 + n as u32 - 1);
+                }
+                assert_eq!(v, want, "n {n}, at {at}");
+            }
+            assert!(!any_event(&vec![0u8; n]));
+        }
+    }
     use crate::noise::DemNoise;
 
     /// A distance-3 repetition code over `r` rounds with measurement errors (2 detectors a

@@ -6,13 +6,14 @@
 //! text's tree with its longest top-level `repeat` unexecuted and executes shorter copies of
 //! it on demand ([`RolledModel::short`]: the same model with the block run fewer times). The
 //! bounds of [`DemLimits`] apply to what is executed; the whole experiment is bounded only by
-//! [`MAX_ROLLED_DETECTORS`], one byte a detector in a stream's shot.
+//! [`MAX_ROLLED_DETECTORS`] (a stream holds a byte a detector of its shot).
 
-use super::syntax::{DemErrorKind, Instruction, InstructionKind};
+use super::syntax::{DemErrorKind, DemTarget, Instruction, InstructionKind};
 use super::{DemError, DemLimits, DetectorErrorModel, limits, matrices, syntax};
 
-/// A rolled model's detectors, its long block's iterations included, stay below this (2^31).
-pub const MAX_ROLLED_DETECTORS: u64 = 1 << 31;
+/// A rolled model's detectors, its long block's iterations included, stay below this (2^25:
+/// a 100,000-round distance-13 memory has 16.8 M).
+pub const MAX_ROLLED_DETECTORS: u64 = 1 << 25;
 
 /// A model read with its longest top-level `repeat` block kept rolled: the tree, and where
 /// the block sits. Invariant: the block is `tree[block]`, a `repeat` of `count ≥ 1` whose body
@@ -60,9 +61,9 @@ impl RolledModel {
             before,
             num_detectors: 0,
         };
-        let once = m.short(1, limits)?;
-        m.num_detectors =
-            (once.num_detectors() as u64).saturating_add((count - 1).saturating_mul(shift));
+        // The short copies are checked against the limits; the whole against its own bound.
+        m.check(1, limits)?;
+        m.num_detectors = end_of(&m.tree, 0, 0);
         if m.num_detectors > MAX_ROLLED_DETECTORS {
             return Err(DemError {
                 file: file.to_string(),
@@ -194,6 +195,38 @@ fn longest_block(tree: &[Instruction]) -> Option<(usize, u64, u64)> {
         .map(|(_, i, count, shift)| (i, count, shift))
 }
 
+/// One more than the largest detector index `body` names from offset `base` (at least
+/// `end`), without unrolling: offsets only grow, so a block's largest indices are those of its
+/// last iteration (saturating).
+fn end_of(body: &[Instruction], base: u64, mut end: u64) -> u64 {
+    let mut offset = base;
+    for ins in body {
+        match &ins.kind {
+            InstructionKind::Error { targets, .. } => {
+                for t in targets.iter() {
+                    if let DemTarget::Detector(d) = *t {
+                        end = end.max(offset.saturating_add(d).saturating_add(1));
+                    }
+                }
+            }
+            InstructionKind::Detector { targets, .. } => {
+                for &d in targets.iter() {
+                    end = end.max(offset.saturating_add(d).saturating_add(1));
+                }
+            }
+            InstructionKind::ShiftDetectors { count, .. } => offset = offset.saturating_add(*count),
+            InstructionKind::Repeat { count, body } if *count > 0 => {
+                let per = offset_of(body);
+                let last = offset.saturating_add(per.saturating_mul(count - 1));
+                end = end_of(body, last, end);
+                offset = offset.saturating_add(per.saturating_mul(*count));
+            }
+            _ => {}
+        }
+    }
+    end
+}
+
 /// The detector offset a block of instructions moves by, its repeats unrolled (saturating).
 fn offset_of(body: &[Instruction]) -> u64 {
     body.iter().fold(0u64, |acc, i| {
@@ -251,7 +284,7 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
-        let huge = "repeat 4000000000 {\n    error(0.1) D0 D1\n    shift_detectors 1\n}\n";
+        let huge = "repeat 40000000 {\n    error(0.1) D0 D1\n    shift_detectors 1\n}\n";
         let e = RolledModel::parse_with(huge, "h.dem", &DemLimits::DEFAULT).unwrap_err();
         assert!(e.to_string().contains("h.dem:1"), "{e}");
     }

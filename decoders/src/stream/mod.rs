@@ -102,7 +102,7 @@ use crate::registry::WindowKind;
 
 mod rolled;
 
-pub use rolled::{ROLL_AT, Rolled, ShotNoise, StreamModel};
+pub use rolled::{MAX_ROLLED_ROUNDS, MAX_ROLLED_WINDOWS, ROLL_AT, Rolled, ShotNoise, StreamModel};
 
 /// The most rounds a window takes, and a window commits (2^20).
 pub const MAX_WINDOW: usize = 1 << 20;

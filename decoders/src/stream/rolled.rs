@@ -33,6 +33,12 @@ use crate::registry::WindowKind;
 /// A block repeated fewer times than this is expanded: the stream of its model is small.
 pub const ROLL_AT: u64 = 32;
 
+/// A rolled model's rounds stay below this (2^22; more is read whole, within the limits).
+pub const MAX_ROLLED_ROUNDS: usize = 1 << 22;
+
+/// A rolled model's stream takes at most this many windows (2^20).
+pub const MAX_ROLLED_WINDOWS: usize = 1 << 20;
+
 /// The model a stream's shots come from and its decoder is built on: read whole, or with
 /// its long block kept rolled ([`RolledModel`]).
 #[derive(Debug, Clone)]
@@ -184,6 +190,9 @@ impl Layout {
         }
         let count = model.count() as usize;
         let rounds = (rs.len() - 1).checked_add((count - 3).checked_mul(per)?)?;
+        if rounds > MAX_ROLLED_ROUNDS {
+            return None;
+        }
         let mut round_start = Vec::new();
         round_start.try_reserve_exact(rounds + 1).ok()?;
         round_start.extend_from_slice(&rs[..=r[1]]);
@@ -197,8 +206,11 @@ impl Layout {
         }
         let extra = (count - 3) * shift;
         round_start.extend(rs[r[2]..].iter().map(|&x| x + extra));
-        debug_assert_eq!(round_start.len(), rounds + 1);
-        (round_start.len() == rounds + 1).then_some(Layout {
+        // Every detector in a round: the last round ends at the whole model's last detector
+        // (a model whose largest index is not in its rounds' pattern is read whole).
+        (round_start.len() == rounds + 1
+            && round_start.last().map(|&x| x as u64) == Some(model.num_detectors()))
+        .then_some(Layout {
             round_start,
             first: r[0],
             per,
@@ -250,6 +262,13 @@ fn rolled(
     if settings.decoder.windows() != WindowKind::Masked || w >= t || c == 0 || c > w {
         return Ok(None);
     }
+    let windows = (t - w).div_ceil(c) + 1;
+    if windows > MAX_ROLLED_WINDOWS {
+        return Err(StreamBuildError::Settings(format!(
+            "window = {w}, commit = {c}: {windows} windows over the model's {t} rounds, more than \
+             {MAX_ROLLED_WINDOWS}: commit more rounds per window"
+        )));
+    }
     // How many rounds an edge spans, at most.
     let small_rs = rounds_of(&r.small)?;
     let round_of = |d: u32| small_rs.partition_point(|&x| x <= d as usize) - 1;
@@ -270,16 +289,12 @@ fn rolled(
     let g = gcd(c, lay.per);
     let phases = lay.per / g;
     let step = c / g;
-    let short_rounds = |k: usize| t - (count - k) * lay.per;
-    let interiors = |k: usize| {
-        window_rounds(short_rounds(k), w, c)
-            .iter()
-            .filter(|x| interior(lay, k, margin, x.start, w))
-            .count()
-    };
-    let Some(mut kept) = (3..count).find(|&k| interiors(k) >= 2 * phases) else {
-        return Ok(None);
-    };
+    // The first interior window starts at the first multiple of `c` past the first
+    // iteration and the margin; the last one needed ends, with the margin, by the block's
+    // last iteration.
+    let first_start = (lay.first + lay.per + margin).div_ceil(c) * c;
+    let last_end = first_start + (2 * phases - 1) * c + w + margin;
+    let mut kept = (1 + (last_end - lay.first).div_ceil(lay.per)).max(3);
     kept += (count - kept) % step;
     if kept >= count {
         return Ok(None);
@@ -517,5 +532,34 @@ mod tests {
         if let Err(e) = StreamDecoder::of_model(&model, &windowed) {
             panic!("{e}");
         }
+    }
+
+    #[test]
+    fn tiny_texts_of_huge_experiments_are_short_errors() {
+        let rep = |count: u64| {
+            format!(
+                "detector(0, 0) D0\nrepeat {count} {{\n    error(0.01) D0 D1\n    \
+                 detector(0, 1) D1\n    shift_detectors(0, 1) 1\n}}\nerror(0.01) D0\n"
+            )
+        };
+        // Past the rolled rounds: read whole, and refused by the limits.
+        let e = StreamModel::read(&rep(30_000_000), "r.dem", &DemLimits::DEFAULT).unwrap_err();
+        assert!(e.to_string().contains("(limit `"), "{e}");
+        // Past the rolled detectors: refused naming them.
+        let e = StreamModel::read(&rep(40_000_000), "r.dem", &DemLimits::DEFAULT).unwrap_err();
+        assert!(e.to_string().contains("supported in a stream"), "{e}");
+        // Rolled, but a window a round: more windows than a stream takes.
+        let model = StreamModel::read(&rep(4_000_000), "r.dem", &DemLimits::DEFAULT).unwrap();
+        assert!(matches!(model, StreamModel::Rolled(_)));
+        let e = StreamDecoder::of_model(&model, &settings(2, 1))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("commit more rounds per window"), "{e}");
+        // A window that commits enough: built, and decodes a shot of its own noise.
+        let mut d = StreamDecoder::of_model(&model, &settings(8, 4)).unwrap();
+        let mut noise = model.noise(3);
+        let (mut ev, mut obs) = (vec![0u8; model.num_detectors()], vec![0u8; 0]);
+        noise.sample(&mut ev, &mut obs);
+        d.decode_shot(&ev, &mut obs).unwrap();
     }
 }

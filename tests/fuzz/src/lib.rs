@@ -75,6 +75,11 @@ pub const TARGETS: &[Target] = &[
         run: parsers::stream_settings,
     },
     Target {
+        name: "stream-model",
+        what: "models read for streaming (rolled when their rounds repeat) and their streams",
+        run: parsers::rolled_stream,
+    },
+    Target {
         name: "responder-spec",
         what: "responder specs: bposd:CODE[:SETTINGS] codes and settings, built-in names",
         run: parsers::responder_spec,

@@ -403,6 +403,70 @@ pub fn stream_settings(data: &[u8]) {
     }
 }
 
+/// A model read for streaming (the first line `W C`, the window and commit; the rest the
+/// model): one that reads has rounds that cover its detectors in order; its matching stream
+/// builds or is a short error; and where the model expanded is within the fuzz bounds, a shot
+/// of its noise is decoded by the stream as by the expanded model's stream, bit for bit.
+pub fn rolled_stream(data: &[u8]) {
+    use backline_decoders::dem::DetectorErrorModel;
+    use backline_decoders::stream::{StreamDecoder, StreamModel, StreamSettings};
+    let text = String::from_utf8_lossy(data);
+    let (head, model) = text.split_once('\n').unwrap_or(("", &text));
+    let mut nums = head
+        .split_whitespace()
+        .filter_map(|x| x.parse::<usize>().ok());
+    let w = nums.next().unwrap_or(4).clamp(1, 64);
+    let c = nums.next().unwrap_or(2).clamp(1, w);
+    let m = match StreamModel::read(model, "fuzz.dem", &FUZZ_DEM_LIMITS) {
+        Ok(m) => m,
+        Err(e) => {
+            assert!(e.to_string().len() <= MAX_ERROR_BYTES);
+            return;
+        }
+    };
+    let Ok(rounds) = m.round_layout() else {
+        return;
+    };
+    let mut at = 0;
+    for r in &rounds {
+        assert_eq!(r.start, at, "rounds in order");
+        at = r.end;
+    }
+    assert_eq!(at, m.num_detectors());
+    let settings = StreamSettings {
+        window: Some(w),
+        commit: Some(c),
+        decoder: backline_decoders::matching::MatchingConfig::default().into(),
+        limits: FUZZ_DEM_LIMITS,
+        ..StreamSettings::default()
+    };
+    let mut rolled = match StreamDecoder::of_model(&m, &settings) {
+        Ok(d) => d,
+        Err(e) => {
+            assert!(e.to_string().len() <= MAX_ERROR_BYTES);
+            return;
+        }
+    };
+    if m.check_expanded(&FUZZ_DEM_LIMITS).is_err() {
+        return;
+    }
+    let whole = m.expanded(&FUZZ_DEM_LIMITS).expect("checked");
+    let Ok(mut expanded) = StreamDecoder::new(&whole, &settings) else {
+        return;
+    };
+    let _: &DetectorErrorModel = &whole;
+    let mut noise = m.noise(1);
+    let (mut ev, mut obs) = (vec![0u8; m.num_detectors()], vec![0u8; m.num_observables()]);
+    noise.sample(&mut ev, &mut obs);
+    let (mut a, mut b) = (obs.clone(), obs.clone());
+    let ra = rolled.decode_shot(&ev, &mut a);
+    let rb = expanded.decode_shot(&ev, &mut b);
+    assert_eq!(ra.is_ok(), rb.is_ok(), "{ra:?} against {rb:?}");
+    if ra.is_ok() {
+        assert_eq!(a, b, "the rolled stream decodes as the expanded one");
+    }
+}
+
 /// A repetition code of 4 rounds (2 detectors each): the model [`stream_settings`] builds on.
 fn stream_model() -> backline_decoders::dem::DetectorErrorModel {
     backline_decoders::dem::DetectorErrorModel::parse(

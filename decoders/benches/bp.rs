@@ -18,9 +18,15 @@
 //! cargo bench -p backline-decoders --bench bp -- d7      # names containing "d7"
 //! ```
 //!
+//! Beside the one-shot figures, the `f32` kernel's lanes across shots
+//! ([`backline_decoders::bp32_lanes`] through `BpDecoder::decode_many`: eight shots a
+//! register, as `decode_batch` and sinter run BP): ns per edge-iteration *per shot*, the
+//! median over 16-shot batches of the same syndromes.
+//!
 //! Before timing, each case checks that the `f32` kernel's converged answers reproduce their
-//! syndromes on sampled shots, and that every SIMD level gives the portable level's soft output
-//! bit for bit. Speed is never asserted in tests; the goal (issue 40: ≤ 0.5 ns per
+//! syndromes on sampled shots, and that the lanes kernel answers sampled shots as the one-shot
+//! kernel does (every SIMD level giving the portable level's results bit for bit is a unit
+//! test of `simd` and `bp32_lanes`). Speed is never asserted in tests; the goal (issue 40: ≤ 0.5 ns per
 //! edge-iteration at `f32`) is printed beside each figure.
 
 use std::time::Instant;
@@ -74,6 +80,36 @@ fn settings(precision: Precision) -> BpSettings {
 /// The decoder of `dem`'s usable mechanisms at `precision`.
 fn decoder(h: &SparseMatrix, priors: &[f64], precision: Precision) -> BpDecoder {
     BpDecoder::from_sparse(h, 0.01, Some(priors), settings(precision)).unwrap()
+}
+
+/// Shots per timed batch of the lanes kernel.
+const BATCH: usize = 16;
+
+/// Median over batches of ns per edge-iteration per shot of [`BpDecoder::decode_many`] (the
+/// lanes kernel: several shots at once) on `BATCH` shots cycling through `syndromes` (each
+/// runs all iterations).
+fn time_batch(dec: &mut BpDecoder, syndromes: &[Vec<u8>], edges: usize) -> f64 {
+    let mut per = Vec::new();
+    for _ in 0..60 {
+        let t0 = Instant::now();
+        dec.decode_many(
+            BATCH,
+            |shot, s| -> Result<bool, backline_decoders::DecoderError> {
+                s.copy_from_slice(&syndromes[shot % syndromes.len()]);
+                Ok(true)
+            },
+            |_, r| {
+                let (bp, _) = r.expect("every shot decoded");
+                assert_eq!(bp.iterations(), ITERATIONS);
+                Ok(())
+            },
+        )
+        .unwrap();
+        let ns = t0.elapsed().as_nanos() as f64;
+        per.push(ns / (BATCH * ITERATIONS * edges) as f64);
+    }
+    per.sort_by(f64::total_cmp);
+    per[per.len() / 2]
 }
 
 /// Median ns per edge-iteration over `syndromes` (each runs all iterations).
@@ -142,6 +178,34 @@ fn main() {
                 );
             }
         }
+        // Check: the lanes kernel answers those shots as the one-shot kernel did.
+        let mut shots = Vec::new();
+        let mut noise = DemNoise::new(&dem, 2);
+        for _ in 0..61 {
+            noise.sample(&mut dets, &mut obs);
+            f32_dec.decode(&dets).unwrap();
+            let one = (
+                f32_dec.converged(),
+                f32_dec.iterations(),
+                f32_dec.decoding().to_vec(),
+            );
+            shots.push((dets.clone(), one));
+        }
+        f32_dec
+            .decode_many(
+                shots.len(),
+                |s, out| -> Result<bool, backline_decoders::DecoderError> {
+                    out.copy_from_slice(&shots[s].0);
+                    Ok(true)
+                },
+                |s, r| {
+                    let (bp, _) = r.expect("every shot decoded");
+                    let got = (bp.converged(), bp.iterations(), bp.decoding().to_vec());
+                    assert_eq!(got, shots[s].1, "{}: the lanes kernel differs", model.name);
+                    Ok(())
+                },
+            )
+            .unwrap();
         // Syndromes BP runs all its iterations on.
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
         let mut f64_dec = decoder(&h, &priors, Precision::F64);
@@ -156,6 +220,7 @@ fn main() {
         }
         let t64 = time(&mut f64_dec, &syndromes, edges);
         let t32 = time(&mut f32_dec, &syndromes, edges);
+        let t32_lanes = time_batch(&mut f32_dec, &syndromes, edges);
         // Relay-BP's first leg alone (memory 0.1, α = 0.625) on each of its kernels.
         let relay_time = |kernel| {
             let relay_config = RelayConfig {
@@ -184,14 +249,19 @@ fn main() {
         let relay_simd = relay_time(RelayKernel::Simd);
         println!(
             "{}: {} checks × {} mechanisms, {edges} edges: f64 {t64:.3} ns, f32 ({}) {t32:.3} ns \
-             per edge-iteration = {:.2}x f64 (goal {GOAL_NS} ns: {:.2}x the goal); Relay-BP's \
-             first leg: scalar {relay_scalar:.3} ns, simd {relay_simd:.3} ns = {:.2}x",
+             per edge-iteration = {:.2}x f64 (goal {GOAL_NS} ns: {:.2}x the goal); f32 lanes \
+             across shots ({} shots a register, {BATCH}-shot batches) {t32_lanes:.3} ns per \
+             edge-iteration per shot = {:.2}x f32 one shot ({:.2}x the goal); Relay-BP's first \
+             leg: scalar {relay_scalar:.3} ns, simd {relay_simd:.3} ns = {:.2}x",
             model.name,
             h.rows(),
             h.cols(),
             backline_decoders::simd::level(),
             t32 / t64,
             t32 / GOAL_NS,
+            backline_decoders::bp32_lanes::SHOT_LANES,
+            t32_lanes / t32,
+            t32_lanes / GOAL_NS,
             relay_simd / relay_scalar
         );
     }

@@ -378,6 +378,10 @@ pub const MAX_ITER: usize = 1 << 20;
 /// `expected` of the [`DecoderError::Setting`] for a `max_iter` above [`MAX_ITER`].
 pub const MAX_ITER_RANGE: &str = "0 (the number of bits) or 1..=1048576";
 
+/// The fewest shots [`BpDecoder::decode_many`] runs on the lanes kernel: below, one by one is
+/// faster (most lanes would idle).
+pub const MIN_LANES_BATCH: usize = 4;
+
 /// Checks a `max_iter` against [`MAX_ITER`].
 pub(crate) fn check_max_iter(max_iter: usize) -> Result<(), DecoderError> {
     if max_iter > MAX_ITER {
@@ -732,6 +736,9 @@ pub struct BpDecoder {
     deadline: Option<std::time::Instant>,
     /// The `f32` kernel, when the settings run on it ([`BpSettings::runs_f32`]).
     fast: Option<Box<crate::bp32::MinSum32>>,
+    /// Its lanes-across-shots twin for [`BpDecoder::decode_many`], made at the first batch
+    /// that uses it.
+    lanes: Option<Box<crate::bp32_lanes::MinSum32Lanes>>,
     /// The last decode stopped at the deadline.
     deadline_hit: bool,
 }
@@ -831,6 +838,7 @@ impl BpDecoder {
             deadline: None,
             deadline_hit: false,
             fast,
+            lanes: None,
         })
     }
 
@@ -970,6 +978,89 @@ impl BpDecoder {
             self.min_llr[c as usize] = l;
         }
         Ok(&self.decoding)
+    }
+
+    /// Decodes shots `0..shots` as [`BpDecoder::decode`] decodes each, with the same results.
+    /// `load(shot, syndrome)` writes shot `shot`'s syndrome (0/1 per check; any non-zero byte
+    /// is 1) and says whether to decode it; `done(shot, result)` takes every shot once: one
+    /// not to be decoded at once with `None`, a decoded one with this decoder holding its
+    /// results ([`BpDecoder::converged`], [`BpDecoder::iterations`], the soft output, the hard
+    /// decision) and its syndrome (0/1 per check).
+    ///
+    /// At `precision = f32` (min-sum, flooding, no deadline) and from [`MIN_LANES_BATCH`]
+    /// shots, the shots run [`crate::bp32_lanes::SHOT_LANES`] at a time on the lanes kernel
+    /// ([`crate::bp32_lanes`]), and `done` takes them in the order they finish, each exactly
+    /// as [`BpDecoder::decode`] would have left it. Otherwise they run one by one, in order.
+    /// Memory is the model's whatever `shots` is. The first error of a callback ends the call.
+    pub fn decode_many<E: From<DecoderError>>(
+        &mut self,
+        shots: usize,
+        mut load: impl FnMut(usize, &mut [u8]) -> Result<bool, E>,
+        mut done: impl FnMut(usize, Option<(&BpDecoder, &[u8])>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if let Some(mut lanes) = self.take_lanes(shots) {
+            let ms = self.settings.ms_scaling_factor;
+            let r = lanes.decode_many(
+                shots,
+                self.max_iter,
+                |it| scaling_factor(ms, it, 1.0) as f32,
+                &mut load,
+                |shot, result| {
+                    let Some((outcome, lane)) = result else {
+                        return done(shot, None);
+                    };
+                    lane.soft_output(&mut self.llr);
+                    if !self.min_llr.is_empty() {
+                        lane.min_soft_output(&mut self.min_llr);
+                    }
+                    for (d, &l) in self.decoding.iter_mut().zip(&self.llr) {
+                        *d = (l <= 0.0) as u8;
+                    }
+                    lane.syndrome(&mut self.syndrome);
+                    self.converged = outcome.converged;
+                    self.iterations = outcome.iterations;
+                    self.deadline_hit = false;
+                    self.fixed_point = false;
+                    let syndrome = std::mem::take(&mut self.syndrome);
+                    let r = done(shot, Some((&*self, &syndrome)));
+                    self.syndrome = syndrome;
+                    r
+                },
+            );
+            self.lanes = Some(lanes);
+            return r;
+        }
+        let mut syndrome = vec![0u8; self.graph.m];
+        for shot in 0..shots {
+            if load(shot, &mut syndrome)? {
+                self.decode(&syndrome)?;
+                done(shot, Some((&*self, &syndrome)))?;
+            } else {
+                done(shot, None)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The lanes kernel, out of `self` for a batch of `shots`, when the batch runs on it (see
+    /// [`BpDecoder::decode_many`]): made the first time; a model too large for it (or memory
+    /// refused) leaves the batch to the one-shot path.
+    fn take_lanes(&mut self, shots: usize) -> Option<Box<crate::bp32_lanes::MinSum32Lanes>> {
+        let fast = self.fast.as_ref()?;
+        if shots < MIN_LANES_BATCH || self.deadline.is_some() {
+            return None;
+        }
+        let mut lanes = match self.lanes.take() {
+            Some(l) => l,
+            None => Box::new(
+                crate::bp32_lanes::MinSum32Lanes::like(fast, crate::simd::lanes_kernel()).ok()?,
+            ),
+        };
+        let track = !self.min_llr.is_empty();
+        if lanes.min_llr.is_empty() == track {
+            lanes.track_min_llr(track);
+        }
+        Some(lanes)
     }
 
     /// The `f32` kernel's decode: its soft output (and least soft output) widened into the

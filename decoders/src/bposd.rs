@@ -293,31 +293,97 @@ impl BpOsdDecoder {
             });
         }
         self.bp.decode(syndrome)?;
-        let converged = self.bp.converged();
-        let iterations = self.bp.iterations() as u32;
-        // Past a deadline OSD is skipped: BP's hard decision is the best answer so far.
-        let late = self.bp.deadline_hit();
-        let wanted = !converged || self.on_converged;
-        match &mut self.osd {
-            Some(osd) if wanted && !late => {
-                let order = match self.init {
-                    OsdInit::Soft => self.bp.log_prob_ratios(),
-                    OsdInit::MinLlr => self.bp.min_log_prob_ratios(),
+        let (osd, init, on_converged) = (&mut self.osd, self.init, self.on_converged);
+        Ok(finish(
+            &self.bp,
+            syndrome,
+            osd,
+            init,
+            on_converged,
+            correction,
+        ))
+    }
+
+    /// Decodes shots `0..shots` as [`BpOsdDecoder::decode`] decodes each, with the same
+    /// corrections: `syndrome(shot, buffer)` writes shot `shot`'s syndrome (0/1 per check; any
+    /// non-zero byte is 1) into a buffer of [`BpOsdDecoder::checks`] bytes; `answer(shot,
+    /// correction, info)` takes each shot's answer once, in the order the shots finish (see
+    /// [`BpDecoder::decode_many`]: at `precision = f32`, BP runs several shots at once, one
+    /// per lane). Memory is the model's whatever `shots` is. The first error of a callback
+    /// ends the call.
+    pub fn decode_many<E: From<DecoderError>>(
+        &mut self,
+        shots: usize,
+        mut syndrome: impl FnMut(usize, &mut [u8]) -> Result<(), E>,
+        mut answer: impl FnMut(usize, &[u8], ShotInfo) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut correction = vec![0u8; self.n];
+        let zero = vec![0u8; self.n];
+        let (osd, init, on_converged) = (&mut self.osd, self.init, self.on_converged);
+        self.bp.decode_many(
+            shots,
+            |shot, s| {
+                syndrome(shot, s)?;
+                Ok(s.iter().any(|&x| x != 0))
+            },
+            |shot, result| {
+                let Some((bp, syndrome)) = result else {
+                    // A zero syndrome: the zero correction without BP, as `decode` answers it.
+                    let info = ShotInfo {
+                        converged: true,
+                        ..ShotInfo::default()
+                    };
+                    return answer(shot, &zero, info);
                 };
-                osd.decode(syndrome, order, correction);
-                Ok(DecodeInfo {
-                    converged,
-                    iterations,
-                    osd_used: true,
-                })
+                let i = finish(bp, syndrome, osd, init, on_converged, &mut correction);
+                let info = ShotInfo {
+                    converged: i.converged,
+                    iterations: i.iterations,
+                    osd_used: i.osd_used,
+                    legs: 0,
+                    deadline_hit: bp.deadline_hit(),
+                };
+                answer(shot, &correction, info)
+            },
+        )
+    }
+}
+
+/// What follows BP's decode of `syndrome` (in `bp`): OSD where BP did not converge (or always,
+/// with `on_converged`) unless BP stopped at its deadline, ordered by `init`, its correction
+/// into `correction`; else BP's hard decision.
+fn finish(
+    bp: &BpDecoder,
+    syndrome: &[u8],
+    osd: &mut Option<Osd>,
+    init: OsdInit,
+    on_converged: bool,
+    correction: &mut [u8],
+) -> DecodeInfo {
+    let converged = bp.converged();
+    let iterations = bp.iterations() as u32;
+    // Past a deadline OSD is skipped: BP's hard decision is the best answer so far.
+    let late = bp.deadline_hit();
+    let wanted = !converged || on_converged;
+    match osd {
+        Some(osd) if wanted && !late => {
+            let order = match init {
+                OsdInit::Soft => bp.log_prob_ratios(),
+                OsdInit::MinLlr => bp.min_log_prob_ratios(),
+            };
+            osd.decode(syndrome, order, correction);
+            DecodeInfo {
+                converged,
+                iterations,
+                osd_used: true,
             }
-            _ => {
-                correction.copy_from_slice(self.bp.decoding());
-                Ok(DecodeInfo {
-                    converged,
-                    iterations,
-                    osd_used: false,
-                })
+        }
+        _ => {
+            correction.copy_from_slice(bp.decoding());
+            DecodeInfo {
+                converged,
+                iterations,
+                osd_used: false,
             }
         }
     }
@@ -364,6 +430,18 @@ impl MechanismDecoder for BpOsdDecoder {
             osd_used: i.osd_used,
             legs: 0,
             deadline_hit: self.bp.deadline_hit(),
+        })
+    }
+
+    fn decode_mechanisms_many(
+        &mut self,
+        shots: usize,
+        syndrome: &crate::decoder::SyndromeOf<'_>,
+        answer: &mut dyn FnMut(usize, &[u8], ShotInfo),
+    ) -> Result<(), DecoderError> {
+        self.decode_many(shots, syndrome, |shot, correction, info| {
+            answer(shot, correction, info);
+            Ok::<(), DecoderError>(())
         })
     }
 
@@ -532,3 +610,145 @@ pub static ENTRY: Entry = Entry {
     ],
     config: bposd_config,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dem_decoder::{DemDecoder, decode_batch};
+    use crate::noise::DemNoise;
+    use crate::shots::ShotTable;
+
+    fn model() -> DetectorErrorModel {
+        DetectorErrorModel::parse(
+            include_str!("../tests/data/dem/surface_d3_r8_p0.01.dem"),
+            "surface_d3_r8_p0.01.dem",
+        )
+        .unwrap()
+    }
+
+    /// Syndromes of `dem`'s usable mechanisms: sampled shots (some without a detection event),
+    /// and every fifth one random bits.
+    fn syndromes(dem: &DetectorErrorModel, count: usize) -> Vec<Vec<u8>> {
+        let mut noise = DemNoise::new(dem, 17);
+        let mut obs = vec![0u8; dem.num_observables()];
+        let mut state = 99u64;
+        (0..count)
+            .map(|i| {
+                let mut dets = vec![0u8; dem.num_detectors()];
+                noise.sample(&mut dets, &mut obs);
+                if i % 5 == 4 {
+                    for d in &mut dets {
+                        state = state
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        *d = (state >> 62) as u8 & 1;
+                    }
+                }
+                dets
+            })
+            .collect()
+    }
+
+    #[test]
+    fn many_shots_at_f32_are_answered_as_one_at_a_time() {
+        let dem = model();
+        let syns = syndromes(&dem, 300);
+        let kept = crate::decoder::usable_mechanisms(&dem).unwrap();
+        let h = dem.check_matrix().select_columns(&kept);
+        let priors: Vec<f64> = kept
+            .iter()
+            .map(|&k| crate::decoder::bp_prior(dem.priors()[k as usize]))
+            .collect();
+        let base = BpOsdConfig {
+            error_channel: Some(priors),
+            max_iter: 12,
+            ms_scaling_factor: 0.625,
+            precision: Precision::F32,
+            ..BpOsdConfig::default()
+        };
+        let configs = [
+            base.clone(),
+            BpOsdConfig {
+                osd_method: OsdMethod::OsdCs,
+                osd_order: 3,
+                osd_init: OsdInit::MinLlr,
+                ms_scaling_factor: 0.0,
+                ..base.clone()
+            },
+            BpOsdConfig {
+                osd_on_converged: true,
+                ..base.clone()
+            },
+            BpOsdConfig {
+                osd_method: OsdMethod::Off,
+                ..base
+            },
+        ];
+        for config in &configs {
+            let mut one = BpOsdDecoder::from_sparse(&h, config).unwrap();
+            let mut correction = vec![0u8; h.cols()];
+            let want: Vec<(Vec<u8>, DecodeInfo)> = syns
+                .iter()
+                .map(|s| {
+                    let info = one.decode(s, &mut correction).unwrap();
+                    (correction.clone(), info)
+                })
+                .collect();
+            // Both kinds of shot are there.
+            let converged = want.iter().filter(|w| w.1.converged).count();
+            assert!(converged > 0 && converged < syns.len(), "{converged}");
+            if config.osd_method != OsdMethod::Off {
+                assert!(want.iter().any(|w| w.1.osd_used));
+            }
+            let mut many = BpOsdDecoder::from_sparse(&h, config).unwrap();
+            // Batches of 300, of sizes no multiple of 8, of 8, of one.
+            for batch in [300, 61, 8, 5, 1] {
+                let mut seen = vec![false; syns.len()];
+                for first in (0..syns.len()).step_by(batch) {
+                    let count = batch.min(syns.len() - first);
+                    many.decode_many(
+                        count,
+                        |s, out| {
+                            out.copy_from_slice(&syns[first + s]);
+                            Ok::<(), DecoderError>(())
+                        },
+                        |s, c, info| {
+                            let i = first + s;
+                            assert!(!std::mem::replace(&mut seen[i], true), "{i} twice");
+                            assert_eq!(c, &want[i].0[..], "{config:?} shot {i}");
+                            let w = want[i].1;
+                            assert_eq!(
+                                (info.converged, info.iterations, info.osd_used),
+                                (w.converged, w.iterations, w.osd_used),
+                                "{config:?} shot {i}"
+                            );
+                            Ok(())
+                        },
+                    )
+                    .unwrap();
+                }
+                assert!(seen.iter().all(|&x| x));
+            }
+        }
+    }
+
+    #[test]
+    fn an_untimed_batch_on_the_lanes_predicts_as_a_timed_one_shot_at_a_time() {
+        let dem = model();
+        let syns = syndromes(&dem, 203);
+        let mut t = ShotTable::zeros(syns.len(), dem.num_detectors());
+        for (s, d) in syns.iter().enumerate() {
+            crate::shots::pack_into(d, t.row_mut(s));
+        }
+        let mut settings = crate::registry::settings("bposd", Profile::Realtime).unwrap();
+        settings.set("max_iter", "15").unwrap();
+        let dec = DemDecoder::new(&dem, &settings).unwrap();
+        let timed = decode_batch(&dec, &t, 1, true).unwrap();
+        for threads in [1, 3] {
+            let lanes = decode_batch(&dec, &t, threads, false).unwrap();
+            assert_eq!(lanes.predictions, timed.predictions, "{threads}");
+            assert_eq!(lanes.converged, timed.converged, "{threads}");
+        }
+        assert!(timed.converged > 0 && timed.converged < syns.len() as u64);
+    }
+}

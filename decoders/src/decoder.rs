@@ -40,6 +40,10 @@ pub struct ShotInfo {
     pub deadline_hit: bool,
 }
 
+/// Writes shot `shot`'s syndrome (0/1 per check) into a buffer
+/// ([`MechanismDecoder::decode_mechanisms_many`]), or says why the shot cannot be decoded.
+pub type SyndromeOf<'a> = dyn Fn(usize, &mut [u8]) -> Result<(), DecoderError> + 'a;
+
 /// A decoder of error mechanisms: syndrome in (one 0/1 byte per check), the mechanisms that
 /// explain it out (one 0/1 byte per column).
 pub trait MechanismDecoder: std::fmt::Debug + Send + Sync + 'static {
@@ -54,6 +58,27 @@ pub trait MechanismDecoder: std::fmt::Debug + Send + Sync + 'static {
         syndrome: &[u8],
         correction: &mut [u8],
     ) -> Result<ShotInfo, DecoderError>;
+    /// Decodes `shots` syndromes: `syndrome(shot, buffer)` writes shot `shot`'s (0/1 per check)
+    /// into a buffer of [`MechanismDecoder::checks`] bytes, `answer(shot, correction, info)`
+    /// takes each shot's answer once, in any order; the first error ends the call. By default
+    /// one by one, in order, through [`MechanismDecoder::decode_mechanisms`]; a decoder with a
+    /// faster way through many shots (BP+OSD's lanes across shots) overrides it. Memory is
+    /// the model's whatever `shots` is.
+    fn decode_mechanisms_many(
+        &mut self,
+        shots: usize,
+        syndrome: &SyndromeOf<'_>,
+        answer: &mut dyn FnMut(usize, &[u8], ShotInfo),
+    ) -> Result<(), DecoderError> {
+        let mut s = vec![0u8; self.checks()];
+        let mut c = vec![0u8; self.bits()];
+        for shot in 0..shots {
+            syndrome(shot, &mut s)?;
+            let info = self.decode_mechanisms(&s, &mut c)?;
+            answer(shot, &c, info);
+        }
+        Ok(())
+    }
     /// Sets (or, with `None`, clears) the deadline of the next decodes.
     fn set_deadline(&mut self, deadline: Option<Instant>);
     /// The decoder as `Any`, for a front end that reports a decoder's own figures.
@@ -75,6 +100,29 @@ pub trait ObservableDecoder: std::fmt::Debug + Send + Sync + 'static {
         detectors: &[u8],
         observables: &mut [u8],
     ) -> Result<ShotInfo, DecoderError>;
+    /// Decodes `shots` shots packed back to back (`detectors`: `shots` records of
+    /// `⌈detectors/8⌉` bytes, `observables`: `shots` records of `⌈observables/8⌉` bytes),
+    /// calling `each` once per shot as it is answered, in any order; the first error ends the
+    /// call. By default one by one through [`ObservableDecoder::decode_packed`]; a decoder
+    /// with a faster way through many shots overrides it. The lengths have been checked by
+    /// the caller.
+    fn decode_packed_many(
+        &mut self,
+        shots: usize,
+        detectors: &[u8],
+        observables: &mut [u8],
+        each: &mut dyn FnMut(ShotInfo),
+    ) -> Result<(), DecoderError> {
+        let (din, dout) = (
+            self.num_detectors().div_ceil(8),
+            self.num_observables().div_ceil(8),
+        );
+        for s in 0..shots {
+            let out = &mut observables[s * dout..(s + 1) * dout];
+            each(self.decode_packed(&detectors[s * din..(s + 1) * din], out)?);
+        }
+        Ok(())
+    }
     /// Sets (or clears) a deadline for the next decodes; a decoder without a partial answer
     /// (matching) ignores it and always finishes.
     fn set_deadline(&mut self, _deadline: Option<Instant>) {}
@@ -124,6 +172,40 @@ pub struct MechanismsToObservables<D> {
     /// is off.
     silent: Vec<u8>,
     refuse: bool,
+}
+
+/// The observables of [`MechanismsToObservables`]' columns, packed, and how to fold a
+/// correction into observable flips.
+struct Folding<'a> {
+    /// Each column's observables, `words` words a column.
+    masks: &'a [u64],
+    words: usize,
+    /// Observables of the model.
+    observables: usize,
+}
+
+impl Folding<'_> {
+    /// The observables `correction` (0/1 per column) flips, XORed together in `acc` (`words`
+    /// words), into `out` in the `b8` layout (padding bits zero).
+    fn fold(&self, correction: &[u8], acc: &mut [u64], out: &mut [u8]) {
+        acc.fill(0);
+        let w = self.words;
+        for (j, &c) in correction.iter().enumerate() {
+            if c != 0 {
+                for (a, m) in acc.iter_mut().zip(&self.masks[j * w..(j + 1) * w]) {
+                    *a ^= m;
+                }
+            }
+        }
+        for (k, o) in out.iter_mut().enumerate() {
+            *o = (acc[k / 8] >> (8 * (k % 8)) & 0xff) as u8;
+        }
+        if !self.observables.is_multiple_of(8)
+            && let Some(last) = out.last_mut()
+        {
+            *last &= (1u8 << (self.observables % 8)) - 1;
+        }
+    }
 }
 
 /// The largest prior a mechanism enters BP with: a mechanism with `p ≥ ½` (more likely to have
@@ -327,28 +409,53 @@ impl<D: MechanismDecoder + Clone> ObservableDecoder for MechanismsToObservables<
         let info = self
             .inner
             .decode_mechanisms(&self.syndrome, &mut self.correction)?;
-        self.obs_acc.fill(0);
-        let w = self.obs_words;
-        for (j, &c) in self.correction.iter().enumerate() {
-            if c != 0 {
-                for (a, m) in self
-                    .obs_acc
-                    .iter_mut()
-                    .zip(&self.obs_masks[j * w..(j + 1) * w])
-                {
-                    *a ^= m;
-                }
-            }
-        }
-        for (k, o) in observables.iter_mut().enumerate() {
-            *o = (self.obs_acc[k / 8] >> (8 * (k % 8)) & 0xff) as u8;
-        }
-        if !self.num_observables.is_multiple_of(8)
-            && let Some(last) = observables.last_mut()
-        {
-            *last &= (1u8 << (self.num_observables % 8)) - 1;
-        }
+        let folding = Folding {
+            masks: &self.obs_masks,
+            words: self.obs_words,
+            observables: self.num_observables,
+        };
+        folding.fold(&self.correction, &mut self.obs_acc, observables);
         Ok(info)
+    }
+
+    fn decode_packed_many(
+        &mut self,
+        shots: usize,
+        detectors: &[u8],
+        observables: &mut [u8],
+        each: &mut dyn FnMut(ShotInfo),
+    ) -> Result<(), DecoderError> {
+        let (din, dout) = (
+            self.num_detectors.div_ceil(8),
+            self.num_observables.div_ceil(8),
+        );
+        let folding = Folding {
+            masks: &self.obs_masks,
+            words: self.obs_words,
+            observables: self.num_observables,
+        };
+        let (silent, refuse, acc) = (&self.silent[..], self.refuse, &mut self.obs_acc);
+        self.inner.decode_mechanisms_many(
+            shots,
+            &|shot, syndrome| {
+                let row = &detectors[shot * din..(shot + 1) * din];
+                if refuse {
+                    unexplained(row, silent)?;
+                }
+                for (i, s) in syndrome.iter_mut().enumerate() {
+                    *s = row[i / 8] >> (i % 8) & 1;
+                }
+                Ok(())
+            },
+            &mut |shot, correction, info| {
+                folding.fold(
+                    correction,
+                    acc,
+                    &mut observables[shot * dout..(shot + 1) * dout],
+                );
+                each(info);
+            },
+        )
     }
 
     fn set_deadline(&mut self, deadline: Option<Instant>) {

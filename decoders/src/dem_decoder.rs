@@ -9,7 +9,9 @@
 //!
 //! [`decode_batch`] decodes a table of shots on several threads, each with its own copy of the
 //! decoder; each shot's answer is the same whatever the thread count (Relay-BP's memory
-//! strengths are fixed per leg, see [`crate::relay`]). Beside it, [`decode_syndromes`] is the
+//! strengths are fixed per leg, see [`crate::relay`]). Untimed, a thread hands its shots to the
+//! decoder all at once ([`ObservableDecoder::decode_packed_many`]): BP+OSD at `precision = f32`
+//! runs BP on eight shots at a time ([`crate::bp32_lanes`]), each answered as one at a time. Beside it, [`decode_syndromes`] is the
 //! code-capacity batch: syndromes of a parity-check matrix, decoded one by one with
 //! [`BpOsdDecoder`], each timed and its correction checked against its syndrome.
 //!
@@ -345,7 +347,18 @@ fn decode_run(
     done: &AtomicU64,
 ) -> Result<u64, DecoderError> {
     let mut converged = 0;
-    for s in 0..input.len() / in_bytes.max(1) {
+    let shots = input.len() / in_bytes.max(1);
+    if times.is_none() {
+        // Untimed, the decoder may take the shots several at a time (BP's lanes across
+        // shots), answering them in any order.
+        dec.inner
+            .decode_packed_many(shots, input, preds, &mut |info| {
+                converged += info.converged as u64;
+                done.fetch_add(1, Ordering::Relaxed);
+            })?;
+        return Ok(converged);
+    }
+    for s in 0..shots {
         let row = &input[s * in_bytes..(s + 1) * in_bytes];
         let out = &mut preds[s * out_bytes..(s + 1) * out_bytes];
         let info = match times.as_deref_mut() {

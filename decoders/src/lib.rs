@@ -59,6 +59,7 @@
 pub mod bitmat;
 pub mod bp;
 pub mod bp32;
+pub mod bp32_lanes;
 pub mod bposd;
 pub mod codes;
 pub mod coprocessor;

@@ -3,7 +3,9 @@
 //! x86-64, NEON on aarch64, and the compiler vectorises what it can), and here again with
 //! explicit AVX2 intrinsics — its gathers (`vpgatherdd`, `vgatherdps`) are what the compiler
 //! would not emit on its own. The level is chosen once per process by run-time feature
-//! detection; `BACKLINE_SIMD=portable` forces the portable one (the tests compare them).
+//! detection; `BACKLINE_SIMD=portable` forces the portable one (the tests compare them). The
+//! lanes-across-shots kernel of [`crate::bp32_lanes`] has its levels here too (no gathers
+//! there: its AVX2 passes are plain loads, stores and lane-wise arithmetic).
 //! (AVX-512 was tried: the compiler's 16-lane gathers and scatters of the same code ran
 //! slower on this project's AMD EPYC than AVX2's, so it has no level of its own.)
 //!
@@ -15,14 +17,17 @@
 use std::sync::OnceLock;
 
 use crate::bp32::{Kernel, PORTABLE};
+use crate::bp32_lanes::{LanesKernel, PORTABLE_LANES};
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
     use crate::bp32::{Kernel, LANES, MinSum32};
+    use crate::bp32_lanes::{ABS, LanesKernel, MinSum32Lanes, SHOT_LANES, STATE};
 
     const _: () = assert!(LANES == 8, "one AVX2 register of u32 lanes per block input");
+    const _: () = assert!(SHOT_LANES == 8, "one AVX2 register of f32 lanes per slot");
 
     /// [`crate::bp32::checks_pass`] with AVX2: one block's eight lanes in one register, its
     /// inputs gathered (`vpgatherdd`), the two smallest magnitudes kept with unsigned min/max,
@@ -220,6 +225,273 @@ mod x86 {
         unsafe { bits_avx2_body(k) }
     }
 
+    /// [`crate::bp32_lanes::checks_pass`] with AVX2: a row's eight shots in one register, each
+    /// input's messages one load, no gather. The same operations, in the same order, as the
+    /// portable pass.
+    ///
+    /// # Safety
+    /// The CPU has AVX2, and `k` keeps the invariants of [`MinSum32Lanes`]: every entry of
+    /// `row_slots` is a slot (below `b2c.len() / SHOT_LANES`), `row_start` has `m + 1`
+    /// ascending entries ending at `row_slots.len()`, `state` and `syn_sign` hold `m` rows.
+    #[target_feature(enable = "avx2")]
+    unsafe fn lanes_checks_body(k: &mut MinSum32Lanes) {
+        const W: usize = SHOT_LANES;
+        let MinSum32Lanes {
+            m,
+            row_start,
+            row_slots,
+            b2c,
+            state,
+            syn_sign,
+            alpha,
+            ..
+        } = k;
+        debug_assert_eq!(state.len(), *m * STATE * W);
+        debug_assert_eq!(row_start.len(), *m + 1);
+        let abs = _mm256_set1_epi32(ABS as i32);
+        let sign = _mm256_set1_epi32(i32::MIN);
+        let one = _mm256_set1_epi32(1);
+        let big = _mm256_set1_epi32(crate::bp32::BIG.to_bits() as i32);
+        let cap = _mm256_set1_ps(crate::bp32::MAX_MESSAGE);
+        // SAFETY: `alpha` is W f32s.
+        let alpha = unsafe { _mm256_loadu_ps(alpha.as_ptr()) };
+        let b = b2c.as_ptr();
+        for r in 0..*m {
+            let slots = &row_slots[row_start[r] as usize..row_start[r + 1] as usize];
+            let mut min1 = big;
+            let mut min2 = big;
+            // SAFETY: `syn_sign` holds W entries per row, `r < m`.
+            let mut parity = unsafe { _mm256_loadu_si256(syn_sign.as_ptr().add(r * W).cast()) };
+            for &s in slots {
+                // SAFETY: `s` is a slot, so `s · W + W ≤ b2c.len()` (the invariants).
+                let v = unsafe { _mm256_loadu_si256(b.add(s as usize * W).cast()) };
+                let a = _mm256_and_si256(v, abs);
+                let n = _mm256_and_si256(_mm256_or_si256(_mm256_sub_epi32(v, one), v), sign);
+                parity = _mm256_xor_si256(parity, n);
+                min2 = _mm256_min_epu32(min2, _mm256_max_epu32(min1, a));
+                min1 = _mm256_min_epu32(min1, a);
+            }
+            let m1 = _mm256_castps_si256(_mm256_min_ps(
+                _mm256_mul_ps(_mm256_castsi256_ps(min1), alpha),
+                cap,
+            ));
+            let m2 = _mm256_castps_si256(_mm256_min_ps(
+                _mm256_mul_ps(_mm256_castsi256_ps(min2), alpha),
+                cap,
+            ));
+            // SAFETY: `state` holds STATE · W entries per row, `r < m`.
+            unsafe {
+                let st = state.as_mut_ptr().add(r * STATE * W);
+                _mm256_storeu_si256(st.cast(), min1);
+                _mm256_storeu_si256(st.add(W).cast(), _mm256_xor_si256(m1, parity));
+                _mm256_storeu_si256(st.add(2 * W).cast(), _mm256_xor_si256(m2, parity));
+            }
+        }
+    }
+
+    /// The check-to-bit message of the slot at `v` (its bit-to-check message of the iteration
+    /// before) from its row's state at `st`: [`crate::bp32_lanes`]'s `message`, eight lanes.
+    ///
+    /// # Safety
+    /// The CPU has AVX2; `v` points to W readable `f32`s and `st` to STATE · W readable `u32`s.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn lanes_message(v: *const f32, st: *const u32) -> __m256 {
+        let abs = _mm256_set1_epi32(ABS as i32);
+        let sign = _mm256_set1_epi32(i32::MIN);
+        let one = _mm256_set1_epi32(1);
+        // SAFETY: the caller's promise.
+        unsafe {
+            let v = _mm256_loadu_si256(v.cast());
+            let a = _mm256_and_si256(v, abs);
+            let n = _mm256_and_si256(_mm256_or_si256(_mm256_sub_epi32(v, one), v), sign);
+            let eq = _mm256_cmpeq_epi32(a, _mm256_loadu_si256(st.cast()));
+            let m = _mm256_blendv_epi8(
+                _mm256_loadu_si256(st.add(SHOT_LANES).cast()),
+                _mm256_loadu_si256(st.add(2 * SHOT_LANES).cast()),
+                eq,
+            );
+            _mm256_castsi256_ps(_mm256_xor_si256(m, n))
+        }
+    }
+
+    /// [`crate::bp32_lanes::bits_pass`] with AVX2: a column's eight shots in one register, its
+    /// messages formed from the rows' states. The columns run group by group, each group of
+    /// up to eight slots a column with its degree fixed at compile time ([`lanes_group`]: the
+    /// messages kept in registers); heavier columns form each message twice
+    /// ([`lanes_heavy`]). The same adds in the same order as the portable pass.
+    ///
+    /// # Safety
+    /// The CPU has AVX2, and `k` keeps the invariants of [`MinSum32Lanes`]: the groups cover
+    /// the positions `0..n`, each position of a group has `degree` slots, `col_start` has
+    /// `n + 1` ascending entries ending at `slot_row.len()`, every slot's row is below `m`,
+    /// `b2c` holds W entries per slot, `state` STATE · W per row, `llr` W per position.
+    #[target_feature(enable = "avx2")]
+    unsafe fn lanes_bits_body(k: &mut MinSum32Lanes) {
+        let MinSum32Lanes {
+            n,
+            groups,
+            col_start,
+            slot_row,
+            prior,
+            b2c,
+            state,
+            llr,
+            candidate,
+            ..
+        } = k;
+        debug_assert_eq!(col_start.len(), *n + 1);
+        debug_assert_eq!(b2c.len(), slot_row.len() * SHOT_LANES);
+        let g = Graph {
+            b: b2c.as_mut_ptr(),
+            st: state.as_ptr(),
+            llr: llr.as_mut_ptr(),
+            prior,
+            col_start,
+            slot_row,
+        };
+        for group in groups.iter() {
+            let (start, end) = (group.start as usize, group.end as usize);
+            // SAFETY: the invariants, for every position of the group.
+            unsafe {
+                match group.degree {
+                    1 => lanes_group::<1>(&g, start, end, candidate),
+                    2 => lanes_group::<2>(&g, start, end, candidate),
+                    3 => lanes_group::<3>(&g, start, end, candidate),
+                    4 => lanes_group::<4>(&g, start, end, candidate),
+                    5 => lanes_group::<5>(&g, start, end, candidate),
+                    6 => lanes_group::<6>(&g, start, end, candidate),
+                    7 => lanes_group::<7>(&g, start, end, candidate),
+                    8 => lanes_group::<8>(&g, start, end, candidate),
+                    _ => lanes_heavy(&g, start, end, candidate),
+                }
+            }
+        }
+    }
+
+    /// What the bit pass reads and writes, as [`MinSum32Lanes`] holds it.
+    struct Graph<'a> {
+        b: *mut f32,
+        st: *const u32,
+        llr: *mut f32,
+        prior: &'a [f32],
+        col_start: &'a [u32],
+        slot_row: &'a [u32],
+    }
+
+    /// The end of one column's bit pass: its total `t` into `llr` at position `p`, and the
+    /// lanes where it is `≤ 0` flipped in the hard decision's syndrome of each of its `rows`.
+    ///
+    /// # Safety
+    /// The CPU has AVX2; `g` keeps the invariants of [`MinSum32Lanes`] and `p < n`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn lanes_total(g: &Graph<'_>, p: usize, t: __m256, rows: &[u32], cand: &mut [u8]) {
+        // SAFETY: `llr` holds W entries per position, `p < n`.
+        unsafe { _mm256_storeu_ps(g.llr.add(p * SHOT_LANES), t) };
+        let le = _mm256_cmp_ps::<_CMP_LE_OQ>(t, _mm256_setzero_ps());
+        let flips = _mm256_movemask_ps(le) as u8;
+        if flips != 0 {
+            for &r in rows {
+                cand[r as usize] ^= flips;
+            }
+        }
+    }
+
+    /// The bit pass over positions `start..end`, each of `D` slots: the messages formed once
+    /// and held in registers.
+    ///
+    /// # Safety
+    /// The CPU has AVX2; `g` keeps the invariants of [`MinSum32Lanes`], and positions
+    /// `start..end` have `D` slots each.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn lanes_group<const D: usize>(
+        g: &Graph<'_>,
+        start: usize,
+        end: usize,
+        cand: &mut [u8],
+    ) {
+        const W: usize = SHOT_LANES;
+        let mut s = g.col_start[start] as usize;
+        for p in start..end {
+            debug_assert_eq!(g.col_start[p + 1] as usize, s + D);
+            let rows = &g.slot_row[s..s + D];
+            let mut t = _mm256_set1_ps(g.prior[p]);
+            let mut msg = [_mm256_setzero_ps(); D];
+            for (j, (&r, mj)) in rows.iter().zip(msg.iter_mut()).enumerate() {
+                // SAFETY: slot `s + j` and row `r` are in bounds (the invariants).
+                *mj = unsafe {
+                    lanes_message(g.b.add((s + j) * W), g.st.add(r as usize * STATE * W))
+                };
+                t = _mm256_add_ps(t, *mj);
+            }
+            for (j, mj) in msg.iter().enumerate() {
+                // SAFETY: as above.
+                unsafe { _mm256_storeu_ps(g.b.add((s + j) * W), _mm256_sub_ps(t, *mj)) };
+            }
+            // SAFETY: `p < n`.
+            unsafe { lanes_total(g, p, t, rows, cand) };
+            s += D;
+        }
+    }
+
+    /// The bit pass over positions `start..end` of any degree: each message formed twice, the
+    /// second time from the slot's old contents just before they are overwritten.
+    ///
+    /// # Safety
+    /// The CPU has AVX2; `g` keeps the invariants of [`MinSum32Lanes`], `start ≤ end ≤ n`.
+    #[target_feature(enable = "avx2")]
+    unsafe fn lanes_heavy(g: &Graph<'_>, start: usize, end: usize, cand: &mut [u8]) {
+        const W: usize = SHOT_LANES;
+        for p in start..end {
+            let lo = g.col_start[p] as usize;
+            let rows = &g.slot_row[lo..g.col_start[p + 1] as usize];
+            let mut t = _mm256_set1_ps(g.prior[p]);
+            for (j, &r) in rows.iter().enumerate() {
+                // SAFETY: slot `lo + j` and row `r` are in bounds (the invariants).
+                let mj = unsafe {
+                    lanes_message(g.b.add((lo + j) * W), g.st.add(r as usize * STATE * W))
+                };
+                t = _mm256_add_ps(t, mj);
+            }
+            for (j, &r) in rows.iter().enumerate() {
+                // SAFETY: as above.
+                unsafe {
+                    let at = g.b.add((lo + j) * W);
+                    let mj = lanes_message(at, g.st.add(r as usize * STATE * W));
+                    _mm256_storeu_ps(at, _mm256_sub_ps(t, mj));
+                }
+            }
+            // SAFETY: `p < n`.
+            unsafe { lanes_total(g, p, t, rows, cand) };
+        }
+    }
+
+    fn lanes_checks_avx2(k: &mut MinSum32Lanes) {
+        // SAFETY: installed only after `is_x86_feature_detected!("avx2")` (`lanes_available`);
+        // `MinSum32Lanes::new` establishes the index invariants, which nothing changes.
+        unsafe { lanes_checks_body(k) }
+    }
+
+    fn lanes_bits_avx2(k: &mut MinSum32Lanes) {
+        // SAFETY: as `lanes_checks_avx2`.
+        unsafe { lanes_bits_body(k) }
+    }
+
+    /// The lanes levels this CPU has, best first.
+    pub(super) fn lanes_available() -> Vec<LanesKernel> {
+        let mut v = Vec::new();
+        if std::arch::is_x86_feature_detected!("avx2") {
+            v.push(LanesKernel {
+                name: "avx2",
+                checks: lanes_checks_avx2,
+                bits: lanes_bits_avx2,
+            });
+        }
+        v
+    }
+
     /// The levels this CPU has, best first.
     pub(super) fn available() -> Vec<Kernel> {
         let mut v = Vec::new();
@@ -242,6 +514,28 @@ pub fn levels() -> Vec<Kernel> {
     let mut v = Vec::new();
     v.push(PORTABLE);
     v
+}
+
+/// Every level of the lanes-across-shots kernel ([`crate::bp32_lanes`]) this CPU can run, best
+/// first, the portable one last.
+pub fn lanes_levels() -> Vec<LanesKernel> {
+    #[cfg(target_arch = "x86_64")]
+    let mut v = x86::lanes_available();
+    #[cfg(not(target_arch = "x86_64"))]
+    let mut v = Vec::new();
+    v.push(PORTABLE_LANES);
+    v
+}
+
+/// The lanes kernel's level in force: the one of the same name as [`kernel`]'s.
+pub fn lanes_kernel() -> LanesKernel {
+    static CHOSEN: OnceLock<LanesKernel> = OnceLock::new();
+    *CHOSEN.get_or_init(|| {
+        lanes_levels()
+            .into_iter()
+            .find(|k| k.name == level())
+            .unwrap_or(PORTABLE_LANES)
+    })
 }
 
 /// The environment variable that picks a lower level: `portable` (or `avx2`).

@@ -444,6 +444,7 @@ mod tests {
             // Labels in the PNG: ink beyond the white background and the blue points.
             assert!(bytes.len() > 10_000, "{stem}.png is {} bytes", bytes.len());
         }
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
@@ -463,6 +464,7 @@ mod tests {
         rtt_vs_round(&rows, None, &d.join("rtt"), "long").unwrap();
         let [svg, _] = files_of(&d.join("rtt"));
         assert!(std::fs::metadata(svg).unwrap().len() < 400_000);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
@@ -497,5 +499,6 @@ mod tests {
         let d = scratch("empty");
         let e = histogram(&[], &d.join("h"), "echo").unwrap_err();
         assert_eq!(e.to_string(), "no samples to plot for echo");
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -378,5 +378,6 @@ mod tests {
         );
         let err = BoardMmio::uio("no-such-uio-device-name", "x").unwrap_err();
         assert!(err.to_string().contains("no-such-uio-device-name"), "{err}");
+        std::fs::remove_dir_all(e.parent().unwrap()).unwrap();
     }
 }

@@ -17,7 +17,10 @@ pub fn example_path() -> PathBuf {
 /// A fresh scratch directory for one test.
 #[cfg(feature = "sim")]
 pub fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("backline-apu-test-{}-{name}", std::process::id()));
+    // Under the build's own scratch folder (`target/tmp`), not the system's: what a run
+    // leaves goes with the build.
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("backline-apu-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -956,6 +956,8 @@ pub(crate) mod tests {
             e.contains("the windows' decoders hold more than 16777216 targets"),
             "{e}"
         );
+        // Its 10 MB of scratch models go with it.
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     /// The status of one call.

@@ -194,6 +194,28 @@ def test_matching_reads_uint8_and_bool_in_place_and_answers_writable_arrays():
 # -- PyMatching: self-loops, heavy edges, check-matrix boundaries --------------------------
 
 
+def test_matching_decode_to_edges_lists_pymatchings_paths_in_its_order():
+    # A 3 x 4 grid of unit edges, node 0 also to the boundary; every pair has several shortest
+    # paths. The lists are PyMatching 2.4's for the same graph and syndromes: its path among
+    # the ties, each edge oriented as its search traced it, in its order.
+    m = bd.Matching()
+    for x in range(12):
+        if x % 4 < 3:
+            m.add_edge(x, x + 1)
+        if x < 8:
+            m.add_edge(x, x + 4)
+    m.add_boundary_edge(0, weight=10)
+    cases = {
+        (1, 11): [[9, 10], [10, 11], [5, 1], [9, 5]],
+        (2, 8): [[10, 9], [9, 8], [6, 2], [10, 6]],
+        (3, 8): [[1, 2], [2, 3], [0, 4], [4, 8], [1, 0]],
+    }
+    for fired, want in cases.items():
+        z = np.zeros(12, dtype=np.uint8)
+        z[list(fired)] = 1
+        assert m.decode_to_edges_array(z).tolist() == want, fired
+
+
 def test_matching_self_loops_are_kept_never_matched_and_negative_ones_always_taken():
     m = bd.Matching()
     m.add_edge(0, 1, fault_ids=0, weight=2)
@@ -209,8 +231,9 @@ def test_matching_self_loops_are_kept_never_matched_and_negative_ones_always_tak
     assert pred.tolist() == [1, 1, 0, 1] and w == 2 + 1 - 7
     preds, ws = m.decode_batch(np.array([[0, 0, 0, 0], [1, 0, 0, 0]], dtype=np.uint8), return_weights=True)
     assert preds.tolist() == [[0, 1, 0, 0], [1, 1, 0, 1]] and ws.tolist() == [-7, -4]
-    # The correction's edges list no self-loop.
-    assert sorted(map(tuple, m.decode_to_edges_array([1, 0, 0, 0]).tolist())) == [(0, 1), (1, -1)]
+    # The correction's edges list no self-loop, in PyMatching's order and orientation (the path
+    # traced back from where the search ended).
+    assert m.decode_to_edges_array([1, 0, 0, 0]).tolist() == [[1, 0], [1, -1]]
     with pytest.raises(ValueError):
         m.decode([0, 0, 0, 1])  # node 3 has nothing to match with
     with pytest.raises(ValueError, match="already exists"):

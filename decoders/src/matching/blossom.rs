@@ -36,7 +36,7 @@
 //! radii meet across an edge of weight `w` at `t = (w − y₁ − y₂)/2`, a growing one meets a
 //! frozen one or an empty node at `t = w − y₁ − y₂`, and the boundary at `t = w − y₁`.
 
-use super::graph::{BOUNDARY, MatchingGraph};
+use super::graph::{Adj, BOUNDARY, MatchingGraph};
 use super::queue::Queue;
 
 /// No node, region or tree node.
@@ -299,6 +299,9 @@ pub(crate) struct Blossom {
     /// the boundary (else it is ignored).
     past_is_boundary: bool,
     future_is_boundary: bool,
+    /// Whether the window is the whole graph (every neighbour but [`BOUNDARY`] inside it):
+    /// [`Blossom::next_node_event`]'s fast path.
+    whole: bool,
     /// Collect the matches' compressed edges into `matches` (windows need them).
     collect: bool,
     pub(crate) matches: Vec<CEdge>,
@@ -328,6 +331,7 @@ impl Clone for Blossom {
             span: self.span,
             past_is_boundary: self.past_is_boundary,
             future_is_boundary: self.future_is_boundary,
+            whole: self.whole,
             collect: self.collect,
             matches: room_of(&self.matches),
         }
@@ -359,6 +363,7 @@ impl Blossom {
             span: n as u32,
             past_is_boundary: false,
             future_is_boundary: false,
+            whole: true,
             collect: false,
             matches: Vec::with_capacity(n),
         }
@@ -379,6 +384,7 @@ impl Blossom {
         self.span = hi - lo;
         self.past_is_boundary = past_is_boundary;
         self.future_is_boundary = future_is_boundary;
+        self.whole = lo == 0 && hi == self.n;
         self.collect = collect;
     }
 
@@ -433,62 +439,112 @@ impl Blossom {
     }
 
     /// The next interaction of node `n` along one of its edges: `(slot, time)`, slot
-    /// [`NONE`] when there is none.
+    /// [`NONE`] when there is none. Among edges due at once the first in adjacency order wins.
     #[inline]
     fn next_node_event(&self, g: &MatchingGraph, n: u32) -> (u32, i64) {
-        let rad1 = self.local_radius(n);
-        let (lo, hi) = (
-            g.start[n as usize] as usize,
-            g.start[n as usize + 1] as usize,
-        );
-        let adj = &g.adj[lo..hi];
-        let mut best = (NONE, i64::MAX);
-        if rad1.slope == 1 {
-            let top = self.nodes[n as usize].top;
-            for (i, a) in adj.iter().enumerate() {
-                let w = a.weight as i64 - rad1.y;
-                let t = if !self.inside(a.to) {
-                    if !self.outside_is_boundary(a.to) {
-                        continue;
-                    }
-                    w
-                } else {
-                    let nb = &self.nodes[a.to as usize];
-                    if nb.top == NONE {
-                        // An empty neighbour: reached when this radius covers the edge.
-                        w
-                    } else {
-                        if nb.top == top {
-                            continue;
-                        }
-                        let rad2 = self.regions[nb.top as usize].radius;
-                        let y2 = rad2.y + nb.wrapped;
-                        match rad2.slope {
-                            -1 => continue,
-                            1 => (w - y2) >> 1,
-                            _ => w - y2,
-                        }
-                    }
-                };
-                if t < best.1 {
-                    best = ((lo + i) as u32, t);
-                }
+        let lo = g.start[n as usize];
+        let adj = &g.adj[lo as usize..g.start[n as usize + 1] as usize];
+        let s = &self.nodes[n as usize];
+        let (i, t) = if s.top == NONE {
+            // An empty node (radius 0, frozen): growing neighbours reach it.
+            self.next_event_frozen(adj, 0)
+        } else {
+            let rad1 = self.regions[s.top as usize].radius.plus(s.wrapped);
+            match rad1.slope {
+                1 if self.whole => self.next_event_growing_whole(adj, s.top, rad1.y),
+                1 => self.next_event_growing(adj, s.top, rad1.y),
+                0 => self.next_event_frozen(adj, rad1.y),
+                _ => (NONE, i64::MAX),
             }
-        } else if rad1.slope == 0 {
-            for (i, a) in adj.iter().enumerate() {
-                if !self.inside(a.to) {
-                    continue;
-                }
+        };
+        (if i == NONE { NONE } else { lo + i }, t)
+    }
+
+    /// [`Blossom::next_node_event`] of a node in growing top region `top` at local radius
+    /// `y·t`, the window being the whole graph: `(index into adj, time)`.
+    #[inline]
+    fn next_event_growing_whole(&self, adj: &[Adj], top: u32, y: i64) -> (u32, i64) {
+        let mut best = (NONE, i64::MAX);
+        for (i, a) in adj.iter().enumerate() {
+            let w = a.weight as i64 - y;
+            let t = if a.to == BOUNDARY {
+                w
+            } else {
                 let nb = &self.nodes[a.to as usize];
                 if nb.top == NONE {
+                    // An empty neighbour: reached when this radius covers the edge.
+                    w
+                } else if nb.top == top {
+                    continue;
+                } else {
+                    let rad2 = self.regions[nb.top as usize].radius;
+                    let gap = w - (rad2.y + nb.wrapped);
+                    match rad2.slope {
+                        1 => gap >> 1,
+                        0 => gap,
+                        _ => continue,
+                    }
+                }
+            };
+            if t < best.1 {
+                best = (i as u32, t);
+            }
+        }
+        best
+    }
+
+    /// [`Blossom::next_event_growing_whole`] inside a window.
+    #[inline]
+    fn next_event_growing(&self, adj: &[Adj], top: u32, y: i64) -> (u32, i64) {
+        let mut best = (NONE, i64::MAX);
+        for (i, a) in adj.iter().enumerate() {
+            let w = a.weight as i64 - y;
+            let t = if !self.inside(a.to) {
+                if !self.outside_is_boundary(a.to) {
                     continue;
                 }
-                let rad2 = self.regions[nb.top as usize].radius;
-                if rad2.slope == 1 {
-                    let t = a.weight as i64 - rad1.y - (rad2.y + nb.wrapped);
-                    if t < best.1 {
-                        best = ((lo + i) as u32, t);
+                w
+            } else {
+                let nb = &self.nodes[a.to as usize];
+                if nb.top == NONE {
+                    w
+                } else if nb.top == top {
+                    continue;
+                } else {
+                    let rad2 = self.regions[nb.top as usize].radius;
+                    let gap = w - (rad2.y + nb.wrapped);
+                    match rad2.slope {
+                        1 => gap >> 1,
+                        0 => gap,
+                        _ => continue,
                     }
+                }
+            };
+            if t < best.1 {
+                best = (i as u32, t);
+            }
+        }
+        best
+    }
+
+    /// [`Blossom::next_node_event`] of a node whose local radius is frozen at `y`: growing
+    /// neighbours reach it. `(index into adj, time)`.
+    #[inline]
+    fn next_event_frozen(&self, adj: &[Adj], y: i64) -> (u32, i64) {
+        let mut best = (NONE, i64::MAX);
+        for (i, a) in adj.iter().enumerate() {
+            if !self.inside(a.to) {
+                continue;
+            }
+            let nb = &self.nodes[a.to as usize];
+            if nb.top == NONE {
+                continue;
+            }
+            let rad2 = self.regions[nb.top as usize].radius;
+            if rad2.slope == 1 {
+                let t = a.weight as i64 - y - (rad2.y + nb.wrapped);
+                if t < best.1 {
+                    best = (i as u32, t);
                 }
             }
         }

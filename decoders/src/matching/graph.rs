@@ -120,6 +120,9 @@ pub struct MatchingGraph {
     pub(crate) neg_weight: i64,
     /// The negative edges (indices into `edges`), ascending.
     neg_edges: Vec<u32>,
+    /// The negative edges but self-loops, in the order PyMatching's search graph lists them
+    /// (edges between detectors by model order, then edges to the boundary by detector).
+    pub(crate) neg_listed: Vec<u32>,
     scale: f64,
     /// Correlated matching's rules, when built with correlations.
     pub(crate) rules: Option<std::sync::Arc<Rules>>,
@@ -351,6 +354,16 @@ impl MatchingGraph {
             }
         }
         let neg_events = (0..nodes as u32).filter(|&n| toggled[n as usize]).collect();
+        let mut neg_listed: Vec<u32> = neg_edges
+            .iter()
+            .copied()
+            .filter(|&k| edges[k as usize].a != edges[k as usize].b)
+            .collect();
+        // Stable: edges between detectors keep model order, ahead of the boundary's.
+        neg_listed.sort_by_key(|&k| {
+            let e = edges[k as usize];
+            if e.b == BOUNDARY { (1, e.a) } else { (0, 0) }
+        });
         let rules = implied.map(|implied| {
             let mut start = vec![0u32; edges.len() + 1];
             for &(c, _, _) in implied {
@@ -382,6 +395,7 @@ impl MatchingGraph {
             neg_obs,
             neg_weight,
             neg_edges,
+            neg_listed,
             scale: half_scale * 2.0,
             rules,
         }
@@ -446,6 +460,15 @@ impl MatchingGraph {
     /// takes them, unless a path of it crosses one again.
     pub fn negative_edges(&self) -> &[u32] {
         &self.neg_edges
+    }
+
+    /// The edge (index into [`MatchingGraph::edges`]) between node `a` and node `b` (or
+    /// [`BOUNDARY`]); `u32::MAX` when there is none.
+    pub(crate) fn edge_between(&self, a: u32, b: u32) -> u32 {
+        let (lo, hi) = (self.start[a as usize], self.start[a as usize + 1]);
+        (lo..hi)
+            .find(|&s| self.adj[s as usize].to == b)
+            .map_or(u32::MAX, |s| self.adj_edge[s as usize])
     }
 
     /// The negative edges' total integer weight (≤ 0), added to every matching's weight.

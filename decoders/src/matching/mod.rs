@@ -107,8 +107,14 @@ pub struct MatchingDecoder {
     fired: Vec<u32>,
     /// Toggle marks, when the graph has negative edges.
     marks: Vec<bool>,
-    /// Path searches for windows' commits and correlated matching's first pass.
+    /// Path searches for windows' commits.
     paths: path::PathSearch,
+    /// Paths chosen as PyMatching chooses them: correlated matching's first pass and
+    /// [`MatchingDecoder::decode_to_edges`].
+    flood: path::FloodSearch,
+    /// Per edge: the parity [`MatchingDecoder::decode_to_edge_list`] keeps (all zero between
+    /// calls; empty until its first call).
+    listed: Vec<u8>,
     /// Correlated matching's state, when the graph has rules.
     corr: Option<Box<Correlated>>,
     /// Shortest paths between matched pairs for [`MatchingDecoder::decode_to_path_edges`],
@@ -135,8 +141,6 @@ struct Correlated {
     lowered_list: Vec<u32>,
     /// Whether decodes use the rules (a decoder built with them may match plainly).
     on: bool,
-    /// Shortest paths between two matched detection events.
-    pairs: path::PairSearch,
 }
 
 /// [`Correlated::used`]: crossed an odd number of times.
@@ -160,7 +164,6 @@ impl Clone for Correlated {
                 l
             },
             on: self.on,
-            pairs: self.pairs.clone(),
         }
     }
 }
@@ -176,7 +179,6 @@ impl Correlated {
             lowered: vec![false; m],
             lowered_list: Vec::with_capacity(m),
             on: true,
-            pairs: path::PairSearch::new(graph),
         }
     }
 
@@ -225,6 +227,8 @@ impl Clone for MatchingDecoder {
             fired: blossom::room_of(&self.fired),
             marks: self.marks.clone(),
             paths: self.paths.clone(),
+            flood: self.flood.clone(),
+            listed: self.listed.clone(),
             corr: self.corr.clone(),
             pair: self.pair.clone(),
         }
@@ -288,6 +292,8 @@ impl MatchingDecoder {
                 .map(|rules| Box::new(Correlated::new(&graph, rules))),
             engine: Blossom::new(&graph),
             paths: path::PathSearch::new(&graph),
+            flood: path::FloodSearch::new(&graph),
+            listed: Vec::new(),
             pair: None,
             events: Vec::with_capacity(n + graph.negative_events().len()),
             fired: Vec::with_capacity(n + graph.negative_events().len()),
@@ -423,16 +429,65 @@ impl MatchingDecoder {
             Some(c) if c.on => &c.graph,
             _ => g,
         };
-        let matches = std::mem::take(&mut self.engine.matches);
-        for e in &matches {
-            let target = if e.to == u32::MAX { BOUNDARY } else { e.to };
-            if self.paths.search(g, span, e.from, target) {
-                for &slot in &self.paths.slots {
+        for e in &self.engine.matches {
+            if self.flood.search(g, span, e.from, e.to) {
+                for &(_, slot) in &self.flood.path {
                     parity[g.adj_edge[slot as usize] as usize] ^= 1;
                 }
             }
         }
-        self.engine.matches = matches;
+    }
+
+    /// Matches one shot given as the detectors that fired (as
+    /// [`MatchingDecoder::decode_events`]) and appends to `edges` the edges of the correction
+    /// as PyMatching's `decode_to_edges_array` lists them: each as `(node, node or
+    /// BOUNDARY)`, in its order and orientation — the negative edges (its order: edges
+    /// between detectors by model order, then edges to the boundary by detector), then the
+    /// edges of each match's path ([`path::FloodSearch`]), match after match; then every edge
+    /// taken an even number of times is removed, and each other is kept once, where it was
+    /// first listed, the list's last entry taking the place of each removed one. Self-loops
+    /// are not listed. Allocates only to grow `edges`, and the first time (one byte per edge).
+    pub fn decode_to_edge_list(
+        &mut self,
+        fired: &[u32],
+        edges: &mut Vec<(u32, u32)>,
+    ) -> Result<Matched, MatchFault> {
+        let m = self.run_collecting(fired)?;
+        let g = match self.corr.as_deref() {
+            Some(c) if c.on => &c.graph,
+            _ => &*self.graph,
+        };
+        if self.listed.len() != g.edges().len() {
+            self.listed = vec![0; g.edges().len()];
+        }
+        let base = edges.len();
+        for &k in &g.neg_listed {
+            let e = g.edges()[k as usize];
+            self.listed[k as usize] ^= 1;
+            edges.push((e.a, e.b));
+        }
+        let span = self.engine.span();
+        for e in &self.engine.matches {
+            if self.flood.search(g, span, e.from, e.to) {
+                for &(x, slot) in &self.flood.path {
+                    self.listed[g.adj_edge[slot as usize] as usize] ^= 1;
+                    edges.push((x, g.adj[slot as usize].to));
+                }
+            }
+        }
+        // Keep each edge taken an odd number of times where it was first listed.
+        let mut i = base;
+        while i < edges.len() {
+            let (a, b) = edges[i];
+            let k = g.edge_between(a, b) as usize;
+            if self.listed[k] == 0 {
+                edges.swap_remove(i);
+            } else {
+                self.listed[k] = 0;
+                i += 1;
+            }
+        }
+        Ok(m)
     }
 
     /// `fired` as the engine's events (negative edges' toggles applied).
@@ -581,20 +636,10 @@ impl MatchingDecoder {
             } else {
                 m.to
             };
-            // To a node: from both ends; to the boundary: from the event.
-            let edges = if target != BOUNDARY {
-                c.pairs.search(&c.graph, span, m.from, target);
-                &c.pairs.edges[..]
-            } else {
-                self.paths.search(&c.graph, span, m.from, target);
-                c.pairs.edges.clear();
-                let slots = self.paths.slots.iter();
-                c.pairs
-                    .edges
-                    .extend(slots.map(|&s| c.graph.adj_edge[s as usize]));
-                &c.pairs.edges[..]
-            };
-            for &e in edges {
+            // The path PyMatching takes: its weights lowered are the ones PyMatching lowers.
+            self.flood.search(&c.graph, span, m.from, target);
+            for &(_, slot) in &self.flood.path {
+                let e = c.graph.adj_edge[slot as usize];
                 let u = &mut c.used[e as usize];
                 if *u & LISTED == 0 {
                     c.used_list.push(e);

@@ -793,3 +793,110 @@ fn a_correlated_decodes_edges_are_those_of_its_second_matching() {
     clone.decode_to_edges(&[0], &mut parity).unwrap();
     assert_eq!(names(&parity), [(0, BOUNDARY)]);
 }
+
+#[test]
+fn paths_are_chosen_and_listed_as_pymatching_lists_them() {
+    // A 3 × 4 grid of unit edges (node 4r + c; per node, the edge to the right, then the one
+    // down), with a boundary edge at each node of column 0 (`edge_weight` 1) or at node 0
+    // only (weight 10). Every pair below has several shortest paths; the lists are what
+    // PyMatching 2.4's `decode_to_edges_array` returns for the same graph and syndrome.
+    let grid = |boundary: &[(u32, f64)]| {
+        let mut raw = Vec::new();
+        for r in 0..3u32 {
+            for c in 0..4u32 {
+                let x = 4 * r + c;
+                if c < 3 {
+                    raw.push((x, x + 1, 1.0, 0));
+                }
+                if r < 2 {
+                    raw.push((x, x + 4, 1.0, 0));
+                }
+            }
+        }
+        raw.extend(boundary.iter().map(|&(x, w)| (x, BOUNDARY, w, 0)));
+        let g = MatchingGraph::from_edges("grid", 12, 0, &raw).unwrap();
+        MatchingDecoder::from_graph(Arc::new(g))
+    };
+    const B: u32 = BOUNDARY;
+    let mut dec = grid(&[(0, 10.0)]);
+    type Case<'a> = (&'a [u32], &'a [(u32, u32)]);
+    let cases: [Case<'_>; 4] = [
+        (&[1, 11], &[(9, 10), (10, 11), (5, 1), (9, 5)]),
+        (&[2, 8], &[(10, 9), (9, 8), (6, 2), (10, 6)]),
+        (&[0, 10], &[(8, 9), (9, 10), (4, 0), (8, 4)]),
+        (&[3, 8], &[(1, 2), (2, 3), (0, 4), (4, 8), (1, 0)]),
+    ];
+    let mut list = Vec::new();
+    for (fired, want) in cases {
+        list.clear();
+        dec.decode_to_edge_list(fired, &mut list).unwrap();
+        assert_eq!(list, want, "{fired:?}");
+    }
+    // To the boundary: the search floods from the event alone.
+    let mut dec = grid(&[(0, 1.0), (4, 1.0), (8, 1.0)]);
+    list.clear();
+    dec.decode_to_edge_list(&[0, 11], &mut list).unwrap();
+    assert_eq!(list, [(0, B), (8, 9), (9, 10), (10, 11), (8, B)]);
+    // The parities agree with the list, and a second call finds the marks cleared.
+    let mut parity = vec![0u8; dec.graph().edges().len()];
+    dec.decode_to_edges(&[0, 11], &mut parity).unwrap();
+    let mut from_list: Vec<u32> = list
+        .iter()
+        .map(|&(a, b)| dec.graph().edge_between(a, b))
+        .collect();
+    from_list.sort();
+    let from_parity: Vec<u32> = (0..parity.len() as u32)
+        .filter(|&k| parity[k as usize] == 1)
+        .collect();
+    assert_eq!(from_list, from_parity);
+    list.clear();
+    dec.decode_to_edge_list(&[0, 11], &mut list).unwrap();
+    assert_eq!(list.len(), 5);
+}
+
+#[test]
+fn the_pymatching_path_search_finds_shortest_paths() {
+    for name in ["surface_d3_r8_p0.01.dem", "surface_d5_r5_p0.001.dem"] {
+        let g = MatchingGraph::from_dem(&fixture(name)).unwrap();
+        let n = g.num_nodes() as u32;
+        let span = path::Span {
+            lo: 0,
+            hi: n,
+            past_is_boundary: false,
+            future_is_boundary: false,
+        };
+        let (mut one, mut flood) = (path::PathSearch::new(&g), path::FloodSearch::new(&g));
+        let mut rng = Rng(0xf100d ^ n as u64);
+        for _ in 0..300 {
+            let s = rng.below(n as u64) as u32;
+            let t = if rng.below(4) == 0 {
+                BOUNDARY
+            } else {
+                rng.below(n as u64) as u32
+            };
+            let found = one.search(&g, span, s, t);
+            assert_eq!(flood.search(&g, span, s, t), found, "{name}: D{s} to {t}");
+            if !found || s == t {
+                continue;
+            }
+            let weigh = |slots: &mut dyn Iterator<Item = u32>| -> u64 {
+                slots.map(|x| g.adj[x as usize].weight as u64).sum()
+            };
+            assert_eq!(
+                weigh(&mut one.slots.iter().copied()),
+                weigh(&mut flood.path.iter().map(|p| p.1)),
+                "{name}: D{s} to {t}"
+            );
+            // The edges join s to t (or s to the boundary).
+            let mut odd = std::collections::BTreeSet::new();
+            for &(x, slot) in &flood.path {
+                for y in [x, g.adj[slot as usize].to] {
+                    if !odd.remove(&y) {
+                        odd.insert(y);
+                    }
+                }
+            }
+            assert_eq!(odd, [s, t].into(), "{name}: D{s} to {t}");
+        }
+    }
+}

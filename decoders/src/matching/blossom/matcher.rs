@@ -481,46 +481,55 @@ impl Blossom {
     }
 
     /// Adds the matches of top-level region `root` (and of its partner) to `totals`, breaking
-    /// blossoms into matches of their children, and frees the regions.
+    /// blossoms into matches of their children, and frees the regions. Matches are collected
+    /// in PyMatching's order (depth first: the pairs a blossom's split makes, each broken up
+    /// whole, in cycle order from the child after the one that keeps the match; then those
+    /// of the partner's split; then the match itself, broken up the same way), so that the
+    /// paths listed from them come in its order.
     fn extract(&mut self, root: u32, totals: &mut Totals) {
         let mut stack = std::mem::take(&mut self.extract_stack);
         stack.clear();
         stack.push(root);
-        while let Some(mut r) = stack.pop() {
-            loop {
-                self.clean_shell(r);
-                let reg = self.regions[r as usize];
-                let m = reg.match_region;
-                if m != NONE {
-                    self.clean_shell(m);
-                    let mreg = self.regions[m as usize];
-                    if reg.first_child == NONE && mreg.first_child == NONE {
-                        if self.collect {
-                            self.matches.push(reg.match_edge);
-                        }
-                        totals.obs ^= reg.match_edge.obs;
-                        totals.weight += reg.radius.y + mreg.radius.y;
-                        self.free_region(m);
-                        self.free_region(r);
-                        break;
-                    }
-                } else if reg.first_child == NONE {
+        while let Some(r) = stack.pop() {
+            self.clean_shell(r);
+            let reg = self.regions[r as usize];
+            let m = reg.match_region;
+            if m != NONE {
+                self.clean_shell(m);
+                let mreg = self.regions[m as usize];
+                if reg.first_child == NONE && mreg.first_child == NONE {
                     if self.collect {
                         self.matches.push(reg.match_edge);
                     }
                     totals.obs ^= reg.match_edge.obs;
-                    totals.weight += reg.radius.y;
+                    totals.weight += reg.radius.y + mreg.radius.y;
+                    self.free_region(m);
                     self.free_region(r);
-                    break;
+                    continue;
                 }
-                if reg.first_child != NONE {
-                    r = self.split_matched_blossom(r, totals, &mut stack);
+            } else if reg.first_child == NONE {
+                if self.collect {
+                    self.matches.push(reg.match_edge);
                 }
-                let m = self.regions[r as usize].match_region;
-                if m != NONE && self.regions[m as usize].first_child != NONE {
-                    self.split_matched_blossom(m, totals, &mut stack);
-                }
+                totals.obs ^= reg.match_edge.obs;
+                totals.weight += reg.radius.y;
+                self.free_region(r);
+                continue;
             }
+            // The region that keeps the match goes under the pairs the splits make, which are
+            // taken in the order they were made.
+            let base = stack.len();
+            stack.push(r);
+            let mut r = r;
+            if reg.first_child != NONE {
+                r = self.split_matched_blossom(r, totals, &mut stack);
+            }
+            let m = self.regions[r as usize].match_region;
+            if m != NONE && self.regions[m as usize].first_child != NONE {
+                self.split_matched_blossom(m, totals, &mut stack);
+            }
+            stack[base] = r;
+            stack[base + 1..].reverse();
         }
         self.extract_stack = stack;
     }

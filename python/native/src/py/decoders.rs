@@ -863,7 +863,8 @@ impl GraphMatching {
         })
     }
 
-    /// The correction's edges for one shot (detectors as for `decode`): `[(a, b or -1)]`.
+    /// The correction's edges for one shot (detectors as for `decode`): `[(a, b or -1)]`, in
+    /// PyMatching's order and orientation (`MatchingDecoder::decode_to_edge_list`).
     #[pyo3(signature = (fired, correlations = false))]
     fn decode_to_edges(
         &self,
@@ -876,16 +877,13 @@ impl GraphMatching {
             let mut guard = lock(&self.inner);
             let d = &mut *guard;
             with_correlations(d, correlations)?;
-            let mut parity = vec![0u8; d.graph().edges().len()];
-            let r = py.detach(|| d.decode_to_edges(&fired, &mut parity));
+            // PyMatching's edges in its order (a self-loop, even a negative one, is not listed).
+            let mut edges = Vec::new();
+            let r = py.detach(|| d.decode_to_edge_list(&fired, &mut edges));
             r.map_err(|e| PyValueError::new_err(e.to_string()))?;
-            let g = d.graph();
-            // A self-loop (a negative one is in every correction) is not listed, as PyMatching.
-            Ok(g.edges()
-                .iter()
-                .zip(&parity)
-                .filter(|(e, p)| **p != 0 && e.a != e.b)
-                .map(|(e, _)| (e.a as i64, if e.b == BOUNDARY { -1 } else { e.b as i64 }))
+            Ok(edges
+                .into_iter()
+                .map(|(a, b)| (a as i64, if b == BOUNDARY { -1 } else { b as i64 }))
                 .collect())
         })
     }

@@ -105,14 +105,7 @@ impl DemNoise {
     /// # Panics
     /// If the buffers are not `num_detectors()` and `num_observables()` long.
     pub fn sample(&mut self, detectors: &mut [u8], observables: &mut [u8]) -> usize {
-        assert_eq!(
-            detectors.len(),
-            self.num_detectors,
-            "detection event buffer"
-        );
-        assert_eq!(observables.len(), self.num_observables, "observable buffer");
-        detectors.fill(0);
-        observables.fill(0);
+        start_shot(detectors, observables, self.num_detectors, self.num_observables);
         let mut happened = 0;
         for (k, &p) in self.priors.iter().enumerate() {
             if self.uniform.uniform() < p {
@@ -130,6 +123,17 @@ impl DemNoise {
         }
         happened
     }
+}
+
+/// Checks a shot's buffers against the model's sizes and clears them.
+///
+/// # Panics
+/// If they are not `detectors` and `observables` long.
+fn start_shot(d: &mut [u8], o: &mut [u8], detectors: usize, observables: usize) {
+    assert_eq!(d.len(), detectors, "detection event buffer");
+    assert_eq!(o.len(), observables, "observable buffer");
+    d.fill(0);
+    o.fill(0);
 }
 
 /// Seeded shots of a [`RolledModel`]: every `error` instruction the text executes happens
@@ -262,14 +266,7 @@ impl RolledNoise {
     /// # Panics
     /// If the buffers are not `num_detectors()` and `num_observables()` long.
     pub fn sample(&mut self, detectors: &mut [u8], observables: &mut [u8]) -> usize {
-        assert_eq!(
-            detectors.len(),
-            self.num_detectors,
-            "detection event buffer"
-        );
-        assert_eq!(observables.len(), self.num_observables, "observable buffer");
-        detectors.fill(0);
-        observables.fill(0);
+        start_shot(detectors, observables, self.num_detectors, self.num_observables);
         let mut happened = 0;
         for s in 0..self.segments.len() {
             let seg = self.segments[s].clone();

@@ -21,11 +21,12 @@
 //! Beside the one-shot figures, the `f32` kernel's lanes across shots
 //! ([`backline_decoders::bp32_lanes`] through `BpDecoder::decode_many`: eight shots a
 //! register, as `decode_batch` and sinter run BP): ns per edge-iteration *per shot*, the
-//! median over 16-shot batches of the same syndromes.
+//! median over 16-shot batches of the same syndromes; and Relay-BP's first leg on them
+//! (`RelayBpDecoder::decode_many`, its memory legs on the lanes).
 //!
 //! Before timing, each case checks that the `f32` kernel's converged answers reproduce their
 //! syndromes on sampled shots, and that the lanes kernel answers sampled shots as the one-shot
-//! kernel does (every SIMD level giving the portable level's results bit for bit is a unit
+//! kernel does (BP, and Relay-BP with relay legs) (every SIMD level giving the portable level's results bit for bit is a unit
 //! test of `simd` and `bp32_lanes`). Speed is never asserted in tests; the goal (issue 40: ≤ 0.5 ns per
 //! edge-iteration at `f32`) is printed beside each figure.
 
@@ -107,6 +108,33 @@ fn time_batch(dec: &mut BpDecoder, syndromes: &[Vec<u8>], edges: usize) -> f64 {
         .unwrap();
         let ns = t0.elapsed().as_nanos() as f64;
         per.push(ns / (BATCH * ITERATIONS * edges) as f64);
+    }
+    per.sort_by(f64::total_cmp);
+    per[per.len() / 2]
+}
+
+/// [`time_batch`] for Relay-BP ([`RelayBpDecoder::decode_many`], its legs on the lanes): the
+/// median over batches of ns per edge-iteration per shot, the iterations counted over every
+/// shot's legs.
+fn time_relay_batch(dec: &mut RelayBpDecoder, syndromes: &[Vec<u8>], edges: usize) -> f64 {
+    let mut per = Vec::new();
+    for _ in 0..60 {
+        let mut iterations = 0usize;
+        let t0 = Instant::now();
+        dec.decode_many(
+            BATCH,
+            |shot, s| -> Result<(), backline_decoders::DecoderError> {
+                s.copy_from_slice(&syndromes[shot % syndromes.len()]);
+                Ok(())
+            },
+            |_, _, info| {
+                iterations += info.iterations as usize;
+                Ok(())
+            },
+        )
+        .unwrap();
+        let ns = t0.elapsed().as_nanos() as f64;
+        per.push(ns / (iterations * edges).max(1) as f64);
     }
     per.sort_by(f64::total_cmp);
     per[per.len() / 2]
@@ -222,16 +250,16 @@ fn main() {
         let t32 = time(&mut f32_dec, &syndromes, edges);
         let t32_lanes = time_batch(&mut f32_dec, &syndromes, edges);
         // Relay-BP's first leg alone (memory 0.1, α = 0.625) on each of its kernels.
+        let relay_config = |kernel| RelayConfig {
+            pre_iter: ITERATIONS,
+            num_sets: 0,
+            stop_nconv: 1,
+            alpha: Some(0.625),
+            kernel,
+            ..RelayConfig::default()
+        };
         let relay_time = |kernel| {
-            let relay_config = RelayConfig {
-                pre_iter: ITERATIONS,
-                num_sets: 0,
-                stop_nconv: 1,
-                alpha: Some(0.625),
-                kernel,
-                ..RelayConfig::default()
-            };
-            let mut relay = RelayBpDecoder::new(&h, &priors, &relay_config).unwrap();
+            let mut relay = RelayBpDecoder::new(&h, &priors, &relay_config(kernel)).unwrap();
             let mut out = vec![0u8; h.cols()];
             let mut per = Vec::new();
             for _ in 0..3 {
@@ -247,12 +275,50 @@ fn main() {
         };
         let relay_scalar = relay_time(RelayKernel::Scalar);
         let relay_simd = relay_time(RelayKernel::Simd);
+        // Check: Relay-BP with relay legs answers the sampled shots on the lanes as one at a
+        // time.
+        let legs = RelayConfig {
+            pre_iter: 20,
+            num_sets: 6,
+            set_max_iter: 15,
+            stop_nconv: 2,
+            ..RelayConfig::default()
+        };
+        let mut relay = RelayBpDecoder::new(&h, &priors, &legs).unwrap();
+        let mut out = vec![0u8; h.cols()];
+        let want: Vec<_> = shots
+            .iter()
+            .map(|(s, _)| {
+                let info = relay.decode(s, &mut out).unwrap();
+                (out.clone(), info)
+            })
+            .collect();
+        relay
+            .decode_many(
+                shots.len(),
+                |s, out| -> Result<(), backline_decoders::DecoderError> {
+                    out.copy_from_slice(&shots[s].0);
+                    Ok(())
+                },
+                |s, c, info| {
+                    let same = (c, info) == (&want[s].0[..], want[s].1);
+                    assert!(same, "{}: Relay-BP on the lanes differs", model.name);
+                    Ok(())
+                },
+            )
+            .unwrap();
+        let relay_lanes = time_relay_batch(
+            &mut RelayBpDecoder::new(&h, &priors, &relay_config(RelayKernel::Simd)).unwrap(),
+            &syndromes,
+            edges,
+        );
         println!(
             "{}: {} checks × {} mechanisms, {edges} edges: f64 {t64:.3} ns, f32 ({}) {t32:.3} ns \
              per edge-iteration = {:.2}x f64 (goal {GOAL_NS} ns: {:.2}x the goal); f32 lanes \
              across shots ({} shots a register, {BATCH}-shot batches) {t32_lanes:.3} ns per \
              edge-iteration per shot = {:.2}x f32 one shot ({:.2}x the goal); Relay-BP's first \
-             leg: scalar {relay_scalar:.3} ns, simd {relay_simd:.3} ns = {:.2}x",
+             leg: scalar {relay_scalar:.3} ns, simd {relay_simd:.3} ns = {:.2}x, simd lanes \
+             across shots {relay_lanes:.3} ns per shot = {:.2}x simd one shot",
             model.name,
             h.rows(),
             h.cols(),
@@ -262,7 +328,8 @@ fn main() {
             backline_decoders::bp32_lanes::SHOT_LANES,
             t32_lanes / t32,
             t32_lanes / GOAL_NS,
-            relay_simd / relay_scalar
+            relay_simd / relay_scalar,
+            relay_lanes / relay_simd
         );
     }
 }

@@ -39,6 +39,17 @@
 //! each lane at its own iteration (and scaling factor). A lane with no shot left runs idle
 //! until the last lane is done. Memory is the model's (eight messages per edge, eight soft
 //! outputs per bit), whatever the number of shots.
+//!
+//! # Memory legs
+//!
+//! Relay-BP ([`crate::relay`]) runs its legs on the lanes too, each lane a shot at its own leg:
+//! [`MinSum32Lanes::use_memory`] turns on per-lane memory priors, [`MinSum32Lanes::start_memory`]
+//! and [`MinSum32Lanes::start_leg`] set up one lane, [`MinSum32Lanes::memory_iteration`] runs
+//! an iteration of every lane. The bit pass then starts each column's total from its memory
+//! prior `(1 − γ)·Λ + γ·M` (`M` the lane's soft output of the iteration before) instead of
+//! `Λ`, formed by the same two operations as
+//! [`crate::bp32::MinSum32::memory_leg`]'s, so each lane's legs are the single-shot kernel's
+//! bit for bit.
 
 use crate::bp32::{BIG, MAX_MESSAGE, MinSum32};
 use crate::error::DecoderError;
@@ -57,6 +68,15 @@ pub(crate) const ABS: u32 = 0x7FFF_FFFF;
 /// Registers of a row's state: the smallest magnitude, and the two messages it can send
 /// (parity in their sign bits).
 pub(crate) const STATE: usize = 3;
+
+/// `len` zeros, or [`DecoderError::Memory`] when they cannot be allocated.
+fn zeros(len: usize) -> Result<Vec<f32>, DecoderError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| DecoderError::Memory(format!("{len} f32 messages do not fit in memory")))?;
+    v.resize(len, 0.0);
+    Ok(v)
+}
 
 /// How one shot's decode ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +130,12 @@ pub struct MinSum32Lanes {
     pub(crate) min_llr: Vec<f32>,
     /// Each lane's scaling factor for the iteration being run.
     pub(crate) alpha: [f32; SHOT_LANES],
+    /// With `memory`, the bit pass starts a column's total from its memory prior
+    /// `coef + gamma · llr` (per position and lane, `p · SHOT_LANES + l`: `(1 − γ)·Λ` and `γ`
+    /// of the lane's leg) instead of its prior; `coef` and `gamma` are empty without.
+    pub(crate) memory: bool,
+    pub(crate) coef: Vec<f32>,
+    pub(crate) gamma: Vec<f32>,
     /// One shot's syndrome as the caller writes it.
     scratch: Vec<u8>,
     /// The passes, of the level chosen at construction.
@@ -198,14 +224,6 @@ impl MinSum32Lanes {
                  {MAX_LANE_BYTES})"
             )));
         }
-        let zeros = |len: usize| -> Result<Vec<f32>, DecoderError> {
-            let mut v = Vec::new();
-            v.try_reserve_exact(len).map_err(|_| {
-                DecoderError::Memory(format!("{len} f32 messages do not fit in memory"))
-            })?;
-            v.resize(len, 0.0);
-            Ok(v)
-        };
         let b2c = zeros(edges * SHOT_LANES)?;
         let llr = zeros(n * SHOT_LANES)?;
         // Columns by degree, heaviest first, then by their first row (so that a row's slots
@@ -272,6 +290,9 @@ impl MinSum32Lanes {
             llr,
             min_llr: Vec::new(),
             alpha: [1.0; SHOT_LANES],
+            memory: false,
+            coef: Vec::new(),
+            gamma: Vec::new(),
             scratch: vec![0; m],
             kernel,
         })
@@ -382,6 +403,91 @@ impl MinSum32Lanes {
                 }
             }
         }
+    }
+
+    /// Turns on the memory priors of Relay-BP's legs ([`MinSum32Lanes::memory_iteration`];
+    /// see the module docs), allocating two more `f32` per bit and lane. Plain decodes
+    /// ([`MinSum32Lanes::decode_many`]) are not to follow.
+    ///
+    /// Errors: [`DecoderError::Memory`] when the kernel would pass [`MAX_LANE_BYTES`] or the
+    /// memory cannot be allocated.
+    pub fn use_memory(&mut self) -> Result<(), DecoderError> {
+        if self.memory {
+            return Ok(());
+        }
+        let bytes =
+            (self.edges() + 3 * self.n + self.m * (STATE + 1)).saturating_mul(SHOT_LANES * 4);
+        if bytes > MAX_LANE_BYTES {
+            return Err(DecoderError::Memory(format!(
+                "the f32 lanes kernel's messages and memory priors would take {bytes} bytes \
+                 (at most {MAX_LANE_BYTES})"
+            )));
+        }
+        self.coef = zeros(self.n * SHOT_LANES)?;
+        self.gamma = zeros(self.n * SHOT_LANES)?;
+        self.memory = true;
+        Ok(())
+    }
+
+    /// Starts a Relay-BP decode of `syndrome` (0/1 per check; any non-zero byte is 1) in lane
+    /// `l`: its syndrome, its soft output (the marginals) at the priors, as
+    /// [`crate::bp32::MinSum32::start_memory`]. Its first leg follows
+    /// ([`MinSum32Lanes::start_leg`]).
+    pub fn start_memory(&mut self, l: usize, syndrome: &[u8]) {
+        debug_assert!(l < SHOT_LANES && syndrome.len() == self.m);
+        self.scratch.copy_from_slice(syndrome);
+        self.set_syndrome(l);
+        for (v, &p) in self
+            .llr
+            .iter_mut()
+            .skip(l)
+            .step_by(SHOT_LANES)
+            .zip(&self.prior)
+        {
+            *v = p;
+        }
+    }
+
+    /// Starts a leg in lane `l`, as [`crate::bp32::MinSum32::memory_leg`] starts one: memory
+    /// strength `gamma_of(column)` for each matrix column, its bit-to-check messages back at
+    /// the priors, its soft output (the marginals) kept. Needs [`MinSum32Lanes::use_memory`].
+    pub fn start_leg(&mut self, l: usize, gamma_of: impl Fn(usize) -> f32) {
+        const W: usize = SHOT_LANES;
+        debug_assert!(l < W && self.memory);
+        for (p, &c) in self.column.iter().enumerate() {
+            let g = gamma_of(c as usize);
+            let prior = self.prior[p];
+            self.gamma[p * W + l] = g;
+            self.coef[p * W + l] = (1.0 - g) * prior;
+            let (lo, hi) = (self.col_start[p] as usize, self.col_start[p + 1] as usize);
+            for v in self.b2c[lo * W..hi * W].iter_mut().skip(l).step_by(W) {
+                *v = prior;
+            }
+        }
+    }
+
+    /// One memory-BP iteration of every lane, lane `l` with scaling factor `alpha[l]` (the
+    /// lanes without a shot run too; their results mean nothing). Returns a bit per lane: set
+    /// where the hard decision reproduces the lane's syndrome. Needs
+    /// [`MinSum32Lanes::use_memory`].
+    pub fn memory_iteration(&mut self, alpha: [f32; SHOT_LANES]) -> u8 {
+        debug_assert!(self.memory);
+        let kernel = self.kernel;
+        self.alpha = alpha;
+        (kernel.checks)(self);
+        self.candidate.fill(0);
+        (kernel.bits)(self);
+        !self
+            .candidate
+            .iter()
+            .zip(&self.syn_bits)
+            .fold(0u8, |acc, (&c, &s)| acc | (c ^ s))
+    }
+
+    /// Lane `l`'s results: its soft output and hard decision.
+    pub fn lane(&self, l: usize) -> Lane<'_> {
+        debug_assert!(l < SHOT_LANES);
+        Lane { k: self, lane: l }
     }
 
     /// Lane `l`'s syndrome from the scratch.
@@ -518,10 +624,31 @@ fn message(v: f32, st: &[u32], l: usize) -> f32 {
 /// The bit pass (see the module docs): totals into `llr`, outgoing messages into `b2c`, the
 /// hard decision's syndrome into `candidate` (zeroed by the caller).
 pub(crate) fn bits_pass(k: &mut MinSum32Lanes) {
+    if k.memory {
+        bits_pass_of::<true>(k);
+    } else {
+        bits_pass_of::<false>(k);
+    }
+}
+
+/// [`bits_pass`], each column's total starting from its memory prior with `MEMORY`
+/// (`coef + gamma · llr`, the single-shot kernel's `c + g · m`), else from its prior.
+fn bits_pass_of<const MEMORY: bool>(k: &mut MinSum32Lanes) {
     const W: usize = SHOT_LANES;
     for c in 0..k.n {
         let (lo, hi) = (k.col_start[c] as usize, k.col_start[c + 1] as usize);
         let mut t = [k.prior[c]; W];
+        if MEMORY {
+            let at = c * W..(c + 1) * W;
+            for (((t, &cf), &g), &m) in t
+                .iter_mut()
+                .zip(&k.coef[at.clone()])
+                .zip(&k.gamma[at.clone()])
+                .zip(&k.llr[at])
+            {
+                *t = cf + g * m;
+            }
+        }
         for s in lo..hi {
             let r = k.slot_row[s] as usize;
             let st = &k.state[r * STATE * W..(r + 1) * STATE * W];

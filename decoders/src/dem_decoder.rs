@@ -11,7 +11,8 @@
 //! decoder; each shot's answer is the same whatever the thread count (Relay-BP's memory
 //! strengths are fixed per leg, see [`crate::relay`]). Untimed, a thread hands its shots to the
 //! decoder all at once ([`ObservableDecoder::decode_packed_many`]): BP+OSD at `precision = f32`
-//! runs BP on eight shots at a time ([`crate::bp32_lanes`]), each answered as one at a time. Beside it, [`decode_syndromes`] is the
+//! runs BP, and Relay-BP on its `simd` kernel its legs, on eight shots at a time
+//! ([`crate::bp32_lanes`]), each answered as one at a time. Beside it, [`decode_syndromes`] is the
 //! code-capacity batch: syndromes of a parity-check matrix, decoded one by one with
 //! [`BpOsdDecoder`], each timed and its correction checked against its syndrome.
 //!

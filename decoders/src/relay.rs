@@ -50,6 +50,13 @@
 //! counts as `≤ 0`, a check's message is capped at an LLR of 10⁴), so a shot can rarely end
 //! otherwise; on stim's d = 5 and 7 memory models (p = 0.004, 10,000 shots) and the gross code
 //! (1,000) the logical failures were 68/67, 26/26 and 0/0, at about a third of the time.
+//!
+//! Batches ([`RelayBpDecoder::decode_many`], and so untimed `decode_batch` runs) go further on
+//! the `simd` kernel: eight shots at a time on the lanes-across-shots kernel
+//! ([`crate::bp32_lanes`], "Memory legs"), each lane a shot at its own leg and iteration, each
+//! shot's legs, answer and [`RelayInfo`] bit for bit the one-shot kernel's (a test checks it
+//! on a circuit model at every SIMD level). On stim's d = 7, r = 7, p = 0.004 memory model,
+//! 1,000 shots on one thread took 1.14 s against 3.4 s one at a time, the same predictions.
 
 use crate::bp::{MAX_ITER, message_bits, push_magnitude, scaling_factor};
 use crate::decoder::{MechanismDecoder, MechanismsToObservables, ObservableDecoder, ShotInfo};
@@ -392,6 +399,9 @@ pub struct RelayBpDecoder {
     /// The SIMD kernel, with [`RelayKernel::Simd`], and the syndrome as it takes it.
     fast: Option<Box<crate::bp32::MinSum32>>,
     syndrome8: Vec<u8>,
+    /// Its lanes-across-shots twin for batches ([`RelayBpDecoder::decode_many`]), made by
+    /// the first batch that runs on it.
+    lanes: Option<Box<crate::bp32_lanes::MinSum32Lanes>>,
 }
 
 impl RelayBpDecoder {
@@ -500,6 +510,7 @@ impl RelayBpDecoder {
                 RelayKernel::Scalar => None,
             },
             syndrome8: vec![0; m],
+            lanes: None,
         })
     }
 
@@ -712,6 +723,197 @@ impl RelayBpDecoder {
         info
     }
 
+    /// Decodes shots `0..shots` as [`RelayBpDecoder::decode`] decodes each, with the same
+    /// corrections and [`RelayInfo`]: `syndrome(shot, buffer)` writes shot `shot`'s syndrome
+    /// (0/1 per check; any non-zero byte is 1) into a buffer of [`RelayBpDecoder::checks`]
+    /// bytes; `answer(shot, correction, info)` takes each shot's answer once, in the order the
+    /// shots finish. The first error of a callback ends the call.
+    ///
+    /// With the `simd` kernel, no deadline and from [`crate::bp::MIN_LANES_BATCH`] shots, the
+    /// shots run [`crate::bp32_lanes::SHOT_LANES`] at a time on the lanes kernel
+    /// ([`crate::bp32_lanes`], "Memory legs"), each lane a shot at its own leg and iteration,
+    /// each bit for bit the single-shot kernel's legs; a lane whose shot is answered takes
+    /// the next. Otherwise they run one by one, in order. Memory is the model's whatever
+    /// `shots` is.
+    pub fn decode_many<E: From<DecoderError>>(
+        &mut self,
+        shots: usize,
+        mut syndrome: impl FnMut(usize, &mut [u8]) -> Result<(), E>,
+        mut answer: impl FnMut(usize, &[u8], RelayInfo) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if let Some(mut lanes) = self.take_lanes(shots) {
+            let r = self.run_lanes(&mut lanes, shots, &mut syndrome, &mut answer);
+            self.lanes = Some(lanes);
+            return r;
+        }
+        let mut s = vec![0u8; self.m];
+        let mut c = vec![0u8; self.n];
+        for shot in 0..shots {
+            syndrome(shot, &mut s)?;
+            let info = self.decode(&s, &mut c)?;
+            answer(shot, &c, info)?;
+        }
+        Ok(())
+    }
+
+    /// The lanes kernel, out of `self` for a batch of `shots`, when the batch runs on it (see
+    /// [`RelayBpDecoder::decode_many`]): made the first time; a model too large for it (or
+    /// memory refused) leaves the batch to the one-shot path.
+    fn take_lanes(&mut self, shots: usize) -> Option<Box<crate::bp32_lanes::MinSum32Lanes>> {
+        let fast = self.fast.as_deref()?;
+        if shots < crate::bp::MIN_LANES_BATCH || self.deadline.is_some() {
+            return None;
+        }
+        if let Some(l) = self.lanes.take() {
+            return Some(l);
+        }
+        let mut lanes =
+            crate::bp32_lanes::MinSum32Lanes::like(fast, crate::simd::lanes_kernel()).ok()?;
+        lanes.use_memory().ok()?;
+        Some(Box::new(lanes))
+    }
+
+    /// [`RelayBpDecoder::run_fast`] for many shots on the lanes: each lane runs its shot's
+    /// legs in turn — the same memory strengths, iteration limits and scaling factors, the
+    /// same solutions, weights (summed in internal order) and choice of the answer.
+    fn run_lanes<E: From<DecoderError>>(
+        &mut self,
+        k: &mut crate::bp32_lanes::MinSum32Lanes,
+        shots: usize,
+        syndrome: &mut impl FnMut(usize, &mut [u8]) -> Result<(), E>,
+        answer: &mut impl FnMut(usize, &[u8], RelayInfo) -> Result<(), E>,
+    ) -> Result<(), E> {
+        use crate::bp32_lanes::SHOT_LANES as W;
+        /// One lane's shot: its leg (0 the first), the leg's iterations so far, what the
+        /// decode has done, its lightest solution's weight and its answer so far (internal
+        /// order).
+        struct Shot {
+            shot: usize,
+            leg: usize,
+            it: usize,
+            info: RelayInfo,
+            best_weight: f64,
+        }
+        let n = self.n;
+        let RelayBpDecoder {
+            config,
+            order,
+            lam64,
+            ..
+        } = self;
+        let (lo, hi) = config.gamma_dist_interval;
+        let (seed, g0) = (config.seed, config.gamma0 as f32);
+        let mut lane: [Option<Shot>; W] = Default::default();
+        let mut best = vec![0u8; W * n];
+        let mut decision = vec![0u8; n];
+        let mut result = vec![0u8; n];
+        let mut s = vec![0u8; self.m];
+        let mut next = 0;
+        loop {
+            for (l, slot) in lane.iter_mut().enumerate() {
+                while slot.is_none() && next < shots {
+                    let shot = next;
+                    next += 1;
+                    syndrome(shot, &mut s)?;
+                    if s.iter().all(|&x| x == 0) {
+                        // As `run` answers a zero syndrome: nothing flipped, without a leg.
+                        let info = RelayInfo {
+                            converged: true,
+                            solutions: 1,
+                            legs: 1,
+                            ..RelayInfo::default()
+                        };
+                        result.fill(0);
+                        answer(shot, &result, info)?;
+                        continue;
+                    }
+                    k.start_memory(l, &s);
+                    k.start_leg(l, |_| g0);
+                    *slot = Some(Shot {
+                        shot,
+                        leg: 0,
+                        it: 0,
+                        info: RelayInfo::default(),
+                        best_weight: f64::INFINITY,
+                    });
+                }
+            }
+            if lane.iter().all(Option::is_none) {
+                return Ok(());
+            }
+            let mut alpha = [1.0f32; W];
+            for (a, sh) in alpha.iter_mut().zip(lane.iter_mut()) {
+                if let Some(sh) = sh {
+                    sh.it += 1;
+                    *a = config.alpha(sh.it);
+                }
+            }
+            let solved = k.memory_iteration(alpha);
+            for (l, slot) in lane.iter_mut().enumerate() {
+                let Some(sh) = slot else { continue };
+                let converged = solved >> l & 1 == 1;
+                let limit = if sh.leg == 0 {
+                    config.pre_iter
+                } else {
+                    config.set_max_iter
+                };
+                if !converged && sh.it < limit {
+                    continue;
+                }
+                // The leg ends.
+                let best = &mut best[l * n..(l + 1) * n];
+                let lane = k.lane(l);
+                let read = |decision: &mut [u8]| {
+                    for (d, &c) in decision.iter_mut().zip(order.iter()) {
+                        *d = u8::from(lane.flipped(c as usize));
+                    }
+                };
+                let weight = |decision: &[u8]| -> f64 {
+                    decision
+                        .iter()
+                        .zip(lam64.iter())
+                        .filter(|(d, _)| **d != 0)
+                        .map(|(_, l)| *l)
+                        .sum()
+                };
+                sh.info.legs += 1;
+                sh.info.iterations += sh.it as u32;
+                if sh.leg == 0 {
+                    read(&mut decision);
+                    // The first leg's decision is the answer when nothing converges.
+                    best.copy_from_slice(&decision);
+                    if converged {
+                        sh.info.solutions = 1;
+                        sh.best_weight = weight(&decision);
+                    }
+                } else if converged {
+                    sh.info.solutions += 1;
+                    read(&mut decision);
+                    let w = weight(&decision);
+                    if w < sh.best_weight {
+                        sh.best_weight = w;
+                        best.copy_from_slice(&decision);
+                        sh.info.best_leg = sh.leg as u32;
+                    }
+                }
+                let leg = sh.leg + 1;
+                if leg <= config.num_sets && (sh.info.solutions as usize) < config.stop_nconv {
+                    k.start_leg(l, |c| leg_gamma(seed, leg as u64, c as u64, lo, hi) as f32);
+                    sh.leg = leg;
+                    sh.it = 0;
+                    continue;
+                }
+                sh.info.converged = sh.info.solutions > 0;
+                for (&c, &b) in order.iter().zip(best.iter()) {
+                    result[c as usize] = b;
+                }
+                let (shot, info) = (sh.shot, sh.info);
+                *slot = None;
+                answer(shot, &result, info)?;
+            }
+        }
+    }
+
     /// `Σ Λᵢ` over the current hard decision's flipped mechanisms.
     fn weight(&self) -> f64 {
         self.decision
@@ -859,6 +1061,36 @@ impl MechanismDecoder for RelayBpDecoder {
             osd_used: false,
             legs: i.legs,
             deadline_hit: self.deadline_hit,
+        })
+    }
+
+    fn decode_mechanisms_many(
+        &mut self,
+        shots: usize,
+        syndrome: &crate::decoder::SyndromeOf<'_>,
+        answer: &mut dyn FnMut(usize, &[u8], ShotInfo),
+    ) -> Result<(), DecoderError> {
+        if self.deadline.is_some() {
+            // Timed: one shot at a time, each saying whether it met the deadline.
+            let mut s = vec![0u8; self.m];
+            let mut c = vec![0u8; self.n];
+            for shot in 0..shots {
+                syndrome(shot, &mut s)?;
+                let info = self.decode_mechanisms(&s, &mut c)?;
+                answer(shot, &c, info);
+            }
+            return Ok(());
+        }
+        self.decode_many(shots, syndrome, |shot, correction, i| {
+            let info = ShotInfo {
+                converged: i.converged,
+                iterations: i.iterations,
+                osd_used: false,
+                legs: i.legs,
+                deadline_hit: false,
+            };
+            answer(shot, correction, info);
+            Ok::<(), DecoderError>(())
         })
     }
 
@@ -1042,6 +1274,113 @@ mod tests {
             (out, info.converged, info.iterations),
             (vec![0; 7], true, 0)
         );
+    }
+
+    /// The d = 5 circuit model's usable mechanisms: checks and priors.
+    fn d5() -> (SparseMatrix, Vec<f64>) {
+        let text = include_str!("../tests/data/dem/surface_d5_r5_p0.001.dem");
+        let dem = DetectorErrorModel::parse(text, "surface_d5_r5_p0.001.dem").unwrap();
+        let kept = crate::decoder::usable_mechanisms(&dem).unwrap();
+        let h = dem.check_matrix().select_columns(&kept);
+        let priors = kept
+            .iter()
+            .map(|&k| crate::decoder::bp_prior(dem.priors()[k as usize]))
+            .collect();
+        (h, priors)
+    }
+
+    #[test]
+    fn a_batch_on_the_lanes_answers_each_shot_as_one_at_a_time() {
+        let (h, priors) = d5();
+        // Syndromes of 0..6 random mechanisms (some zero), and random bits (no leg converges
+        // on most): lanes at different legs and iterations side by side.
+        let mut x = 0x853c_49e6_748f_ea9bu64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let syns: Vec<Vec<u8>> = (0..90)
+            .map(|i| {
+                let mut s = vec![0u8; h.rows()];
+                if i % 9 == 8 {
+                    s.iter_mut().for_each(|b| *b = (next() % 5 == 0) as u8 * 7);
+                } else {
+                    for _ in 0..i % 7 {
+                        for &r in h.col(next() as usize % h.cols()) {
+                            s[r as usize] ^= 1;
+                        }
+                    }
+                }
+                s
+            })
+            .collect();
+        let configs = [
+            RelayConfig {
+                pre_iter: 6,
+                num_sets: 12,
+                set_max_iter: 5,
+                stop_nconv: 2,
+                ..RelayConfig::default()
+            },
+            RelayConfig {
+                pre_iter: 3,
+                num_sets: 4,
+                set_max_iter: 9,
+                stop_nconv: 3,
+                alpha: Some(0.0),
+                seed: 5,
+                ..RelayConfig::default()
+            },
+        ];
+        for config in &configs {
+            let mut one = RelayBpDecoder::new(&h, &priors, config).unwrap();
+            let want: Vec<(Vec<u8>, RelayInfo)> = syns
+                .iter()
+                .map(|s| {
+                    let mut c = vec![0u8; h.cols()];
+                    let info = one.decode(s, &mut c).unwrap();
+                    (c, info)
+                })
+                .collect();
+            assert!(want.iter().any(|w| w.1.legs > 2 && w.1.converged));
+            assert!(want.iter().any(|w| !w.1.converged));
+            for level in crate::simd::lanes_levels() {
+                let mut many = RelayBpDecoder::new(&h, &priors, config).unwrap();
+                let fast = many.fast.as_deref().unwrap();
+                let mut lanes = crate::bp32_lanes::MinSum32Lanes::like(fast, level).unwrap();
+                lanes.use_memory().unwrap();
+                many.lanes = Some(Box::new(lanes));
+                // A batch of all, one of a size no multiple of the lanes, and one below
+                // MIN_LANES_BATCH (one at a time).
+                for batch in [90, 11, 3] {
+                    let mut seen = vec![false; syns.len()];
+                    for first in (0..syns.len()).step_by(batch) {
+                        let count = batch.min(syns.len() - first);
+                        many.decode_many(
+                            count,
+                            |shot, out: &mut [u8]| -> Result<(), DecoderError> {
+                                out.copy_from_slice(&syns[first + shot]);
+                                Ok(())
+                            },
+                            |shot, c, info| {
+                                let i = first + shot;
+                                assert!(!seen[i], "shot {i} answered twice");
+                                seen[i] = true;
+                                let name = level.name();
+                                assert_eq!(info, want[i].1, "{name} {i}");
+                                assert!(c == want[i].0, "{name} {i}: correction");
+                                Ok(())
+                            },
+                        )
+                        .unwrap();
+                    }
+                    assert!(seen.iter().all(|&x| x));
+                    assert!(many.lanes.is_some(), "the lanes kept for the next batch");
+                }
+            }
+        }
     }
 
     #[test]

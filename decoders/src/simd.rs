@@ -325,9 +325,13 @@ mod x86 {
     /// The CPU has AVX2, and `k` keeps the invariants of [`MinSum32Lanes`]: the groups cover
     /// the positions `0..n`, each position of a group has `degree` slots, `col_start` has
     /// `n + 1` ascending entries ending at `slot_row.len()`, every slot's row is below `m`,
-    /// `b2c` holds W entries per slot, `state` STATE · W per row, `llr` W per position.
+    /// `b2c` holds W entries per slot, `state` STATE · W per row, `llr` W per position (and
+    /// with `MEM`, `coef` and `gamma` W per position too).
+    ///
+    /// With `MEM` (Relay-BP's legs, [`MinSum32Lanes::memory_iteration`]) each column's total
+    /// starts from its memory prior `coef + gamma · llr` ([`lanes_start`]), else from its prior.
     #[target_feature(enable = "avx2")]
-    unsafe fn lanes_bits_body(k: &mut MinSum32Lanes) {
+    unsafe fn lanes_bits_body<const MEM: bool>(k: &mut MinSum32Lanes) {
         let MinSum32Lanes {
             n,
             groups,
@@ -338,8 +342,11 @@ mod x86 {
             state,
             llr,
             candidate,
+            coef,
+            gamma,
             ..
         } = k;
+        debug_assert!(!MEM || (coef.len() == *n * SHOT_LANES && gamma.len() == coef.len()));
         debug_assert_eq!(col_start.len(), *n + 1);
         debug_assert_eq!(b2c.len(), slot_row.len() * SHOT_LANES);
         let g = Graph {
@@ -347,6 +354,8 @@ mod x86 {
             st: state.as_ptr(),
             llr: llr.as_mut_ptr(),
             prior,
+            coef,
+            gamma,
             col_start,
             slot_row,
         };
@@ -355,15 +364,15 @@ mod x86 {
             // SAFETY: the invariants, for every position of the group.
             unsafe {
                 match group.degree {
-                    1 => lanes_group::<1>(&g, start, end, candidate),
-                    2 => lanes_group::<2>(&g, start, end, candidate),
-                    3 => lanes_group::<3>(&g, start, end, candidate),
-                    4 => lanes_group::<4>(&g, start, end, candidate),
-                    5 => lanes_group::<5>(&g, start, end, candidate),
-                    6 => lanes_group::<6>(&g, start, end, candidate),
-                    7 => lanes_group::<7>(&g, start, end, candidate),
-                    8 => lanes_group::<8>(&g, start, end, candidate),
-                    _ => lanes_heavy(&g, start, end, candidate),
+                    1 => lanes_group::<1, MEM>(&g, start, end, candidate),
+                    2 => lanes_group::<2, MEM>(&g, start, end, candidate),
+                    3 => lanes_group::<3, MEM>(&g, start, end, candidate),
+                    4 => lanes_group::<4, MEM>(&g, start, end, candidate),
+                    5 => lanes_group::<5, MEM>(&g, start, end, candidate),
+                    6 => lanes_group::<6, MEM>(&g, start, end, candidate),
+                    7 => lanes_group::<7, MEM>(&g, start, end, candidate),
+                    8 => lanes_group::<8, MEM>(&g, start, end, candidate),
+                    _ => lanes_heavy::<MEM>(&g, start, end, candidate),
                 }
             }
         }
@@ -375,8 +384,35 @@ mod x86 {
         st: *const u32,
         llr: *mut f32,
         prior: &'a [f32],
+        coef: &'a [f32],
+        gamma: &'a [f32],
         col_start: &'a [u32],
         slot_row: &'a [u32],
+    }
+
+    /// Where position `p`'s total starts: with `MEM` its memory prior `coef + gamma · llr`
+    /// (the lanes' soft output of the iteration before; the portable pass's `cf + g · m`, one
+    /// multiply then one add), else its prior in every lane.
+    ///
+    /// # Safety
+    /// The CPU has AVX2; `g` keeps the invariants of [`MinSum32Lanes`] and `p < n`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn lanes_start<const MEM: bool>(g: &Graph<'_>, p: usize) -> __m256 {
+        const W: usize = SHOT_LANES;
+        if !MEM {
+            return _mm256_set1_ps(g.prior[p]);
+        }
+        let (coef, gamma) = (&g.coef[p * W..(p + 1) * W], &g.gamma[p * W..(p + 1) * W]);
+        // SAFETY: `coef` and `gamma` are W f32s (sliced above); `llr` holds W entries per
+        // position, `p < n`.
+        unsafe {
+            let m = _mm256_loadu_ps(g.llr.add(p * W));
+            _mm256_add_ps(
+                _mm256_loadu_ps(coef.as_ptr()),
+                _mm256_mul_ps(_mm256_loadu_ps(gamma.as_ptr()), m),
+            )
+        }
     }
 
     /// The end of one column's bit pass: its total `t` into `llr` at position `p`, and the
@@ -406,7 +442,7 @@ mod x86 {
     /// `start..end` have `D` slots each.
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn lanes_group<const D: usize>(
+    unsafe fn lanes_group<const D: usize, const MEM: bool>(
         g: &Graph<'_>,
         start: usize,
         end: usize,
@@ -417,7 +453,8 @@ mod x86 {
         for p in start..end {
             debug_assert_eq!(g.col_start[p + 1] as usize, s + D);
             let rows = &g.slot_row[s..s + D];
-            let mut t = _mm256_set1_ps(g.prior[p]);
+            // SAFETY: `p < n`.
+            let mut t = unsafe { lanes_start::<MEM>(g, p) };
             let mut msg = [_mm256_setzero_ps(); D];
             for (j, (&r, mj)) in rows.iter().zip(msg.iter_mut()).enumerate() {
                 // SAFETY: slot `s + j` and row `r` are in bounds (the invariants).
@@ -442,12 +479,18 @@ mod x86 {
     /// # Safety
     /// The CPU has AVX2; `g` keeps the invariants of [`MinSum32Lanes`], `start ≤ end ≤ n`.
     #[target_feature(enable = "avx2")]
-    unsafe fn lanes_heavy(g: &Graph<'_>, start: usize, end: usize, cand: &mut [u8]) {
+    unsafe fn lanes_heavy<const MEM: bool>(
+        g: &Graph<'_>,
+        start: usize,
+        end: usize,
+        cand: &mut [u8],
+    ) {
         const W: usize = SHOT_LANES;
         for p in start..end {
             let lo = g.col_start[p] as usize;
             let rows = &g.slot_row[lo..g.col_start[p + 1] as usize];
-            let mut t = _mm256_set1_ps(g.prior[p]);
+            // SAFETY: `p < end ≤ n`.
+            let mut t = unsafe { lanes_start::<MEM>(g, p) };
             for (j, &r) in rows.iter().enumerate() {
                 // SAFETY: slot `lo + j` and row `r` are in bounds (the invariants).
                 let mj = unsafe {
@@ -475,8 +518,15 @@ mod x86 {
     }
 
     fn lanes_bits_avx2(k: &mut MinSum32Lanes) {
-        // SAFETY: as `lanes_checks_avx2`.
-        unsafe { lanes_bits_body(k) }
+        // SAFETY: as `lanes_checks_avx2`; `use_memory` sizes `coef` and `gamma` (W per
+        // position) before it sets `memory`.
+        unsafe {
+            if k.memory {
+                lanes_bits_body::<true>(k)
+            } else {
+                lanes_bits_body::<false>(k)
+            }
+        }
     }
 
     /// The lanes levels this CPU has, best first.

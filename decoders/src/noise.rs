@@ -105,7 +105,12 @@ impl DemNoise {
     /// # Panics
     /// If the buffers are not `num_detectors()` and `num_observables()` long.
     pub fn sample(&mut self, detectors: &mut [u8], observables: &mut [u8]) -> usize {
-        start_shot(detectors, observables, self.num_detectors, self.num_observables);
+        start_shot(
+            detectors,
+            observables,
+            self.num_detectors,
+            self.num_observables,
+        );
         let mut happened = 0;
         for (k, &p) in self.priors.iter().enumerate() {
             if self.uniform.uniform() < p {
@@ -266,7 +271,12 @@ impl RolledNoise {
     /// # Panics
     /// If the buffers are not `num_detectors()` and `num_observables()` long.
     pub fn sample(&mut self, detectors: &mut [u8], observables: &mut [u8]) -> usize {
-        start_shot(detectors, observables, self.num_detectors, self.num_observables);
+        start_shot(
+            detectors,
+            observables,
+            self.num_detectors,
+            self.num_observables,
+        );
         let mut happened = 0;
         for s in 0..self.segments.len() {
             let seg = self.segments[s].clone();

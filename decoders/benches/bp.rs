@@ -156,6 +156,99 @@ fn time(dec: &mut BpDecoder, syndromes: &[Vec<u8>], edges: usize) -> f64 {
     per[per.len() / 2]
 }
 
+/// Shots, each with the one-shot f32 kernel's answer (converged, iterations, decoding).
+type Answered = Vec<(Vec<u8>, (bool, usize, Vec<u8>))>;
+
+/// Checks on shots sampled from `dem` that the f32 kernel's converged answers reproduce their
+/// syndromes and that the lanes kernel answers as the one-shot kernel; returns those shots.
+fn check_f32(
+    name: &str,
+    dem: &backline_decoders::dem::DetectorErrorModel,
+    h: &SparseMatrix,
+    dec: &mut BpDecoder,
+) -> Answered {
+    // Check: sampled shots' converged f32 answers reproduce their syndromes.
+    let mut noise = DemNoise::new(dem, 1);
+    let (mut dets, mut obs) = (
+        vec![0u8; dem.num_detectors()],
+        vec![0u8; dem.num_observables()],
+    );
+    let mut back = vec![0u8; h.rows()];
+    for _ in 0..200 {
+        noise.sample(&mut dets, &mut obs);
+        dec.decode(&dets).unwrap();
+        if dec.converged() {
+            back.fill(0);
+            for (c, &d) in dec.decoding().iter().enumerate() {
+                if d != 0 {
+                    for &r in h.col(c) {
+                        back[r as usize] ^= 1;
+                    }
+                }
+            }
+            assert_eq!(back, dets, "{name}: a converged f32 answer is wrong");
+        }
+    }
+    // Check: the lanes kernel answers those shots as the one-shot kernel did.
+    let mut shots = Vec::new();
+    let mut noise = DemNoise::new(dem, 2);
+    for _ in 0..61 {
+        noise.sample(&mut dets, &mut obs);
+        dec.decode(&dets).unwrap();
+        let one = (dec.converged(), dec.iterations(), dec.decoding().to_vec());
+        shots.push((dets.clone(), one));
+    }
+    dec.decode_many(
+        shots.len(),
+        |s, out| -> Result<bool, backline_decoders::DecoderError> {
+            out.copy_from_slice(&shots[s].0);
+            Ok(true)
+        },
+        |s, r| {
+            let (bp, _) = r.expect("every shot decoded");
+            let got = (bp.converged(), bp.iterations(), bp.decoding().to_vec());
+            assert_eq!(got, shots[s].1, "{name}: the lanes kernel differs");
+            Ok(())
+        },
+    )
+    .unwrap();
+    shots
+}
+
+/// Checks that Relay-BP with relay legs answers `shots` on the lanes as one at a time.
+fn check_relay_lanes(name: &str, h: &SparseMatrix, priors: &[f64], shots: &Answered) {
+    let legs = RelayConfig {
+        pre_iter: 20,
+        num_sets: 6,
+        set_max_iter: 15,
+        stop_nconv: 2,
+        ..RelayConfig::default()
+    };
+    let mut relay = RelayBpDecoder::new(h, priors, &legs).unwrap();
+    let mut out = vec![0u8; h.cols()];
+    let want: Vec<_> = shots
+        .iter()
+        .map(|(s, _)| {
+            let info = relay.decode(s, &mut out).unwrap();
+            (out.clone(), info)
+        })
+        .collect();
+    relay
+        .decode_many(
+            shots.len(),
+            |s, out| -> Result<(), backline_decoders::DecoderError> {
+                out.copy_from_slice(&shots[s].0);
+                Ok(())
+            },
+            |s, c, info| {
+                let same = (c, info) == (&want[s].0[..], want[s].1);
+                assert!(same, "{name}: Relay-BP on the lanes differs");
+                Ok(())
+            },
+        )
+        .unwrap();
+}
+
 fn main() {
     let filters: Vec<String> = std::env::args()
         .skip(1)
@@ -179,61 +272,8 @@ fn main() {
             .map(|&k| bp_prior(dem.priors()[k as usize]))
             .collect();
         let edges = h.nnz();
-        // Check: sampled shots' converged f32 answers reproduce their syndromes.
         let mut f32_dec = decoder(&h, &priors, Precision::F32);
-        let mut noise = DemNoise::new(&dem, 1);
-        let (mut dets, mut obs) = (
-            vec![0u8; dem.num_detectors()],
-            vec![0u8; dem.num_observables()],
-        );
-        let mut back = vec![0u8; h.rows()];
-        for _ in 0..200 {
-            noise.sample(&mut dets, &mut obs);
-            f32_dec.decode(&dets).unwrap();
-            if f32_dec.converged() {
-                back.fill(0);
-                for (c, &d) in f32_dec.decoding().iter().enumerate() {
-                    if d != 0 {
-                        for &r in h.col(c) {
-                            back[r as usize] ^= 1;
-                        }
-                    }
-                }
-                assert_eq!(
-                    back, dets,
-                    "{}: a converged f32 answer is wrong",
-                    model.name
-                );
-            }
-        }
-        // Check: the lanes kernel answers those shots as the one-shot kernel did.
-        let mut shots = Vec::new();
-        let mut noise = DemNoise::new(&dem, 2);
-        for _ in 0..61 {
-            noise.sample(&mut dets, &mut obs);
-            f32_dec.decode(&dets).unwrap();
-            let one = (
-                f32_dec.converged(),
-                f32_dec.iterations(),
-                f32_dec.decoding().to_vec(),
-            );
-            shots.push((dets.clone(), one));
-        }
-        f32_dec
-            .decode_many(
-                shots.len(),
-                |s, out| -> Result<bool, backline_decoders::DecoderError> {
-                    out.copy_from_slice(&shots[s].0);
-                    Ok(true)
-                },
-                |s, r| {
-                    let (bp, _) = r.expect("every shot decoded");
-                    let got = (bp.converged(), bp.iterations(), bp.decoding().to_vec());
-                    assert_eq!(got, shots[s].1, "{}: the lanes kernel differs", model.name);
-                    Ok(())
-                },
-            )
-            .unwrap();
+        let shots = check_f32(model.name, &dem, &h, &mut f32_dec);
         // Syndromes BP runs all its iterations on.
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
         let mut f64_dec = decoder(&h, &priors, Precision::F64);
@@ -275,38 +315,7 @@ fn main() {
         };
         let relay_scalar = relay_time(RelayKernel::Scalar);
         let relay_simd = relay_time(RelayKernel::Simd);
-        // Check: Relay-BP with relay legs answers the sampled shots on the lanes as one at a
-        // time.
-        let legs = RelayConfig {
-            pre_iter: 20,
-            num_sets: 6,
-            set_max_iter: 15,
-            stop_nconv: 2,
-            ..RelayConfig::default()
-        };
-        let mut relay = RelayBpDecoder::new(&h, &priors, &legs).unwrap();
-        let mut out = vec![0u8; h.cols()];
-        let want: Vec<_> = shots
-            .iter()
-            .map(|(s, _)| {
-                let info = relay.decode(s, &mut out).unwrap();
-                (out.clone(), info)
-            })
-            .collect();
-        relay
-            .decode_many(
-                shots.len(),
-                |s, out| -> Result<(), backline_decoders::DecoderError> {
-                    out.copy_from_slice(&shots[s].0);
-                    Ok(())
-                },
-                |s, c, info| {
-                    let same = (c, info) == (&want[s].0[..], want[s].1);
-                    assert!(same, "{}: Relay-BP on the lanes differs", model.name);
-                    Ok(())
-                },
-            )
-            .unwrap();
+        check_relay_lanes(model.name, &h, &priors, &shots);
         let relay_lanes = time_relay_batch(
             &mut RelayBpDecoder::new(&h, &priors, &relay_config(RelayKernel::Simd)).unwrap(),
             &syndromes,

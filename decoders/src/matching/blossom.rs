@@ -11,16 +11,20 @@
 //!   that one, the detection event it was reached from (its *source*) and the observables
 //!   crossed on the way, the region's radius when it arrived, and the link to the node that
 //!   arrived in the same region before it (a region's *shell* is a stack threaded through its
-//!   nodes);
+//!   nodes), and one more node that stands for the boundary (never reached);
 //! - a [`Region`] per live region, from a pool: its radius as a function of time
-//!   ([`Varying`]), its blossom parent and top-level ancestor, its alternating-tree node, its
-//!   match, and — for a blossom — the cycle of its children, threaded through the children
-//!   (`next_sibling`, with the compressed edge from each child to the next);
+//!   ([`Varying`], in an array of its own, with one more radius, the empty region's, that an
+//!   empty node reads), its blossom parent and top-level ancestor, its alternating-tree node,
+//!   its match, and — for a blossom — the cycle of its children, threaded through the
+//!   children (`next_sibling`, with the compressed edge from each child to the next);
 //! - an [`AltNode`] per alternating-tree node, from a pool: an inner (shrinking) and an outer
 //!   (growing) region, the edge between them, its parent with the edge to it, and its children
 //!   as a doubly linked list;
-//! - the [`Queue`] of tentative events: one entry per node (when to look at it next) and per
-//!   shrinking region (when its outermost node leaves, or it reaches radius zero).
+//! - the [`Queue`] of tentative events, in PyMatching's order, with a tracker per node (when
+//!   to look at it next) and per region (when a shrinking one's outermost node leaves, or it
+//!   reaches radius zero): a node's or region's wish is queued only when sooner than its
+//!   queued entry, and stale entries are dropped as they come out, as PyMatching's trackers
+//!   do.
 //!
 //! A *compressed edge* is a shortest path between two detection events (or one and the
 //! boundary) summarised by its ends and the observables it crosses; matching and blossom
@@ -38,6 +42,7 @@
 
 use super::graph::{Adj, BOUNDARY, MatchingGraph};
 use super::queue::Queue;
+use std::hint::select_unpredictable;
 
 /// No node, region or tree node.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -129,7 +134,6 @@ const EMPTY_NODE: NodeState = NodeState {
 /// A region: a detection event's, or a blossom of regions.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Region {
-    radius: Varying,
     /// The blossom it is a child of.
     parent: u32,
     /// Its top-level ancestor (itself when top-level).
@@ -149,7 +153,6 @@ pub(crate) struct Region {
 }
 
 const FRESH_REGION: Region = Region {
-    radius: Varying { y: 0, slope: 1 },
     parent: NONE,
     top: NONE,
     alt: NONE,
@@ -171,7 +174,10 @@ pub(crate) struct AltNode {
     parent: u32,
     /// From `inner` to the parent's outer region.
     parent_edge: CEdge,
+    /// Its children, a doubly linked list in PyMatching's order (a child is added at the
+    /// end; one taken out is replaced by the last).
     first_child: u32,
+    last_child: u32,
     next_sib: u32,
     prev_sib: u32,
     visited: bool,
@@ -184,6 +190,7 @@ const FRESH_ALT: AltNode = AltNode {
     parent: NONE,
     parent_edge: CEdge::EMPTY,
     first_child: NONE,
+    last_child: NONE,
     next_sib: NONE,
     prev_sib: NONE,
     visited: false,
@@ -277,6 +284,11 @@ pub(crate) struct Blossom {
     n: u32,
     nodes: Vec<NodeState>,
     regions: Vec<Region>,
+    /// Each region's radius (beside the regions: the flooder's inner loop reads only these),
+    /// and one more, the empty region's (0, frozen), which no region takes.
+    radius: Vec<Varying>,
+    /// Regions growing (all top-level): none, and no frozen or empty node has an event.
+    growing: u32,
     alts: Vec<AltNode>,
     region_pool: Pool,
     alt_pool: Pool,
@@ -315,6 +327,8 @@ impl Clone for Blossom {
             n: self.n,
             nodes: self.nodes.clone(),
             regions: self.regions.clone(),
+            radius: self.radius.clone(),
+            growing: 0,
             alts: self.alts.clone(),
             region_pool: self.region_pool.clone(),
             alt_pool: self.alt_pool.clone(),
@@ -343,10 +357,14 @@ impl Blossom {
     pub(crate) fn new(graph: &MatchingGraph) -> Blossom {
         let n = graph.num_nodes();
         let regions = 2 * n + 2;
+        // One more node and region, never reached nor allocated: the boundary as a node and
+        // the empty region ([`Blossom::next_node_event`]).
         Blossom {
             n: n as u32,
-            nodes: vec![EMPTY_NODE; n],
+            nodes: vec![EMPTY_NODE; n + 1],
             regions: vec![FRESH_REGION; regions],
+            radius: vec![Varying::ZERO; regions + 1],
+            growing: 0,
             alts: vec![FRESH_ALT; n + 1],
             region_pool: Pool::new(regions),
             alt_pool: Pool::new(n + 1),
@@ -434,7 +452,7 @@ impl Blossom {
         if s.top == NONE {
             Varying::ZERO
         } else {
-            self.regions[s.top as usize].radius.plus(s.wrapped)
+            self.radius[s.top as usize].plus(s.wrapped)
         }
     }
 
@@ -447,12 +465,20 @@ impl Blossom {
         let s = &self.nodes[n as usize];
         let (i, t) = if s.top == NONE {
             // An empty node (radius 0, frozen): growing neighbours reach it.
-            self.next_event_frozen(adj, 0)
+            if self.growing == 0 {
+                (NONE, i64::MAX)
+            } else if self.whole {
+                self.next_event_frozen_whole(adj, 0)
+            } else {
+                self.next_event_frozen(adj, 0)
+            }
         } else {
-            let rad1 = self.regions[s.top as usize].radius.plus(s.wrapped);
+            let rad1 = self.radius[s.top as usize].plus(s.wrapped);
             match rad1.slope {
                 1 if self.whole => self.next_event_growing_whole(adj, s.top, rad1.y),
                 1 => self.next_event_growing(adj, s.top, rad1.y),
+                0 if self.growing == 0 => (NONE, i64::MAX),
+                0 if self.whole => self.next_event_frozen_whole(adj, rad1.y),
                 0 => self.next_event_frozen(adj, rad1.y),
                 _ => (NONE, i64::MAX),
             }
@@ -460,115 +486,161 @@ impl Blossom {
         (if i == NONE { NONE } else { lo + i }, t)
     }
 
-    /// [`Blossom::next_node_event`] of a node in growing top region `top` at local radius
-    /// `y·t`, the window being the whole graph: `(index into adj, time)`.
+    /// [`Blossom::next_node_event`] of detection event `n` as it is created: at time 0 every
+    /// region is a detection event's, growing from radius 0, so an edge of weight `w` is due
+    /// at `w` (to the boundary or an empty node) or `w / 2` (to an earlier event), and no
+    /// region's radius needs reading.
     #[inline]
-    fn next_event_growing_whole(&self, adj: &[Adj], top: u32, y: i64) -> (u32, i64) {
-        let mut best = (NONE, i64::MAX);
-        for (i, a) in adj.iter().enumerate() {
-            let w = a.weight as i64 - y;
-            let t = if a.to == BOUNDARY {
-                w
-            } else {
-                let nb = &self.nodes[a.to as usize];
-                if nb.top == NONE {
-                    // An empty neighbour: reached when this radius covers the edge.
-                    w
-                } else if nb.top == top {
-                    continue;
-                } else {
-                    let rad2 = self.regions[nb.top as usize].radius;
-                    let gap = w - (rad2.y + nb.wrapped);
-                    match rad2.slope {
-                        1 => gap >> 1,
-                        0 => gap,
-                        _ => continue,
-                    }
-                }
-            };
-            if t < best.1 {
-                best = (i as u32, t);
+    fn first_node_event(&self, g: &MatchingGraph, n: u32) -> (u32, i64) {
+        debug_assert_eq!(self.queue.now(), 0);
+        let lo = g.start[n as usize];
+        let adj = &g.adj[lo as usize..g.start[n as usize + 1] as usize];
+        let (mut best, mut best_t) = (NONE, i64::MAX);
+        if self.whole {
+            // The boundary reads as an empty node.
+            for (i, a) in adj.iter().enumerate() {
+                let nb = &self.nodes[(a.to as usize).min(self.nodes.len() - 1)];
+                let t = (a.weight >> (nb.top != NONE) as u32) as i64;
+                let sooner = t < best_t;
+                best = select_unpredictable(sooner, i as u32, best);
+                best_t = select_unpredictable(sooner, t, best_t);
+            }
+        } else {
+            for (i, a) in adj.iter().enumerate() {
+                let (inside, open) = self.edge_in_window(a.to);
+                let nb = &self.nodes[(a.to as usize).min(self.nodes.len() - 1)];
+                let t = (a.weight >> (inside & (nb.top != NONE)) as u32) as i64;
+                let t = select_unpredictable(inside | open, t, i64::MAX);
+                let sooner = t < best_t;
+                best = select_unpredictable(sooner, i as u32, best);
+                best_t = select_unpredictable(sooner, t, best_t);
             }
         }
-        best
+        (if best == NONE { NONE } else { lo + best }, best_t)
     }
 
-    /// [`Blossom::next_event_growing_whole`] inside a window.
+    /// The radius of the top region of the node at `to` (an adjacency entry's `to`) and the
+    /// node's wrapped radius. The boundary reads as an empty node (its extra node), an empty
+    /// node as one in the empty region (the extra region: radius 0, frozen) — no branch.
+    #[inline(always)]
+    fn neighbour(&self, to: u32) -> (u32, Varying, i64) {
+        let nb = &self.nodes[(to as usize).min(self.nodes.len() - 1)];
+        let r = self.radius[(nb.top as usize).min(self.radius.len() - 1)];
+        (nb.top, r, nb.wrapped)
+    }
+
+    /// [`Blossom::next_node_event`] of a node in growing top region `top` at local radius
+    /// `y + t`, the window being the whole graph: `(index into adj, time)`. Branch-free per
+    /// edge: the boundary and an empty neighbour are reached when this radius covers the
+    /// edge, a frozen region's node likewise, a growing one's halfway; a neighbour in `top`
+    /// or in a shrinking region never.
+    #[inline]
+    fn next_event_growing_whole(&self, adj: &[Adj], top: u32, y: i64) -> (u32, i64) {
+        let (mut best, mut best_t) = (NONE, i64::MAX);
+        for (i, a) in adj.iter().enumerate() {
+            let (top2, rad2, wrapped2) = self.neighbour(a.to);
+            let gap = a.weight as i64 - y - (rad2.y + wrapped2);
+            // Slope 1: halfway (even weights and radii keep it exact); 0: the whole gap.
+            let t = gap >> (rad2.slope & 1);
+            let never = (top2 == top) | (rad2.slope < 0);
+            let t = select_unpredictable(never, i64::MAX, t);
+            let sooner = t < best_t;
+            best = select_unpredictable(sooner, i as u32, best);
+            best_t = select_unpredictable(sooner, t, best_t);
+        }
+        (best, best_t)
+    }
+
+    /// [`Blossom::next_event_frozen`] with the window the whole graph, branch-free per edge
+    /// (the boundary and empty neighbours read as frozen, never growing).
+    #[inline]
+    fn next_event_frozen_whole(&self, adj: &[Adj], y: i64) -> (u32, i64) {
+        let (mut best, mut best_t) = (NONE, i64::MAX);
+        for (i, a) in adj.iter().enumerate() {
+            let (_, rad2, wrapped2) = self.neighbour(a.to);
+            let t = a.weight as i64 - y - (rad2.y + wrapped2);
+            let t = select_unpredictable(rad2.slope == 1, t, i64::MAX);
+            let sooner = t < best_t;
+            best = select_unpredictable(sooner, i as u32, best);
+            best_t = select_unpredictable(sooner, t, best_t);
+        }
+        (best, best_t)
+    }
+
+    /// Whether an edge to `to` leads somewhere inside the window (`(inside, open)`: inside
+    /// it, or else to the boundary), branch-free.
+    #[inline(always)]
+    fn edge_in_window(&self, to: u32) -> (bool, bool) {
+        let inside = self.inside(to);
+        let open =
+            select_unpredictable(to < self.lo, self.past_is_boundary, self.future_is_boundary)
+                | (to == BOUNDARY);
+        (inside, open)
+    }
+
+    /// [`Blossom::next_event_growing_whole`] inside a window: an edge leaving it reads as
+    /// one to the boundary when that side is (an empty node, reached when this radius covers
+    /// the edge), else it is never due.
     #[inline]
     fn next_event_growing(&self, adj: &[Adj], top: u32, y: i64) -> (u32, i64) {
-        let mut best = (NONE, i64::MAX);
+        let (mut best, mut best_t) = (NONE, i64::MAX);
         for (i, a) in adj.iter().enumerate() {
-            let w = a.weight as i64 - y;
-            let t = if !self.inside(a.to) {
-                if !self.outside_is_boundary(a.to) {
-                    continue;
-                }
-                w
+            let to = if self.inside(a.to) {
+                a.to
+            } else if self.outside_is_boundary(a.to) {
+                BOUNDARY
             } else {
-                let nb = &self.nodes[a.to as usize];
-                if nb.top == NONE {
-                    w
-                } else if nb.top == top {
-                    continue;
-                } else {
-                    let rad2 = self.regions[nb.top as usize].radius;
-                    let gap = w - (rad2.y + nb.wrapped);
-                    match rad2.slope {
-                        1 => gap >> 1,
-                        0 => gap,
-                        _ => continue,
-                    }
-                }
+                continue;
             };
-            if t < best.1 {
-                best = (i as u32, t);
-            }
+            let (top2, rad2, wrapped2) = self.neighbour(to);
+            let gap = a.weight as i64 - y - (rad2.y + wrapped2);
+            let t = gap >> (rad2.slope & 1);
+            let never = (top2 == top) | (rad2.slope < 0);
+            let t = select_unpredictable(never, i64::MAX, t);
+            let sooner = t < best_t;
+            best = select_unpredictable(sooner, i as u32, best);
+            best_t = select_unpredictable(sooner, t, best_t);
         }
-        best
+        (best, best_t)
     }
 
     /// [`Blossom::next_node_event`] of a node whose local radius is frozen at `y`: growing
-    /// neighbours reach it. `(index into adj, time)`.
+    /// neighbours reach it (a node outside the window never grows). `(index into adj, time)`.
     #[inline]
     fn next_event_frozen(&self, adj: &[Adj], y: i64) -> (u32, i64) {
-        let mut best = (NONE, i64::MAX);
+        let (mut best, mut best_t) = (NONE, i64::MAX);
         for (i, a) in adj.iter().enumerate() {
             if !self.inside(a.to) {
                 continue;
             }
-            let nb = &self.nodes[a.to as usize];
-            if nb.top == NONE {
-                continue;
-            }
-            let rad2 = self.regions[nb.top as usize].radius;
-            if rad2.slope == 1 {
-                let t = a.weight as i64 - y - (rad2.y + nb.wrapped);
-                if t < best.1 {
-                    best = (i as u32, t);
-                }
-            }
+            let (_, rad2, wrapped2) = self.neighbour(a.to);
+            let t = a.weight as i64 - y - (rad2.y + wrapped2);
+            let t = select_unpredictable(rad2.slope == 1, t, i64::MAX);
+            let sooner = t < best_t;
+            best = select_unpredictable(sooner, i as u32, best);
+            best_t = select_unpredictable(sooner, t, best_t);
         }
-        best
+        (best, best_t)
     }
 
     #[inline]
     fn reschedule_node(&mut self, g: &MatchingGraph, n: u32) {
         let (slot, t) = self.next_node_event(g, n);
         if slot == NONE {
-            self.queue.cancel(n);
+            self.queue.unwant(n);
         } else {
-            self.queue.schedule(n, t);
+            self.queue.want(n, t);
         }
     }
 
     fn schedule_shrink(&mut self, r: u32) {
         let reg = &self.regions[r as usize];
         let t = if reg.shell == NONE {
-            reg.radius.y
+            self.radius[r as usize].y
         } else {
             self.local_radius(reg.shell).y
         };
-        self.queue.schedule(self.n + r, t);
+        self.queue.want(self.n + r, t);
     }
 
     fn wrapped_radius(&self, n: u32) -> i64 {
@@ -579,7 +651,7 @@ impl Blossom {
         let mut total = 0;
         let mut r = s.arrived;
         while r != s.top && r != NONE {
-            total += self.regions[r as usize].radius.y;
+            total += self.radius[r as usize].y;
             r = self.regions[r as usize].parent;
         }
         total - s.arrival
@@ -587,7 +659,9 @@ impl Blossom {
 
     // ---- walking regions ------------------------------------------------------------------
 
-    /// Calls `f` on `r` and every region inside it.
+    /// Calls `f` on `r` and every region inside it, depth first, a blossom's children in
+    /// cycle order (PyMatching's order: the order in which [`Blossom::for_each_node`] visits
+    /// nodes decides the order of their entries in the queue).
     fn for_each_descendant(&mut self, r: u32, mut f: impl FnMut(&mut Blossom, u32)) {
         let mut stack = std::mem::take(&mut self.stack);
         let base = stack.len();
@@ -597,6 +671,7 @@ impl Blossom {
             f(self, x);
             let first = self.regions[x as usize].first_child;
             let mut c = first;
+            let mark = stack.len();
             while c != NONE {
                 stack.push(c);
                 c = self.regions[c as usize].next_sibling;
@@ -604,11 +679,13 @@ impl Blossom {
                     break;
                 }
             }
+            stack[mark..].reverse();
         }
         self.stack = stack;
     }
 
-    /// Calls `f` on every node in `r`'s area (its shell and its descendants' shells).
+    /// Calls `f` on every node in `r`'s area (its shell, newest node first, then its
+    /// descendants' shells in [`Blossom::for_each_descendant`]'s order).
     fn for_each_node(&mut self, r: u32, mut f: impl FnMut(&mut Blossom, u32)) {
         self.for_each_descendant(r, |b, x| {
             let mut n = b.regions[x as usize].shell;
@@ -642,18 +719,34 @@ impl Blossom {
 
     // ---- region motion --------------------------------------------------------------------
 
+    /// Region `r`'s radius changes slope at `now`; [`Blossom::growing`] counts it.
+    #[inline]
+    pub(crate) fn set_slope(&mut self, r: u32, now: i64, slope: i64) {
+        let old = self.radius[r as usize];
+        self.growing += (slope == 1) as u32;
+        self.growing -= (old.slope == 1) as u32;
+        self.radius[r as usize] = old.then(now, slope);
+    }
+
+    /// A new region (a detection event's, or a blossom) growing from `y` at time 0.
+    #[inline]
+    pub(crate) fn start_growing(&mut self, r: u32, y: i64) {
+        self.radius[r as usize] = Varying { y, slope: 1 };
+        self.growing += 1;
+    }
+
     fn set_growing(&mut self, g: &MatchingGraph, r: u32) {
         let now = self.queue.now();
-        self.regions[r as usize].radius = self.regions[r as usize].radius.then(now, 1);
-        self.queue.cancel(self.n + r);
+        self.set_slope(r, now, 1);
+        self.queue.unwant(self.n + r);
         self.reschedule_area(g, r);
     }
 
     fn set_frozen(&mut self, g: &MatchingGraph, r: u32) {
         let now = self.queue.now();
-        let was_shrinking = self.regions[r as usize].radius.slope == -1;
-        self.regions[r as usize].radius = self.regions[r as usize].radius.then(now, 0);
-        self.queue.cancel(self.n + r);
+        let was_shrinking = self.radius[r as usize].slope == -1;
+        self.set_slope(r, now, 0);
+        self.queue.unwant(self.n + r);
         if was_shrinking {
             self.reschedule_area(g, r);
         }
@@ -661,9 +754,9 @@ impl Blossom {
 
     fn set_shrinking(&mut self, r: u32) {
         let now = self.queue.now();
-        self.regions[r as usize].radius = self.regions[r as usize].radius.then(now, -1);
+        self.set_slope(r, now, -1);
         self.schedule_shrink(r);
-        self.for_each_node(r, |b, n| b.queue.cancel(n));
+        self.for_each_node(r, |b, n| b.queue.unwant(n));
     }
 
     // ---- flooder events -------------------------------------------------------------------
@@ -673,16 +766,15 @@ impl Blossom {
     /// again once it is handled), or its next one scheduled.
     fn look_at_node(&mut self, g: &MatchingGraph, n: u32) -> Option<Event> {
         let (slot, t) = self.next_node_event(g, n);
-        if slot == NONE {
-            return None;
-        }
         let now = self.queue.now();
-        if t > now {
-            self.queue.schedule(n, t);
+        if t != now {
+            if slot != NONE {
+                self.queue.want(n, t);
+            }
             return None;
         }
         // Look again once this interaction is handled: another edge may be due now too.
-        self.queue.schedule(n, now);
+        self.queue.want(n, now);
         let a = g.adj[slot as usize];
         let obs = g.adj_obs[slot as usize];
         let src = self.nodes[n as usize];
@@ -721,7 +813,7 @@ impl Blossom {
     fn arrive(&mut self, g: &MatchingGraph, r: u32, empty: u32, from: u32, obs: u64) {
         let now = self.queue.now();
         let f = self.nodes[from as usize];
-        let arrival = self.regions[r as usize].radius.at(now);
+        let arrival = self.radius[r as usize].at(now);
         self.nodes[empty as usize] = NodeState {
             arrived: r,
             top: r,

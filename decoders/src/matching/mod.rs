@@ -11,8 +11,11 @@
 //! shrinks to nothing splits again. The primal-dual argument of the blossom algorithm makes
 //! the final matching one of minimum weight, and no shortest path between detection events is
 //! computed unless two regions touch, so the work follows the detection events, not the graph.
-//! Events are kept in a radix heap ([`queue`](self)); everything is flat arrays of `u32`
-//! indices, sized when the decoder is built, so a decode allocates nothing.
+//! Events are queued in PyMatching's order (its radix heap's: by time, the newest first among
+//! events due at once; [`queue`](self)), and the matcher takes its steps in PyMatching's
+//! order, so that among equally light matchings the one found is PyMatching's; everything is
+//! flat arrays of `u32` indices, sized when the decoder is built, so a decode allocates
+//! nothing.
 //!
 //! # The graph
 //!
@@ -236,8 +239,8 @@ impl Clone for MatchingDecoder {
 }
 
 /// Bytes a matching decoder holds per node of its graph, the graph's own arrays included
-/// (measured: about 516 for the blossom's nodes, regions and alternating-tree entries, the
-/// flooder's queue and the path search; rounded up).
+/// (measured: about 530 for the blossom's nodes, regions and alternating-tree entries, the
+/// flooder's queue and the path searches; rounded up).
 pub const BYTES_PER_NODE: usize = 576;
 
 /// Bytes a matching decoder holds per edge (adjacency slots, their observables and edge

@@ -6,6 +6,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::graph::{BOUNDARY, MatchingGraph};
+use super::queue::Queue;
 
 /// The nodes a search may use, and which edges leaving them lead to the boundary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,13 +268,8 @@ impl PairSearch {
     }
 }
 
-/// Not a node, slot or queue entry.
+/// Not a node or slot.
 const NIL: u32 = u32::MAX;
-/// [`FloodSearch`] tracker flag: the node wants to be looked at (at `want`).
-const WANTS: u8 = 1;
-/// [`FloodSearch`] tracker flag: an entry for the node is queued at `queued` (older entries
-/// for it are stale and dropped when they come out).
-const QUEUED: u8 = 2;
 
 /// A shortest path between two detection events, or one and the boundary, chosen among equally
 /// short ones as PyMatching's path search chooses it (its `SearchFlooder`, read and not copied):
@@ -286,7 +282,7 @@ const QUEUED: u8 = 2;
 /// weight`, a neighbour reached from the other end met halfway, the boundary (index 0 of the
 /// adjacency) at `distance + weight` — and the first meeting ends the search. Ties fall as
 /// they fall there: among a node's edges due at once the first in adjacency order wins, and
-/// the nodes due at one time come out of a radix heap ([`RadixQueue`]) last in, first out,
+/// the nodes due at one time come out of the flooder's radix heap ([`Queue`]) in its order,
 /// with each node's look-at requests deduplicated as PyMatching's event tracker does. The
 /// path is traced back from the meeting edge's two ends, then the meeting edge itself.
 /// Preallocated: no allocation per search.
@@ -298,14 +294,10 @@ pub(crate) struct FloodSearch {
     back: Vec<u32>,
     /// Per reached node: its distance from its end.
     dist: Vec<i64>,
-    /// Per node: the time it wants to be looked at, and the time its live entry is queued
-    /// at (both as the queue's 32-bit cyclic times), with [`WANTS`] and [`QUEUED`].
-    want: Vec<u32>,
-    queued: Vec<u32>,
-    flags: Vec<u8>,
     /// The nodes reached (reset after each search).
     reached: Vec<u32>,
-    queue: RadixQueue,
+    /// When each node is to be looked at next.
+    queue: Queue,
     /// The last path's edges, each as `(node, slot)`: the edge at adjacency slot `slot` of
     /// `node`, in PyMatching's order (back from the meeting edge's first end, back from its
     /// other end, the meeting edge) and orientation.
@@ -320,9 +312,6 @@ impl Clone for FloodSearch {
             end: self.end.clone(),
             back: self.back.clone(),
             dist: self.dist.clone(),
-            want: self.want.clone(),
-            queued: self.queued.clone(),
-            flags: self.flags.clone(),
             reached: Vec::with_capacity(self.reached.capacity()),
             queue: self.queue.clone(),
             path: Vec::with_capacity(self.path.capacity()),
@@ -337,11 +326,8 @@ impl FloodSearch {
             end: vec![0; n],
             back: vec![NIL; n],
             dist: vec![0; n],
-            want: vec![0; n],
-            queued: vec![0; n],
-            flags: vec![0; n],
             reached: Vec::with_capacity(n),
-            queue: RadixQueue::new(n + 2),
+            queue: Queue::new(n),
             path: Vec::with_capacity(n + 1),
         }
     }
@@ -365,10 +351,7 @@ impl FloodSearch {
         }
         self.seed(g, span, to_boundary, source, 2);
         let mut meeting = None;
-        while let Some((x, t)) = self.queue.pop() {
-            if !self.take(x, t) {
-                continue;
-            }
+        while let Some((x, _)) = self.queue.pop() {
             if let Some(slot) = self.look(g, span, to_boundary, x) {
                 meeting = Some((x, slot));
                 break;
@@ -385,7 +368,6 @@ impl FloodSearch {
         for &x in &self.reached {
             self.end[x as usize] = 0;
             self.back[x as usize] = NIL;
-            self.flags[x as usize] = 0;
         }
         self.reached.clear();
         self.queue.reset();
@@ -411,7 +393,7 @@ impl FloodSearch {
 
     /// Node `x`'s next edge due: `(slot, time)`, slot `NIL` when none.
     fn next_edge(&self, g: &MatchingGraph, span: Span, to_boundary: bool, x: u32) -> (u32, i64) {
-        let now = self.queue.now;
+        let now = self.queue.now();
         let (end, dist) = (self.end[x as usize], self.dist[x as usize]);
         let mut best = (NIL, i64::MAX);
         for slot in g.start[x as usize]..g.start[x as usize + 1] {
@@ -446,51 +428,17 @@ impl FloodSearch {
     fn reschedule(&mut self, g: &MatchingGraph, span: Span, to_boundary: bool, x: u32) {
         let (slot, t) = self.next_edge(g, span, to_boundary, x);
         if slot == NIL {
-            self.flags[x as usize] &= !WANTS;
+            self.queue.unwant(x);
         } else {
-            self.wish(x, t);
+            self.queue.want(x, t);
         }
-    }
-
-    /// Node `x` wants to be looked at at time `t`: queued unless an entry as early is.
-    fn wish(&mut self, x: u32, t: i64) {
-        let (i, t) = (x as usize, t as u32);
-        self.want[i] = t;
-        let f = self.flags[i];
-        self.flags[i] = f | WANTS | QUEUED;
-        if f & QUEUED == 0 || cyclic_after(self.queued[i], t) {
-            self.queued[i] = t;
-            self.queue.push(x, t);
-        }
-    }
-
-    /// Whether the entry `(x, t)` just popped is to be handled: only a node's latest entry
-    /// counts, and only while the node wants that time (an entry earlier than wanted is put
-    /// back at the time wanted).
-    fn take(&mut self, x: u32, t: u32) -> bool {
-        let i = x as usize;
-        let f = self.flags[i];
-        if f & QUEUED == 0 || self.queued[i] != t {
-            return false;
-        }
-        if f & WANTS == 0 {
-            self.flags[i] = f & !QUEUED;
-            return false;
-        }
-        if self.want[i] != t {
-            self.queued[i] = self.want[i];
-            self.queue.push(x, self.want[i]);
-            return false;
-        }
-        self.flags[i] = f & !(QUEUED | WANTS);
-        true
     }
 
     /// Looks at node `x`: the meeting slot when its next edge due now meets the other end or
     /// the boundary; an empty neighbour due now is reached (and `x` looked at again now).
     fn look(&mut self, g: &MatchingGraph, span: Span, to_boundary: bool, x: u32) -> Option<u32> {
         let (slot, t) = self.next_edge(g, span, to_boundary, x);
-        let now = self.queue.now;
+        let now = self.queue.now();
         if t == now {
             let a = g.adj[slot as usize];
             if !span.inside(a.to) || self.end[a.to as usize] != 0 {
@@ -504,156 +452,10 @@ impl FloodSearch {
             self.dist[y as usize] = self.dist[x as usize] + a.weight as i64;
             self.reached.push(y);
             self.reschedule(g, span, to_boundary, y);
-            self.wish(x, now);
+            self.queue.want(x, now);
         } else if slot != NIL {
-            self.wish(x, t);
+            self.queue.want(x, t);
         }
         None
-    }
-}
-
-/// Whether cyclic time `a` comes after `b` (fewer steps from `b` to `a` than back).
-#[inline]
-fn cyclic_after(a: u32, b: u32) -> bool {
-    a.wrapping_sub(b).wrapping_sub(1) < (1u32 << 31) - 1
-}
-
-/// A monotone radix heap of `(node, time)` entries in PyMatching's order: times are 32-bit
-/// cyclic; an entry sits in bucket `bit_width(time ^ now)`; entries come out of bucket 0 last
-/// in, first out; an empty bucket 0 is refilled from the lowest non-empty bucket (bucket 1 by
-/// taking it whole and stepping the clock once, a higher one by moving the clock to its
-/// earliest time and redistributing its entries in the order they were queued). Buckets are
-/// stacks threaded through one pool of entries (at most `cap` live), so nothing allocates.
-#[derive(Debug, Clone)]
-struct RadixQueue {
-    /// Each bucket's newest entry (`NIL` when empty).
-    head: [u32; 33],
-    /// Per entry: its time, its node, the entry queued before it in its bucket (or the next
-    /// free entry).
-    time: Vec<u32>,
-    node: Vec<u32>,
-    next: Vec<u32>,
-    /// Entries never used start at `fresh`; freed ones are stacked from `free`.
-    fresh: u32,
-    free: u32,
-    len: usize,
-    now: i64,
-}
-
-impl RadixQueue {
-    fn new(cap: usize) -> RadixQueue {
-        RadixQueue {
-            head: [NIL; 33],
-            time: vec![0; cap],
-            node: vec![0; cap],
-            next: vec![NIL; cap],
-            fresh: 0,
-            free: NIL,
-            len: 0,
-            now: 0,
-        }
-    }
-
-    #[inline]
-    fn bucket(&self, t: u32) -> usize {
-        (32 - (t ^ self.now as u32).leading_zeros()) as usize
-    }
-
-    fn push(&mut self, x: u32, t: u32) {
-        let e = if self.free != NIL {
-            let e = self.free;
-            self.free = self.next[e as usize];
-            e
-        } else {
-            self.fresh += 1;
-            self.fresh - 1
-        };
-        let b = self.bucket(t);
-        self.time[e as usize] = t;
-        self.node[e as usize] = x;
-        self.next[e as usize] = self.head[b];
-        self.head[b] = e;
-        self.len += 1;
-    }
-
-    fn pop(&mut self) -> Option<(u32, u32)> {
-        if self.len == 0 {
-            return None;
-        }
-        if self.head[0] == NIL {
-            let b = (1..33).find(|&b| self.head[b] != NIL).unwrap_or(32);
-            if b == 1 {
-                self.head.swap(0, 1);
-                self.now += 1;
-            } else {
-                let mut min = u32::MAX;
-                let mut e = self.head[b];
-                while e != NIL {
-                    min = min.min(self.time[e as usize]);
-                    e = self.next[e as usize];
-                }
-                // The earliest time, widened near the clock (it never lies behind it).
-                self.now += min.wrapping_sub(self.now as u32) as i64;
-                // Oldest first into the (empty) lower buckets: walking newest first and
-                // appending at each bucket's far end gives the same stacks.
-                let mut tail = [NIL; 33];
-                let mut e = std::mem::replace(&mut self.head[b], NIL);
-                while e != NIL {
-                    let next = self.next[e as usize];
-                    let c = self.bucket(self.time[e as usize]);
-                    self.next[e as usize] = NIL;
-                    if tail[c] == NIL {
-                        self.head[c] = e;
-                    } else {
-                        self.next[tail[c] as usize] = e;
-                    }
-                    tail[c] = e;
-                    e = next;
-                }
-            }
-        }
-        let e = self.head[0];
-        self.head[0] = self.next[e as usize];
-        self.next[e as usize] = self.free;
-        self.free = e;
-        self.len -= 1;
-        Some((self.node[e as usize], self.time[e as usize]))
-    }
-
-    fn reset(&mut self) {
-        self.head = [NIL; 33];
-        self.fresh = 0;
-        self.free = NIL;
-        self.len = 0;
-        self.now = 0;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_radix_queue_pops_by_time_last_in_first_out() {
-        let mut q = RadixQueue::new(8);
-        for (x, t) in [(0, 6), (1, 4), (2, 6), (3, 5), (4, 4), (5, 100)] {
-            q.push(x, t);
-        }
-        let mut got = Vec::new();
-        while let Some((x, t)) = q.pop() {
-            got.push((x, t));
-            if x == 3 {
-                // Queued at the current time: next out.
-                q.push(6, 5);
-            }
-        }
-        // Equal times come out newest first; bucket moves keep the order of queueing.
-        assert_eq!(
-            got,
-            [(4, 4), (1, 4), (3, 5), (6, 5), (2, 6), (0, 6), (5, 100)]
-        );
-        assert_eq!(q.now, 100);
-        q.reset();
-        assert_eq!((q.pop(), q.now), (None, 0));
     }
 }

@@ -900,3 +900,69 @@ fn the_pymatching_path_search_finds_shortest_paths() {
         }
     }
 }
+
+#[test]
+fn ties_between_equally_light_matchings_fall_as_pymatchings_do() {
+    // The grid of `paths_are_chosen_and_listed_as_pymatching_lists_them` (boundary edge at
+    // node 0, weight 10): each syndrome has several matchings of the least weight; the lists
+    // are what PyMatching 2.4's `decode_to_edges_array` returns — which matching its flooder
+    // ends on (its queue's order among events due at once, its matcher's order of steps),
+    // then its paths.
+    let mut raw = Vec::new();
+    for r in 0..3u32 {
+        for c in 0..4u32 {
+            let x = 4 * r + c;
+            if c < 3 {
+                raw.push((x, x + 1, 1.0, 0));
+            }
+            if r < 2 {
+                raw.push((x, x + 4, 1.0, 0));
+            }
+        }
+    }
+    raw.push((0, BOUNDARY, 10.0, 0));
+    let g = MatchingGraph::from_edges("grid", 12, 0, &raw).unwrap();
+    let mut dec = MatchingDecoder::from_graph(Arc::new(g));
+    type Case<'a> = (&'a [u32], &'a [(u32, u32)]);
+    let cases: [Case<'_>; 6] = [
+        (&[0, 1, 4, 5], &[(0, 4), (1, 5)]),
+        (&[5, 6, 9, 10], &[(5, 9), (6, 10)]),
+        (
+            &[4, 5, 6, 7, 8, 9, 10, 11],
+            &[(4, 8), (5, 9), (6, 10), (7, 11)],
+        ),
+        (&[1, 4, 6, 9], &[(8, 4), (8, 9), (5, 1), (5, 6)]),
+        (
+            &[0, 2, 5, 7, 8, 10],
+            &[(4, 0), (4, 8), (9, 5), (9, 10), (6, 2), (6, 7)],
+        ),
+        (
+            &[1, 3, 4, 6, 9, 11],
+            &[(5, 1), (5, 4), (7, 3), (7, 6), (10, 11), (10, 9)],
+        ),
+    ];
+    let mut list = Vec::new();
+    for (fired, want) in cases {
+        list.clear();
+        dec.decode_to_edge_list(fired, &mut list).unwrap();
+        assert_eq!(list, want, "{fired:?}");
+    }
+    // Correlated matching lowers the weights of the edges the first matching took: a tie
+    // broken otherwise there changes the second matching's weight. Shots of the d = 3
+    // fixture and the weights PyMatching 2.4 returns for them with correlations.
+    let dem = fixture("surface_d3_r8_p0.01.dem");
+    let mut corr = MatchingDecoder::new_correlated(&dem).unwrap();
+    let shots: [(&[u32], f64); 3] = [
+        (&[5, 8, 13, 16, 21, 28, 41, 56], 17.83758934897113),
+        (&[8, 9, 11, 16, 24, 30, 55, 58], 17.55519398766007),
+        (&[9, 13, 17, 20, 21, 28, 36, 47, 50], 17.409004313832863),
+    ];
+    let scale = corr.graph().scale();
+    for (fired, want) in shots {
+        let got = corr.decode_events(fired).unwrap().weight as f64 / scale;
+        assert!(
+            (got - want).abs() < 1e-6 * want,
+            "{fired:?}: {got} against {want}"
+        );
+    }
+}

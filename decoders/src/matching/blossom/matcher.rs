@@ -3,7 +3,7 @@
 
 use super::{
     AltNode, Blossom, CEdge, EMPTY_NODE, Event, FRESH_ALT, FRESH_REGION, Failure, NONE, NodeState,
-    Totals, Varying,
+    Totals,
 };
 use crate::matching::graph::MatchingGraph;
 
@@ -14,6 +14,7 @@ impl Blossom {
         let r = self.region_pool.alloc();
         self.regions[r as usize] = FRESH_REGION;
         self.regions[r as usize].top = r;
+        self.queue.forget(self.n + r);
         r
     }
 
@@ -81,6 +82,7 @@ impl Blossom {
             }
         }
         debug_assert_eq!(self.region_pool.live(), 0, "regions left after extraction");
+        debug_assert_eq!(self.growing, 0, "regions growing after the flooding");
         self.region_pool.reset();
         self.alt_pool.reset();
         self.queue.reset();
@@ -90,6 +92,7 @@ impl Blossom {
     /// Forgets everything (after a failure: every node, the queue, the pools).
     fn clear(&mut self) {
         self.nodes.fill(EMPTY_NODE);
+        self.growing = 0;
         self.queue.reset();
         self.region_pool.reset();
         self.alt_pool.reset();
@@ -103,7 +106,7 @@ impl Blossom {
 
     fn create_detection_event(&mut self, g: &MatchingGraph, d: u32) {
         let r = self.new_region();
-        self.regions[r as usize].radius = Varying { y: 0, slope: 1 };
+        self.start_growing(r, 0);
         self.new_alt(NONE, r, CEdge::EMPTY);
         self.nodes[d as usize] = NodeState {
             arrived: r,
@@ -115,7 +118,11 @@ impl Blossom {
             obs: 0,
         };
         self.regions[r as usize].shell = d;
-        self.reschedule_node(g, d);
+        let (slot, t) = self.first_node_event(g, d);
+        debug_assert_eq!((slot, t), self.next_node_event(g, d));
+        if slot != NONE {
+            self.queue.want(d, t);
+        }
     }
 
     fn process(&mut self, g: &MatchingGraph, ev: Event) {
@@ -193,33 +200,55 @@ impl Blossom {
 
     // ---- alternating trees ----------------------------------------------------------------
 
-    /// Hangs `child` below `parent`; `edge` runs from the parent's outer region to the
-    /// child's inner region.
+    /// Hangs `child` below `parent`, its last child; `edge` runs from the parent's outer
+    /// region to the child's inner region.
     fn add_child(&mut self, parent: u32, child: u32, edge: CEdge) {
-        let first = self.alts[parent as usize].first_child;
+        let last = self.alts[parent as usize].last_child;
         let c = &mut self.alts[child as usize];
         c.parent = parent;
         c.parent_edge = edge.rev();
-        c.prev_sib = NONE;
-        c.next_sib = first;
-        if first != NONE {
-            self.alts[first as usize].prev_sib = child;
+        c.prev_sib = last;
+        c.next_sib = NONE;
+        if last == NONE {
+            self.alts[parent as usize].first_child = child;
+        } else {
+            self.alts[last as usize].next_sib = child;
         }
-        self.alts[parent as usize].first_child = child;
+        self.alts[parent as usize].last_child = child;
     }
 
-    /// Takes `child` out of its parent's list of children.
+    /// Takes `child` out of its parent's children, the last child taking its place
+    /// (PyMatching's order of children: a vector, erased from by swapping with the last).
     fn unlink_child(&mut self, child: u32) {
         let c = self.alts[child as usize];
-        if c.prev_sib == NONE {
-            if c.parent != NONE {
-                self.alts[c.parent as usize].first_child = c.next_sib;
-            }
-        } else {
-            self.alts[c.prev_sib as usize].next_sib = c.next_sib;
+        if c.parent == NONE {
+            return;
         }
-        if c.next_sib != NONE {
-            self.alts[c.next_sib as usize].prev_sib = c.prev_sib;
+        let p = c.parent;
+        let last = self.alts[p as usize].last_child;
+        // Unlink the last child.
+        let before = self.alts[last as usize].prev_sib;
+        if before == NONE {
+            self.alts[p as usize].first_child = NONE;
+        } else {
+            self.alts[before as usize].next_sib = NONE;
+        }
+        self.alts[p as usize].last_child = before;
+        if last != child {
+            // It takes `child`'s place.
+            let c = self.alts[child as usize];
+            self.alts[last as usize].prev_sib = c.prev_sib;
+            self.alts[last as usize].next_sib = c.next_sib;
+            if c.prev_sib == NONE {
+                self.alts[p as usize].first_child = last;
+            } else {
+                self.alts[c.prev_sib as usize].next_sib = last;
+            }
+            if c.next_sib == NONE {
+                self.alts[p as usize].last_child = last;
+            } else {
+                self.alts[c.next_sib as usize].prev_sib = last;
+            }
         }
         let c = &mut self.alts[child as usize];
         c.parent = NONE;
@@ -290,31 +319,57 @@ impl Blossom {
     }
 
     /// Turns every tree node below and including `a` into matches (inner with outer),
-    /// freezing them, and frees the tree nodes.
+    /// freezing them, and frees the tree nodes; children before their parent, in order
+    /// (PyMatching's order, which decides the order of the nodes' entries in the queue).
     fn shatter_descendants(&mut self, g: &MatchingGraph, a: u32) {
-        let mut stack = std::mem::take(&mut self.orphans);
-        let base = stack.len();
+        if self.alts[a as usize].first_child == NONE {
+            // A lone node (most trees): no order to work out.
+            self.shatter_node(g, a);
+            return;
+        }
+        // The nodes in reverse post-order: depth first, each node before its children, the
+        // children last to first.
+        let mut order = std::mem::take(&mut self.orphans);
+        let mut stack = std::mem::take(&mut self.path);
+        order.clear();
+        stack.clear();
         stack.push(a);
-        while stack.len() > base {
-            let x = stack.pop().unwrap_or(NONE);
-            let node = self.alts[x as usize];
-            let mut c = node.first_child;
+        while let Some(x) = stack.pop() {
+            order.push(x);
+            let mut c = self.alts[x as usize].first_child;
             while c != NONE {
                 stack.push(c);
                 c = self.alts[c as usize].next_sib;
             }
-            if node.inner != NONE {
-                self.add_match(node.inner, node.outer, node.inner_to_outer);
-                self.set_frozen(g, node.inner);
-                self.set_frozen(g, node.outer);
-                self.regions[node.inner as usize].alt = NONE;
-            }
-            if node.outer != NONE {
-                self.regions[node.outer as usize].alt = NONE;
-            }
-            self.free_alt(x);
         }
-        self.orphans = stack;
+        self.path = stack;
+        for &x in order.iter().rev() {
+            self.shatter_node(g, x);
+        }
+        order.clear();
+        self.orphans = order;
+    }
+
+    /// [`Blossom::shatter_descendants`]'s step for one tree node: its inner and outer regions
+    /// matched and frozen, the node freed.
+    #[inline]
+    fn shatter_node(&mut self, g: &MatchingGraph, x: u32) {
+        let AltNode {
+            inner,
+            outer,
+            inner_to_outer,
+            ..
+        } = self.alts[x as usize];
+        if inner != NONE {
+            self.add_match(inner, outer, inner_to_outer);
+            self.set_frozen(g, inner);
+            self.set_frozen(g, outer);
+            self.regions[inner as usize].alt = NONE;
+        }
+        if outer != NONE {
+            self.regions[outer as usize].alt = NONE;
+        }
+        self.free_alt(x);
     }
 
     /// Removes the tree path from `a` up to (not including) `stop`, appending its regions and
@@ -330,6 +385,7 @@ impl Blossom {
                 c = next;
             }
             self.alts[x as usize].first_child = NONE;
+            self.alts[x as usize].last_child = NONE;
             let node = self.alts[x as usize];
             let parent_outer = self.alts[node.parent as usize].outer;
             if back {
@@ -380,16 +436,16 @@ impl Blossom {
     fn create_blossom(&mut self, g: &MatchingGraph, cycle: &[(u32, CEdge)]) -> u32 {
         let now = self.queue.now();
         let b = self.new_region();
-        self.regions[b as usize].radius = Varying { y: -now, slope: 1 };
+        self.start_growing(b, -now);
         self.regions[b as usize].first_child = cycle[0].0;
         for (i, &(r, e)) in cycle.iter().enumerate() {
             let reg = &mut self.regions[r as usize];
             reg.next_sibling = cycle[(i + 1) % cycle.len()].0;
             reg.sibling_edge = e;
-            reg.radius = reg.radius.then(now, 0);
             reg.parent = b;
+            self.set_slope(r, now, 0);
             self.set_top(r, b, true);
-            self.queue.cancel(self.n + r);
+            self.queue.unwant(self.n + r);
         }
         self.reschedule_area(g, b);
         b
@@ -463,7 +519,6 @@ impl Blossom {
         self.regions[inner as usize].alt = balt;
         self.set_shrinking(inner);
         self.add_child(cur, balt, child_edge);
-        self.queue.cancel(self.n + b);
         self.free_region(b);
         self.cycle = cyc;
     }
@@ -502,7 +557,7 @@ impl Blossom {
                         self.matches.push(reg.match_edge);
                     }
                     totals.obs ^= reg.match_edge.obs;
-                    totals.weight += reg.radius.y + mreg.radius.y;
+                    totals.weight += self.radius[r as usize].y + self.radius[m as usize].y;
                     self.free_region(m);
                     self.free_region(r);
                     continue;
@@ -512,7 +567,7 @@ impl Blossom {
                     self.matches.push(reg.match_edge);
                 }
                 totals.obs ^= reg.match_edge.obs;
-                totals.weight += reg.radius.y;
+                totals.weight += self.radius[r as usize].y;
                 self.free_region(r);
                 continue;
             }
@@ -555,7 +610,7 @@ impl Blossom {
         if reg.match_region != NONE {
             self.regions[reg.match_region as usize].match_region = sub;
         }
-        totals.weight += reg.radius.y;
+        totals.weight += self.radius[b as usize].y;
         let mut x = self.regions[sub as usize].next_sibling;
         while x != sub && x != NONE {
             let y = self.regions[x as usize].next_sibling;

@@ -987,17 +987,49 @@ fn write_slice<'a, T: pyo3::buffer::Element>(
     Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
 }
 
+/// Bit `i` set when byte `i` of the 64 is not zero.
+#[inline]
+fn nonzero_bytes_mask(block: &[u8]) -> u64 {
+    let mut mask = 0;
+    for (k, w) in block.chunks_exact(8).enumerate() {
+        let x = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        // Each byte's bits folded into its lowest bit, then the eight lowest bits gathered
+        // into the top byte (the products of the multiplication never overlap).
+        let mut m = x | (x >> 4);
+        m |= m >> 2;
+        m |= m >> 1;
+        m &= 0x0101_0101_0101_0101;
+        mask |= (m.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * k);
+    }
+    mask
+}
+
+/// Appends `base + i` for each set bit `i` of `mask`, in order.
+#[inline]
+fn push_set_bits(mut mask: u64, base: u32, fired: &mut Vec<u32>) {
+    while mask != 0 {
+        fired.push(base + mask.trailing_zeros());
+        mask &= mask - 1;
+    }
+}
+
 /// The detectors below `nodes` that fired in one record (bit-packed or a byte each).
 fn shot_events(record: &[u8], packed: bool, nodes: usize, fired: &mut Vec<u32>) {
     fired.clear();
     if !packed {
-        fired.extend(
-            record[..nodes]
-                .iter()
-                .enumerate()
-                .filter(|(_, b)| **b != 0)
-                .map(|(i, _)| i as u32),
-        );
+        // Sixty-four bytes at a time into a mask of those not zero (no branch per byte: most
+        // of a shot's detectors did not fire), then its set bits.
+        let record = &record[..nodes];
+        let mut blocks = record.chunks_exact(64);
+        let mut base = 0u32;
+        for block in blocks.by_ref() {
+            push_set_bits(nonzero_bytes_mask(block), base, fired);
+            base += 64;
+        }
+        let rest = blocks.remainder();
+        let mut last = [0u8; 64];
+        last[..rest.len()].copy_from_slice(rest);
+        push_set_bits(nonzero_bytes_mask(&last), base, fired);
         return;
     }
     for (i, &byte) in record.iter().enumerate() {

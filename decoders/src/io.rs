@@ -117,6 +117,8 @@ pub const EXCERPT_CHARS: usize = 80;
 /// assert_eq!(excerpt("flip"), "flip");
 /// assert_eq!(excerpt(&"a".repeat(1000)), format!("{}…", "a".repeat(80)));
 /// assert_eq!(excerpt("a\nb"), "a\\nb");
+/// // Escapes count as what they are written with: a line of control characters stays short.
+/// assert!(excerpt(&"\u{1f}".repeat(1000)).len() <= 81 * 3);
 /// ```
 pub fn excerpt(text: &str) -> String {
     excerpt_to(text, EXCERPT_CHARS)
@@ -131,20 +133,24 @@ pub fn excerpt_path(path: &Path) -> String {
     excerpt_to(&path.display().to_string(), PATH_EXCERPT_CHARS)
 }
 
-/// At most `max` characters of `text`, then `…` when there was more (control characters
-/// escaped): [`excerpt`] with another length.
+/// The start of `text` in at most `max` characters, control characters escaped (an escape
+/// counts as the characters it is written with: `\u{1f}` is seven), then `…` when there was
+/// more: [`excerpt`] with another length.
 pub fn excerpt_to(text: &str, max: usize) -> String {
     let mut out = String::new();
-    let mut chars = text.chars();
-    for c in chars.by_ref().take(max) {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
+    let mut written = 0;
+    for c in text.chars() {
+        let escaped = c.is_control().then(|| c.escape_default());
+        let len = escaped.clone().map_or(1, |e| e.count());
+        if written + len > max {
+            out.push('…');
+            return out;
         }
-    }
-    if chars.next().is_some() {
-        out.push('…');
+        written += len;
+        match escaped {
+            Some(e) => out.extend(e),
+            None => out.push(c),
+        }
     }
     out
 }

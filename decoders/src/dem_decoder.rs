@@ -286,7 +286,15 @@ pub fn decode_batch_counted(
     let per = shots.div_ceil(threads).max(1);
     let out_bytes = predictions.bytes_per_shot();
     let in_bytes = detectors.bytes_per_shot();
+    // Started threads wait for every other to start before they decode: a thread's start
+    // (its stack, its signal stack) then never races the others' allocations for the last
+    // memory, so a system out of threads refuses the next spawn, an error, rather than
+    // aborting a thread that has just started.
+    let go = (std::sync::Mutex::new(false), std::sync::Condvar::new());
+    let go = &go;
     let converged = std::thread::scope(|scope| -> Result<u64, DecoderError> {
+        // Lets the threads go when dropped: after the last spawn, or while unwinding.
+        let start = Go(go);
         let mut handles = Vec::with_capacity(threads);
         let mut refused = None;
         let mut preds_left = predictions.as_bytes_mut();
@@ -308,6 +316,11 @@ pub fn decode_batch_counted(
             let spawned = std::thread::Builder::new()
                 .name("decode".into())
                 .spawn_scoped(scope, move || -> Result<u64, DecoderError> {
+                    let mut ready = go.0.lock().unwrap_or_else(|e| e.into_inner());
+                    while !*ready {
+                        ready = go.1.wait(ready).unwrap_or_else(|e| e.into_inner());
+                    }
+                    drop(ready);
                     decode_run(&mut dec, input, in_bytes, preds, out_bytes, times, done)
                 });
             match spawned {
@@ -323,6 +336,7 @@ pub fn decode_batch_counted(
             }
             first += count;
         }
+        drop(start);
         let mut total = 0;
         for h in handles {
             total += h
@@ -336,6 +350,16 @@ pub fn decode_batch_counted(
         times_ns,
         converged,
     })
+}
+
+/// Sets its flag and wakes its waiters when dropped.
+struct Go<'a>(&'a (std::sync::Mutex<bool>, std::sync::Condvar));
+
+impl Drop for Go<'_> {
+    fn drop(&mut self) {
+        *self.0.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.0.1.notify_all();
+    }
 }
 
 fn decode_run(

@@ -675,14 +675,7 @@ impl RelayBpDecoder {
                 *d = u8::from(k.flipped(c as usize));
             }
         };
-        let weight = |decision: &[u8]| -> f64 {
-            decision
-                .iter()
-                .zip(lam64.iter())
-                .filter(|(d, _)| **d != 0)
-                .map(|(_, l)| *l)
-                .sum()
-        };
+        let weight = |decision: &[u8]| weight_of(decision, lam64);
         let mut info = RelayInfo::default();
         k.start_memory(syndrome8);
         let g0 = config.gamma0 as f32;
@@ -868,14 +861,7 @@ impl RelayBpDecoder {
                         *d = u8::from(lane.flipped(c as usize));
                     }
                 };
-                let weight = |decision: &[u8]| -> f64 {
-                    decision
-                        .iter()
-                        .zip(lam64.iter())
-                        .filter(|(d, _)| **d != 0)
-                        .map(|(_, l)| *l)
-                        .sum()
-                };
+                let weight = |decision: &[u8]| weight_of(decision, lam64);
                 sh.info.legs += 1;
                 sh.info.iterations += sh.it as u32;
                 if sh.leg == 0 {
@@ -916,12 +902,7 @@ impl RelayBpDecoder {
 
     /// `Σ Λᵢ` over the current hard decision's flipped mechanisms.
     fn weight(&self) -> f64 {
-        self.decision
-            .iter()
-            .zip(&self.lam64)
-            .filter(|(d, _)| **d != 0)
-            .map(|(_, l)| *l)
-            .sum()
+        weight_of(&self.decision, &self.lam64)
     }
 
     /// One leg of at most `max_iter` iterations from the priors' messages and the current
@@ -1244,6 +1225,16 @@ pub static ENTRY: Entry = Entry {
     ],
     config: relay_config,
 };
+
+/// `Σ Λᵢ` over the mechanisms `decision` (0/1 per mechanism) flips, in mechanism order.
+fn weight_of(decision: &[u8], lam: &[f64]) -> f64 {
+    decision
+        .iter()
+        .zip(lam)
+        .filter(|(d, _)| **d != 0)
+        .map(|(_, l)| *l)
+        .sum()
+}
 
 #[cfg(test)]
 mod tests {
